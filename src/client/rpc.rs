@@ -1,0 +1,111 @@
+//! A request stream: one request in flight, its response read back in order. Reopens itself on
+//! a new stream (and the connector on a new connection) after a transport failure.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use rkyv::util::AlignedVec;
+
+use super::connector::Connector;
+use super::error::ClientError;
+use crate::proto::{self, FrameDecoder, Reply, Request, Response};
+
+struct Open {
+    generation: u64,
+    connection: quinn::Connection,
+    send: quinn::SendStream,
+    recv: quinn::RecvStream,
+}
+
+pub struct RpcStream {
+    connector: Arc<Connector>,
+    open: Option<Open>,
+    decoder: FrameDecoder,
+    scratch: AlignedVec,
+    out: Vec<u8>,
+}
+
+impl RpcStream {
+    pub async fn open(connector: Arc<Connector>) -> Result<Self, ClientError> {
+        let mut stream = RpcStream {
+            connector,
+            open: None,
+            decoder: FrameDecoder::new(),
+            scratch: AlignedVec::new(),
+            out: Vec::with_capacity(64),
+        };
+        stream.ensure_open().await.map_err(ClientError::Unavailable)?;
+        Ok(stream)
+    }
+
+    async fn ensure_open(&mut self) -> Result<(), String> {
+        if self.open.is_some() {
+            return Ok(());
+        }
+        let (generation, connection) = self.connector.connection().await.map_err(|e| e.to_string())?;
+        match connection.open_bi().await {
+            Ok((send, recv)) => {
+                self.decoder = FrameDecoder::new();
+                self.open = Some(Open { generation, connection, send, recv });
+                Ok(())
+            }
+            Err(e) => {
+                self.connector.invalidate(generation).await;
+                Err(format!("opening a stream: {e}"))
+            }
+        }
+    }
+
+    /// Sends one request and reads its response. A transport failure is returned as text and
+    /// leaves the stream to be reopened by the next call; nothing is retried here.
+    pub async fn call(&mut self, req: &Request) -> Result<Response, String> {
+        self.ensure_open().await?;
+        self.out.clear();
+        proto::encode(req, &mut self.scratch, &mut self.out).map_err(|e| e.to_string())?;
+        let result = self.exchange().await;
+        if result.is_err() {
+            if let Some(open) = self.open.take() {
+                if open.connection.close_reason().is_some() {
+                    self.connector.invalidate(open.generation).await;
+                }
+            }
+        }
+        result
+    }
+
+    async fn exchange(&mut self) -> Result<Response, String> {
+        let open = self.open.as_mut().ok_or("stream not open")?;
+        open.send.write_all(&self.out).await.map_err(|e| format!("send: {e}"))?;
+        loop {
+            if let Some(response) = self.decoder.next_response().map_err(|e| e.to_string())? {
+                return Ok(response);
+            }
+            match open.recv.read_chunk(64 * 1024, true).await {
+                Ok(Some(chunk)) => self.decoder.extend(&chunk.bytes),
+                Ok(None) => return Err("stream finished by the server".into()),
+                Err(e) => return Err(format!("receive: {e}")),
+            }
+        }
+    }
+
+    /// `call`, retrying transport failures and retryable errors with backoff within the
+    /// connector's retry budget; a non-retryable server error is returned at once.
+    pub async fn call_with_retry(&mut self, req: &Request) -> Result<Reply, ClientError> {
+        let deadline = tokio::time::Instant::now() + self.connector.retry_budget;
+        let mut backoff = Duration::from_millis(5);
+        loop {
+            let cause = match self.call(req).await {
+                Ok(Response::Ok(reply)) => return Ok(reply),
+                Ok(Response::Err(e)) if !e.is_retryable() => return Err(ClientError::Server(e)),
+                Ok(Response::Err(e)) => e.to_string(),
+                Err(transport) => transport,
+            };
+            if tokio::time::Instant::now() + backoff > deadline {
+                return Err(ClientError::Unavailable(cause));
+            }
+            tracing::debug!("retrying after: {cause}");
+            tokio::time::sleep(backoff).await;
+            backoff = (backoff * 2).min(Duration::from_millis(200));
+        }
+    }
+}

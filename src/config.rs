@@ -1,0 +1,67 @@
+//! Runtime configuration read from `--config FILE` (TOML). Every field has a default, so an empty
+//! or absent file means the defaults; unknown fields are an error rather than silently ignored.
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::tso::WindowConfig;
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    pub tso: WindowConfig,
+    pub server: ServerConfig,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ServerConfig {
+    /// How often the control thread moves the TSO physical time to the clock.
+    pub tick_interval_ms: u64,
+    /// Bidirectional streams one client connection may hold open at once.
+    pub max_streams_per_connection: u32,
+    /// How long shutdown waits for in-flight requests before closing connections.
+    pub shutdown_grace_ms: u64,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            tick_interval_ms: 1,
+            max_streams_per_connection: 4096,
+            shutdown_grace_ms: 2_000,
+        }
+    }
+}
+
+impl Config {
+    pub fn load(path: Option<&Path>) -> anyhow::Result<Config> {
+        let config: Config = match path {
+            None => Config::default(),
+            Some(path) => {
+                let text = std::fs::read_to_string(path)
+                    .map_err(|e| anyhow::anyhow!("reading config {}: {e}", path.display()))?;
+                toml::from_str(&text).map_err(|e| anyhow::anyhow!("config {}: {e}", path.display()))?
+            }
+        };
+        config.tso.validate().map_err(anyhow::Error::msg)?;
+        if config.server.tick_interval_ms == 0 {
+            anyhow::bail!("server.tick_interval_ms must be at least 1");
+        }
+        Ok(config)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn partial_file_keeps_other_defaults_and_unknown_fields_fail() {
+        let c: Config = toml::from_str("[tso]\nwindow_ms = 5000\n").unwrap();
+        assert_eq!(c.tso.window_ms, 5000);
+        assert_eq!(c.tso.max_lead_ms, WindowConfig::default().max_lead_ms);
+        assert!(toml::from_str::<Config>("[tso]\nwindow = 1\n").is_err());
+    }
+}

@@ -1,0 +1,18 @@
+//! Meridian: a Placement Driver. Crate map, one line per module.
+
+/// Admin HTTP API: health, readiness, members, Prometheus metrics.
+pub mod admin;
+/// Rust client: connection, TSO batching dispatcher, typed errors.
+pub mod client;
+/// Runtime configuration: file format and defaults.
+pub mod config;
+/// Durable metadata behind the `MetaStore` trait; the embedded `local` backend.
+pub mod meta;
+/// Wire messages (rkyv) and length-prefixed framing.
+pub mod proto;
+/// Thread-per-core QUIC server: cores, endpoints, request dispatch, TSO control loop.
+pub mod server;
+/// TLS material: self-signed pair, server and client rustls configs.
+pub mod tls;
+/// Timestamp layout, lock-free windowed allocator and window decisions.
+pub mod tso;

@@ -1,0 +1,152 @@
+//! The `meridian` binary: `serve` runs a node; `ctl` talks to a running one.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+use meridian::client::{Client, ClientOptions};
+use meridian::config::Config;
+use meridian::server::{self, ServeOptions};
+use meridian::tls::Trust;
+
+#[derive(Parser)]
+#[command(name = "meridian", version, about = "Meridian placement driver and timestamp oracle")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run a node.
+    Serve(ServeArgs),
+    /// Query a running node.
+    Ctl(CtlArgs),
+}
+
+#[derive(clap::Args)]
+struct ServeArgs {
+    /// Member name, unique in the cluster.
+    #[arg(long, default_value = "meridian-0")]
+    name: String,
+    /// QUIC address for clients (UDP).
+    #[arg(long, default_value = "127.0.0.1:2379")]
+    listen: SocketAddr,
+    /// Admin HTTP address.
+    #[arg(long, default_value = "127.0.0.1:2380")]
+    admin_listen: SocketAddr,
+    /// Where the embedded store and the TLS pair live.
+    #[arg(long)]
+    data_dir: PathBuf,
+    /// Comma-separated etcd endpoints; without it the node runs alone on the embedded store.
+    #[arg(long, value_delimiter = ',')]
+    etcd: Vec<String>,
+    /// Cores to serve on (default: every CPU this process may use).
+    #[arg(long)]
+    cores: Option<usize>,
+    /// TOML config file.
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// PEM certificate chain; without it a self-signed pair is created in DATA_DIR/tls.
+    #[arg(long, requires = "tls_key")]
+    tls_cert: Option<PathBuf>,
+    /// PEM private key for --tls-cert.
+    #[arg(long, requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
+}
+
+#[derive(clap::Args)]
+struct CtlArgs {
+    /// A member's client address (host:port).
+    #[arg(long, value_delimiter = ',')]
+    endpoints: Vec<String>,
+    /// The server's certificate or its CA (DATA_DIR/tls/ca.pem for a self-signed server).
+    #[arg(long, conflicts_with = "insecure")]
+    ca: Option<PathBuf>,
+    /// Skip certificate verification.
+    #[arg(long)]
+    insecure: bool,
+    #[command(subcommand)]
+    command: CtlCommand,
+}
+
+#[derive(Subcommand)]
+enum CtlCommand {
+    /// List members and the leader.
+    Members,
+    /// Ask for one timestamp.
+    Tso,
+}
+
+fn main() -> std::process::ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let result = match Cli::parse().command {
+        Command::Serve(args) => serve(args),
+        Command::Ctl(args) => ctl(args),
+    };
+    match result {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn serve(args: ServeArgs) -> anyhow::Result<()> {
+    if !args.etcd.is_empty() {
+        anyhow::bail!("--etcd is not supported by this build yet; run without it for the embedded store");
+    }
+    server::run(ServeOptions {
+        name: args.name,
+        listen: args.listen,
+        admin_listen: args.admin_listen,
+        data_dir: args.data_dir,
+        cores: args.cores.unwrap_or_else(server::available_cores),
+        config: Config::load(args.config.as_deref())?,
+        tls_cert: args.tls_cert,
+        tls_key: args.tls_key,
+    })
+}
+
+fn ctl(args: CtlArgs) -> anyhow::Result<()> {
+    let trust = match (args.ca, args.insecure) {
+        (Some(ca), false) => Trust::Ca(ca),
+        (None, true) => Trust::Insecure,
+        _ => anyhow::bail!("pass --ca FILE (the server's DATA_DIR/tls/ca.pem) or --insecure"),
+    };
+    if args.endpoints.is_empty() {
+        anyhow::bail!("pass --endpoints HOST:PORT");
+    }
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    rt.block_on(async {
+        let client = Client::connect(ClientOptions::new(args.endpoints, trust)).await?;
+        match args.command {
+            CtlCommand::Members => {
+                let m = client.members().await?;
+                println!("cluster_id: {}", m.cluster_id);
+                for member in &m.members {
+                    let leader = m.leader.as_ref().is_some_and(|l| l.id == member.id);
+                    println!(
+                        "{}\tid={}\tclient={}\tadmin={}{}",
+                        member.name,
+                        member.id,
+                        member.client_url,
+                        member.admin_url,
+                        if leader { "\tleader" } else { "" }
+                    );
+                }
+            }
+            CtlCommand::Tso => {
+                let ts = client.get_ts().await?;
+                println!("{} (physical_ms={} logical={})", ts.as_u64(), ts.physical_ms(), ts.logical());
+            }
+        }
+        anyhow::Ok(())
+    })
+}

@@ -1,0 +1,24 @@
+//! The `MetaStore` trait and its error.
+
+use std::future::Future;
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum MetaError {
+    #[error("meta store I/O: {0}")]
+    Io(String),
+    #[error("meta store corrupt: {0}")]
+    Corrupt(String),
+}
+
+impl From<std::io::Error> for MetaError {
+    fn from(e: std::io::Error) -> Self {
+        MetaError::Io(e.to_string())
+    }
+}
+
+/// A small durable key-value store. A successful `put` is on stable storage when it returns.
+pub trait MetaStore: Send + Sync + 'static {
+    fn get(&self, key: &[u8]) -> impl Future<Output = Result<Option<Vec<u8>>, MetaError>> + Send;
+    fn put(&self, key: &[u8], value: &[u8]) -> impl Future<Output = Result<(), MetaError>> + Send;
+    fn delete(&self, key: &[u8]) -> impl Future<Output = Result<(), MetaError>> + Send;
+}

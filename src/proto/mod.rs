@@ -1,0 +1,16 @@
+//! Wire protocol: the request and response messages (rkyv archives) and their framing on a QUIC
+//! stream. Pure: it encodes and decodes bytes and never touches a socket.
+
+mod frame;
+mod message;
+
+pub use frame::{
+    decode, encode, FrameDecoder, FrameError, StreamCode, FRAME_HEADER_LEN, MAX_FRAME_LEN,
+};
+pub use message::{
+    ArchivedRequest, ArchivedResponse, ErrorReply, MemberInfo, MembersReply, Reply, Request,
+    Response,
+};
+
+/// ALPN protocol id every connection must negotiate.
+pub const ALPN: &[u8] = b"meridian/1";

@@ -1,0 +1,100 @@
+//! One core: a pinned thread running a single-threaded tokio runtime with its own QUIC endpoint
+//! on the shared SO_REUSEPORT port. It accepts connections and serves their streams; on shutdown
+//! it stops accepting, lets streams answer what they have read, then closes.
+
+use std::net::UdpSocket;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::task::JoinSet;
+
+use crate::proto::StreamCode;
+
+use super::socket::pin_to_cpu;
+use super::stream::serve_stream;
+use super::Shared;
+
+pub struct CoreSetup {
+    pub index: usize,
+    pub socket: UdpSocket,
+    pub endpoint_config: quinn::EndpointConfig,
+    pub server_config: quinn::ServerConfig,
+    pub shared: Arc<Shared>,
+}
+
+pub fn spawn(setup: CoreSetup) -> std::io::Result<std::thread::JoinHandle<()>> {
+    std::thread::Builder::new()
+        .name(format!("meridian-core-{}", setup.index))
+        .spawn(move || {
+            pin_to_cpu(setup.index);
+            let index = setup.index;
+            let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+                Ok(rt) => rt,
+                Err(e) => {
+                    tracing::error!(core = index, "cannot build runtime: {e}");
+                    return;
+                }
+            };
+            if let Err(e) = runtime.block_on(run(setup)) {
+                tracing::error!(core = index, "core stopped: {e}");
+            }
+        })
+}
+
+async fn run(setup: CoreSetup) -> std::io::Result<()> {
+    let CoreSetup { index, socket, endpoint_config, server_config, shared } = setup;
+    let endpoint = quinn::Endpoint::new(endpoint_config, Some(server_config), socket, Arc::new(quinn::TokioRuntime))?;
+    let mut shutdown = shared.shutdown.clone();
+    let mut connections = JoinSet::new();
+    loop {
+        tokio::select! {
+            _ = shutdown.wait_for(|stop| *stop) => break,
+            incoming = endpoint.accept() => match incoming {
+                Some(incoming) => {
+                    connections.spawn(serve_connection(incoming, shared.clone(), index));
+                }
+                None => break,
+            },
+            Some(_) = connections.join_next(), if !connections.is_empty() => {}
+        }
+    }
+    endpoint.set_server_config(None);
+    let grace = Duration::from_millis(shared.config.server.shutdown_grace_ms);
+    let _ = tokio::time::timeout(grace, async { while connections.join_next().await.is_some() {} }).await;
+    endpoint.close(StreamCode::ShuttingDown.code().into(), b"shutting down");
+    let _ = tokio::time::timeout(Duration::from_secs(1), endpoint.wait_idle()).await;
+    Ok(())
+}
+
+async fn serve_connection(incoming: quinn::Incoming, shared: Arc<Shared>, core: usize) {
+    let connection = match incoming.await {
+        Ok(c) => c,
+        Err(e) => {
+            tracing::debug!(core, "handshake failed: {e}");
+            return;
+        }
+    };
+    shared.metrics.core(core).connection_opened();
+    let mut shutdown = shared.shutdown.clone();
+    let mut streams = JoinSet::new();
+    loop {
+        tokio::select! {
+            _ = shutdown.wait_for(|stop| *stop) => break,
+            stream = connection.accept_bi() => match stream {
+                Ok((send, recv)) => {
+                    streams.spawn(serve_stream(send, recv, shared.clone(), core));
+                }
+                Err(e) => {
+                    tracing::debug!(core, "connection ended: {e}");
+                    break;
+                }
+            },
+            Some(_) = streams.join_next(), if !streams.is_empty() => {}
+        }
+    }
+    while streams.join_next().await.is_some() {}
+    // Streams have flushed their last replies; closing now may still drop bytes in flight, so
+    // wait briefly for the peer to acknowledge them.
+    let _ = tokio::time::timeout(Duration::from_millis(200), connection.closed()).await;
+    connection.close(StreamCode::ShuttingDown.code().into(), b"shutting down");
+}

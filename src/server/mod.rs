@@ -1,0 +1,154 @@
+//! The thread-per-core server shell: wires the meta store, the TSO control loop, one pinned
+//! core per CPU with its own QUIC endpoint on a shared port, and the admin HTTP server, and
+//! shuts them down in order. Decisions live in `tso` and `proto`; this module only runs them.
+
+mod control;
+mod core;
+mod dispatch;
+mod identity;
+mod socket;
+mod stream;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use tokio::sync::watch;
+
+use crate::admin::{self, AdminState, Metrics};
+use crate::config::Config;
+use crate::meta::{Keys, LocalStore};
+use crate::proto::{MemberInfo, MembersReply};
+use crate::tls;
+use crate::tso::Allocator;
+
+pub use control::now_ms;
+pub use socket::available_cores;
+
+/// `meridian serve` options (the CLI contract in DESIGN.md).
+#[derive(Debug, Clone)]
+pub struct ServeOptions {
+    pub name: String,
+    pub listen: SocketAddr,
+    pub admin_listen: SocketAddr,
+    pub data_dir: PathBuf,
+    pub cores: usize,
+    pub config: Config,
+    pub tls_cert: Option<PathBuf>,
+    pub tls_key: Option<PathBuf>,
+}
+
+/// What every core reads; written only by the control thread.
+pub struct Shared {
+    pub allocator: Arc<Allocator>,
+    pub metrics: Arc<Metrics>,
+    pub members: MembersReply,
+    pub config: Config,
+    pub shutdown: watch::Receiver<bool>,
+}
+
+/// Runs the server until SIGTERM or ctrl-c, then shuts down gracefully.
+pub fn run(opts: ServeOptions) -> anyhow::Result<()> {
+    let control_rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    control_rt.block_on(serve(opts))
+}
+
+async fn serve(opts: ServeOptions) -> anyhow::Result<()> {
+    let cores = opts.cores.max(1);
+    std::fs::create_dir_all(&opts.data_dir).with_context(|| format!("creating {}", opts.data_dir.display()))?;
+    let store = LocalStore::open(&opts.data_dir.join("meta")).context("opening the meta store")?;
+    let cluster_id = identity::cluster_id(&store).await?;
+    let keys = Keys::new(cluster_id);
+    let member_id = identity::member_id(&store, &keys, &opts.name).await?;
+
+    let sockets = socket::bind_reuseport(opts.listen, cores).with_context(|| format!("binding {}", opts.listen))?;
+    let client_addr = sockets[0].local_addr()?;
+    let admin_listener = tokio::net::TcpListener::bind(opts.admin_listen)
+        .await
+        .with_context(|| format!("binding admin {}", opts.admin_listen))?;
+    let admin_addr = admin_listener.local_addr()?;
+
+    let names = vec![opts.name.clone(), opts.listen.ip().to_string()];
+    let identity = tls::load_or_create_identity(&opts.data_dir, opts.tls_cert.as_deref(), opts.tls_key.as_deref(), &names)?;
+    let server_config = tls::server_config(identity, opts.config.server.max_streams_per_connection)?;
+
+    let allocator = Arc::new(Allocator::new(opts.config.tso.max_lead_ms));
+    let limit = control::start(&store, &keys, &opts.config.tso, &allocator).await.context("starting tso")?;
+
+    let member = MemberInfo {
+        name: opts.name.clone(),
+        id: member_id,
+        client_url: client_addr.to_string(),
+        admin_url: format!("http://{admin_addr}"),
+    };
+    let metrics = Arc::new(Metrics::new(cores));
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let shared = Arc::new(Shared {
+        allocator: allocator.clone(),
+        metrics: metrics.clone(),
+        members: MembersReply { cluster_id, leader: Some(member.clone()), members: vec![member.clone()] },
+        config: opts.config.clone(),
+        shutdown: stop_rx.clone(),
+    });
+
+    // One EndpointConfig (and so one stateless-reset key) for all cores: a packet the kernel
+    // hands to the wrong core is answered with a reset the client accepts, not ignored.
+    let endpoint_config = quinn::EndpointConfig::default();
+    let mut threads = Vec::with_capacity(cores);
+    for (index, socket) in sockets.into_iter().enumerate() {
+        threads.push(core::spawn(core::CoreSetup {
+            index,
+            socket,
+            endpoint_config: endpoint_config.clone(),
+            server_config: server_config.clone(),
+            shared: shared.clone(),
+        })?);
+    }
+
+    let control = tokio::spawn(control::run(
+        store.clone(),
+        keys,
+        opts.config.tso,
+        Duration::from_millis(opts.config.server.tick_interval_ms),
+        allocator.clone(),
+        metrics.clone(),
+        limit,
+        stop_rx.clone(),
+    ));
+    let admin_state = AdminState { cluster_id, member, metrics, allocator: allocator.clone() };
+    let mut admin_stop = stop_rx.clone();
+    let admin = tokio::spawn(admin::serve(admin_listener, admin_state, async move {
+        let _ = admin_stop.wait_for(|stop| *stop).await;
+    }));
+
+    // Tests and scripts read this line to learn the ports picked for `:0`.
+    println!("meridian ready name={} client={client_addr} admin={admin_addr} cores={cores} cluster_id={cluster_id}", opts.name);
+    tracing::info!(%client_addr, %admin_addr, cores, "serving");
+
+    wait_for_signal().await?;
+    tracing::info!("shutting down: no new connections; answering requests in flight");
+    let _ = stop_tx.send(true);
+    let joined = tokio::task::spawn_blocking(move || {
+        for t in threads {
+            let _ = t.join();
+        }
+    });
+    joined.await?;
+    // Only now stop handing out timestamps: streams answered what they had read.
+    allocator.suspend();
+    control.await?;
+    admin.await??;
+    tracing::info!("stopped");
+    Ok(())
+}
+
+async fn wait_for_signal() -> anyhow::Result<()> {
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    tokio::select! {
+        _ = term.recv() => {}
+        r = tokio::signal::ctrl_c() => r?,
+    }
+    Ok(())
+}

@@ -1,0 +1,96 @@
+//! One long-lived bidirectional stream: read whatever frames have arrived, answer each in order,
+//! write all the answers with one write. Pipelined requests thereby share one write and one
+//! packet; a lone request is answered as soon as it is read.
+//!
+//! Bad input costs only this stream: a malformed frame gets an `InvalidArgument` reply and the
+//! stream goes on; an oversized frame or a stream ended mid-frame resets it with a code.
+
+use std::time::Instant;
+
+use rkyv::util::AlignedVec;
+
+use crate::admin::RequestKind;
+use crate::proto::{self, ErrorReply, FrameDecoder, Response, StreamCode};
+
+use super::dispatch::{execute, Action};
+use super::Shared;
+
+const READ_CHUNK: usize = 64 * 1024;
+
+pub async fn serve_stream(mut send: quinn::SendStream, mut recv: quinn::RecvStream, shared: std::sync::Arc<Shared>, core: usize) {
+    let metrics = shared.metrics.core(core);
+    let mut shutdown = shared.shutdown.clone();
+    let mut decoder = FrameDecoder::new();
+    let mut scratch = AlignedVec::new();
+    let mut out = Vec::with_capacity(4096);
+    let mut actions = Vec::new();
+    loop {
+        let chunk = tokio::select! {
+            biased;
+            _ = shutdown.wait_for(|stop| *stop) => {
+                let _ = send.finish();
+                let _ = recv.stop(StreamCode::ShuttingDown.code().into());
+                return;
+            }
+            chunk = recv.read_chunk(READ_CHUNK, true) => chunk,
+        };
+        let chunk = match chunk {
+            Ok(Some(chunk)) => chunk,
+            Ok(None) => {
+                if decoder.has_partial() {
+                    let _ = send.reset(StreamCode::Truncated.code().into());
+                } else {
+                    let _ = send.finish();
+                }
+                return;
+            }
+            Err(e) => {
+                tracing::debug!(core, "stream read ended: {e}");
+                return;
+            }
+        };
+        let arrived = Instant::now();
+        decoder.extend(&chunk.bytes);
+        let mut fatal = None;
+        loop {
+            match decoder.next_request() {
+                Ok(None) => break,
+                Ok(Some(Ok(req))) => actions.push(Ok(Action::of(req))),
+                Ok(Some(Err(e))) => actions.push(Err(e)),
+                Err(e) => {
+                    fatal = Some(e);
+                    break;
+                }
+            }
+        }
+        let answered = actions.len() as u64;
+        for action in actions.drain(..) {
+            let response = match action {
+                Ok(action) => execute(action, &shared, metrics).await,
+                Err(e) => {
+                    metrics.request(RequestKind::Malformed);
+                    metrics.error();
+                    Response::Err(ErrorReply::InvalidArgument(e.to_string()))
+                }
+            };
+            if let Err(e) = proto::encode(&response, &mut scratch, &mut out) {
+                tracing::error!(core, "encoding a response failed: {e}");
+                let _ = send.reset(StreamCode::Truncated.code().into());
+                return;
+            }
+        }
+        if !out.is_empty() {
+            if send.write_all(&out).await.is_err() {
+                return;
+            }
+            out.clear();
+            metrics.latency(arrived.elapsed(), answered);
+        }
+        if let Some(e) = fatal {
+            tracing::debug!(core, "closing a stream: {e}");
+            let _ = send.reset(StreamCode::FrameTooLarge.code().into());
+            let _ = recv.stop(StreamCode::FrameTooLarge.code().into());
+            return;
+        }
+    }
+}

@@ -1,0 +1,177 @@
+//! TLS material and QUIC crypto configs: the server's certificate (given, or a self-signed pair
+//! created once in the data dir and kept), and client configs that verify against a CA file or,
+//! only when asked explicitly, skip verification. TLS 1.3 only, ALPN `meridian/1`.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::Context;
+use quinn::crypto::rustls::{QuicClientConfig, QuicServerConfig};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
+
+use crate::proto::ALPN;
+
+/// How a client decides to trust the server.
+#[derive(Debug, Clone)]
+pub enum Trust {
+    /// PEM file with the server's certificate or the CA that signed it.
+    Ca(PathBuf),
+    /// No verification at all: for tests and local experiments only.
+    Insecure,
+}
+
+pub struct Identity {
+    pub certs: Vec<CertificateDer<'static>>,
+    pub key: PrivateKeyDer<'static>,
+}
+
+fn provider() -> Arc<rustls::crypto::CryptoProvider> {
+    Arc::new(rustls::crypto::ring::default_provider())
+}
+
+/// Loads `--tls-cert/--tls-key`, or the self-signed pair in `DATA_DIR/tls`, creating it (and
+/// `ca.pem`, the file clients pass as `--ca`) on first start.
+pub fn load_or_create_identity(
+    data_dir: &Path,
+    cert: Option<&Path>,
+    key: Option<&Path>,
+    names: &[String],
+) -> anyhow::Result<Identity> {
+    let (cert_path, key_path) = match (cert, key) {
+        (Some(c), Some(k)) => (c.to_path_buf(), k.to_path_buf()),
+        (None, None) => {
+            let dir = data_dir.join("tls");
+            let (c, k) = (dir.join("cert.pem"), dir.join("key.pem"));
+            if !c.exists() || !k.exists() {
+                create_self_signed(&dir, names)?;
+            }
+            (c, k)
+        }
+        _ => anyhow::bail!("--tls-cert and --tls-key go together"),
+    };
+    let certs = rustls_pemfile::certs(&mut std::io::BufReader::new(
+        std::fs::File::open(&cert_path).with_context(|| format!("opening {}", cert_path.display()))?,
+    ))
+    .collect::<Result<Vec<_>, _>>()
+    .with_context(|| format!("parsing {}", cert_path.display()))?;
+    if certs.is_empty() {
+        anyhow::bail!("{} holds no certificate", cert_path.display());
+    }
+    let key = rustls_pemfile::private_key(&mut std::io::BufReader::new(
+        std::fs::File::open(&key_path).with_context(|| format!("opening {}", key_path.display()))?,
+    ))
+    .with_context(|| format!("parsing {}", key_path.display()))?
+    .with_context(|| format!("{} holds no private key", key_path.display()))?;
+    Ok(Identity { certs, key })
+}
+
+fn create_self_signed(dir: &Path, names: &[String]) -> anyhow::Result<()> {
+    let mut sans: Vec<String> = vec!["localhost".into(), "127.0.0.1".into(), "::1".into()];
+    sans.extend(names.iter().filter(|n| !n.is_empty()).cloned());
+    sans.sort();
+    sans.dedup();
+    let pair = rcgen::generate_simple_self_signed(sans).context("generating a self-signed certificate")?;
+    std::fs::create_dir_all(dir)?;
+    let cert_pem = pair.cert.pem();
+    write_private(&dir.join("key.pem"), pair.signing_key.serialize_pem().as_bytes())?;
+    std::fs::write(dir.join("ca.pem"), &cert_pem)?;
+    // cert.pem last: its presence marks the pair complete.
+    std::fs::write(dir.join("cert.pem"), &cert_pem)?;
+    Ok(())
+}
+
+fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut f = std::fs::OpenOptions::new().create(true).truncate(true).write(true).mode(0o600).open(path)?;
+    f.write_all(bytes)?;
+    f.sync_all()
+}
+
+/// QUIC server config: TLS 1.3 with ALPN, migration off (SO_REUSEPORT routes by 4-tuple, so a
+/// migrated path could land on another core's endpoint).
+pub fn server_config(identity: Identity, max_streams: u32) -> anyhow::Result<quinn::ServerConfig> {
+    let mut tls = rustls::ServerConfig::builder_with_provider(provider())
+        .with_protocol_versions(&[&rustls::version::TLS13])?
+        .with_no_client_auth()
+        .with_single_cert(identity.certs, identity.key)?;
+    tls.alpn_protocols = vec![ALPN.to_vec()];
+    tls.max_early_data_size = 0;
+    let mut config = quinn::ServerConfig::with_crypto(Arc::new(QuicServerConfig::try_from(tls)?));
+    config.migration(false);
+    let transport = Arc::get_mut(&mut config.transport).context("fresh transport config is shared")?;
+    transport.max_concurrent_bidi_streams(max_streams.into());
+    transport.max_concurrent_uni_streams(0u32.into());
+    transport.keep_alive_interval(Some(std::time::Duration::from_secs(5)));
+    Ok(config)
+}
+
+/// QUIC client config for the given trust.
+pub fn client_config(trust: &Trust) -> anyhow::Result<quinn::ClientConfig> {
+    let builder = rustls::ClientConfig::builder_with_provider(provider())
+        .with_protocol_versions(&[&rustls::version::TLS13])?;
+    let mut tls = match trust {
+        Trust::Ca(path) => {
+            let mut roots = rustls::RootCertStore::empty();
+            let file = std::fs::File::open(path).with_context(|| format!("opening CA file {}", path.display()))?;
+            for cert in rustls_pemfile::certs(&mut std::io::BufReader::new(file)) {
+                roots.add(cert.with_context(|| format!("parsing {}", path.display()))?)?;
+            }
+            if roots.is_empty() {
+                anyhow::bail!("CA file {} holds no certificate", path.display());
+            }
+            builder.with_root_certificates(roots).with_no_client_auth()
+        }
+        Trust::Insecure => builder
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(NoVerification(provider())))
+            .with_no_client_auth(),
+    };
+    tls.alpn_protocols = vec![ALPN.to_vec()];
+    let mut config = quinn::ClientConfig::new(Arc::new(QuicClientConfig::try_from(tls)?));
+    let mut transport = quinn::TransportConfig::default();
+    transport.keep_alive_interval(Some(std::time::Duration::from_secs(5)));
+    transport.max_idle_timeout(Some(std::time::Duration::from_secs(10).try_into()?));
+    config.transport_config(Arc::new(transport));
+    Ok(config)
+}
+
+/// Accepts any certificate but still checks the handshake signatures, so the session keys are
+/// at least bound to the key the server presented.
+#[derive(Debug)]
+struct NoVerification(Arc<rustls::crypto::CryptoProvider>);
+
+impl rustls::client::danger::ServerCertVerifier for NoVerification {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _server_name: &ServerName<'_>,
+        _ocsp: &[u8],
+        _now: UnixTime,
+    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
+        Ok(rustls::client::danger::ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.0.signature_verification_algorithms)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.0.signature_verification_algorithms)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
