@@ -42,7 +42,8 @@ impl Config {
             Some(path) => {
                 let text = std::fs::read_to_string(path)
                     .map_err(|e| anyhow::anyhow!("reading config {}: {e}", path.display()))?;
-                toml::from_str(&text).map_err(|e| anyhow::anyhow!("config {}: {e}", path.display()))?
+                toml::from_str(&text)
+                    .map_err(|e| anyhow::anyhow!("config {}: {e}", path.display()))?
             }
         };
         config.tso.validate().map_err(anyhow::Error::msg)?;

@@ -10,7 +10,11 @@ use meridian::server::{self, ServeOptions};
 use meridian::tls::Trust;
 
 #[derive(Parser)]
-#[command(name = "meridian", version, about = "Meridian placement driver and timestamp oracle")]
+#[command(
+    name = "meridian",
+    version,
+    about = "Meridian placement driver and timestamp oracle"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -100,7 +104,9 @@ fn main() -> std::process::ExitCode {
 
 fn serve(args: ServeArgs) -> anyhow::Result<()> {
     if !args.etcd.is_empty() {
-        anyhow::bail!("--etcd is not supported by this build yet; run without it for the embedded store");
+        anyhow::bail!(
+            "--etcd is not supported by this build yet; run without it for the embedded store"
+        );
     }
     server::run(ServeOptions {
         name: args.name,
@@ -123,7 +129,9 @@ fn ctl(args: CtlArgs) -> anyhow::Result<()> {
     if args.endpoints.is_empty() {
         anyhow::bail!("pass --endpoints HOST:PORT");
     }
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
     rt.block_on(async {
         let client = Client::connect(ClientOptions::new(args.endpoints, trust)).await?;
         match args.command {
@@ -144,7 +152,12 @@ fn ctl(args: CtlArgs) -> anyhow::Result<()> {
             }
             CtlCommand::Tso => {
                 let ts = client.get_ts().await?;
-                println!("{} (physical_ms={} logical={})", ts.as_u64(), ts.physical_ms(), ts.logical());
+                println!(
+                    "{} (physical_ms={} logical={})",
+                    ts.as_u64(),
+                    ts.physical_ms(),
+                    ts.logical()
+                );
             }
         }
         anyhow::Ok(())

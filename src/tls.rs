@@ -50,7 +50,8 @@ pub fn load_or_create_identity(
         _ => anyhow::bail!("--tls-cert and --tls-key go together"),
     };
     let certs = rustls_pemfile::certs(&mut std::io::BufReader::new(
-        std::fs::File::open(&cert_path).with_context(|| format!("opening {}", cert_path.display()))?,
+        std::fs::File::open(&cert_path)
+            .with_context(|| format!("opening {}", cert_path.display()))?,
     ))
     .collect::<Result<Vec<_>, _>>()
     .with_context(|| format!("parsing {}", cert_path.display()))?;
@@ -58,7 +59,8 @@ pub fn load_or_create_identity(
         anyhow::bail!("{} holds no certificate", cert_path.display());
     }
     let key = rustls_pemfile::private_key(&mut std::io::BufReader::new(
-        std::fs::File::open(&key_path).with_context(|| format!("opening {}", key_path.display()))?,
+        std::fs::File::open(&key_path)
+            .with_context(|| format!("opening {}", key_path.display()))?,
     ))
     .with_context(|| format!("parsing {}", key_path.display()))?
     .with_context(|| format!("{} holds no private key", key_path.display()))?;
@@ -70,10 +72,14 @@ fn create_self_signed(dir: &Path, names: &[String]) -> anyhow::Result<()> {
     sans.extend(names.iter().filter(|n| !n.is_empty()).cloned());
     sans.sort();
     sans.dedup();
-    let pair = rcgen::generate_simple_self_signed(sans).context("generating a self-signed certificate")?;
+    let pair =
+        rcgen::generate_simple_self_signed(sans).context("generating a self-signed certificate")?;
     std::fs::create_dir_all(dir)?;
     let cert_pem = pair.cert.pem();
-    write_private(&dir.join("key.pem"), pair.signing_key.serialize_pem().as_bytes())?;
+    write_private(
+        &dir.join("key.pem"),
+        pair.signing_key.serialize_pem().as_bytes(),
+    )?;
     std::fs::write(dir.join("ca.pem"), &cert_pem)?;
     // cert.pem last: its presence marks the pair complete.
     std::fs::write(dir.join("cert.pem"), &cert_pem)?;
@@ -83,7 +89,12 @@ fn create_self_signed(dir: &Path, names: &[String]) -> anyhow::Result<()> {
 fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
-    let mut f = std::fs::OpenOptions::new().create(true).truncate(true).write(true).mode(0o600).open(path)?;
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(true)
+        .write(true)
+        .mode(0o600)
+        .open(path)?;
     f.write_all(bytes)?;
     f.sync_all()
 }
@@ -99,7 +110,8 @@ pub fn server_config(identity: Identity, max_streams: u32) -> anyhow::Result<qui
     tls.max_early_data_size = 0;
     let mut config = quinn::ServerConfig::with_crypto(Arc::new(QuicServerConfig::try_from(tls)?));
     config.migration(false);
-    let transport = Arc::get_mut(&mut config.transport).context("fresh transport config is shared")?;
+    let transport =
+        Arc::get_mut(&mut config.transport).context("fresh transport config is shared")?;
     transport.max_concurrent_bidi_streams(max_streams.into());
     transport.max_concurrent_uni_streams(0u32.into());
     transport.keep_alive_interval(Some(std::time::Duration::from_secs(5)));
@@ -113,7 +125,8 @@ pub fn client_config(trust: &Trust) -> anyhow::Result<quinn::ClientConfig> {
     let mut tls = match trust {
         Trust::Ca(path) => {
             let mut roots = rustls::RootCertStore::empty();
-            let file = std::fs::File::open(path).with_context(|| format!("opening CA file {}", path.display()))?;
+            let file = std::fs::File::open(path)
+                .with_context(|| format!("opening CA file {}", path.display()))?;
             for cert in rustls_pemfile::certs(&mut std::io::BufReader::new(file)) {
                 roots.add(cert.with_context(|| format!("parsing {}", path.display()))?)?;
             }
@@ -159,7 +172,12 @@ impl rustls::client::danger::ServerCertVerifier for NoVerification {
         cert: &CertificateDer<'_>,
         dss: &rustls::DigitallySignedStruct,
     ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.0.signature_verification_algorithms)
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
     }
 
     fn verify_tls13_signature(
@@ -168,7 +186,12 @@ impl rustls::client::danger::ServerCertVerifier for NoVerification {
         cert: &CertificateDer<'_>,
         dss: &rustls::DigitallySignedStruct,
     ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.0.signature_verification_algorithms)
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
     }
 
     fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {

@@ -38,7 +38,9 @@ pub async fn serve(
     state: AdminState,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    axum::serve(listener, router(state)).with_graceful_shutdown(shutdown).await
+    axum::serve(listener, router(state))
+        .with_graceful_shutdown(shutdown)
+        .await
 }
 
 fn member_json(m: &MemberInfo) -> serde_json::Value {
@@ -53,7 +55,10 @@ async fn ready(State(s): State<AdminState>) -> Response {
     if s.allocator.is_serving() {
         (StatusCode::OK, Json(json!({"ready": true}))).into_response()
     } else {
-        (StatusCode::SERVICE_UNAVAILABLE, Json(json!({"ready": false, "reason": "not serving timestamps"})))
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            Json(json!({"ready": false, "reason": "not serving timestamps"})),
+        )
             .into_response()
     }
 }

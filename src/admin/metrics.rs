@@ -50,7 +50,8 @@ impl CoreMetrics {
     #[inline]
     pub fn tso_batch(&self, count: u32) {
         self.timestamps.fetch_add(u64::from(count), Relaxed);
-        let bucket = (count.max(1).next_power_of_two().trailing_zeros() as usize).min(BATCH_BUCKETS - 1);
+        let bucket =
+            (count.max(1).next_power_of_two().trailing_zeros() as usize).min(BATCH_BUCKETS - 1);
         self.batch[bucket].fetch_add(1, Relaxed);
     }
 
@@ -58,7 +59,8 @@ impl CoreMetrics {
     #[inline]
     pub fn latency(&self, elapsed: Duration, n: u64) {
         let us = elapsed.as_micros().min(u128::from(u64::MAX)) as u64;
-        let bucket = (us.max(1).next_power_of_two().trailing_zeros() as usize).min(LATENCY_BUCKETS - 1);
+        let bucket =
+            (us.max(1).next_power_of_two().trailing_zeros() as usize).min(LATENCY_BUCKETS - 1);
         self.latency[bucket].fetch_add(n, Relaxed);
         self.latency_sum_us.fetch_add(us * n, Relaxed);
     }
@@ -94,26 +96,58 @@ impl Metrics {
     /// Prometheus text exposition format, version 0.0.4.
     pub fn render(&self, serving: bool) -> String {
         let mut out = String::with_capacity(4096);
-        let _ = writeln!(out, "# HELP meridian_requests_total Requests handled, by kind.");
+        let _ = writeln!(
+            out,
+            "# HELP meridian_requests_total Requests handled, by kind."
+        );
         let _ = writeln!(out, "# TYPE meridian_requests_total counter");
         for (name, kind) in KINDS {
-            let _ = writeln!(out, "meridian_requests_total{{kind=\"{name}\"}} {}", self.sum(|c| &c.requests[kind as usize]));
+            let _ = writeln!(
+                out,
+                "meridian_requests_total{{kind=\"{name}\"}} {}",
+                self.sum(|c| &c.requests[kind as usize])
+            );
         }
-        counter(&mut out, "meridian_request_errors_total", "Requests answered with an error.", self.sum(|c| &c.errors));
-        counter(&mut out, "meridian_tso_timestamps_total", "Timestamps handed out.", self.sum(|c| &c.timestamps));
-        counter(&mut out, "meridian_connections_total", "Client connections accepted.", self.sum(|c| &c.connections));
-        counter(&mut out, "meridian_tso_window_renewals_total", "Window limits persisted.", self.window_renewals.load(Relaxed));
+        counter(
+            &mut out,
+            "meridian_request_errors_total",
+            "Requests answered with an error.",
+            self.sum(|c| &c.errors),
+        );
+        counter(
+            &mut out,
+            "meridian_tso_timestamps_total",
+            "Timestamps handed out.",
+            self.sum(|c| &c.timestamps),
+        );
+        counter(
+            &mut out,
+            "meridian_connections_total",
+            "Client connections accepted.",
+            self.sum(|c| &c.connections),
+        );
+        counter(
+            &mut out,
+            "meridian_tso_window_renewals_total",
+            "Window limits persisted.",
+            self.window_renewals.load(Relaxed),
+        );
         counter(
             &mut out,
             "meridian_tso_window_renewal_failures_total",
             "Window renewals that failed to persist.",
             self.window_renewal_failures.load(Relaxed),
         );
-        let _ = writeln!(out, "# HELP meridian_tso_serving Whether this node hands out timestamps.");
+        let _ = writeln!(
+            out,
+            "# HELP meridian_tso_serving Whether this node hands out timestamps."
+        );
         let _ = writeln!(out, "# TYPE meridian_tso_serving gauge");
         let _ = writeln!(out, "meridian_tso_serving {}", u8::from(serving));
 
-        let batch: Vec<u64> = (0..BATCH_BUCKETS).map(|i| self.sum(|c| &c.batch[i])).collect();
+        let batch: Vec<u64> = (0..BATCH_BUCKETS)
+            .map(|i| self.sum(|c| &c.batch[i]))
+            .collect();
         histogram(
             &mut out,
             "meridian_tso_batch_size",
@@ -122,7 +156,9 @@ impl Metrics {
             &batch,
             self.sum(|c| &c.timestamps) as f64,
         );
-        let latency: Vec<u64> = (0..LATENCY_BUCKETS).map(|i| self.sum(|c| &c.latency[i])).collect();
+        let latency: Vec<u64> = (0..LATENCY_BUCKETS)
+            .map(|i| self.sum(|c| &c.latency[i]))
+            .collect();
         histogram(
             &mut out,
             "meridian_request_duration_seconds",
@@ -141,7 +177,14 @@ fn counter(out: &mut String, name: &str, help: &str, value: u64) {
     let _ = writeln!(out, "{name} {value}");
 }
 
-fn histogram(out: &mut String, name: &str, help: &str, bounds: impl Iterator<Item = f64>, buckets: &[u64], sum: f64) {
+fn histogram(
+    out: &mut String,
+    name: &str,
+    help: &str,
+    bounds: impl Iterator<Item = f64>,
+    buckets: &[u64],
+    sum: f64,
+) {
     let _ = writeln!(out, "# HELP {name} {help}");
     let _ = writeln!(out, "# TYPE {name} histogram");
     let mut cumulative = 0;

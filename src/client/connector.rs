@@ -26,7 +26,11 @@ pub struct Connector {
 }
 
 impl Connector {
-    pub async fn new(endpoints: &[String], trust: &Trust, retry_budget: Duration) -> Result<Self, ClientError> {
+    pub async fn new(
+        endpoints: &[String],
+        trust: &Trust,
+        retry_budget: Duration,
+    ) -> Result<Self, ClientError> {
         if endpoints.is_empty() {
             return Err(ClientError::Config("no endpoints given".into()));
         }
@@ -41,13 +45,23 @@ impl Connector {
                 .map_err(|e| ClientError::Config(format!("resolving {ep}: {e}")))?
                 .next()
                 .ok_or_else(|| ClientError::Config(format!("{ep} resolves to nothing")))?;
-            targets.push(Target { addr, server_name: host.to_string() });
+            targets.push(Target {
+                addr,
+                server_name: host.to_string(),
+            });
         }
-        let bind: SocketAddr = if targets[0].addr.is_ipv6() { "[::]:0" } else { "0.0.0.0:0" }
-            .parse()
-            .map_err(|e| ClientError::Config(format!("{e}")))?;
-        let mut endpoint = quinn::Endpoint::client(bind).map_err(|e| ClientError::Config(format!("client socket: {e}")))?;
-        endpoint.set_default_client_config(tls::client_config(trust).map_err(|e| ClientError::Config(e.to_string()))?);
+        let bind: SocketAddr = if targets[0].addr.is_ipv6() {
+            "[::]:0"
+        } else {
+            "0.0.0.0:0"
+        }
+        .parse()
+        .map_err(|e| ClientError::Config(format!("{e}")))?;
+        let mut endpoint = quinn::Endpoint::client(bind)
+            .map_err(|e| ClientError::Config(format!("client socket: {e}")))?;
+        endpoint.set_default_client_config(
+            tls::client_config(trust).map_err(|e| ClientError::Config(e.to_string()))?,
+        );
         Ok(Connector {
             endpoint,
             targets,
@@ -94,7 +108,10 @@ impl Connector {
     }
 
     async fn try_connect(&self, target: &Target) -> Result<quinn::Connection, String> {
-        let connecting = self.endpoint.connect(target.addr, &target.server_name).map_err(|e| e.to_string())?;
+        let connecting = self
+            .endpoint
+            .connect(target.addr, &target.server_name)
+            .map_err(|e| e.to_string())?;
         match tokio::time::timeout(Duration::from_secs(2), connecting).await {
             Ok(Ok(conn)) => Ok(conn),
             Ok(Err(e)) => Err(e.to_string()),

@@ -24,6 +24,9 @@ pub enum ClientError {
 impl ErrorReply {
     /// Whether the same request may succeed if sent again (to the same or another member).
     pub fn is_retryable(&self) -> bool {
-        matches!(self, ErrorReply::NotLeader { .. } | ErrorReply::Unavailable(_))
+        matches!(
+            self,
+            ErrorReply::NotLeader { .. } | ErrorReply::Unavailable(_)
+        )
     }
 }

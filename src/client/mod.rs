@@ -31,7 +31,12 @@ pub struct ClientOptions {
 
 impl ClientOptions {
     pub fn new(endpoints: Vec<String>, trust: Trust) -> Self {
-        ClientOptions { endpoints, trust, tso_streams: 1, retry_budget: Duration::from_secs(10) }
+        ClientOptions {
+            endpoints,
+            trust,
+            tso_streams: 1,
+            retry_budget: Duration::from_secs(10),
+        }
     }
 }
 
@@ -44,7 +49,8 @@ pub struct Client {
 impl Client {
     /// Connects to the first reachable endpoint and starts the TSO dispatcher.
     pub async fn connect(opts: ClientOptions) -> Result<Client, ClientError> {
-        let connector = Arc::new(Connector::new(&opts.endpoints, &opts.trust, opts.retry_budget).await?);
+        let connector =
+            Arc::new(Connector::new(&opts.endpoints, &opts.trust, opts.retry_budget).await?);
         connector.connection().await?;
         let tso = tso::Dispatcher::start(connector.clone(), opts.tso_streams.max(1));
         Ok(Client { connector, tso })
@@ -64,7 +70,9 @@ impl Client {
         let mut stream = self.open_stream().await?;
         match stream.call_with_retry(&Request::GetMembers).await? {
             Reply::Members(m) => Ok(m),
-            other => Err(ClientError::Protocol(format!("unexpected reply to GetMembers: {other:?}"))),
+            other => Err(ClientError::Protocol(format!(
+                "unexpected reply to GetMembers: {other:?}"
+            ))),
         }
     }
 

@@ -34,7 +34,10 @@ impl RpcStream {
             scratch: AlignedVec::new(),
             out: Vec::with_capacity(64),
         };
-        stream.ensure_open().await.map_err(ClientError::Unavailable)?;
+        stream
+            .ensure_open()
+            .await
+            .map_err(ClientError::Unavailable)?;
         Ok(stream)
     }
 
@@ -42,11 +45,20 @@ impl RpcStream {
         if self.open.is_some() {
             return Ok(());
         }
-        let (generation, connection) = self.connector.connection().await.map_err(|e| e.to_string())?;
+        let (generation, connection) = self
+            .connector
+            .connection()
+            .await
+            .map_err(|e| e.to_string())?;
         match connection.open_bi().await {
             Ok((send, recv)) => {
                 self.decoder = FrameDecoder::new();
-                self.open = Some(Open { generation, connection, send, recv });
+                self.open = Some(Open {
+                    generation,
+                    connection,
+                    send,
+                    recv,
+                });
                 Ok(())
             }
             Err(e) => {
@@ -75,7 +87,10 @@ impl RpcStream {
 
     async fn exchange(&mut self) -> Result<Response, String> {
         let open = self.open.as_mut().ok_or("stream not open")?;
-        open.send.write_all(&self.out).await.map_err(|e| format!("send: {e}"))?;
+        open.send
+            .write_all(&self.out)
+            .await
+            .map_err(|e| format!("send: {e}"))?;
         loop {
             if let Some(response) = self.decoder.next_response().map_err(|e| e.to_string())? {
                 return Ok(response);

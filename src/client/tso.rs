@@ -63,7 +63,12 @@ async fn worker(connector: Arc<Connector>, queue: Arc<Mutex<mpsc::UnboundedRecei
         let result = match stream.as_mut() {
             Some(s) => s.call_with_retry(&Request::Tso { count }).await,
             None => match RpcStream::open(connector.clone()).await {
-                Ok(s) => stream.insert(s).call_with_retry(&Request::Tso { count }).await,
+                Ok(s) => {
+                    stream
+                        .insert(s)
+                        .call_with_retry(&Request::Tso { count })
+                        .await
+                }
                 Err(e) => Err(e),
             },
         };
@@ -74,7 +79,8 @@ async fn worker(connector: Arc<Connector>, queue: Arc<Mutex<mpsc::UnboundedRecei
                 }
             }
             Ok(other) => {
-                let e = ClientError::Protocol(format!("asked for {count} timestamps, got {other:?}"));
+                let e =
+                    ClientError::Protocol(format!("asked for {count} timestamps, got {other:?}"));
                 batch.drain(..).for_each(|w| drop(w.send(Err(e.clone()))));
             }
             Err(e) => batch.drain(..).for_each(|w| drop(w.send(Err(e.clone())))),

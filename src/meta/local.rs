@@ -42,12 +42,19 @@ impl LocalStore {
             let bytes = fs::read(&snap)?;
             let (records, good) = parse_records(&bytes);
             if good != bytes.len() {
-                return Err(MetaError::Corrupt(format!("{} is damaged at byte {good}", snap.display())));
+                return Err(MetaError::Corrupt(format!(
+                    "{} is damaged at byte {good}",
+                    snap.display()
+                )));
             }
             records.into_iter().for_each(|r| r.apply(&mut map));
         }
         let wal_path = dir.join(WAL);
-        let mut wal = OpenOptions::new().create(true).read(true).append(true).open(&wal_path)?;
+        let mut wal = OpenOptions::new()
+            .create(true)
+            .read(true)
+            .append(true)
+            .open(&wal_path)?;
         let mut bytes = Vec::new();
         wal.read_to_end(&mut bytes)?;
         let (records, good) = parse_records(&bytes);
@@ -59,7 +66,12 @@ impl LocalStore {
             wal.sync_all()?;
         }
         Ok(LocalStore {
-            inner: Arc::new(Mutex::new(Inner { dir: dir.to_path_buf(), map, wal, wal_records })),
+            inner: Arc::new(Mutex::new(Inner {
+                dir: dir.to_path_buf(),
+                map,
+                wal,
+                wal_records,
+            })),
         })
     }
 
@@ -68,11 +80,19 @@ impl LocalStore {
     }
 
     pub fn put_blocking(&self, key: &[u8], value: &[u8]) -> Result<(), MetaError> {
-        self.lock()?.write(Record { op: OP_PUT, key: key.to_vec(), value: value.to_vec() })
+        self.lock()?.write(Record {
+            op: OP_PUT,
+            key: key.to_vec(),
+            value: value.to_vec(),
+        })
     }
 
     pub fn delete_blocking(&self, key: &[u8]) -> Result<(), MetaError> {
-        self.lock()?.write(Record { op: OP_DELETE, key: key.to_vec(), value: Vec::new() })
+        self.lock()?.write(Record {
+            op: OP_DELETE,
+            key: key.to_vec(),
+            value: Vec::new(),
+        })
     }
 
     fn lock(&self) -> Result<std::sync::MutexGuard<'_, Inner>, MetaError> {
@@ -126,7 +146,12 @@ impl Inner {
     fn compact(&mut self) -> Result<(), MetaError> {
         let mut buf = Vec::new();
         for (key, value) in &self.map {
-            Record { op: OP_PUT, key: key.clone(), value: value.clone() }.encode(&mut buf);
+            Record {
+                op: OP_PUT,
+                key: key.clone(),
+                value: value.clone(),
+            }
+            .encode(&mut buf);
         }
         let tmp = self.dir.join(SNAP_TMP);
         let mut file = File::create(&tmp)?;
@@ -170,7 +195,11 @@ impl Record {
             return None;
         }
         let (key, value) = rest.split_at(key_len);
-        Some(Record { op, key: key.to_vec(), value: value.to_vec() })
+        Some(Record {
+            op,
+            key: key.to_vec(),
+            value: value.to_vec(),
+        })
     }
 
     fn apply(self, map: &mut BTreeMap<Vec<u8>, Vec<u8>>) {
@@ -193,11 +222,15 @@ fn parse_records(bytes: &[u8]) -> (Vec<Record>, usize) {
     while let Some(header) = bytes.get(pos..pos + 8) {
         let crc = u32::from_le_bytes([header[0], header[1], header[2], header[3]]);
         let len = u32::from_le_bytes([header[4], header[5], header[6], header[7]]) as usize;
-        let Some(body) = bytes.get(pos + 8..pos + 8 + len) else { break };
+        let Some(body) = bytes.get(pos + 8..pos + 8 + len) else {
+            break;
+        };
         if crc32fast::hash(body) != crc {
             break;
         }
-        let Some(record) = Record::decode(body) else { break };
+        let Some(record) = Record::decode(body) else {
+            break;
+        };
         records.push(record);
         pos += 8 + len;
     }
@@ -213,7 +246,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = LocalStore::open(dir.path()).unwrap();
         for i in 0..(COMPACT_AFTER + 10) {
-            store.put_blocking(format!("k{}", i % 100).as_bytes(), &i.to_le_bytes()).unwrap();
+            store
+                .put_blocking(format!("k{}", i % 100).as_bytes(), &i.to_le_bytes())
+                .unwrap();
         }
         store.delete_blocking(b"k50").unwrap();
         drop(store);
@@ -221,7 +256,9 @@ mod tests {
         assert_eq!(store.get_blocking(b"k50").unwrap(), None);
         let last = COMPACT_AFTER + 9;
         assert_eq!(
-            store.get_blocking(format!("k{}", last % 100).as_bytes()).unwrap(),
+            store
+                .get_blocking(format!("k{}", last % 100).as_bytes())
+                .unwrap(),
             Some(last.to_le_bytes().to_vec())
         );
     }
@@ -235,7 +272,12 @@ mod tests {
         drop(store);
         let wal = dir.path().join(WAL);
         let len = fs::metadata(&wal).unwrap().len();
-        OpenOptions::new().write(true).open(&wal).unwrap().set_len(len - 1).unwrap();
+        OpenOptions::new()
+            .write(true)
+            .open(&wal)
+            .unwrap()
+            .set_len(len - 1)
+            .unwrap();
         let store = LocalStore::open(dir.path()).unwrap();
         assert_eq!(store.get_blocking(b"a").unwrap(), Some(b"1".to_vec()));
         assert_eq!(store.get_blocking(b"b").unwrap(), None);
@@ -249,6 +291,9 @@ mod tests {
     fn damaged_snapshot_is_an_error() {
         let dir = tempfile::tempdir().unwrap();
         fs::write(dir.path().join(SNAP), b"garbage!garbage!").unwrap();
-        assert!(matches!(LocalStore::open(dir.path()), Err(MetaError::Corrupt(_))));
+        assert!(matches!(
+            LocalStore::open(dir.path()),
+            Err(MetaError::Corrupt(_))
+        ));
     }
 }

@@ -43,7 +43,11 @@ pub enum FrameError {
 pub fn encode<T>(msg: &T, scratch: &mut AlignedVec, out: &mut Vec<u8>) -> Result<(), FrameError>
 where
     T: for<'a> rkyv::Serialize<
-        rkyv::api::high::HighSerializer<AlignedVec, rkyv::ser::allocator::ArenaHandle<'a>, rancor::Error>,
+        rkyv::api::high::HighSerializer<
+            AlignedVec,
+            rkyv::ser::allocator::ArenaHandle<'a>,
+            rancor::Error,
+        >,
     >,
 {
     scratch.clear();
@@ -123,7 +127,9 @@ impl FrameDecoder {
 
     /// The next request, read in place with checked access. `Ok(Some(Err(..)))` is a complete
     /// frame that is not a valid request: the stream can answer it and go on.
-    pub fn next_request(&mut self) -> Result<Option<Result<&ArchivedRequest, FrameError>>, FrameError> {
+    pub fn next_request(
+        &mut self,
+    ) -> Result<Option<Result<&ArchivedRequest, FrameError>>, FrameError> {
         Ok(self.next_payload()?.map(|payload| {
             rkyv::access::<ArchivedRequest, rancor::Error>(payload)
                 .map_err(|e| FrameError::Malformed(e.to_string()))
@@ -159,7 +165,11 @@ mod tests {
 
     #[test]
     fn requests_round_trip_in_pieces() {
-        let reqs = [Request::Ping, Request::Tso { count: 7 }, Request::GetMembers];
+        let reqs = [
+            Request::Ping,
+            Request::Tso { count: 7 },
+            Request::GetMembers,
+        ];
         let bytes: Vec<u8> = reqs.iter().flat_map(frame).collect();
         let mut dec = FrameDecoder::new();
         let mut seen = Vec::new();
@@ -176,7 +186,10 @@ mod tests {
     #[test]
     fn responses_round_trip() {
         let resps = [
-            Response::Ok(Reply::Tso { first: 1 << 40, count: 3 }),
+            Response::Ok(Reply::Tso {
+                first: 1 << 40,
+                count: 3,
+            }),
             Response::Err(ErrorReply::InvalidArgument("count".into())),
         ];
         let mut out = Vec::new();
@@ -195,7 +208,10 @@ mod tests {
     fn oversized_header_is_refused_before_buffering() {
         let mut dec = FrameDecoder::new();
         dec.extend(&((MAX_FRAME_LEN as u32) + 1).to_le_bytes());
-        assert_eq!(dec.next_payload(), Err(FrameError::TooLarge(MAX_FRAME_LEN + 1)));
+        assert_eq!(
+            dec.next_payload(),
+            Err(FrameError::TooLarge(MAX_FRAME_LEN + 1))
+        );
     }
 
     proptest! {

@@ -22,7 +22,10 @@ pub enum Response {
 pub enum Reply {
     Pong,
     /// The timestamps `first .. first + count`.
-    Tso { first: u64, count: u32 },
+    Tso {
+        first: u64,
+        count: u32,
+    },
     Members(MembersReply),
 }
 

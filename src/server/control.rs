@@ -16,7 +16,10 @@ use crate::tso::{Allocator, WindowConfig};
 
 /// Wall-clock milliseconds since the Unix epoch: the only clock read in the TSO path.
 pub fn now_ms() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
 }
 
 pub async fn load_limit<M: MetaStore>(store: &M, keys: &Keys) -> Result<Option<u64>, MetaError> {
@@ -31,12 +34,19 @@ pub async fn load_limit<M: MetaStore>(store: &M, keys: &Keys) -> Result<Option<u
 }
 
 async fn save_limit<M: MetaStore>(store: &M, keys: &Keys, limit_ms: u64) -> Result<(), MetaError> {
-    store.put(&keys.tso_limit(), limit_ms.to_string().as_bytes()).await
+    store
+        .put(&keys.tso_limit(), limit_ms.to_string().as_bytes())
+        .await
 }
 
 /// Persists a window above everything handed out before and starts the allocator on it.
 /// Returns the persisted limit.
-pub async fn start<M: MetaStore>(store: &M, keys: &Keys, cfg: &WindowConfig, allocator: &Allocator) -> Result<u64, MetaError> {
+pub async fn start<M: MetaStore>(
+    store: &M,
+    keys: &Keys,
+    cfg: &WindowConfig,
+    allocator: &Allocator,
+) -> Result<u64, MetaError> {
     let last = load_limit(store, keys).await?;
     let now = now_ms();
     let plan = cfg.plan_start(now, last);
@@ -82,9 +92,13 @@ pub async fn run<M: MetaStore + Clone>(
             }
         }
         if renewal.is_none() {
-            if let Some(target) = cfg.plan_renewal(now, allocator.current().physical_ms(), limit_ms) {
+            if let Some(target) = cfg.plan_renewal(now, allocator.current().physical_ms(), limit_ms)
+            {
                 let (store, keys) = (store.clone(), keys.clone());
-                renewal = Some((target, tokio::spawn(async move { save_limit(&store, &keys, target).await })));
+                renewal = Some((
+                    target,
+                    tokio::spawn(async move { save_limit(&store, &keys, target).await }),
+                ));
             }
         }
     }

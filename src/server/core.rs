@@ -28,7 +28,10 @@ pub fn spawn(setup: CoreSetup) -> std::io::Result<std::thread::JoinHandle<()>> {
         .spawn(move || {
             pin_to_cpu(setup.index);
             let index = setup.index;
-            let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+            let runtime = match tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            {
                 Ok(rt) => rt,
                 Err(e) => {
                     tracing::error!(core = index, "cannot build runtime: {e}");
@@ -42,8 +45,19 @@ pub fn spawn(setup: CoreSetup) -> std::io::Result<std::thread::JoinHandle<()>> {
 }
 
 async fn run(setup: CoreSetup) -> std::io::Result<()> {
-    let CoreSetup { index, socket, endpoint_config, server_config, shared } = setup;
-    let endpoint = quinn::Endpoint::new(endpoint_config, Some(server_config), socket, Arc::new(quinn::TokioRuntime))?;
+    let CoreSetup {
+        index,
+        socket,
+        endpoint_config,
+        server_config,
+        shared,
+    } = setup;
+    let endpoint = quinn::Endpoint::new(
+        endpoint_config,
+        Some(server_config),
+        socket,
+        Arc::new(quinn::TokioRuntime),
+    )?;
     let mut shutdown = shared.shutdown.clone();
     let mut connections = JoinSet::new();
     loop {
@@ -60,7 +74,10 @@ async fn run(setup: CoreSetup) -> std::io::Result<()> {
     }
     endpoint.set_server_config(None);
     let grace = Duration::from_millis(shared.config.server.shutdown_grace_ms);
-    let _ = tokio::time::timeout(grace, async { while connections.join_next().await.is_some() {} }).await;
+    let _ = tokio::time::timeout(grace, async {
+        while connections.join_next().await.is_some() {}
+    })
+    .await;
     endpoint.close(StreamCode::ShuttingDown.code().into(), b"shutting down");
     let _ = tokio::time::timeout(Duration::from_secs(1), endpoint.wait_idle()).await;
     Ok(())

@@ -9,7 +9,12 @@ use crate::meta::{Keys, MetaError, MetaStore};
 /// needs; no extra crate for it.
 fn random_id() -> u64 {
     let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u128(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0));
+    h.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0),
+    );
     h.finish().max(1)
 }
 
@@ -18,7 +23,12 @@ async fn load_or_create<M: MetaStore>(store: &M, key: &[u8]) -> Result<u64, Meta
         return std::str::from_utf8(&bytes)
             .ok()
             .and_then(|s| s.parse().ok())
-            .ok_or_else(|| MetaError::Corrupt(format!("id under {} is not a number", String::from_utf8_lossy(key))));
+            .ok_or_else(|| {
+                MetaError::Corrupt(format!(
+                    "id under {} is not a number",
+                    String::from_utf8_lossy(key)
+                ))
+            });
     }
     let id = random_id();
     store.put(key, id.to_string().as_bytes()).await?;

@@ -51,19 +51,23 @@ pub struct Shared {
 
 /// Runs the server until SIGTERM or ctrl-c, then shuts down gracefully.
 pub fn run(opts: ServeOptions) -> anyhow::Result<()> {
-    let control_rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let control_rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
     control_rt.block_on(serve(opts))
 }
 
 async fn serve(opts: ServeOptions) -> anyhow::Result<()> {
     let cores = opts.cores.max(1);
-    std::fs::create_dir_all(&opts.data_dir).with_context(|| format!("creating {}", opts.data_dir.display()))?;
+    std::fs::create_dir_all(&opts.data_dir)
+        .with_context(|| format!("creating {}", opts.data_dir.display()))?;
     let store = LocalStore::open(&opts.data_dir.join("meta")).context("opening the meta store")?;
     let cluster_id = identity::cluster_id(&store).await?;
     let keys = Keys::new(cluster_id);
     let member_id = identity::member_id(&store, &keys, &opts.name).await?;
 
-    let sockets = socket::bind_reuseport(opts.listen, cores).with_context(|| format!("binding {}", opts.listen))?;
+    let sockets = socket::bind_reuseport(opts.listen, cores)
+        .with_context(|| format!("binding {}", opts.listen))?;
     let client_addr = sockets[0].local_addr()?;
     let admin_listener = tokio::net::TcpListener::bind(opts.admin_listen)
         .await
@@ -71,11 +75,19 @@ async fn serve(opts: ServeOptions) -> anyhow::Result<()> {
     let admin_addr = admin_listener.local_addr()?;
 
     let names = vec![opts.name.clone(), opts.listen.ip().to_string()];
-    let identity = tls::load_or_create_identity(&opts.data_dir, opts.tls_cert.as_deref(), opts.tls_key.as_deref(), &names)?;
-    let server_config = tls::server_config(identity, opts.config.server.max_streams_per_connection)?;
+    let identity = tls::load_or_create_identity(
+        &opts.data_dir,
+        opts.tls_cert.as_deref(),
+        opts.tls_key.as_deref(),
+        &names,
+    )?;
+    let server_config =
+        tls::server_config(identity, opts.config.server.max_streams_per_connection)?;
 
     let allocator = Arc::new(Allocator::new(opts.config.tso.max_lead_ms));
-    let limit = control::start(&store, &keys, &opts.config.tso, &allocator).await.context("starting tso")?;
+    let limit = control::start(&store, &keys, &opts.config.tso, &allocator)
+        .await
+        .context("starting tso")?;
 
     let member = MemberInfo {
         name: opts.name.clone(),
@@ -88,7 +100,11 @@ async fn serve(opts: ServeOptions) -> anyhow::Result<()> {
     let shared = Arc::new(Shared {
         allocator: allocator.clone(),
         metrics: metrics.clone(),
-        members: MembersReply { cluster_id, leader: Some(member.clone()), members: vec![member.clone()] },
+        members: MembersReply {
+            cluster_id,
+            leader: Some(member.clone()),
+            members: vec![member.clone()],
+        },
         config: opts.config.clone(),
         shutdown: stop_rx.clone(),
     });
@@ -117,7 +133,12 @@ async fn serve(opts: ServeOptions) -> anyhow::Result<()> {
         limit,
         stop_rx.clone(),
     ));
-    let admin_state = AdminState { cluster_id, member, metrics, allocator: allocator.clone() };
+    let admin_state = AdminState {
+        cluster_id,
+        member,
+        metrics,
+        allocator: allocator.clone(),
+    };
     let mut admin_stop = stop_rx.clone();
     let admin = tokio::spawn(admin::serve(admin_listener, admin_state, async move {
         let _ = admin_stop.wait_for(|stop| *stop).await;

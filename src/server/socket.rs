@@ -35,19 +35,27 @@ pub fn pin_to_cpu(index: usize) {
         if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut allowed) != 0 {
             return;
         }
-        let cpus: Vec<usize> = (0..libc::CPU_SETSIZE as usize).filter(|&c| libc::CPU_ISSET(c, &allowed)).collect();
+        let cpus: Vec<usize> = (0..libc::CPU_SETSIZE as usize)
+            .filter(|&c| libc::CPU_ISSET(c, &allowed))
+            .collect();
         if cpus.is_empty() {
             return;
         }
         let mut set: libc::cpu_set_t = std::mem::zeroed();
         libc::CPU_SET(cpus[index % cpus.len()], &mut set);
         if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
-            tracing::warn!(core = index, "could not pin core thread: {}", std::io::Error::last_os_error());
+            tracing::warn!(
+                core = index,
+                "could not pin core thread: {}",
+                std::io::Error::last_os_error()
+            );
         }
     }
 }
 
 /// How many CPUs this process may run on.
 pub fn available_cores() -> usize {
-    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
 }

@@ -17,7 +17,12 @@ use super::Shared;
 
 const READ_CHUNK: usize = 64 * 1024;
 
-pub async fn serve_stream(mut send: quinn::SendStream, mut recv: quinn::RecvStream, shared: std::sync::Arc<Shared>, core: usize) {
+pub async fn serve_stream(
+    mut send: quinn::SendStream,
+    mut recv: quinn::RecvStream,
+    shared: std::sync::Arc<Shared>,
+    core: usize,
+) {
     let metrics = shared.metrics.core(core);
     let mut shutdown = shared.shutdown.clone();
     let mut decoder = FrameDecoder::new();

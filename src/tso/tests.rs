@@ -160,7 +160,11 @@ fn window_limit_is_never_crossed() {
 #[test]
 fn racing_allocations_and_ticks_never_overlap() {
     let alloc = Arc::new(Allocator::new(50));
-    let cfg = WindowConfig { window_ms: 100, renew_below_ms: 60, max_lead_ms: 50 };
+    let cfg = WindowConfig {
+        window_ms: 100,
+        renew_below_ms: 60,
+        max_lead_ms: 50,
+    };
     let clock = Arc::new(AtomicU64::new(1_000));
     let plan = cfg.plan_start(1_000, None);
     alloc.begin(plan.start_ms, plan.limit_ms, 1_000);
@@ -203,13 +207,21 @@ fn racing_allocations_and_ticks_never_overlap() {
     let mut all = Vec::new();
     for w in workers {
         let got = w.join().unwrap();
-        assert!(got.windows(2).all(|p| p[1].first > p[0].last()), "per-thread order");
+        assert!(
+            got.windows(2).all(|p| p[1].first > p[0].last()),
+            "per-thread order"
+        );
         all.extend(got);
     }
     stop.store(true, Ordering::Relaxed);
     ticker.join().unwrap();
     all.sort_by_key(|r| r.first);
     for pair in all.windows(2) {
-        assert!(pair[1].first > pair[0].last(), "overlap: {:?} {:?}", pair[0], pair[1]);
+        assert!(
+            pair[1].first > pair[0].last(),
+            "overlap: {:?} {:?}",
+            pair[0],
+            pair[1]
+        );
     }
 }

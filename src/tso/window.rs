@@ -58,7 +58,12 @@ impl WindowConfig {
 
     /// The limit to persist next, or `None` while enough of the window is left. Measured from the
     /// later of the clock and the allocator's physical time, so heavy logical carry renews early.
-    pub fn plan_renewal(&self, now_ms: u64, current_physical_ms: u64, limit_ms: u64) -> Option<u64> {
+    pub fn plan_renewal(
+        &self,
+        now_ms: u64,
+        current_physical_ms: u64,
+        limit_ms: u64,
+    ) -> Option<u64> {
         let base = now_ms.max(current_physical_ms);
         if limit_ms.saturating_sub(base) < self.renew_below_ms {
             Some((base + self.window_ms).max(limit_ms + 1))
