@@ -6,6 +6,8 @@ pub mod admin;
 pub mod client;
 /// Runtime configuration: file format and defaults.
 pub mod config;
+/// Runs `meridian serve` as a child process (demo, tests).
+pub mod harness;
 /// Durable metadata behind the `MetaStore` trait; the embedded `local` backend.
 pub mod meta;
 /// Wire messages (rkyv) and length-prefixed framing.

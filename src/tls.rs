@@ -99,6 +99,35 @@ fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     f.sync_all()
 }
 
+/// The stateless-reset key, created once in `DATA_DIR/tls` and kept. After a crash and restart
+/// on the same address, the node can then answer packets of connections it no longer knows with
+/// a reset their clients accept, so they reconnect at once instead of waiting for the idle
+/// timeout.
+pub fn endpoint_config(data_dir: &Path) -> anyhow::Result<quinn::EndpointConfig> {
+    let path = data_dir.join("tls").join("stateless_reset.key");
+    let secret = match std::fs::read(&path) {
+        Ok(bytes) if bytes.len() == 64 => bytes,
+        Ok(bytes) => anyhow::bail!(
+            "{} holds {} bytes, expected 64",
+            path.display(),
+            bytes.len()
+        ),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let mut secret = vec![0u8; 64];
+            ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut secret)
+                .map_err(|_| anyhow::anyhow!("no randomness for the stateless-reset key"))?;
+            std::fs::create_dir_all(path.parent().context("key path has a parent")?)?;
+            write_private(&path, &secret)?;
+            secret
+        }
+        Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+    };
+    Ok(quinn::EndpointConfig::new(Arc::new(ring::hmac::Key::new(
+        ring::hmac::HMAC_SHA256,
+        &secret,
+    ))))
+}
+
 /// QUIC server config: TLS 1.3 with ALPN, migration off (SO_REUSEPORT routes by 4-tuple, so a
 /// migrated path could land on another core's endpoint).
 pub fn server_config(identity: Identity, max_streams: u32) -> anyhow::Result<quinn::ServerConfig> {

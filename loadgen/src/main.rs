@@ -1,14 +1,7 @@
 //! `loadgen`: drives a Meridian cluster with real clients and checks what comes back.
 
-mod checker;
-mod demo;
-mod duration;
-mod pacer;
-mod progress;
-mod report;
-mod run;
-
 use clap::{Parser, Subcommand};
+use loadgen::{demo, run};
 
 #[derive(Parser)]
 #[command(

@@ -111,7 +111,7 @@ async fn serve(opts: ServeOptions) -> anyhow::Result<()> {
 
     // One EndpointConfig (and so one stateless-reset key) for all cores: a packet the kernel
     // hands to the wrong core is answered with a reset the client accepts, not ignored.
-    let endpoint_config = quinn::EndpointConfig::default();
+    let endpoint_config = tls::endpoint_config(&opts.data_dir)?;
     let mut threads = Vec::with_capacity(cores);
     for (index, socket) in sockets.into_iter().enumerate() {
         threads.push(core::spawn(core::CoreSetup {

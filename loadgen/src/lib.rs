@@ -1,0 +1,10 @@
+//! The load generator as a library, so integration tests drive the same runs and the same
+//! checker as the command line.
+
+pub mod checker;
+pub mod demo;
+pub mod duration;
+pub mod pacer;
+pub mod progress;
+pub mod report;
+pub mod run;

@@ -1,0 +1,121 @@
+//! Runs `meridian serve` as a child process: for `loadgen demo`, the integration tests and
+//! anything else that needs a real node on loopback. It parses the ready line for the ports a
+//! `:0` listen address picked, and stops the node with SIGTERM (graceful) or SIGKILL (crash).
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use anyhow::Context;
+
+/// A running server process, killed if dropped before `stop`.
+pub struct ServerProcess {
+    child: Option<Child>,
+    pub client_addr: String,
+    pub admin_addr: String,
+    pub data_dir: PathBuf,
+    log: PathBuf,
+}
+
+impl ServerProcess {
+    /// Starts `meridian serve` on `listen` (`127.0.0.1:0` picks a port) and waits for its
+    /// ready line.
+    pub fn start(
+        binary: &Path,
+        data_dir: &Path,
+        listen: &str,
+        cores: Option<usize>,
+    ) -> anyhow::Result<ServerProcess> {
+        let extra = cores
+            .map(|c| vec!["--cores".to_string(), c.to_string()])
+            .unwrap_or_default();
+        Self::start_with(binary, data_dir, listen, &extra)
+    }
+
+    /// `start` with extra `serve` arguments (`--config FILE`, `--cores N`, ...).
+    pub fn start_with(
+        binary: &Path,
+        data_dir: &Path,
+        listen: &str,
+        extra: &[String],
+    ) -> anyhow::Result<ServerProcess> {
+        let log = data_dir.with_extension("log");
+        let mut cmd = Command::new(binary);
+        cmd.args([
+            "serve",
+            "--name",
+            "harness",
+            "--listen",
+            listen,
+            "--admin-listen",
+            "127.0.0.1:0",
+            "--data-dir",
+        ])
+        .arg(data_dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(&log)?);
+        cmd.args(extra);
+        let mut child = cmd
+            .spawn()
+            .with_context(|| format!("starting {}", binary.display()))?;
+        let stdout = child.stdout.take().context("server stdout")?;
+        let mut line = String::new();
+        BufReader::new(stdout).read_line(&mut line)?;
+        let field = |name: &str| {
+            line.split_whitespace()
+                .find_map(|w| w.strip_prefix(name))
+                .map(str::to_string)
+        };
+        let (Some(client_addr), Some(admin_addr)) = (field("client="), field("admin=")) else {
+            let _ = child.kill();
+            let log_text = std::fs::read_to_string(&log).unwrap_or_default();
+            anyhow::bail!("server did not report ready; its log:\n{log_text}");
+        };
+        Ok(ServerProcess {
+            child: Some(child),
+            client_addr,
+            admin_addr,
+            data_dir: data_dir.to_path_buf(),
+            log,
+        })
+    }
+
+    /// SIGTERM, then wait for a clean exit.
+    pub fn stop(mut self) -> anyhow::Result<()> {
+        let mut child = self.child.take().context("already stopped")?;
+        // SAFETY: kill(2) on our own child's pid with a plain signal number.
+        unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+        for _ in 0..200 {
+            if let Some(status) = child.try_wait()? {
+                if status.success() {
+                    return Ok(());
+                }
+                anyhow::bail!("server exited with {status}; log in {}", self.log.display());
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = child.kill();
+        anyhow::bail!("server did not stop within 10 s of SIGTERM")
+    }
+}
+
+impl ServerProcess {
+    /// SIGKILL: no shutdown, no flush; what is on disk is all the next start has.
+    pub fn kill(mut self) -> anyhow::Result<()> {
+        let mut child = self.child.take().context("already stopped")?;
+        child.kill()?;
+        child.wait()?;
+        Ok(())
+    }
+}
+
+impl Drop for ServerProcess {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
