@@ -99,10 +99,10 @@ fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     f.sync_all()
 }
 
-/// The stateless-reset key, created once in `DATA_DIR/tls` and kept. After a crash and restart
-/// on the same address, the node can then answer packets of connections it no longer knows with
-/// a reset their clients accept, so they reconnect at once instead of waiting for the idle
-/// timeout.
+/// The endpoint secret, created once in `DATA_DIR/tls` and kept: it keys the stateless resets
+/// and the connection-id check. After a crash and restart on the same address, the node still
+/// recognises its old connection ids as its own and answers their packets with a reset the
+/// clients accept, so they reconnect at once instead of waiting for the idle timeout.
 pub fn endpoint_config(data_dir: &Path) -> anyhow::Result<quinn::EndpointConfig> {
     let path = data_dir.join("tls").join("stateless_reset.key");
     let secret = match std::fs::read(&path) {
@@ -122,10 +122,13 @@ pub fn endpoint_config(data_dir: &Path) -> anyhow::Result<quinn::EndpointConfig>
         }
         Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
     };
-    Ok(quinn::EndpointConfig::new(Arc::new(ring::hmac::Key::new(
-        ring::hmac::HMAC_SHA256,
-        &secret,
-    ))))
+    let cid_key = u64::from_le_bytes(secret[..8].try_into().context("secret is 64 bytes")?);
+    let reset_key = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, &secret[8..]);
+    let mut config = quinn::EndpointConfig::new(Arc::new(reset_key));
+    config.cid_generator(move || {
+        Box::new(quinn_proto::HashedConnectionIdGenerator::from_key(cid_key))
+    });
+    Ok(config)
 }
 
 /// QUIC server config: TLS 1.3 with ALPN, migration off (SO_REUSEPORT routes by 4-tuple, so a
