@@ -39,72 +39,77 @@ async fn save_limit<M: MetaStore>(store: &M, keys: &Keys, limit_ms: u64) -> Resu
         .await
 }
 
-/// Persists a window above everything handed out before and starts the allocator on it.
-/// Returns the persisted limit.
-pub async fn start<M: MetaStore>(
-    store: &M,
-    keys: &Keys,
-    cfg: &WindowConfig,
-    allocator: &Allocator,
-) -> Result<u64, MetaError> {
-    let last = load_limit(store, keys).await?;
-    let now = now_ms();
-    let plan = cfg.plan_start(now, last);
-    save_limit(store, keys, plan.limit_ms).await?;
-    allocator.begin(plan.start_ms, plan.limit_ms, now);
-    tracing::info!(start_ms = plan.start_ms, limit_ms = plan.limit_ms, last_limit_ms = ?last, "tso serving");
-    Ok(plan.limit_ms)
+/// The control loop's inputs: where the window lives and what it drives.
+pub struct TsoControl<M> {
+    pub store: M,
+    pub keys: Keys,
+    pub cfg: WindowConfig,
+    pub allocator: Arc<Allocator>,
+    pub metrics: Arc<Metrics>,
 }
 
-/// Ticks and renews until `shutdown`; an in-flight renewal is finished before it returns.
-pub async fn run<M: MetaStore + Clone>(
-    store: M,
-    keys: Keys,
-    cfg: WindowConfig,
-    tick: Duration,
-    allocator: Arc<Allocator>,
-    metrics: Arc<Metrics>,
-    mut limit_ms: u64,
-    mut shutdown: watch::Receiver<bool>,
-) {
-    let mut interval = tokio::time::interval(tick);
-    interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
-    let mut renewal: Option<(u64, JoinHandle<Result<(), MetaError>>)> = None;
-    loop {
-        tokio::select! {
-            _ = interval.tick() => {}
-            _ = shutdown.wait_for(|stop| *stop) => break,
-        }
+impl<M: MetaStore + Clone> TsoControl<M> {
+    /// Persists a window above everything handed out before and starts the allocator on it.
+    /// Returns the persisted limit.
+    pub async fn start(&self) -> Result<u64, MetaError> {
+        let last = load_limit(&self.store, &self.keys).await?;
         let now = now_ms();
-        allocator.tick(now);
-        if let Some((target, handle)) = renewal.take_if(|(_, h)| h.is_finished()) {
-            match handle.await {
-                Ok(Ok(())) => {
-                    limit_ms = target;
-                    allocator.raise_limit(target);
-                    metrics.window_renewals.fetch_add(1, Relaxed);
-                }
-                Ok(Err(e)) => {
-                    metrics.window_renewal_failures.fetch_add(1, Relaxed);
-                    tracing::warn!("persisting the tso window failed: {e}");
-                }
-                Err(e) => tracing::error!("tso renewal task failed: {e}"),
-            }
-        }
-        if renewal.is_none() {
-            if let Some(target) = cfg.plan_renewal(now, allocator.current().physical_ms(), limit_ms)
-            {
-                let (store, keys) = (store.clone(), keys.clone());
-                renewal = Some((
-                    target,
-                    tokio::spawn(async move { save_limit(&store, &keys, target).await }),
-                ));
-            }
-        }
+        let plan = self.cfg.plan_start(now, last);
+        save_limit(&self.store, &self.keys, plan.limit_ms).await?;
+        self.allocator.begin(plan.start_ms, plan.limit_ms, now);
+        tracing::info!(start_ms = plan.start_ms, limit_ms = plan.limit_ms, last_limit_ms = ?last, "tso serving");
+        Ok(plan.limit_ms)
     }
-    if let Some((target, handle)) = renewal {
-        if let Ok(Ok(())) = handle.await {
-            tracing::debug!(limit_ms = target, "last renewal persisted before exit");
+
+    /// Ticks and renews until `shutdown`; an in-flight renewal is finished before it returns.
+    pub async fn run(self, tick: Duration, mut limit_ms: u64, mut shutdown: watch::Receiver<bool>) {
+        let TsoControl {
+            store,
+            keys,
+            cfg,
+            allocator,
+            metrics,
+        } = self;
+        let mut interval = tokio::time::interval(tick);
+        interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+        let mut renewal: Option<(u64, JoinHandle<Result<(), MetaError>>)> = None;
+        loop {
+            tokio::select! {
+                _ = interval.tick() => {}
+                _ = shutdown.wait_for(|stop| *stop) => break,
+            }
+            let now = now_ms();
+            allocator.tick(now);
+            if let Some((target, handle)) = renewal.take_if(|(_, h)| h.is_finished()) {
+                match handle.await {
+                    Ok(Ok(())) => {
+                        limit_ms = target;
+                        allocator.raise_limit(target);
+                        metrics.window_renewals.fetch_add(1, Relaxed);
+                    }
+                    Ok(Err(e)) => {
+                        metrics.window_renewal_failures.fetch_add(1, Relaxed);
+                        tracing::warn!("persisting the tso window failed: {e}");
+                    }
+                    Err(e) => tracing::error!("tso renewal task failed: {e}"),
+                }
+            }
+            if renewal.is_none() {
+                if let Some(target) =
+                    cfg.plan_renewal(now, allocator.current().physical_ms(), limit_ms)
+                {
+                    let (store, keys) = (store.clone(), keys.clone());
+                    renewal = Some((
+                        target,
+                        tokio::spawn(async move { save_limit(&store, &keys, target).await }),
+                    ));
+                }
+            }
+        }
+        if let Some((target, handle)) = renewal {
+            if let Ok(Ok(())) = handle.await {
+                tracing::debug!(limit_ms = target, "last renewal persisted before exit");
+            }
         }
     }
 }

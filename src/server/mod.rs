@@ -85,9 +85,15 @@ async fn serve(opts: ServeOptions) -> anyhow::Result<()> {
         tls::server_config(identity, opts.config.server.max_streams_per_connection)?;
 
     let allocator = Arc::new(Allocator::new(opts.config.tso.max_lead_ms));
-    let limit = control::start(&store, &keys, &opts.config.tso, &allocator)
-        .await
-        .context("starting tso")?;
+    let metrics = Arc::new(Metrics::new(cores));
+    let tso = control::TsoControl {
+        store: store.clone(),
+        keys,
+        cfg: opts.config.tso,
+        allocator: allocator.clone(),
+        metrics: metrics.clone(),
+    };
+    let limit = tso.start().await.context("starting tso")?;
 
     let member = MemberInfo {
         name: opts.name.clone(),
@@ -95,7 +101,6 @@ async fn serve(opts: ServeOptions) -> anyhow::Result<()> {
         client_url: client_addr.to_string(),
         admin_url: format!("http://{admin_addr}"),
     };
-    let metrics = Arc::new(Metrics::new(cores));
     let (stop_tx, stop_rx) = watch::channel(false);
     let shared = Arc::new(Shared {
         allocator: allocator.clone(),
@@ -123,13 +128,8 @@ async fn serve(opts: ServeOptions) -> anyhow::Result<()> {
         })?);
     }
 
-    let control = tokio::spawn(control::run(
-        store.clone(),
-        keys,
-        opts.config.tso,
+    let control = tokio::spawn(tso.run(
         Duration::from_millis(opts.config.server.tick_interval_ms),
-        allocator.clone(),
-        metrics.clone(),
         limit,
         stop_rx.clone(),
     ));
