@@ -1,21 +1,66 @@
 //! The correctness checker. Online: a request sent after another request's reply arrived must
-//! get a larger timestamp (linearizability of the oracle), checked against a high-water mark of
-//! replies seen so far. Offline: every timestamp recorded by every worker, over all streams and
-//! connections, sorted once at the end to count duplicates.
+//! get a larger timestamp (linearizability of the oracle), checked against the high-water mark
+//! of all replies seen so far. Offline: every timestamp recorded by every worker, over all
+//! streams and connections, sorted once at the end to count duplicates.
+//!
+//! The high-water mark is kept per thread (each thread writes only its own cache line) and the
+//! floor is the maximum over the threads' marks: the same value a single shared atomic would
+//! hold, without every reply on every thread bouncing one line between the cores.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::cell::Cell;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
+const SLOTS: usize = 64;
+
+#[repr(align(128))]
 #[derive(Default)]
+struct Slot(AtomicU64);
+
 pub struct Checker {
-    high_water: AtomicU64,
+    slots: Box<[Slot]>,
+    /// Slots handed to threads so far; `floor` reads only these.
+    used: AtomicUsize,
     order_violations: AtomicU64,
 }
 
+impl Default for Checker {
+    fn default() -> Self {
+        Checker {
+            slots: (0..SLOTS).map(|_| Slot::default()).collect(),
+            used: AtomicUsize::new(0),
+            order_violations: AtomicU64::new(0),
+        }
+    }
+}
+
+thread_local! {
+    /// This thread's slot index, per checker address (a thread may serve two checkers in tests).
+    static SLOT: Cell<(usize, usize)> = const { Cell::new((0, usize::MAX)) };
+}
+
 impl Checker {
+    fn my_slot(&self) -> &AtomicU64 {
+        let me = self as *const Checker as usize;
+        let (owner, index) = SLOT.with(Cell::get);
+        let index = if owner == me && index != usize::MAX {
+            index
+        } else {
+            let index = self.used.fetch_add(1, Ordering::AcqRel).min(SLOTS - 1);
+            SLOT.with(|s| s.set((me, index)));
+            index
+        };
+        &self.slots[index].0
+    }
+
     /// What every reply arriving after this call must exceed.
     #[inline]
     pub fn floor(&self) -> u64 {
-        self.high_water.load(Ordering::Acquire)
+        let used = self.used.load(Ordering::Acquire).min(SLOTS);
+        self.slots[..used]
+            .iter()
+            .map(|s| s.0.load(Ordering::Acquire))
+            .max()
+            .unwrap_or(0)
     }
 
     /// Checks a reply against the floor taken before its request was sent, then raises the mark.
@@ -25,7 +70,11 @@ impl Checker {
         if !ok {
             self.order_violations.fetch_add(1, Ordering::Relaxed);
         }
-        self.high_water.fetch_max(ts, Ordering::AcqRel);
+        let slot = self.my_slot();
+        // Threads beyond SLOTS share the last slot, so raise it with an RMW, not a store.
+        if ts > slot.load(Ordering::Relaxed) {
+            slot.fetch_max(ts, Ordering::AcqRel);
+        }
         ok
     }
 
@@ -43,6 +92,7 @@ pub fn count_duplicates(mut all: Vec<u64>) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::Arc;
 
     #[test]
     fn order_violation_is_counted_and_mark_never_drops() {
@@ -54,6 +104,18 @@ mod tests {
         assert!(!c.observe(f, 5));
         assert_eq!(c.floor(), 10);
         assert_eq!(c.order_violations(), 2);
+    }
+
+    #[test]
+    fn a_reply_seen_on_another_thread_raises_the_floor_here() {
+        let c = Arc::new(Checker::default());
+        let c2 = c.clone();
+        std::thread::spawn(move || assert!(c2.observe(0, 100)))
+            .join()
+            .unwrap();
+        assert_eq!(c.floor(), 100);
+        assert!(!c.observe(c.floor(), 99));
+        assert_eq!(c.order_violations(), 1);
     }
 
     #[test]

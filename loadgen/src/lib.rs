@@ -4,6 +4,7 @@
 pub mod checker;
 pub mod demo;
 pub mod duration;
+pub mod latency;
 pub mod pacer;
 pub mod progress;
 pub mod report;

@@ -3,16 +3,16 @@
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Barrier, OnceLock};
 use std::time::{Duration, Instant};
 
-use hdrhistogram::Histogram;
 use meridian::client::{Client, ClientOptions};
 use meridian::proto::{Reply, Request, Response};
 use meridian::tls::Trust;
 use tokio::sync::mpsc;
 
 use crate::checker::{count_duplicates, Checker};
+use crate::latency::Latencies;
 use crate::pacer;
 use crate::progress::Progress;
 use crate::report::Report;
@@ -76,7 +76,6 @@ impl TsoArgs {
 }
 
 struct WorkerResult {
-    histogram: Histogram<u64>,
     timestamps: Vec<u64>,
     errors: u64,
     ops: u64,
@@ -84,10 +83,12 @@ struct WorkerResult {
 
 struct Shared {
     checker: Checker,
+    latencies: Latencies,
     ops: AtomicU64,
     /// Timestamps each worker keeps for the duplicate check.
     record_quota: usize,
-    deadline: Instant,
+    /// Set once every connection is up, just before the workers start.
+    deadline: OnceLock<Instant>,
 }
 
 pub async fn run(args: &TsoArgs) -> anyhow::Result<Report> {
@@ -98,56 +99,70 @@ pub async fn run(args: &TsoArgs) -> anyhow::Result<Report> {
         anyhow::bail!("--concurrency and --connections must be at least 1");
     }
     let trust = args.trust()?;
-    let mut clients = Vec::with_capacity(args.connections);
-    for _ in 0..args.connections {
-        let mut opts = ClientOptions::new(args.endpoints.clone(), trust.clone());
-        opts.tso_streams = args.streams;
-        clients.push(Client::connect(opts).await?);
-    }
-    // Raw-stream workers open their streams before the clock starts.
-    let mut streams = Vec::new();
-    if args.op != Op::Tso {
-        for i in 0..args.concurrency {
-            streams.push(Some(clients[i % clients.len()].open_stream().await?));
-        }
-    }
-    let start = Instant::now();
     let shared = Arc::new(Shared {
         checker: Checker::default(),
+        latencies: Latencies::default(),
         ops: AtomicU64::new(0),
         record_quota: args.max_recorded / args.concurrency,
-        deadline: start + args.duration,
+        deadline: OnceLock::new(),
     });
-    let (pace_txs, mut pace_rxs): (Vec<_>, Vec<_>) = match args.rate {
-        Some(_) => {
-            let (txs, rxs): (Vec<_>, Vec<_>) = (0..args.concurrency)
-                .map(|_| mpsc::unbounded_channel())
-                .unzip();
-            (txs, rxs.into_iter().map(Some).collect())
-        }
-        None => (Vec::new(), (0..args.concurrency).map(|_| None).collect()),
-    };
-    let pacer = args
-        .rate
-        .map(|rate| pacer::spawn(rate, start, shared.deadline, pace_txs));
-    let progress = Progress::start(args.duration, shared.clone_ops());
+    let paced = args.rate.is_some();
+    let (pace_txs, mut pace_rxs): (Vec<_>, Vec<_>) = (0..args.concurrency)
+        .map(|_| {
+            let (tx, rx) = mpsc::unbounded_channel();
+            (tx, paced.then_some(rx))
+        })
+        .unzip();
 
-    let mut tasks = Vec::with_capacity(args.concurrency);
-    for i in 0..args.concurrency {
-        let client = clients[i % clients.len()].clone();
-        let stream = streams.get_mut(i).and_then(Option::take);
-        let pace = pace_rxs[i].take();
-        let shared = shared.clone();
-        let op = args.op;
-        tasks.push(tokio::spawn(async move {
-            worker(op, client, stream, pace, shared).await
+    // One thread per connection, each a single-threaded runtime holding its client and its
+    // workers: a caller and the dispatcher that answers it never hop threads.
+    let ready = Arc::new(Barrier::new(args.connections + 1));
+    let go = Arc::new(Barrier::new(args.connections + 1));
+    let mut threads = Vec::with_capacity(args.connections);
+    for c in 0..args.connections {
+        let paces: Vec<_> = (c..args.concurrency)
+            .step_by(args.connections)
+            .map(|w| pace_rxs[w].take())
+            .collect();
+        let mut opts = ClientOptions::new(args.endpoints.clone(), trust.clone());
+        opts.tso_streams = args.streams;
+        let (shared, ready, go, op) = (shared.clone(), ready.clone(), go.clone(), args.op);
+        threads.push(std::thread::spawn(move || {
+            connection_thread(opts, op, paces, shared, &ready, &go)
         }));
     }
-    let mut histogram = Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3)?;
+    tokio::task::spawn_blocking({
+        let ready = ready.clone();
+        move || ready.wait()
+    })
+    .await?;
+    let start = Instant::now();
+    let _ = shared.deadline.set(start + args.duration);
+    let pacer = args
+        .rate
+        .map(|rate| pacer::spawn(rate, start, start + args.duration, pace_txs));
+    let progress = Progress::start(args.duration, shared.clone_ops());
+    tokio::task::spawn_blocking(move || go.wait()).await?;
+
+    let results = tokio::task::spawn_blocking(move || {
+        threads
+            .into_iter()
+            .map(|t| {
+                t.join()
+                    .map_err(|_| anyhow::anyhow!("a load thread panicked"))?
+            })
+            .collect::<anyhow::Result<Vec<_>>>()
+    })
+    .await?;
     let (mut errors, mut ops, mut all) = (0, 0, Vec::new());
-    for t in tasks {
-        let r = t.await?;
-        histogram.add(&r.histogram)?;
+    let results = match results {
+        Ok(r) => r,
+        Err(e) => {
+            progress.finish();
+            return Err(e);
+        }
+    };
+    for r in results.into_iter().flatten() {
         errors += r.errors;
         ops += r.ops;
         all.extend(r.timestamps);
@@ -164,7 +179,7 @@ pub async fn run(args: &TsoArgs) -> anyhow::Result<Report> {
         elapsed,
         ops,
         errors,
-        &histogram,
+        &shared.latencies.merged(),
         shared.checker.order_violations(),
         duplicates,
         checked,
@@ -178,6 +193,54 @@ impl Shared {
     }
 }
 
+/// One connection's thread: connect, wait for every other connection, run the workers.
+fn connection_thread(
+    opts: ClientOptions,
+    op: Op,
+    paces: Vec<Option<mpsc::UnboundedReceiver<Instant>>>,
+    shared: Arc<Shared>,
+    ready: &Barrier,
+    go: &Barrier,
+) -> anyhow::Result<Vec<WorkerResult>> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build();
+    let setup = match &runtime {
+        Ok(rt) => rt.block_on(async {
+            let client = Client::connect(opts).await?;
+            let mut streams = Vec::new();
+            for _ in 0..paces.len() {
+                // Raw-stream workers open their streams before the clock starts.
+                streams.push(match op {
+                    Op::Tso => None,
+                    Op::TsoRaw | Op::Ping => Some(client.open_stream().await?),
+                });
+            }
+            anyhow::Ok((client, streams))
+        }),
+        Err(e) => Err(anyhow::anyhow!("building a runtime: {e}")),
+    };
+    // Reach both barriers even after a failure, so the other threads are not left waiting.
+    ready.wait();
+    go.wait();
+    let (client, streams) = setup?;
+    let runtime = runtime?;
+    runtime.block_on(async move {
+        let tasks: Vec<_> = streams
+            .into_iter()
+            .zip(paces)
+            .map(|(stream, pace)| {
+                tokio::spawn(worker(op, client.clone(), stream, pace, shared.clone()))
+            })
+            .collect();
+        let mut results = Vec::with_capacity(tasks.len());
+        for t in tasks {
+            results.push(t.await?);
+        }
+        anyhow::Ok(results)
+    })
+}
+
 async fn worker(
     op: Op,
     client: Client,
@@ -185,11 +248,13 @@ async fn worker(
     mut pace: Option<mpsc::UnboundedReceiver<Instant>>,
     shared: Arc<Shared>,
 ) -> WorkerResult {
-    let mut histogram =
-        Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3).expect("static histogram bounds");
     let mut timestamps = Vec::new();
     let (mut errors, mut ops, mut unflushed) = (0u64, 0u64, 0u64);
     let record_ts = op != Op::Ping;
+    let deadline = *shared
+        .deadline
+        .get()
+        .expect("deadline is set before workers start");
     loop {
         let scheduled = match pace.as_mut() {
             Some(rx) => match rx.recv().await {
@@ -199,7 +264,7 @@ async fn worker(
             None => None,
         };
         let sent = Instant::now();
-        if sent >= shared.deadline {
+        if sent >= deadline {
             break;
         }
         let floor = shared.checker.floor();
@@ -231,7 +296,7 @@ async fn worker(
                     }
                 }
                 let from = scheduled.unwrap_or(sent).min(sent);
-                let _ = histogram.record((done - from).as_nanos().max(1) as u64);
+                shared.latencies.record((done - from).as_nanos() as u64);
                 ops += 1;
                 unflushed += 1;
                 if unflushed == 256 {
@@ -248,7 +313,6 @@ async fn worker(
     }
     shared.ops.fetch_add(unflushed, Ordering::Relaxed);
     WorkerResult {
-        histogram,
         timestamps,
         errors,
         ops,
