@@ -39,7 +39,7 @@ thread_local! {
 }
 
 impl Checker {
-    fn my_slot(&self) -> &AtomicU64 {
+    fn my_slot(&self) -> (usize, &AtomicU64) {
         let me = self as *const Checker as usize;
         let (owner, index) = SLOT.with(Cell::get);
         let index = if owner == me && index != usize::MAX {
@@ -49,7 +49,7 @@ impl Checker {
             SLOT.with(|s| s.set((me, index)));
             index
         };
-        &self.slots[index].0
+        (index, &self.slots[index].0)
     }
 
     /// What every reply arriving after this call must exceed.
@@ -70,10 +70,15 @@ impl Checker {
         if !ok {
             self.order_violations.fetch_add(1, Ordering::Relaxed);
         }
-        let slot = self.my_slot();
-        // Threads beyond SLOTS share the last slot, so raise it with an RMW, not a store.
+        let (index, slot) = self.my_slot();
         if ts > slot.load(Ordering::Relaxed) {
-            slot.fetch_max(ts, Ordering::AcqRel);
+            if index < SLOTS - 1 {
+                // This thread is the slot's only writer: a plain store cannot lose a raise.
+                slot.store(ts, Ordering::Release);
+            } else {
+                // Threads beyond SLOTS share the last slot.
+                slot.fetch_max(ts, Ordering::AcqRel);
+            }
         }
         ok
     }

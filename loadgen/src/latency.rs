@@ -23,13 +23,25 @@ fn histogram() -> Histogram<u64> {
     Histogram::new_with_bounds(1, 60_000_000_000, 3).expect("constant bounds are valid")
 }
 
-impl Latencies {
+/// A handle on the calling thread's histogram; a task on a single-threaded runtime takes it once.
+#[derive(Clone)]
+pub struct Recorder(Shared);
+
+impl Recorder {
     pub fn record(&self, nanos: u64) {
+        let mut h = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let _ = h.record(nanos.clamp(1, 60_000_000_000));
+    }
+}
+
+impl Latencies {
+    /// The calling thread's recorder, created on first use.
+    pub fn recorder(&self) -> Recorder {
         let me = self as *const Latencies as usize;
         LOCAL.with(|local| {
             let mut local = local.borrow_mut();
-            let hist = match local.as_ref() {
-                Some((owner, h)) if *owner == me => h.clone(),
+            match local.as_ref() {
+                Some((owner, h)) if *owner == me => Recorder(h.clone()),
                 _ => {
                     let h: Shared = Arc::new(Mutex::new(histogram()));
                     self.threads
@@ -37,14 +49,10 @@ impl Latencies {
                         .unwrap_or_else(|e| e.into_inner())
                         .push(h.clone());
                     *local = Some((me, h.clone()));
-                    h
+                    Recorder(h)
                 }
-            };
-            let _ = hist
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .record(nanos.clamp(1, 60_000_000_000));
-        });
+            }
+        })
     }
 
     /// All threads' histograms added together.
@@ -70,8 +78,10 @@ mod tests {
     fn records_from_several_threads_are_merged() {
         let l = Arc::new(Latencies::default());
         let l2 = l.clone();
-        std::thread::spawn(move || l2.record(1_000)).join().unwrap();
-        l.record(3_000);
+        std::thread::spawn(move || l2.recorder().record(1_000))
+            .join()
+            .unwrap();
+        l.recorder().record(3_000);
         let h = l.merged();
         assert_eq!(h.len(), 2);
         assert_eq!(h.max(), h.highest_equivalent(3_000));

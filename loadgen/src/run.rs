@@ -37,13 +37,13 @@ pub struct TsoArgs {
     #[arg(long, default_value = "10s", value_parser = crate::duration::parse)]
     pub duration: Duration,
     /// Concurrent callers (tasks), spread over the connections.
-    #[arg(long, default_value_t = 512)]
+    #[arg(long, default_value_t = 1024)]
     pub concurrency: usize,
     /// Client connections (each a `Client` with its own dispatcher).
     #[arg(long, default_value_t = 2)]
     pub connections: usize,
     /// TSO requests in flight per connection (`--op tso`).
-    #[arg(long, default_value_t = 2)]
+    #[arg(long, default_value_t = 1)]
     pub streams: usize,
     #[arg(long, value_enum, default_value_t = Op::Tso)]
     pub op: Op,
@@ -251,6 +251,8 @@ async fn worker(
     let mut timestamps = Vec::new();
     let (mut errors, mut ops, mut unflushed) = (0u64, 0u64, 0u64);
     let record_ts = op != Op::Ping;
+    // Workers never leave their connection's thread, so the thread's recorder is theirs.
+    let latencies = shared.latencies.recorder();
     let deadline = *shared
         .deadline
         .get()
@@ -296,7 +298,7 @@ async fn worker(
                     }
                 }
                 let from = scheduled.unwrap_or(sent).min(sent);
-                shared.latencies.record((done - from).as_nanos() as u64);
+                latencies.record((done - from).as_nanos() as u64);
                 ops += 1;
                 unflushed += 1;
                 if unflushed == 256 {
