@@ -23,6 +23,9 @@ pub struct ServerConfig {
     pub max_streams_per_connection: u32,
     /// How long shutdown waits for in-flight requests before closing connections.
     pub shutdown_grace_ms: u64,
+    /// Pin each core's thread to one CPU. Right on a dedicated machine; on one shared with
+    /// other busy processes, unpinned threads can move to an idle CPU instead of waiting.
+    pub pin_cores: bool,
 }
 
 impl Default for ServerConfig {
@@ -31,6 +34,7 @@ impl Default for ServerConfig {
             tick_interval_ms: 1,
             max_streams_per_connection: 4096,
             shutdown_grace_ms: 2_000,
+            pin_cores: true,
         }
     }
 }

@@ -44,13 +44,24 @@ pub fn meridian_binary() -> anyhow::Result<PathBuf> {
     Ok(binary)
 }
 
-pub async fn run(mut args: TsoArgs, cores: Option<usize>) -> anyhow::Result<Report> {
+pub async fn run(
+    mut args: TsoArgs,
+    cores: Option<usize>,
+    config: Option<PathBuf>,
+) -> anyhow::Result<Report> {
+    let mut extra = Vec::new();
+    if let Some(c) = cores {
+        extra.extend(["--cores".to_string(), c.to_string()]);
+    }
+    if let Some(c) = config {
+        extra.extend(["--config".to_string(), c.display().to_string()]);
+    }
     let binary = meridian_binary()?;
     let tmp = tempfile::tempdir()?;
     let data_dir = tmp.path().join("data");
     let server = tokio::task::spawn_blocking({
         let (binary, data_dir) = (binary.clone(), data_dir.clone());
-        move || ServerProcess::start(&binary, &data_dir, "127.0.0.1:0", cores)
+        move || ServerProcess::start_with(&binary, &data_dir, "127.0.0.1:0", &extra)
     })
     .await??;
     println!(

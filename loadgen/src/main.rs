@@ -27,6 +27,9 @@ struct DemoArgs {
     /// Cores for the demo server (default: all).
     #[arg(long)]
     server_cores: Option<usize>,
+    /// Config file for the demo server (`meridian serve --config`).
+    #[arg(long)]
+    server_config: Option<std::path::PathBuf>,
     #[command(flatten)]
     tso: run::TsoArgs,
 }
@@ -53,7 +56,12 @@ fn main() -> std::process::ExitCode {
         let (report, json) = match cli.command {
             Command::Tso(args) => (run::run(&args).await?, args.json),
             Command::Demo(args) => (
-                demo::run(args.tso.clone(), args.server_cores).await?,
+                demo::run(
+                    args.tso.clone(),
+                    args.server_cores,
+                    args.server_config.clone(),
+                )
+                .await?,
                 args.tso.json,
             ),
         };

@@ -9,11 +9,10 @@ use std::time::{Duration, Instant};
 use meridian::client::{Client, ClientOptions};
 use meridian::proto::{Reply, Request, Response};
 use meridian::tls::Trust;
-use tokio::sync::mpsc;
 
 use crate::checker::{count_duplicates, Checker};
 use crate::latency::Latencies;
-use crate::pacer;
+use crate::pacer::{Pacer, Schedule};
 use crate::progress::Progress;
 use crate::report::Report;
 
@@ -89,6 +88,7 @@ struct Shared {
     record_quota: usize,
     /// Set once every connection is up, just before the workers start.
     deadline: OnceLock<Instant>,
+    duration: Duration,
 }
 
 pub async fn run(args: &TsoArgs) -> anyhow::Result<Report> {
@@ -105,14 +105,8 @@ pub async fn run(args: &TsoArgs) -> anyhow::Result<Report> {
         ops: AtomicU64::new(0),
         record_quota: args.max_recorded / args.concurrency,
         deadline: OnceLock::new(),
+        duration: args.duration,
     });
-    let paced = args.rate.is_some();
-    let (pace_txs, mut pace_rxs): (Vec<_>, Vec<_>) = (0..args.concurrency)
-        .map(|_| {
-            let (tx, rx) = mpsc::unbounded_channel();
-            (tx, paced.then_some(rx))
-        })
-        .unzip();
 
     // One thread per connection, each a single-threaded runtime holding its client and its
     // workers: a caller and the dispatcher that answers it never hop threads.
@@ -120,15 +114,13 @@ pub async fn run(args: &TsoArgs) -> anyhow::Result<Report> {
     let go = Arc::new(Barrier::new(args.connections + 1));
     let mut threads = Vec::with_capacity(args.connections);
     for c in 0..args.connections {
-        let paces: Vec<_> = (c..args.concurrency)
-            .step_by(args.connections)
-            .map(|w| pace_rxs[w].take())
-            .collect();
+        let workers = (c..args.concurrency).step_by(args.connections).count();
+        let schedule = args.rate.map(|r| Schedule::new(c, args.connections, r));
         let mut opts = ClientOptions::new(args.endpoints.clone(), trust.clone());
         opts.tso_streams = args.streams;
         let (shared, ready, go, op) = (shared.clone(), ready.clone(), go.clone(), args.op);
         threads.push(std::thread::spawn(move || {
-            connection_thread(opts, op, paces, shared, &ready, &go)
+            connection_thread(opts, op, workers, schedule, shared, &ready, &go)
         }));
     }
     tokio::task::spawn_blocking({
@@ -138,9 +130,6 @@ pub async fn run(args: &TsoArgs) -> anyhow::Result<Report> {
     .await?;
     let start = Instant::now();
     let _ = shared.deadline.set(start + args.duration);
-    let pacer = args
-        .rate
-        .map(|rate| pacer::spawn(rate, start, start + args.duration, pace_txs));
     let progress = Progress::start(args.duration, shared.clone_ops());
     tokio::task::spawn_blocking(move || go.wait()).await?;
 
@@ -169,9 +158,6 @@ pub async fn run(args: &TsoArgs) -> anyhow::Result<Report> {
     }
     let elapsed = start.elapsed();
     progress.finish();
-    if let Some(p) = pacer {
-        let _ = p.join();
-    }
     let checked = all.len() as u64;
     let duplicates = tokio::task::spawn_blocking(move || count_duplicates(all)).await?;
     Ok(Report::new(
@@ -197,7 +183,8 @@ impl Shared {
 fn connection_thread(
     opts: ClientOptions,
     op: Op,
-    paces: Vec<Option<mpsc::UnboundedReceiver<Instant>>>,
+    workers: usize,
+    schedule: Option<Schedule>,
     shared: Arc<Shared>,
     ready: &Barrier,
     go: &Barrier,
@@ -209,7 +196,7 @@ fn connection_thread(
         Ok(rt) => rt.block_on(async {
             let client = Client::connect(opts).await?;
             let mut streams = Vec::new();
-            for _ in 0..paces.len() {
+            for _ in 0..workers {
                 // Raw-stream workers open their streams before the clock starts.
                 streams.push(match op {
                     Op::Tso => None,
@@ -226,10 +213,16 @@ fn connection_thread(
     let (client, streams) = setup?;
     let runtime = runtime?;
     runtime.block_on(async move {
+        let deadline = *shared
+            .deadline
+            .get()
+            .expect("deadline is set before workers start");
+        let start = deadline.checked_sub(shared.duration).unwrap_or(deadline);
+        let pacer = schedule.map(|s| Pacer::start(s, start, deadline));
         let tasks: Vec<_> = streams
             .into_iter()
-            .zip(paces)
-            .map(|(stream, pace)| {
+            .map(|stream| {
+                let pace = pacer.clone();
                 tokio::spawn(worker(op, client.clone(), stream, pace, shared.clone()))
             })
             .collect();
@@ -245,7 +238,7 @@ async fn worker(
     op: Op,
     client: Client,
     mut stream: Option<meridian::client::RpcStream>,
-    mut pace: Option<mpsc::UnboundedReceiver<Instant>>,
+    pace: Option<Arc<Pacer>>,
     shared: Arc<Shared>,
 ) -> WorkerResult {
     let mut timestamps = Vec::new();
@@ -258,8 +251,8 @@ async fn worker(
         .get()
         .expect("deadline is set before workers start");
     loop {
-        let scheduled = match pace.as_mut() {
-            Some(rx) => match rx.recv().await {
+        let scheduled = match &pace {
+            Some(pacer) => match pacer.next().await {
                 Some(at) => Some(at),
                 None => break,
             },
@@ -297,7 +290,7 @@ async fn worker(
                         timestamps.push(ts);
                     }
                 }
-                let from = scheduled.unwrap_or(sent).min(sent);
+                let from = scheduled.map_or(sent, |at| Schedule::latency_origin(at, sent));
                 latencies.record((done - from).as_nanos() as u64);
                 ops += 1;
                 unflushed += 1;

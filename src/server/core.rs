@@ -26,7 +26,9 @@ pub fn spawn(setup: CoreSetup) -> std::io::Result<std::thread::JoinHandle<()>> {
     std::thread::Builder::new()
         .name(format!("meridian-core-{}", setup.index))
         .spawn(move || {
-            pin_to_cpu(setup.index);
+            if setup.shared.config.server.pin_cores {
+                pin_to_cpu(setup.index);
+            }
             let index = setup.index;
             let runtime = match tokio::runtime::Builder::new_current_thread()
                 .enable_all()
