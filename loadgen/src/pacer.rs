@@ -130,7 +130,7 @@ mod tests {
         assert_eq!(Schedule::latency_origin(slot, stalled), slot);
     }
 
-    #[tokio::test(flavor = "current_thread", start_paused = true)]
+    #[tokio::test(flavor = "current_thread")]
     async fn releases_slots_as_they_come_due() {
         let start = Instant::now();
         let pacer = Pacer::start(
