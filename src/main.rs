@@ -4,6 +4,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
+use meridian::admin::AdminClient;
 use meridian::client::{Client, ClientOptions};
 use meridian::config::Config;
 use meridian::server::{self, ServeOptions};
@@ -61,7 +62,10 @@ struct ServeArgs {
 
 #[derive(clap::Args)]
 struct CtlArgs {
-    /// A member's client address (host:port).
+    /// A member's admin HTTP address (host:port), for members and leader.
+    #[arg(long)]
+    admin: Option<String>,
+    /// Members' client addresses (host:port), for tso.
     #[arg(long, value_delimiter = ',')]
     endpoints: Vec<String>,
     /// The server's certificate or its CA (DATA_DIR/tls/ca.pem for a self-signed server).
@@ -76,9 +80,11 @@ struct CtlArgs {
 
 #[derive(Subcommand)]
 enum CtlCommand {
-    /// List members and the leader.
+    /// List the members and which one leads (admin API).
     Members,
-    /// Ask for one timestamp.
+    /// Show the leader (admin API).
+    Leader,
+    /// Ask the cluster for one timestamp (QUIC, through the client).
     Tso,
 }
 
@@ -121,36 +127,39 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
 }
 
 fn ctl(args: CtlArgs) -> anyhow::Result<()> {
-    let trust = match (args.ca, args.insecure) {
-        (Some(ca), false) => Trust::Ca(ca),
-        (None, true) => Trust::Insecure,
-        _ => anyhow::bail!("pass --ca FILE (the server's DATA_DIR/tls/ca.pem) or --insecure"),
-    };
-    if args.endpoints.is_empty() {
-        anyhow::bail!("pass --endpoints HOST:PORT");
-    }
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    rt.block_on(async {
-        let client = Client::connect(ClientOptions::new(args.endpoints, trust)).await?;
-        match args.command {
-            CtlCommand::Members => {
-                let m = client.members().await?;
-                println!("cluster_id: {}", m.cluster_id);
-                for member in &m.members {
-                    let leader = m.leader.as_ref().is_some_and(|l| l.id == member.id);
-                    println!(
-                        "{}\tid={}\tclient={}\tadmin={}{}",
-                        member.name,
-                        member.id,
-                        member.client_url,
-                        member.admin_url,
-                        if leader { "\tleader" } else { "" }
-                    );
-                }
+    match args.command {
+        CtlCommand::Members | CtlCommand::Leader => {
+            let admin = args
+                .admin
+                .ok_or_else(|| anyhow::anyhow!("pass --admin HOST:PORT"))?;
+            let client = AdminClient::new(&admin);
+            let path = match args.command {
+                CtlCommand::Members => "/api/v1/members",
+                _ => "/api/v1/leader",
+            };
+            let (status, body) = client.get_json(path)?;
+            println!("{}", serde_json::to_string_pretty(&body)?);
+            if status != 200 {
+                anyhow::bail!("{path} answered {status}");
             }
-            CtlCommand::Tso => {
+            Ok(())
+        }
+        CtlCommand::Tso => {
+            let trust = match (args.ca, args.insecure) {
+                (Some(ca), false) => Trust::Ca(ca),
+                (None, true) => Trust::Insecure,
+                _ => {
+                    anyhow::bail!("pass --ca FILE (the server's DATA_DIR/tls/ca.pem) or --insecure")
+                }
+            };
+            if args.endpoints.is_empty() {
+                anyhow::bail!("pass --endpoints HOST:PORT");
+            }
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()?;
+            rt.block_on(async {
+                let client = Client::connect(ClientOptions::new(args.endpoints, trust)).await?;
                 let ts = client.get_ts().await?;
                 println!(
                     "{} (physical_ms={} logical={})",
@@ -158,8 +167,8 @@ fn ctl(args: CtlArgs) -> anyhow::Result<()> {
                     ts.physical_ms(),
                     ts.logical()
                 );
-            }
+                anyhow::Ok(())
+            })
         }
-        anyhow::Ok(())
-    })
+    }
 }
