@@ -44,37 +44,69 @@ pub fn meridian_binary() -> anyhow::Result<PathBuf> {
     Ok(binary)
 }
 
+/// A demo server on a temp dir; the dir goes when this is dropped.
+pub struct DemoServer {
+    pub server: ServerProcess,
+    pub ca: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl DemoServer {
+    pub async fn start(
+        cores: Option<usize>,
+        config: Option<PathBuf>,
+    ) -> anyhow::Result<DemoServer> {
+        let binary = meridian_binary()?;
+        let dir = tempfile::tempdir()?;
+        let data_dir = dir.path().join("data");
+        let mut extra = Vec::new();
+        if let Some(c) = cores {
+            extra.extend(["--cores".to_string(), c.to_string()]);
+        }
+        if let Some(c) = config {
+            extra.extend(["--config".to_string(), c.display().to_string()]);
+        }
+        let server = tokio::task::spawn_blocking({
+            let data_dir = data_dir.clone();
+            move || ServerProcess::start_with(&binary, &data_dir, "127.0.0.1:0", &extra)
+        })
+        .await??;
+        println!(
+            "server: {} (admin http://{}), data dir {}",
+            server.client_addr,
+            server.admin_addr,
+            server.data_dir.display()
+        );
+        Ok(DemoServer {
+            server,
+            ca: data_dir.join("tls").join("ca.pem"),
+            _dir: dir,
+        })
+    }
+
+    /// Points `args` at this server (verifying its certificate unless `--insecure`).
+    pub fn target(&self, args: &mut TsoArgs) {
+        args.endpoints = vec![self.server.client_addr.clone()];
+        if !args.insecure {
+            args.ca = Some(self.ca.clone());
+        }
+    }
+
+    /// SIGTERM and a clean exit.
+    pub async fn stop(self) -> anyhow::Result<()> {
+        let DemoServer { server, _dir, .. } = self;
+        tokio::task::spawn_blocking(move || server.stop()).await?
+    }
+}
+
 pub async fn run(
     mut args: TsoArgs,
     cores: Option<usize>,
     config: Option<PathBuf>,
 ) -> anyhow::Result<Report> {
-    let mut extra = Vec::new();
-    if let Some(c) = cores {
-        extra.extend(["--cores".to_string(), c.to_string()]);
-    }
-    if let Some(c) = config {
-        extra.extend(["--config".to_string(), c.display().to_string()]);
-    }
-    let binary = meridian_binary()?;
-    let tmp = tempfile::tempdir()?;
-    let data_dir = tmp.path().join("data");
-    let server = tokio::task::spawn_blocking({
-        let (binary, data_dir) = (binary.clone(), data_dir.clone());
-        move || ServerProcess::start_with(&binary, &data_dir, "127.0.0.1:0", &extra)
-    })
-    .await??;
-    println!(
-        "server: {} (admin http://{}), data dir {}",
-        server.client_addr,
-        server.admin_addr,
-        server.data_dir.display()
-    );
-    args.endpoints = vec![server.client_addr.clone()];
-    if !args.insecure {
-        args.ca = Some(data_dir.join("tls").join("ca.pem"));
-    }
+    let demo = DemoServer::start(cores, config).await?;
+    demo.target(&mut args);
     let report = run::run(&args).await;
-    tokio::task::spawn_blocking(move || server.stop()).await??;
+    demo.stop().await?;
     report
 }

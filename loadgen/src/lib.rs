@@ -2,6 +2,7 @@
 //! checker as the command line.
 
 pub mod checker;
+pub mod compare;
 pub mod demo;
 pub mod duration;
 pub mod latency;

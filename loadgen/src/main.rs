@@ -1,7 +1,7 @@
 //! `loadgen`: drives a Meridian cluster with real clients and checks what comes back.
 
 use clap::{Parser, Subcommand};
-use loadgen::{demo, run};
+use loadgen::{compare, demo, run};
 
 #[derive(Parser)]
 #[command(
@@ -20,6 +20,18 @@ enum Command {
     Tso(run::TsoArgs),
     /// Start a local single-node server, run `tso` against it, stop it.
     Demo(DemoArgs),
+    /// Alternate `--op ping` and `--op tso-raw` rounds and report the throughput ratio
+    /// (against --endpoints, or a local demo server when none are given).
+    Compare(CompareArgs),
+}
+
+#[derive(clap::Args)]
+struct CompareArgs {
+    /// Rounds of each op; the medians are compared.
+    #[arg(long, default_value_t = 3)]
+    rounds: usize,
+    #[command(flatten)]
+    demo: DemoArgs,
 }
 
 #[derive(clap::Args)]
@@ -52,29 +64,22 @@ fn main() -> std::process::ExitCode {
             return std::process::ExitCode::FAILURE;
         }
     };
+    // Each command yields the number of violations its checker found.
     let result = runtime.block_on(async {
-        let (report, json) = match cli.command {
-            Command::Tso(args) => (run::run(&args).await?, args.json),
-            Command::Demo(args) => (
-                demo::run(
-                    args.tso.clone(),
-                    args.server_cores,
-                    args.server_config.clone(),
-                )
-                .await?,
-                args.tso.json,
-            ),
-        };
-        report.print();
-        if let Some(path) = json {
-            std::fs::write(&path, serde_json::to_vec_pretty(&report)?)?;
+        match cli.command {
+            Command::Tso(args) => report(run::run(&args).await?, args.json.as_deref()),
+            Command::Demo(args) => {
+                let json = args.tso.json.clone();
+                let r = demo::run(args.tso, args.server_cores, args.server_config).await?;
+                report(r, json.as_deref())
+            }
+            Command::Compare(args) => Ok(run_compare(args).await?.violations),
         }
-        anyhow::Ok(report)
     });
     match result {
-        Ok(report) if report.violations == 0 => std::process::ExitCode::SUCCESS,
-        Ok(report) => {
-            eprintln!("FAILED: {} violations", report.violations);
+        Ok(0) => std::process::ExitCode::SUCCESS,
+        Ok(violations) => {
+            eprintln!("FAILED: {violations} violations");
             std::process::ExitCode::from(2)
         }
         Err(e) => {
@@ -82,4 +87,37 @@ fn main() -> std::process::ExitCode {
             std::process::ExitCode::FAILURE
         }
     }
+}
+
+fn report(r: loadgen::report::Report, json: Option<&std::path::Path>) -> anyhow::Result<u64> {
+    r.print();
+    if let Some(path) = json {
+        std::fs::write(path, serde_json::to_vec_pretty(&r)?)?;
+    }
+    Ok(r.violations)
+}
+
+async fn run_compare(args: CompareArgs) -> anyhow::Result<compare::Comparison> {
+    let mut tso = args.demo.tso.clone();
+    let demo = if tso.endpoints.is_empty() {
+        let d = demo::DemoServer::start(args.demo.server_cores, args.demo.server_config.clone())
+            .await?;
+        d.target(&mut tso);
+        Some(d)
+    } else {
+        None
+    };
+    let result = compare::run(&tso, args.rounds).await;
+    if let Some(d) = demo {
+        d.stop().await?;
+    }
+    let c = result?;
+    println!(
+        "median: ping {:.0}/s, tso-raw {:.0}/s, ratio {:.3} ({} violations, {} errors)",
+        c.median_ping_per_sec, c.median_tso_raw_per_sec, c.ratio, c.violations, c.errors
+    );
+    if let Some(path) = &tso.json {
+        std::fs::write(path, serde_json::to_vec_pretty(&c)?)?;
+    }
+    Ok(c)
 }
