@@ -8,6 +8,9 @@ pub enum MetaError {
     Io(String),
     #[error("meta store corrupt: {0}")]
     Corrupt(String),
+    /// A guarded write found the leader key changed: this node no longer leads.
+    #[error("not the leader: the leader key changed")]
+    NotLeader,
 }
 
 impl From<std::io::Error> for MetaError {

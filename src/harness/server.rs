@@ -1,6 +1,5 @@
-//! Runs `meridian serve` as a child process: for `loadgen demo`, the integration tests and
-//! anything else that needs a real node on loopback. It parses the ready line for the ports a
-//! `:0` listen address picked, and stops the node with SIGTERM (graceful) or SIGKILL (crash).
+//! `meridian serve` as a child process. It parses the ready line for the ports a `:0` listen
+//! address picked, and stops the node with SIGTERM (graceful) or SIGKILL (crash).
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};

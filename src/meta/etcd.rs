@@ -1,0 +1,92 @@
+//! The etcd backend: the same `MetaStore` on an etcd cluster. A store handle may carry a
+//! leader guard; every write through a guarded handle is one transaction that compares the
+//! leader key with this node's value first, so a node that lost leadership cannot overwrite
+//! what its successor wrote (invariant T4 of DESIGN.md).
+
+use etcd_client::{Compare, CompareOp, DeleteOptions, Txn, TxnOp};
+
+use super::store::{MetaError, MetaStore};
+
+/// The leader key and the value it must hold for a guarded write to apply.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeaderGuard {
+    pub key: Vec<u8>,
+    pub value: Vec<u8>,
+}
+
+#[derive(Clone)]
+pub struct EtcdStore {
+    client: etcd_client::Client,
+    guard: Option<LeaderGuard>,
+}
+
+fn io(e: etcd_client::Error) -> MetaError {
+    MetaError::Io(format!("etcd: {e}"))
+}
+
+impl EtcdStore {
+    pub async fn connect(endpoints: &[String]) -> Result<EtcdStore, MetaError> {
+        let options = etcd_client::ConnectOptions::new()
+            .with_connect_timeout(std::time::Duration::from_secs(3))
+            .with_timeout(std::time::Duration::from_secs(3));
+        let client = etcd_client::Client::connect(endpoints, Some(options))
+            .await
+            .map_err(io)?;
+        Ok(EtcdStore {
+            client,
+            guard: None,
+        })
+    }
+
+    /// A handle on the same connection whose writes apply only while `guard` holds.
+    pub fn guarded(&self, guard: LeaderGuard) -> EtcdStore {
+        EtcdStore {
+            client: self.client.clone(),
+            guard: Some(guard),
+        }
+    }
+
+    /// The underlying client, for leases, watches and elections.
+    pub fn client(&self) -> etcd_client::Client {
+        self.client.clone()
+    }
+
+    async fn write(&self, op: TxnOp) -> Result<(), MetaError> {
+        let mut kv = self.client.kv_client();
+        match &self.guard {
+            None => {
+                kv.txn(Txn::new().and_then([op])).await.map_err(io)?;
+                Ok(())
+            }
+            Some(guard) => {
+                let txn = Txn::new()
+                    .when([Compare::value(
+                        guard.key.clone(),
+                        CompareOp::Equal,
+                        guard.value.clone(),
+                    )])
+                    .and_then([op]);
+                if kv.txn(txn).await.map_err(io)?.succeeded() {
+                    Ok(())
+                } else {
+                    Err(MetaError::NotLeader)
+                }
+            }
+        }
+    }
+}
+
+impl MetaStore for EtcdStore {
+    async fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, MetaError> {
+        let response = self.client.kv_client().get(key, None).await.map_err(io)?;
+        Ok(response.kvs().first().map(|kv| kv.value().to_vec()))
+    }
+
+    async fn put(&self, key: &[u8], value: &[u8]) -> Result<(), MetaError> {
+        self.write(TxnOp::put(key, value, None)).await
+    }
+
+    async fn delete(&self, key: &[u8]) -> Result<(), MetaError> {
+        self.write(TxnOp::delete(key, None::<DeleteOptions>)).await
+    }
+}

@@ -1,0 +1,79 @@
+//! The etcd meta store against a real etcd: round trips, guarded writes that refuse once the
+//! leader key changed, and errors (not hangs) while etcd is down.
+
+use std::time::{Duration, Instant};
+
+use meridian::harness::EtcdProcess;
+use meridian::meta::{EtcdStore, LeaderGuard, MetaError, MetaStore};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn round_trips_and_guarded_writes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let etcd = EtcdProcess::start(&tmp.path().join("etcd")).unwrap();
+    let store = EtcdStore::connect(&[etcd.endpoint()]).await.unwrap();
+
+    assert_eq!(store.get(b"/t/a").await.unwrap(), None);
+    store.put(b"/t/a", b"1").await.unwrap();
+    assert_eq!(store.get(b"/t/a").await.unwrap(), Some(b"1".to_vec()));
+    store.delete(b"/t/a").await.unwrap();
+    assert_eq!(store.get(b"/t/a").await.unwrap(), None);
+
+    store.put(b"/t/leader", b"node-1").await.unwrap();
+    let leader = store.guarded(LeaderGuard {
+        key: b"/t/leader".to_vec(),
+        value: b"node-1".to_vec(),
+    });
+    leader.put(b"/t/limit", b"100").await.unwrap();
+    assert_eq!(store.get(b"/t/limit").await.unwrap(), Some(b"100".to_vec()));
+
+    // Another node takes over: the old leader's writes are refused and change nothing.
+    store.put(b"/t/leader", b"node-2").await.unwrap();
+    assert_eq!(
+        leader.put(b"/t/limit", b"50").await,
+        Err(MetaError::NotLeader)
+    );
+    assert_eq!(leader.delete(b"/t/limit").await, Err(MetaError::NotLeader));
+    assert_eq!(store.get(b"/t/limit").await.unwrap(), Some(b"100".to_vec()));
+    // No leader key at all is no leadership either.
+    store.delete(b"/t/leader").await.unwrap();
+    assert_eq!(
+        leader.put(b"/t/limit", b"50").await,
+        Err(MetaError::NotLeader)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn etcd_down_is_an_error_within_the_timeout_and_recovers() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut etcd = EtcdProcess::start(&tmp.path().join("etcd")).unwrap();
+    let store = EtcdStore::connect(&[etcd.endpoint()]).await.unwrap();
+    store.put(b"/t/k", b"v").await.unwrap();
+
+    etcd.stop().unwrap();
+    let started = Instant::now();
+    assert!(matches!(
+        store.put(b"/t/k", b"w").await,
+        Err(MetaError::Io(_))
+    ));
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "took {:?}",
+        started.elapsed()
+    );
+
+    etcd.resume().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        match store.get(b"/t/k").await {
+            Ok(v) => {
+                assert_eq!(v, Some(b"v".to_vec()), "data survives the restart");
+                break;
+            }
+            Err(e) if Instant::now() < deadline => {
+                let _ = e;
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            Err(e) => panic!("etcd did not come back: {e}"),
+        }
+    }
+}
