@@ -6,7 +6,9 @@ pub mod admin;
 pub mod client;
 /// Runtime configuration: file format and defaults.
 pub mod config;
-/// Runs `meridian serve` as a child process (demo, tests).
+/// Leadership on etcd: campaign, lease keepalive, lease proof (T4).
+pub mod election;
+/// Runs `meridian serve` and `etcd` as child processes (demo, tests).
 pub mod harness;
 /// Durable metadata behind the `MetaStore` trait; the embedded `local` backend.
 pub mod meta;

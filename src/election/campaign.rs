@@ -1,0 +1,268 @@
+//! The etcd side of an election. A node grants a lease, then puts the leader key with that
+//! lease only if the key does not exist (its create_revision is 0). The winner keeps the lease
+//! alive every TTL/3 and records each acknowledgement in its `LeaseProof`; a loser publishes
+//! who leads and watches the key until it is deleted, then campaigns again.
+
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use etcd_client::{
+    Compare, CompareOp, EventType, PutOptions, Txn, TxnOp, TxnOpResponse, WatchOptions,
+};
+use tokio::sync::watch;
+
+use super::lease::LeaseProof;
+use crate::meta::{LeaderGuard, MetaError};
+use crate::proto::MemberInfo;
+
+/// Milliseconds of a monotonic clock (since the first call in this process). Lease proofs are
+/// timed with it, never with the wall clock, which may jump.
+pub fn mono_ms() -> u64 {
+    static EPOCH: OnceLock<Instant> = OnceLock::new();
+    EPOCH.get_or_init(Instant::now).elapsed().as_millis() as u64
+}
+
+fn io(e: etcd_client::Error) -> MetaError {
+    MetaError::Io(format!("etcd: {e}"))
+}
+
+pub struct Election {
+    client: etcd_client::Client,
+    key: Vec<u8>,
+    me: MemberInfo,
+    ttl_secs: i64,
+    margin_ms: u64,
+}
+
+/// One term of leadership: valid while its lease is provably held and the key is ours.
+pub struct Term {
+    pub guard: LeaderGuard,
+    pub lease_id: i64,
+    proof: Arc<Mutex<LeaseProof>>,
+    keepalive: tokio::task::JoinHandle<()>,
+}
+
+impl Term {
+    /// Whether this node can prove, at monotonic `now_ms`, that it still leads.
+    pub fn holds(&self, now_ms: u64) -> bool {
+        self.proof.lock().map(|p| p.holds(now_ms)).unwrap_or(false)
+    }
+}
+
+impl Drop for Term {
+    fn drop(&mut self) {
+        self.keepalive.abort();
+    }
+}
+
+pub fn encode_member(m: &MemberInfo) -> Vec<u8> {
+    serde_json::to_vec(&serde_json::json!({
+        "name": m.name, "id": m.id, "client_url": m.client_url, "admin_url": m.admin_url,
+    }))
+    .unwrap_or_default()
+}
+
+pub fn decode_member(bytes: &[u8]) -> Option<MemberInfo> {
+    let v: serde_json::Value = serde_json::from_slice(bytes).ok()?;
+    Some(MemberInfo {
+        name: v["name"].as_str()?.to_string(),
+        id: v["id"].as_u64()?,
+        client_url: v["client_url"].as_str()?.to_string(),
+        admin_url: v["admin_url"].as_str()?.to_string(),
+    })
+}
+
+impl Election {
+    pub fn new(
+        client: etcd_client::Client,
+        key: Vec<u8>,
+        me: MemberInfo,
+        ttl_secs: i64,
+        margin_ms: u64,
+    ) -> Self {
+        Election {
+            client,
+            key,
+            me,
+            ttl_secs: ttl_secs.max(1),
+            margin_ms,
+        }
+    }
+
+    /// Campaigns until this node leads (`Ok(Some(term))`) or `shutdown` (`Ok(None)`). While
+    /// another node leads, `leader` carries it. An etcd failure is returned for the caller to
+    /// retry after a pause.
+    pub async fn campaign(
+        &self,
+        leader: &watch::Sender<Option<MemberInfo>>,
+        shutdown: &mut watch::Receiver<bool>,
+    ) -> Result<Option<Term>, MetaError> {
+        loop {
+            if *shutdown.borrow() {
+                return Ok(None);
+            }
+            let mut lease = self.client.lease_client();
+            let sent = mono_ms();
+            let grant = lease.grant(self.ttl_secs, None).await.map_err(io)?;
+            let value = encode_member(&self.me);
+            let txn = Txn::new()
+                .when([Compare::create_revision(
+                    self.key.clone(),
+                    CompareOp::Equal,
+                    0,
+                )])
+                .and_then([TxnOp::put(
+                    self.key.clone(),
+                    value.clone(),
+                    Some(PutOptions::new().with_lease(grant.id())),
+                )])
+                .or_else([TxnOp::get(self.key.clone(), None)]);
+            let response = self.client.kv_client().txn(txn).await.map_err(io)?;
+            if response.succeeded() {
+                let mut proof = LeaseProof::new(self.margin_ms);
+                proof.acknowledged(sent, grant.ttl() as u64 * 1000);
+                let proof = Arc::new(Mutex::new(proof));
+                leader.send_replace(Some(self.me.clone()));
+                let keepalive = tokio::spawn(keep_alive(
+                    self.client.clone(),
+                    grant.id(),
+                    self.ttl_secs,
+                    proof.clone(),
+                ));
+                return Ok(Some(Term {
+                    guard: LeaderGuard {
+                        key: self.key.clone(),
+                        value,
+                    },
+                    lease_id: grant.id(),
+                    proof,
+                    keepalive,
+                }));
+            }
+            // Lost: give the unused lease back and follow whoever holds the key.
+            let _ = lease.revoke(grant.id()).await;
+            let revision = response.header().map(|h| h.revision()).unwrap_or(0);
+            let current = response.op_responses().into_iter().find_map(|op| match op {
+                TxnOpResponse::Get(get) => get.kvs().first().map(|kv| decode_member(kv.value())),
+                _ => None,
+            });
+            match current {
+                None => continue, // deleted in between: campaign again at once
+                Some(m) => leader.send_replace(m),
+            };
+            self.wait_for_vacancy(revision, leader, shutdown).await?;
+        }
+    }
+
+    /// Watches the leader key from `revision` until it is deleted (or shutdown).
+    async fn wait_for_vacancy(
+        &self,
+        revision: i64,
+        leader: &watch::Sender<Option<MemberInfo>>,
+        shutdown: &mut watch::Receiver<bool>,
+    ) -> Result<(), MetaError> {
+        let options = WatchOptions::new().with_start_revision(revision + 1);
+        let mut stream = self
+            .client
+            .clone()
+            .watch(self.key.clone(), Some(options))
+            .await
+            .map_err(io)?;
+        loop {
+            tokio::select! {
+                _ = shutdown.wait_for(|s| *s) => return Ok(()),
+                message = stream.message() => match message.map_err(io)? {
+                    None => return Ok(()),
+                    Some(response) => {
+                        for event in response.events() {
+                            match event.event_type() {
+                                EventType::Delete => {
+                                    leader.send_replace(None);
+                                    return Ok(());
+                                }
+                                EventType::Put => {
+                                    if let Some(kv) = event.kv() {
+                                        leader.send_replace(decode_member(kv.value()));
+                                    }
+                                }
+                            }
+                        }
+                    }
+                },
+            }
+        }
+    }
+
+    /// Gives leadership up: deletes the key (only if still ours) and revokes the lease.
+    pub async fn resign(&self, term: Term) {
+        let txn = Txn::new()
+            .when([Compare::value(
+                term.guard.key.clone(),
+                CompareOp::Equal,
+                term.guard.value.clone(),
+            )])
+            .and_then([TxnOp::delete(term.guard.key.clone(), None)]);
+        let _ = self.client.kv_client().txn(txn).await;
+        let _ = self.client.lease_client().revoke(term.lease_id).await;
+    }
+}
+
+/// Renews the lease every TTL/3 and records, for each acknowledgement, the time its keepalive
+/// was sent. Failures are retried; if they last, the proof simply runs out.
+async fn keep_alive(
+    client: etcd_client::Client,
+    id: i64,
+    ttl_secs: i64,
+    proof: Arc<Mutex<LeaseProof>>,
+) {
+    let interval = Duration::from_millis((ttl_secs as u64 * 1000 / 3).max(100));
+    loop {
+        let (mut keeper, mut stream) = match client.lease_client().keep_alive(id).await {
+            Ok(pair) => pair,
+            Err(e) => {
+                tracing::warn!("lease keepalive stream: {e}");
+                tokio::time::sleep(interval / 4).await;
+                continue;
+            }
+        };
+        loop {
+            let sent = mono_ms();
+            if keeper.keep_alive().await.is_err() {
+                break;
+            }
+            match tokio::time::timeout(interval, stream.message()).await {
+                Ok(Ok(Some(ack))) if ack.ttl() > 0 => {
+                    if let Ok(mut p) = proof.lock() {
+                        p.acknowledged(sent, ack.ttl() as u64 * 1000);
+                    }
+                }
+                Ok(Ok(Some(_))) => {
+                    // TTL 0: etcd says the lease is gone; nothing can bring it back.
+                    tracing::warn!(lease = id, "lease expired");
+                    return;
+                }
+                _ => break,
+            }
+            let elapsed = Duration::from_millis(mono_ms().saturating_sub(sent));
+            tokio::time::sleep(interval.saturating_sub(elapsed)).await;
+        }
+        tokio::time::sleep(interval / 4).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn member_round_trips_and_garbage_is_none() {
+        let m = MemberInfo {
+            name: "a".into(),
+            id: 7,
+            client_url: "127.0.0.1:1".into(),
+            admin_url: "http://x".into(),
+        };
+        assert_eq!(decode_member(&encode_member(&m)), Some(m));
+        assert_eq!(decode_member(b"not json"), None);
+    }
+}

@@ -1,0 +1,9 @@
+//! Leadership on etcd: campaign with a lease and a create-if-absent transaction on the leader
+//! key, keep the lease alive, and prove at every moment whether it is still held (T4). The
+//! proof arithmetic (`lease`) is pure; `campaign` is the etcd shell around it.
+
+mod campaign;
+mod lease;
+
+pub use campaign::{mono_ms, Election, Term};
+pub use lease::LeaseProof;
