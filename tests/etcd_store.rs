@@ -18,6 +18,10 @@ async fn round_trips_and_guarded_writes() {
     store.delete(b"/t/a").await.unwrap();
     assert_eq!(store.get(b"/t/a").await.unwrap(), None);
 
+    // create: the first value wins, later ones read it back.
+    assert_eq!(store.create(b"/t/id", b"first").await.unwrap(), b"first");
+    assert_eq!(store.create(b"/t/id", b"second").await.unwrap(), b"first");
+
     store.put(b"/t/leader", b"node-1").await.unwrap();
     let leader = store.guarded(LeaderGuard {
         key: b"/t/leader".to_vec(),

@@ -89,4 +89,30 @@ impl MetaStore for EtcdStore {
     async fn delete(&self, key: &[u8]) -> Result<(), MetaError> {
         self.write(TxnOp::delete(key, None::<DeleteOptions>)).await
     }
+
+    async fn create(&self, key: &[u8], value: &[u8]) -> Result<Vec<u8>, MetaError> {
+        let txn = Txn::new()
+            .when([Compare::create_revision(key, CompareOp::Equal, 0)])
+            .and_then([TxnOp::put(key, value, None)])
+            .or_else([TxnOp::get(key, None)]);
+        let response = self.client.kv_client().txn(txn).await.map_err(io)?;
+        if response.succeeded() {
+            return Ok(value.to_vec());
+        }
+        response
+            .op_responses()
+            .into_iter()
+            .find_map(|op| match op {
+                etcd_client::TxnOpResponse::Get(get) => {
+                    get.kvs().first().map(|kv| kv.value().to_vec())
+                }
+                _ => None,
+            })
+            .ok_or_else(|| {
+                MetaError::Io(format!(
+                    "{} vanished while being created",
+                    String::from_utf8_lossy(key)
+                ))
+            })
+    }
 }

@@ -127,6 +127,23 @@ impl MetaStore for LocalStore {
         let key = key.to_vec();
         self.blocking(move |s| s.delete_blocking(&key)).await
     }
+
+    async fn create(&self, key: &[u8], value: &[u8]) -> Result<Vec<u8>, MetaError> {
+        let (key, value) = (key.to_vec(), value.to_vec());
+        self.blocking(move |s| {
+            let mut inner = s.lock()?;
+            if let Some(existing) = inner.map.get(&key) {
+                return Ok(existing.clone());
+            }
+            inner.write(Record {
+                op: OP_PUT,
+                key,
+                value: value.clone(),
+            })?;
+            Ok(value)
+        })
+        .await
+    }
 }
 
 impl Inner {
@@ -285,6 +302,17 @@ mod tests {
         drop(store);
         let store = LocalStore::open(dir.path()).unwrap();
         assert_eq!(store.get_blocking(b"c").unwrap(), Some(b"3".to_vec()));
+    }
+
+    #[tokio::test]
+    async fn create_keeps_the_first_value_across_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = LocalStore::open(dir.path()).unwrap();
+        assert_eq!(store.create(b"id", b"1").await.unwrap(), b"1");
+        assert_eq!(store.create(b"id", b"2").await.unwrap(), b"1");
+        drop(store);
+        let store = LocalStore::open(dir.path()).unwrap();
+        assert_eq!(store.create(b"id", b"3").await.unwrap(), b"1");
     }
 
     #[test]

@@ -24,4 +24,11 @@ pub trait MetaStore: Send + Sync + 'static {
     fn get(&self, key: &[u8]) -> impl Future<Output = Result<Option<Vec<u8>>, MetaError>> + Send;
     fn put(&self, key: &[u8], value: &[u8]) -> impl Future<Output = Result<(), MetaError>> + Send;
     fn delete(&self, key: &[u8]) -> impl Future<Output = Result<(), MetaError>> + Send;
+    /// Puts `value` unless `key` exists; returns the value `key` holds afterwards. Atomic, so
+    /// nodes starting together agree on what the first one created.
+    fn create(
+        &self,
+        key: &[u8],
+        value: &[u8],
+    ) -> impl Future<Output = Result<Vec<u8>, MetaError>> + Send;
 }

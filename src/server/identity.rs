@@ -19,20 +19,18 @@ fn random_id() -> u64 {
 }
 
 async fn load_or_create<M: MetaStore>(store: &M, key: &[u8]) -> Result<u64, MetaError> {
-    if let Some(bytes) = store.get(key).await? {
-        return std::str::from_utf8(&bytes)
-            .ok()
-            .and_then(|s| s.parse().ok())
-            .ok_or_else(|| {
-                MetaError::Corrupt(format!(
-                    "id under {} is not a number",
-                    String::from_utf8_lossy(key)
-                ))
-            });
-    }
-    let id = random_id();
-    store.put(key, id.to_string().as_bytes()).await?;
-    Ok(id)
+    let bytes = store
+        .create(key, random_id().to_string().as_bytes())
+        .await?;
+    std::str::from_utf8(&bytes)
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| {
+            MetaError::Corrupt(format!(
+                "id under {} is not a number",
+                String::from_utf8_lossy(key)
+            ))
+        })
 }
 
 pub async fn cluster_id<M: MetaStore>(store: &M) -> Result<u64, MetaError> {
