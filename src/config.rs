@@ -12,6 +12,25 @@ use crate::tso::WindowConfig;
 pub struct Config {
     pub tso: WindowConfig,
     pub server: ServerConfig,
+    pub election: ElectionConfig,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ElectionConfig {
+    /// TTL of the leader's etcd lease; keepalives go out every third of it.
+    pub lease_ttl_secs: i64,
+    /// Subtracted from every lease proof to cover clock-rate drift between node and etcd.
+    pub safety_margin_ms: u64,
+}
+
+impl Default for ElectionConfig {
+    fn default() -> Self {
+        ElectionConfig {
+            lease_ttl_secs: 3,
+            safety_margin_ms: 500,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -51,6 +70,13 @@ impl Config {
             }
         };
         config.tso.validate().map_err(anyhow::Error::msg)?;
+        if config.election.lease_ttl_secs < 1
+            || config.election.safety_margin_ms >= config.election.lease_ttl_secs as u64 * 1000
+        {
+            anyhow::bail!(
+                "election.lease_ttl_secs must be >= 1 and exceed election.safety_margin_ms"
+            );
+        }
         if config.server.tick_interval_ms == 0 {
             anyhow::bail!("server.tick_interval_ms must be at least 1");
         }

@@ -109,11 +109,6 @@ fn main() -> std::process::ExitCode {
 }
 
 fn serve(args: ServeArgs) -> anyhow::Result<()> {
-    if !args.etcd.is_empty() {
-        anyhow::bail!(
-            "--etcd is not supported by this build yet; run without it for the embedded store"
-        );
-    }
     server::run(ServeOptions {
         name: args.name,
         listen: args.listen,
@@ -123,6 +118,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         config: Config::load(args.config.as_deref())?,
         tls_cert: args.tls_cert,
         tls_key: args.tls_key,
+        etcd: args.etcd,
     })
 }
 

@@ -1,5 +1,5 @@
-//! Admin HTTP routes. Single-node membership for now: this node is the only member and leads
-//! whenever its allocator serves.
+//! Admin HTTP routes: health, readiness, membership and leader as this node knows them, and
+//! Prometheus metrics.
 
 use std::sync::Arc;
 
@@ -11,13 +11,13 @@ use axum::{Json, Router};
 use serde_json::json;
 
 use super::metrics::Metrics;
+use crate::election::Membership;
 use crate::proto::MemberInfo;
 use crate::tso::Allocator;
 
 #[derive(Clone)]
 pub struct AdminState {
-    pub cluster_id: u64,
-    pub member: MemberInfo,
+    pub membership: Membership,
     pub metrics: Arc<Metrics>,
     pub allocator: Arc<Allocator>,
 }
@@ -48,16 +48,33 @@ fn member_json(m: &MemberInfo) -> serde_json::Value {
 }
 
 async fn health(State(s): State<AdminState>) -> Json<serde_json::Value> {
-    Json(json!({"healthy": true, "name": s.member.name, "serving": s.allocator.is_serving()}))
+    Json(json!({
+        "healthy": true,
+        "name": s.membership.me.name,
+        "serving": s.allocator.is_serving(),
+        "is_leader": s.membership.is_leader(),
+    }))
 }
 
+/// Ready: the leader while it serves, or a follower that knows the leader.
 async fn ready(State(s): State<AdminState>) -> Response {
-    if s.allocator.is_serving() {
+    let leader = s.membership.leader();
+    let ready = if s.membership.is_leader() {
+        s.allocator.is_serving()
+    } else {
+        leader.is_some()
+    };
+    if ready {
         (StatusCode::OK, Json(json!({"ready": true}))).into_response()
     } else {
+        let reason = if leader.is_some() {
+            "leader not serving yet"
+        } else {
+            "no known leader"
+        };
         (
             StatusCode::SERVICE_UNAVAILABLE,
-            Json(json!({"ready": false, "reason": "not serving timestamps"})),
+            Json(json!({"ready": false, "reason": reason})),
         )
             .into_response()
     }
@@ -72,21 +89,29 @@ async fn metrics(State(s): State<AdminState>) -> Response {
 }
 
 async fn members(State(s): State<AdminState>) -> Json<serde_json::Value> {
-    let leading = s.allocator.is_serving();
-    let mut me = member_json(&s.member);
-    me["healthy"] = json!(true);
-    me["is_leader"] = json!(leading);
+    let reply = s.membership.reply();
+    let leader_id = reply.leader.as_ref().map(|l| l.id);
+    let members: Vec<_> = reply
+        .members
+        .iter()
+        .map(|m| {
+            let mut j = member_json(m);
+            // Health as this node sees it: itself, and a leader that holds its key.
+            j["healthy"] = json!(true);
+            j["is_leader"] = json!(Some(m.id) == leader_id);
+            j
+        })
+        .collect();
     Json(json!({
-        "cluster_id": s.cluster_id,
-        "leader": leading.then(|| member_json(&s.member)),
-        "members": [me],
+        "cluster_id": reply.cluster_id,
+        "leader": reply.leader.as_ref().map(member_json),
+        "members": members,
     }))
 }
 
 async fn leader(State(s): State<AdminState>) -> Response {
-    if s.allocator.is_serving() {
-        Json(member_json(&s.member)).into_response()
-    } else {
-        (StatusCode::NOT_FOUND, Json(json!({"error": "no leader"}))).into_response()
+    match s.membership.leader() {
+        Some(l) => Json(member_json(&l)).into_response(),
+        None => (StatusCode::NOT_FOUND, Json(json!({"error": "no leader"}))).into_response(),
     }
 }

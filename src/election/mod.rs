@@ -4,6 +4,8 @@
 
 mod campaign;
 mod lease;
+mod membership;
 
 pub use campaign::{mono_ms, Election, Term};
 pub use lease::LeaseProof;
+pub use membership::Membership;

@@ -23,6 +23,11 @@ impl Keys {
         format!("{}/members/{name}/id", self.root).into_bytes()
     }
 
+    /// The leader key: the current leader's member info, attached to its lease.
+    pub fn leader(&self) -> Vec<u8> {
+        format!("{}/leader", self.root).into_bytes()
+    }
+
     /// The persisted TSO window limit (physical milliseconds, decimal).
     pub fn tso_limit(&self) -> Vec<u8> {
         format!("{}/tso/limit", self.root).into_bytes()

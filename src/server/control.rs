@@ -11,6 +11,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use crate::admin::Metrics;
+use crate::election::{mono_ms, Term};
 use crate::meta::{Keys, MetaError, MetaStore};
 use crate::tso::{Allocator, WindowConfig};
 
@@ -46,6 +47,16 @@ pub struct TsoControl<M> {
     pub cfg: WindowConfig,
     pub allocator: Arc<Allocator>,
     pub metrics: Arc<Metrics>,
+    /// The leadership term this node serves under (etcd); `None` for the single embedded node.
+    pub term: Option<Arc<Term>>,
+}
+
+/// Why the control loop returned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ended {
+    Shutdown,
+    /// The lease could no longer be proven, or a guarded write found another leader.
+    LeadershipLost,
 }
 
 impl<M: MetaStore + Clone> TsoControl<M> {
@@ -62,21 +73,33 @@ impl<M: MetaStore + Clone> TsoControl<M> {
     }
 
     /// Ticks and renews until `shutdown`; an in-flight renewal is finished before it returns.
-    pub async fn run(self, tick: Duration, mut limit_ms: u64, mut shutdown: watch::Receiver<bool>) {
+    pub async fn run(
+        self,
+        tick: Duration,
+        mut limit_ms: u64,
+        mut shutdown: watch::Receiver<bool>,
+    ) -> Ended {
         let TsoControl {
             store,
             keys,
             cfg,
             allocator,
             metrics,
+            term,
         } = self;
         let mut interval = tokio::time::interval(tick);
         interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
         let mut renewal: Option<(u64, JoinHandle<Result<(), MetaError>>)> = None;
-        loop {
+        let ended = loop {
             tokio::select! {
                 _ = interval.tick() => {}
-                _ = shutdown.wait_for(|stop| *stop) => break,
+                _ = shutdown.wait_for(|stop| *stop) => break Ended::Shutdown,
+            }
+            // T4: stop serving the moment the lease can no longer be proven.
+            if term.as_ref().is_some_and(|t| !t.holds(mono_ms())) {
+                allocator.suspend();
+                tracing::warn!("lease no longer provable: stopped serving timestamps");
+                break Ended::LeadershipLost;
             }
             let now = now_ms();
             allocator.tick(now);
@@ -86,6 +109,11 @@ impl<M: MetaStore + Clone> TsoControl<M> {
                         limit_ms = target;
                         allocator.raise_limit(target);
                         metrics.window_renewals.fetch_add(1, Relaxed);
+                    }
+                    Ok(Err(MetaError::NotLeader)) => {
+                        allocator.suspend();
+                        tracing::warn!("another node leads: stopped serving timestamps");
+                        break Ended::LeadershipLost;
                     }
                     Ok(Err(e)) => {
                         metrics.window_renewal_failures.fetch_add(1, Relaxed);
@@ -105,11 +133,12 @@ impl<M: MetaStore + Clone> TsoControl<M> {
                     ));
                 }
             }
-        }
+        };
         if let Some((target, handle)) = renewal {
             if let Ok(Ok(())) = handle.await {
                 tracing::debug!(limit_ms = target, "last renewal persisted before exit");
             }
         }
+        ended
     }
 }

@@ -48,7 +48,7 @@ pub async fn execute(action: Action, shared: &Shared, metrics: &CoreMetrics) -> 
         }
         Action::GetMembers => {
             metrics.request(RequestKind::GetMembers);
-            Response::Ok(Reply::Members(shared.members.clone()))
+            Response::Ok(Reply::Members(shared.membership.reply()))
         }
     }
 }
@@ -69,9 +69,7 @@ async fn tso(count: u32, shared: &Shared) -> Response {
                     crate::tso::MAX_COUNT
                 )))
             }
-            Err(AllocError::NotServing) => {
-                return Response::Err(ErrorReply::Unavailable("not serving timestamps".into()))
-            }
+            Err(AllocError::NotServing) => return not_serving(shared),
             Err(AllocError::Exhausted) => {
                 // Wait without touching the allocator's state so a stalled window is not
                 // pushed further ahead by retries.
@@ -85,5 +83,17 @@ async fn tso(count: u32, shared: &Shared) -> Response {
                 }
             }
         }
+    }
+}
+
+/// A node that does not serve is a follower (say who leads, if known) or a leader still
+/// starting or stepping down (retry).
+fn not_serving(shared: &Shared) -> Response {
+    if shared.membership.is_leader() {
+        Response::Err(ErrorReply::Unavailable("leader not serving yet".into()))
+    } else {
+        Response::Err(ErrorReply::NotLeader {
+            leader: shared.membership.leader(),
+        })
     }
 }

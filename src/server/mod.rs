@@ -6,6 +6,7 @@ mod control;
 mod core;
 mod dispatch;
 mod identity;
+mod leadership;
 mod socket;
 mod stream;
 
@@ -19,8 +20,9 @@ use tokio::sync::watch;
 
 use crate::admin::{self, AdminState, Metrics};
 use crate::config::Config;
-use crate::meta::{Keys, LocalStore};
-use crate::proto::{MemberInfo, MembersReply};
+use crate::election::{Election, Membership};
+use crate::meta::{EtcdStore, Keys, LocalStore};
+use crate::proto::MemberInfo;
 use crate::tls;
 use crate::tso::Allocator;
 
@@ -38,13 +40,15 @@ pub struct ServeOptions {
     pub config: Config,
     pub tls_cert: Option<PathBuf>,
     pub tls_key: Option<PathBuf>,
+    /// etcd endpoints; empty for the single node on the embedded store.
+    pub etcd: Vec<String>,
 }
 
 /// What every core reads; written only by the control thread.
 pub struct Shared {
     pub allocator: Arc<Allocator>,
     pub metrics: Arc<Metrics>,
-    pub members: MembersReply,
+    pub membership: Membership,
     pub config: Config,
     pub shutdown: watch::Receiver<bool>,
 }
@@ -61,10 +65,22 @@ async fn serve(opts: ServeOptions) -> anyhow::Result<()> {
     let cores = opts.cores.max(1);
     std::fs::create_dir_all(&opts.data_dir)
         .with_context(|| format!("creating {}", opts.data_dir.display()))?;
-    let store = LocalStore::open(&opts.data_dir.join("meta")).context("opening the meta store")?;
-    let cluster_id = identity::cluster_id(&store).await?;
+    let backend = if opts.etcd.is_empty() {
+        Backend::Local(
+            LocalStore::open(&opts.data_dir.join("meta")).context("opening the meta store")?,
+        )
+    } else {
+        Backend::Etcd(
+            EtcdStore::connect(&opts.etcd)
+                .await
+                .context("connecting to etcd")?,
+        )
+    };
+    let (cluster_id, member_id) = match &backend {
+        Backend::Local(s) => ids(s, &opts.name).await?,
+        Backend::Etcd(s) => ids(s, &opts.name).await?,
+    };
     let keys = Keys::new(cluster_id);
-    let member_id = identity::member_id(&store, &keys, &opts.name).await?;
 
     let sockets = socket::bind_reuseport(opts.listen, cores)
         .with_context(|| format!("binding {}", opts.listen))?;
@@ -84,32 +100,64 @@ async fn serve(opts: ServeOptions) -> anyhow::Result<()> {
     let server_config =
         tls::server_config(identity, opts.config.server.max_streams_per_connection)?;
 
-    let allocator = Arc::new(Allocator::new(opts.config.tso.max_lead_ms));
-    let metrics = Arc::new(Metrics::new(cores));
-    let tso = control::TsoControl {
-        store: store.clone(),
-        keys,
-        cfg: opts.config.tso,
-        allocator: allocator.clone(),
-        metrics: metrics.clone(),
-    };
-    let limit = tso.start().await.context("starting tso")?;
-
-    let member = MemberInfo {
+    let me = MemberInfo {
         name: opts.name.clone(),
         id: member_id,
         client_url: client_addr.to_string(),
         admin_url: format!("http://{admin_addr}"),
     };
+    let allocator = Arc::new(Allocator::new(opts.config.tso.max_lead_ms));
+    let metrics = Arc::new(Metrics::new(cores));
     let (stop_tx, stop_rx) = watch::channel(false);
+    let (leader_tx, leader_rx) = watch::channel(None);
+    let membership = Membership::new(cluster_id, me.clone(), leader_rx);
+    let tick = Duration::from_millis(opts.config.server.tick_interval_ms);
+
+    // The node starts serving only once the control side says so: the embedded store starts the
+    // window right here; an etcd node campaigns first.
+    let control = match backend {
+        Backend::Local(store) => {
+            let tso = control::TsoControl {
+                store,
+                keys,
+                cfg: opts.config.tso,
+                allocator: allocator.clone(),
+                metrics: metrics.clone(),
+                term: None,
+            };
+            let limit = tso.start().await.context("starting tso")?;
+            leader_tx.send_replace(Some(me.clone()));
+            let stop = stop_rx.clone();
+            tokio::spawn(async move {
+                tso.run(tick, limit, stop).await;
+            })
+        }
+        Backend::Etcd(store) => {
+            let election = Election::new(
+                store.client(),
+                keys.leader(),
+                me.clone(),
+                opts.config.election.lease_ttl_secs,
+                opts.config.election.safety_margin_ms,
+            );
+            let leadership = leadership::Leadership {
+                election,
+                store,
+                keys,
+                cfg: opts.config.tso,
+                tick,
+                allocator: allocator.clone(),
+                metrics: metrics.clone(),
+                leader: leader_tx,
+            };
+            tokio::spawn(leadership.run(stop_rx.clone()))
+        }
+    };
+
     let shared = Arc::new(Shared {
         allocator: allocator.clone(),
         metrics: metrics.clone(),
-        members: MembersReply {
-            cluster_id,
-            leader: Some(member.clone()),
-            members: vec![member.clone()],
-        },
+        membership: membership.clone(),
         config: opts.config.clone(),
         shutdown: stop_rx.clone(),
     });
@@ -128,14 +176,8 @@ async fn serve(opts: ServeOptions) -> anyhow::Result<()> {
         })?);
     }
 
-    let control = tokio::spawn(tso.run(
-        Duration::from_millis(opts.config.server.tick_interval_ms),
-        limit,
-        stop_rx.clone(),
-    ));
     let admin_state = AdminState {
-        cluster_id,
-        member,
+        membership,
         metrics,
         allocator: allocator.clone(),
     };
@@ -157,12 +199,23 @@ async fn serve(opts: ServeOptions) -> anyhow::Result<()> {
         }
     });
     joined.await?;
-    // Only now stop handing out timestamps: streams answered what they had read.
+    // The control side suspends the allocator (and an etcd leader resigns) as it stops.
     allocator.suspend();
     control.await?;
     admin.await??;
     tracing::info!("stopped");
     Ok(())
+}
+
+enum Backend {
+    Local(LocalStore),
+    Etcd(EtcdStore),
+}
+
+async fn ids<M: crate::meta::MetaStore>(store: &M, name: &str) -> anyhow::Result<(u64, u64)> {
+    let cluster_id = identity::cluster_id(store).await?;
+    let member_id = identity::member_id(store, &Keys::new(cluster_id), name).await?;
+    Ok((cluster_id, member_id))
 }
 
 async fn wait_for_signal() -> anyhow::Result<()> {
