@@ -70,11 +70,11 @@ async fn serve(opts: ServeOptions) -> anyhow::Result<()> {
             LocalStore::open(&opts.data_dir.join("meta")).context("opening the meta store")?,
         )
     } else {
-        Backend::Etcd(
+        Backend::Etcd(Box::new(
             EtcdStore::connect(&opts.etcd)
                 .await
                 .context("connecting to etcd")?,
-        )
+        ))
     };
     let (cluster_id, member_id) = match &backend {
         Backend::Local(s) => ids(s, &opts.name).await?,
@@ -142,7 +142,7 @@ async fn serve(opts: ServeOptions) -> anyhow::Result<()> {
             );
             let leadership = leadership::Leadership {
                 election,
-                store,
+                store: *store,
                 keys,
                 cfg: opts.config.tso,
                 tick,
@@ -209,7 +209,7 @@ async fn serve(opts: ServeOptions) -> anyhow::Result<()> {
 
 enum Backend {
     Local(LocalStore),
-    Etcd(EtcdStore),
+    Etcd(Box<EtcdStore>),
 }
 
 async fn ids<M: crate::meta::MetaStore>(store: &M, name: &str) -> anyhow::Result<(u64, u64)> {
