@@ -78,7 +78,7 @@ async fn serve(opts: ServeOptions) -> anyhow::Result<()> {
     };
     let (cluster_id, member_id) = match &backend {
         Backend::Local(s) => ids(s, &opts.name).await?,
-        Backend::Etcd(s) => ids(s, &opts.name).await?,
+        Backend::Etcd(s) => ids(s.as_ref(), &opts.name).await?,
     };
     let keys = Keys::new(cluster_id);
 
