@@ -10,6 +10,7 @@ use tokio::sync::Mutex;
 use super::error::ClientError;
 use crate::tls::{self, Trust};
 
+#[derive(Clone)]
 struct Target {
     addr: SocketAddr,
     server_name: String,
@@ -17,7 +18,8 @@ struct Target {
 
 pub struct Connector {
     endpoint: quinn::Endpoint,
-    targets: Vec<Target>,
+    /// The given endpoints, plus leaders learnt from `NotLeader` replies.
+    targets: std::sync::Mutex<Vec<Target>>,
     current: Mutex<Option<(u64, quinn::Connection)>>,
     generation: AtomicU64,
     /// Index of the target that answered last; reconnection starts there.
@@ -36,21 +38,9 @@ impl Connector {
         }
         let mut targets = Vec::new();
         for ep in endpoints {
-            let host = ep
-                .rsplit_once(':')
-                .map(|(h, _)| h.trim_start_matches('[').trim_end_matches(']'))
-                .ok_or_else(|| ClientError::Config(format!("endpoint {ep} is not host:port")))?;
-            let addr = tokio::net::lookup_host(ep.as_str())
-                .await
-                .map_err(|e| ClientError::Config(format!("resolving {ep}: {e}")))?
-                .next()
-                .ok_or_else(|| ClientError::Config(format!("{ep} resolves to nothing")))?;
-            targets.push(Target {
-                addr,
-                server_name: host.to_string(),
-            });
+            targets.push(resolve(ep).await?);
         }
-        let bind: SocketAddr = if targets[0].addr.is_ipv6() {
+        let bind: SocketAddr = if targets.first().is_some_and(|t| t.addr.is_ipv6()) {
             "[::]:0"
         } else {
             "0.0.0.0:0"
@@ -64,7 +54,7 @@ impl Connector {
         );
         Ok(Connector {
             endpoint,
-            targets,
+            targets: std::sync::Mutex::new(targets),
             current: Mutex::new(None),
             generation: AtomicU64::new(0),
             preferred: AtomicU64::new(0),
@@ -84,11 +74,12 @@ impl Connector {
         let deadline = tokio::time::Instant::now() + self.retry_budget;
         let mut backoff = Duration::from_millis(10);
         let mut last_error = String::from("no endpoint tried");
-        let start = self.preferred.load(Ordering::Relaxed) as usize;
         loop {
-            for i in 0..self.targets.len() {
-                let index = (start + i) % self.targets.len();
-                let target = &self.targets[index];
+            let targets = self.targets();
+            let start = self.preferred.load(Ordering::Relaxed) as usize;
+            for i in 0..targets.len() {
+                let index = (start + i) % targets.len();
+                let target = &targets[index];
                 match self.try_connect(target).await {
                     Ok(conn) => {
                         let generation = self.generation.fetch_add(1, Ordering::Relaxed) + 1;
@@ -112,11 +103,50 @@ impl Connector {
             .endpoint
             .connect(target.addr, &target.server_name)
             .map_err(|e| e.to_string())?;
-        match tokio::time::timeout(Duration::from_secs(2), connecting).await {
+        // Short: a member that is down should cost little before the next one is tried.
+        match tokio::time::timeout(Duration::from_millis(500), connecting).await {
             Ok(Ok(conn)) => Ok(conn),
             Ok(Err(e)) => Err(e.to_string()),
             Err(_) => Err("handshake timed out".into()),
         }
+    }
+
+    fn targets(&self) -> Vec<Target> {
+        self.targets.lock().map(|t| t.clone()).unwrap_or_default()
+    }
+
+    /// Follows a `NotLeader` reply: the next connection goes to `client_url` first, and the
+    /// current one is dropped if it is to another member.
+    pub async fn redirect(&self, client_url: &str) {
+        let Ok(target) = resolve(client_url).await else {
+            return;
+        };
+        let index = match self.targets.lock() {
+            Ok(mut targets) => match targets.iter().position(|t| t.addr == target.addr) {
+                Some(i) => i,
+                None => {
+                    targets.push(target.clone());
+                    targets.len() - 1
+                }
+            },
+            Err(_) => return,
+        };
+        self.preferred.store(index as u64, Ordering::Relaxed);
+        let mut current = self.current.lock().await;
+        if current
+            .as_ref()
+            .is_some_and(|(_, c)| c.remote_address() != target.addr)
+        {
+            if let Some((_, conn)) = current.take() {
+                conn.close(0u32.into(), b"following the leader");
+            }
+        }
+    }
+
+    /// A member that does not know the leader: try the next one.
+    pub async fn skip(&self, generation: u64) {
+        self.preferred.fetch_add(1, Ordering::Relaxed);
+        self.invalidate(generation).await;
     }
 
     /// Drops the connection of `generation` after a transport failure, unless another caller
@@ -140,4 +170,21 @@ impl Drop for Connector {
     fn drop(&mut self) {
         self.endpoint.close(0u32.into(), b"client dropped");
     }
+}
+
+/// `host:port` to an address and the TLS server name (the host part).
+async fn resolve(endpoint: &str) -> Result<Target, ClientError> {
+    let host = endpoint
+        .rsplit_once(':')
+        .map(|(h, _)| h.trim_start_matches('[').trim_end_matches(']'))
+        .ok_or_else(|| ClientError::Config(format!("endpoint {endpoint} is not host:port")))?;
+    let addr = tokio::net::lookup_host(endpoint)
+        .await
+        .map_err(|e| ClientError::Config(format!("resolving {endpoint}: {e}")))?
+        .next()
+        .ok_or_else(|| ClientError::Config(format!("{endpoint} resolves to nothing")))?;
+    Ok(Target {
+        addr,
+        server_name: host.to_string(),
+    })
 }

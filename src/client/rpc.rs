@@ -8,7 +8,7 @@ use rkyv::util::AlignedVec;
 
 use super::connector::Connector;
 use super::error::ClientError;
-use crate::proto::{self, FrameDecoder, Reply, Request, Response};
+use crate::proto::{self, ErrorReply, FrameDecoder, Reply, Request, Response};
 
 struct Open {
     generation: u64,
@@ -108,10 +108,25 @@ impl RpcStream {
     pub async fn call_with_retry(&mut self, req: &Request) -> Result<Reply, ClientError> {
         let deadline = tokio::time::Instant::now() + self.connector.retry_budget;
         let mut backoff = Duration::from_millis(5);
+        let mut redirected = false;
         loop {
             let cause = match self.call(req).await {
                 Ok(Response::Ok(reply)) => return Ok(reply),
                 Ok(Response::Err(e)) if !e.is_retryable() => return Err(ClientError::Server(e)),
+                Ok(Response::Err(ErrorReply::NotLeader { leader })) => {
+                    // Follow the leader on a new stream; a member that knows none is skipped.
+                    if let Some(open) = self.open.take() {
+                        match &leader {
+                            Some(l) => self.connector.redirect(&l.client_url).await,
+                            None => self.connector.skip(open.generation).await,
+                        }
+                    }
+                    if leader.is_some() && !redirected {
+                        redirected = true;
+                        continue;
+                    }
+                    format!("not the leader (leader: {:?})", leader.map(|l| l.name))
+                }
                 Ok(Response::Err(e)) => e.to_string(),
                 Err(transport) => transport,
             };

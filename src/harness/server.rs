@@ -43,8 +43,6 @@ impl ServerProcess {
         let mut cmd = Command::new(binary);
         cmd.args([
             "serve",
-            "--name",
-            "harness",
             "--listen",
             listen,
             "--admin-listen",
@@ -54,7 +52,15 @@ impl ServerProcess {
         .arg(data_dir)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(std::fs::File::create(&log)?);
+        .stderr(
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&log)?,
+        );
+        if !extra.iter().any(|a| a == "--name") {
+            cmd.args(["--name", "harness"]);
+        }
         cmd.args(extra);
         let mut child = cmd
             .spawn()

@@ -1,0 +1,192 @@
+//! Three nodes on one real etcd, under continuous TSO load with the loadgen checker: the leader
+//! is SIGKILLed and restarted several times; a follower refuses TSO with NotLeader naming the
+//! leader. Zero violations, and the client never surfaces an error.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use loadgen::run::{self, Op, TsoArgs};
+use meridian::admin::AdminClient;
+use meridian::client::{Client, ClientOptions};
+use meridian::harness::{EtcdProcess, ServerProcess};
+use meridian::proto::{ErrorReply, Request, Response};
+use meridian::tls::Trust;
+
+fn meridian_bin() -> PathBuf {
+    if let Some(p) = std::env::var_os("MERIDIAN_BIN") {
+        return p.into();
+    }
+    let exe = std::env::current_exe().unwrap();
+    let bin = exe
+        .parent()
+        .and_then(|deps| deps.parent())
+        .unwrap()
+        .join("meridian");
+    assert!(
+        bin.exists(),
+        "{} missing: build the workspace first",
+        bin.display()
+    );
+    bin
+}
+
+fn free_udp_port() -> u16 {
+    std::net::UdpSocket::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+struct Node {
+    name: String,
+    data: PathBuf,
+    listen: String,
+    args: Vec<String>,
+    process: Option<ServerProcess>,
+}
+
+impl Node {
+    fn start(&mut self) {
+        let mut args = vec!["--name".to_string(), self.name.clone()];
+        args.extend(self.args.iter().cloned());
+        self.process = Some(
+            ServerProcess::start_with(&meridian_bin(), &self.data, &self.listen, &args).unwrap(),
+        );
+    }
+
+    fn admin(&self) -> String {
+        self.process.as_ref().unwrap().admin_addr.clone()
+    }
+}
+
+/// Three nodes sharing node 0's certificate, so one CA file verifies them all.
+fn cluster(dir: &Path, etcd: &EtcdProcess) -> Vec<Node> {
+    let config = dir.join("meridian.toml");
+    std::fs::write(
+        &config,
+        "[election]\nlease_ttl_secs = 2\nsafety_margin_ms = 300\n",
+    )
+    .unwrap();
+    let base = vec![
+        "--etcd".to_string(),
+        etcd.endpoint(),
+        "--config".into(),
+        config.display().to_string(),
+        "--cores".into(),
+        "1".into(),
+    ];
+    let mut nodes: Vec<Node> = (0..3)
+        .map(|i| Node {
+            name: format!("n{i}"),
+            data: dir.join(format!("n{i}")),
+            listen: format!("127.0.0.1:{}", free_udp_port()),
+            args: base.clone(),
+            process: None,
+        })
+        .collect();
+    nodes[0].start();
+    let tls = nodes[0].data.join("tls");
+    for node in nodes.iter_mut().skip(1) {
+        node.args.extend([
+            "--tls-cert".to_string(),
+            tls.join("cert.pem").display().to_string(),
+            "--tls-key".into(),
+            tls.join("key.pem").display().to_string(),
+        ]);
+        node.start();
+    }
+    nodes
+}
+
+/// The index of the node every member agrees leads, waiting up to 15 s.
+fn leader(nodes: &[Node]) -> usize {
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        for (i, node) in nodes.iter().enumerate() {
+            if node.process.is_none() {
+                continue;
+            }
+            if let Ok((200, body)) = AdminClient::new(&node.admin()).get_json("/health") {
+                if body["is_leader"] == true && body["serving"] == true {
+                    return i;
+                }
+            }
+        }
+        assert!(Instant::now() < deadline, "no leader within 15 s");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn leader_sigkilled_repeatedly_never_steps_back() {
+    let tmp = tempfile::tempdir().unwrap();
+    let etcd = EtcdProcess::start(&tmp.path().join("etcd")).unwrap();
+    let mut nodes = tokio::task::block_in_place(|| cluster(tmp.path(), &etcd));
+    let ca = nodes[0].data.join("tls").join("ca.pem");
+    let first = tokio::task::block_in_place(|| leader(&nodes));
+
+    // A follower refuses TSO and names the leader.
+    let follower = (first + 1) % 3;
+    let mut opts = ClientOptions::new(vec![nodes[follower].listen.clone()], Trust::Ca(ca.clone()));
+    opts.retry_budget = Duration::from_secs(2);
+    let direct = Client::connect(opts).await.unwrap();
+    match direct
+        .open_stream()
+        .await
+        .unwrap()
+        .call(&Request::Tso { count: 1 })
+        .await
+        .unwrap()
+    {
+        Response::Err(ErrorReply::NotLeader { leader: Some(l) }) => {
+            assert_eq!(l.name, nodes[first].name)
+        }
+        other => panic!("a follower answered {other:?}"),
+    }
+
+    let kills = 3;
+    let args = TsoArgs {
+        endpoints: nodes.iter().map(|n| n.listen.clone()).collect(),
+        duration: Duration::from_secs(4 + 5 * kills),
+        concurrency: 32,
+        connections: 2,
+        streams: 1,
+        op: Op::Tso,
+        rate: None,
+        json: None,
+        ca: Some(ca),
+        insecure: false,
+        max_recorded: 50_000_000,
+    };
+    let load = tokio::spawn(async move { run::run(&args).await });
+    let mut failovers = Vec::new();
+    for _ in 0..kills {
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        let old = tokio::task::block_in_place(|| leader(&nodes));
+        let killed = Instant::now();
+        nodes[old].process.take().unwrap().kill().unwrap();
+        let new = tokio::task::block_in_place(|| leader(&nodes));
+        failovers.push(killed.elapsed());
+        assert_ne!(new, old);
+        tokio::task::block_in_place(|| nodes[old].start());
+    }
+    let report = load.await.unwrap().unwrap();
+    report.print();
+    println!("failovers (SIGKILL to a new leader serving): {failovers:?}");
+    assert_eq!(report.violations, 0, "{report:?}");
+    assert_eq!(
+        report.errors, 0,
+        "the client must ride out each failover: {report:?}"
+    );
+    assert!(report.ops > 1_000);
+    for f in &failovers {
+        // Lease TTL (2 s) + 1 s, the bound.
+        assert!(*f < Duration::from_secs(3), "failover took {f:?}");
+    }
+    for node in nodes.iter_mut() {
+        if let Some(p) = node.process.take() {
+            p.stop().unwrap();
+        }
+    }
+}
