@@ -84,6 +84,10 @@ enum CtlCommand {
     Members,
     /// Show the leader (admin API).
     Leader,
+    /// Hand leadership to the named member (send to the leader's admin API).
+    TransferLeader { name: String },
+    /// Make the leader step down (send to the leader's admin API).
+    Resign,
     /// Ask the cluster for one timestamp (QUIC, through the client).
     Tso,
 }
@@ -124,47 +128,63 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
 
 fn ctl(args: CtlArgs) -> anyhow::Result<()> {
     match args.command {
-        CtlCommand::Members | CtlCommand::Leader => {
+        CtlCommand::Tso => tso(args),
+        command => {
             let admin = args
                 .admin
                 .ok_or_else(|| anyhow::anyhow!("pass --admin HOST:PORT"))?;
             let client = AdminClient::new(&admin);
-            let path = match args.command {
-                CtlCommand::Members => "/api/v1/members",
-                _ => "/api/v1/leader",
+            let (path, (status, body)) = match command {
+                CtlCommand::Members => (
+                    "/api/v1/members".to_string(),
+                    client.get("/api/v1/members")?,
+                ),
+                CtlCommand::TransferLeader { name } => {
+                    let path = format!("/api/v1/leader/transfer/{name}");
+                    let answer = client.post(&path)?;
+                    (path, answer)
+                }
+                CtlCommand::Resign => (
+                    "/api/v1/leader/resign".to_string(),
+                    client.post("/api/v1/leader/resign")?,
+                ),
+                _ => ("/api/v1/leader".to_string(), client.get("/api/v1/leader")?),
             };
-            let (status, body) = client.get_json(path)?;
-            println!("{}", serde_json::to_string_pretty(&body)?);
+            match serde_json::from_str::<serde_json::Value>(&body) {
+                Ok(json) => println!("{}", serde_json::to_string_pretty(&json)?),
+                Err(_) => println!("{body}"),
+            }
             if status != 200 {
                 anyhow::bail!("{path} answered {status}");
             }
             Ok(())
         }
-        CtlCommand::Tso => {
-            let trust = match (args.ca, args.insecure) {
-                (Some(ca), false) => Trust::Ca(ca),
-                (None, true) => Trust::Insecure,
-                _ => {
-                    anyhow::bail!("pass --ca FILE (the server's DATA_DIR/tls/ca.pem) or --insecure")
-                }
-            };
-            if args.endpoints.is_empty() {
-                anyhow::bail!("pass --endpoints HOST:PORT");
-            }
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()?;
-            rt.block_on(async {
-                let client = Client::connect(ClientOptions::new(args.endpoints, trust)).await?;
-                let ts = client.get_ts().await?;
-                println!(
-                    "{} (physical_ms={} logical={})",
-                    ts.as_u64(),
-                    ts.physical_ms(),
-                    ts.logical()
-                );
-                anyhow::Ok(())
-            })
-        }
     }
+}
+
+fn tso(args: CtlArgs) -> anyhow::Result<()> {
+    let trust = match (args.ca, args.insecure) {
+        (Some(ca), false) => Trust::Ca(ca),
+        (None, true) => Trust::Insecure,
+        _ => {
+            anyhow::bail!("pass --ca FILE (the server's DATA_DIR/tls/ca.pem) or --insecure")
+        }
+    };
+    if args.endpoints.is_empty() {
+        anyhow::bail!("pass --endpoints HOST:PORT");
+    }
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    rt.block_on(async {
+        let client = Client::connect(ClientOptions::new(args.endpoints, trust)).await?;
+        let ts = client.get_ts().await?;
+        println!(
+            "{} (physical_ms={} logical={})",
+            ts.as_u64(),
+            ts.physical_ms(),
+            ts.logical()
+        );
+        anyhow::Ok(())
+    })
 }

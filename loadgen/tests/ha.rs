@@ -190,3 +190,77 @@ async fn leader_sigkilled_repeatedly_never_steps_back() {
         }
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn graceful_transfer_to_each_member_in_turn() {
+    let tmp = tempfile::tempdir().unwrap();
+    let etcd = EtcdProcess::start(&tmp.path().join("etcd")).unwrap();
+    let mut nodes = tokio::task::block_in_place(|| cluster(tmp.path(), &etcd));
+    let ca = nodes[0].data.join("tls").join("ca.pem");
+    tokio::task::block_in_place(|| leader(&nodes));
+
+    let args = TsoArgs {
+        endpoints: nodes.iter().map(|n| n.listen.clone()).collect(),
+        duration: Duration::from_secs(9),
+        concurrency: 32,
+        connections: 2,
+        streams: 1,
+        op: Op::Tso,
+        rate: None,
+        json: None,
+        ca: Some(ca),
+        insecure: false,
+        max_recorded: 50_000_000,
+    };
+    let load = tokio::spawn(async move { run::run(&args).await });
+    let mut transfers = Vec::new();
+    for _ in 0..3 {
+        tokio::time::sleep(Duration::from_millis(1_500)).await;
+        let current = tokio::task::block_in_place(|| leader(&nodes));
+        let target = (current + 1) % 3;
+        let started = Instant::now();
+        let admin = AdminClient::new(&nodes[current].admin());
+        let path = format!("/api/v1/leader/transfer/{}", nodes[target].name);
+        let (status, body) = tokio::task::block_in_place(|| admin.post(&path)).unwrap();
+        let took = started.elapsed();
+        assert_eq!(status, 200, "{body}");
+        assert!(
+            body.contains(&format!("\"name\":\"{}\"", nodes[target].name)),
+            "{body}"
+        );
+        assert_eq!(tokio::task::block_in_place(|| leader(&nodes)), target);
+        transfers.push(took);
+    }
+    // A follower refuses to transfer, and so does a leader asked for an unknown member.
+    let current = tokio::task::block_in_place(|| leader(&nodes));
+    let follower = AdminClient::new(&nodes[(current + 1) % 3].admin());
+    let (status, _) =
+        tokio::task::block_in_place(|| follower.post("/api/v1/leader/transfer/n0")).unwrap();
+    assert_eq!(status, 409);
+    let admin = AdminClient::new(&nodes[current].admin());
+    let (status, _) =
+        tokio::task::block_in_place(|| admin.post("/api/v1/leader/transfer/nobody")).unwrap();
+    assert_eq!(status, 404);
+
+    let report = load.await.unwrap().unwrap();
+    report.print();
+    println!("transfers (request to the target leading, verified): {transfers:?}");
+    assert_eq!(report.violations, 0, "{report:?}");
+    assert_eq!(report.errors, 0, "{report:?}");
+    for t in &transfers {
+        assert!(*t < Duration::from_secs(1), "transfer took {t:?}");
+    }
+    // The members API lists all three, all healthy, one leader.
+    let (status, members) =
+        tokio::task::block_in_place(|| admin.get_json("/api/v1/members")).unwrap();
+    assert_eq!(status, 200);
+    let list = members["members"].as_array().unwrap();
+    assert_eq!(list.len(), 3, "{members}");
+    assert!(list.iter().all(|m| m["healthy"] == true), "{members}");
+    assert_eq!(list.iter().filter(|m| m["is_leader"] == true).count(), 1);
+    for node in nodes.iter_mut() {
+        if let Some(p) = node.process.take() {
+            p.stop().unwrap();
+        }
+    }
+}

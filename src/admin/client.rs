@@ -10,6 +10,10 @@ pub struct AdminClient {
 impl AdminClient {
     /// `addr` is `host:port` or a full `http://host:port` URL.
     pub fn new(addr: &str) -> AdminClient {
+        Self::with_timeout(addr, Duration::from_secs(5))
+    }
+
+    pub fn with_timeout(addr: &str, timeout: Duration) -> AdminClient {
         let base = if addr.starts_with("http://") || addr.starts_with("https://") {
             addr.trim_end_matches('/').to_string()
         } else {
@@ -17,7 +21,7 @@ impl AdminClient {
         };
         let agent = ureq::Agent::config_builder()
             .http_status_as_error(false)
-            .timeout_global(Some(Duration::from_secs(5)))
+            .timeout_global(Some(timeout))
             .build()
             .into();
         AdminClient { agent, base }
@@ -26,6 +30,16 @@ impl AdminClient {
     /// Status code and body of a GET.
     pub fn get(&self, path: &str) -> anyhow::Result<(u16, String)> {
         let mut response = self.agent.get(format!("{}{path}", self.base)).call()?;
+        let status = response.status().as_u16();
+        Ok((status, response.body_mut().read_to_string()?))
+    }
+
+    /// Status code and body of a POST with an empty body.
+    pub fn post(&self, path: &str) -> anyhow::Result<(u16, String)> {
+        let mut response = self
+            .agent
+            .post(format!("{}{path}", self.base))
+            .send_empty()?;
         let status = response.status().as_u16();
         Ok((status, response.body_mut().read_to_string()?))
     }

@@ -6,20 +6,31 @@ use std::sync::Arc;
 use axum::extract::State;
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde_json::json;
 
 use super::metrics::Metrics;
-use crate::election::Membership;
+use crate::election::{Command, Membership};
+use crate::meta::{EtcdStore, Keys};
 use crate::proto::MemberInfo;
 use crate::tso::Allocator;
+use tokio::sync::mpsc;
 
 #[derive(Clone)]
 pub struct AdminState {
     pub membership: Membership,
     pub metrics: Arc<Metrics>,
     pub allocator: Arc<Allocator>,
+    /// Leadership control and the member registry; `None` on the single embedded node.
+    pub control: Option<AdminControl>,
+}
+
+#[derive(Clone)]
+pub struct AdminControl {
+    pub commands: mpsc::Sender<Command>,
+    pub store: EtcdStore,
+    pub keys: Keys,
 }
 
 pub fn router(state: AdminState) -> Router {
@@ -29,6 +40,11 @@ pub fn router(state: AdminState) -> Router {
         .route("/metrics", get(metrics))
         .route("/api/v1/members", get(members))
         .route("/api/v1/leader", get(leader))
+        .route("/api/v1/leader/resign", post(super::leadership::resign))
+        .route(
+            "/api/v1/leader/transfer/{name}",
+            post(super::leadership::transfer),
+        )
         .with_state(state)
 }
 
@@ -43,7 +59,7 @@ pub async fn serve(
         .await
 }
 
-fn member_json(m: &MemberInfo) -> serde_json::Value {
+pub(super) fn member_json(m: &MemberInfo) -> serde_json::Value {
     json!({"name": m.name, "id": m.id, "client_url": m.client_url, "admin_url": m.admin_url})
 }
 
@@ -89,6 +105,11 @@ async fn metrics(State(s): State<AdminState>) -> Response {
 }
 
 async fn members(State(s): State<AdminState>) -> Json<serde_json::Value> {
+    if let Some(control) = &s.control {
+        if let Ok(listed) = super::leadership::registered_members(control, &s.membership).await {
+            return Json(listed);
+        }
+    }
     let reply = s.membership.reply();
     let leader_id = reply.leader.as_ref().map(|l| l.id);
     let members: Vec<_> = reply

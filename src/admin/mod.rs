@@ -3,8 +3,9 @@
 
 mod client;
 mod http;
+mod leadership;
 mod metrics;
 
 pub use client::AdminClient;
-pub use http::{serve, AdminState};
+pub use http::{serve, AdminControl, AdminState};
 pub use metrics::{CoreMetrics, Metrics, RequestKind};

@@ -101,6 +101,20 @@ impl Election {
             if *shutdown.borrow() {
                 return Ok(None);
             }
+            // A leader handing over to another member named it here: stand back until that
+            // member leads (or the marker's short lease runs out).
+            if let Some(target) = self.transfer_target().await? {
+                if target != self.me.name {
+                    match self.current_leader().await? {
+                        Some((m, revision)) => {
+                            leader.send_replace(m);
+                            self.wait_for_vacancy(revision, leader, shutdown).await?;
+                        }
+                        None => tokio::time::sleep(Duration::from_millis(10)).await,
+                    }
+                    continue;
+                }
+            }
             let mut lease = self.client.lease_client();
             let sent = mono_ms();
             let grant = lease.grant(self.ttl_secs, None).await.map_err(io)?;
@@ -123,6 +137,12 @@ impl Election {
                 proof.acknowledged(sent, grant.ttl() as u64 * 1000);
                 let proof = Arc::new(Mutex::new(proof));
                 leader.send_replace(Some(self.me.clone()));
+                // A hand-over to this node is complete.
+                let _ = self
+                    .client
+                    .kv_client()
+                    .delete(self.transfer_key(), None)
+                    .await;
                 let keepalive = tokio::spawn(keep_alive(
                     self.client.clone(),
                     grant.id(),
@@ -190,6 +210,84 @@ impl Election {
                     }
                 },
             }
+        }
+    }
+
+    fn transfer_key(&self) -> Vec<u8> {
+        let mut key = self.key.clone();
+        key.extend_from_slice(b"/transfer");
+        key
+    }
+
+    async fn transfer_target(&self) -> Result<Option<String>, MetaError> {
+        let response = self
+            .client
+            .kv_client()
+            .get(self.transfer_key(), None)
+            .await
+            .map_err(io)?;
+        Ok(response
+            .kvs()
+            .first()
+            .map(|kv| String::from_utf8_lossy(kv.value()).into_owned()))
+    }
+
+    async fn current_leader(&self) -> Result<Option<(Option<MemberInfo>, i64)>, MetaError> {
+        let response = self
+            .client
+            .kv_client()
+            .get(self.key.clone(), None)
+            .await
+            .map_err(io)?;
+        let revision = response.header().map(|h| h.revision()).unwrap_or(0);
+        Ok(response
+            .kvs()
+            .first()
+            .map(|kv| (decode_member(kv.value()), revision)))
+    }
+
+    /// Who holds the leader key right now (one read).
+    pub async fn leader_now(&self) -> Result<Option<MemberInfo>, MetaError> {
+        Ok(self.current_leader().await?.and_then(|(m, _)| m))
+    }
+
+    /// Hands leadership to `target` (a member name): in one transaction guarded by our key,
+    /// names the target in a marker that expires with a short lease and deletes the leader
+    /// key. Other members stand back while the marker names someone else; the target, which
+    /// watches the key, campaigns at once. The caller must have stopped serving first.
+    pub async fn transfer(&self, term: Term, target: &str) -> Result<(), MetaError> {
+        let marker_lease = self
+            .client
+            .lease_client()
+            .grant(self.ttl_secs, None)
+            .await
+            .map_err(io)?;
+        let txn = Txn::new()
+            .when([Compare::value(
+                term.guard.key.clone(),
+                CompareOp::Equal,
+                term.guard.value.clone(),
+            )])
+            .and_then([
+                TxnOp::put(
+                    self.transfer_key(),
+                    target,
+                    Some(PutOptions::new().with_lease(marker_lease.id())),
+                ),
+                TxnOp::delete(term.guard.key.clone(), None),
+            ]);
+        let done = self
+            .client
+            .kv_client()
+            .txn(txn)
+            .await
+            .map_err(io)?
+            .succeeded();
+        let _ = self.client.lease_client().revoke(term.lease_id).await;
+        if done {
+            Ok(())
+        } else {
+            Err(MetaError::NotLeader)
         }
     }
 

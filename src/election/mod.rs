@@ -3,9 +3,11 @@
 //! proof arithmetic (`lease`) is pure; `campaign` is the etcd shell around it.
 
 mod campaign;
+mod command;
 mod lease;
 mod membership;
 
-pub use campaign::{mono_ms, Election, Term};
+pub use campaign::{decode_member, encode_member, mono_ms, Election, Term};
+pub use command::Command;
 pub use lease::LeaseProof;
 pub use membership::Membership;

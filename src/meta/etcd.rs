@@ -46,6 +46,22 @@ impl EtcdStore {
         }
     }
 
+    /// Every key and value under `prefix`, in key order.
+    pub async fn list(&self, prefix: &[u8]) -> Result<Vec<(Vec<u8>, Vec<u8>)>, MetaError> {
+        let options = etcd_client::GetOptions::new().with_prefix();
+        let response = self
+            .client
+            .kv_client()
+            .get(prefix, Some(options))
+            .await
+            .map_err(io)?;
+        Ok(response
+            .kvs()
+            .iter()
+            .map(|kv| (kv.key().to_vec(), kv.value().to_vec()))
+            .collect())
+    }
+
     /// The underlying client, for leases, watches and elections.
     pub fn client(&self) -> etcd_client::Client {
         self.client.clone()

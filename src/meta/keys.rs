@@ -23,6 +23,16 @@ impl Keys {
         format!("{}/members/{name}/id", self.root).into_bytes()
     }
 
+    /// Where a member publishes its addresses (`MemberInfo` as JSON).
+    pub fn member_info(&self, name: &str) -> Vec<u8> {
+        format!("{}/members/{name}/info", self.root).into_bytes()
+    }
+
+    /// The prefix under which every member's keys live.
+    pub fn members_prefix(&self) -> Vec<u8> {
+        format!("{}/members/", self.root).into_bytes()
+    }
+
     /// The leader key: the current leader's member info, attached to its lease.
     pub fn leader(&self) -> Vec<u8> {
         format!("{}/leader", self.root).into_bytes()

@@ -5,11 +5,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::watch;
+use tokio::sync::{mpsc, watch};
 
 use super::control::{Ended, TsoControl};
 use crate::admin::Metrics;
-use crate::election::Election;
+use crate::election::{Command, Election};
 use crate::meta::{EtcdStore, Keys};
 use crate::proto::MemberInfo;
 use crate::tso::{Allocator, WindowConfig};
@@ -23,10 +23,18 @@ pub struct Leadership {
     pub allocator: Arc<Allocator>,
     pub metrics: Arc<Metrics>,
     pub leader: watch::Sender<Option<MemberInfo>>,
+    pub commands: mpsc::Receiver<Command>,
+    /// How long a member that resigned stays out of the next campaign.
+    pub sit_out: Duration,
+}
+
+enum Step {
+    Ended(Ended),
+    Command(Command),
 }
 
 impl Leadership {
-    pub async fn run(self, mut shutdown: watch::Receiver<bool>) {
+    pub async fn run(mut self, mut shutdown: watch::Receiver<bool>) {
         loop {
             let term = match self.election.campaign(&self.leader, &mut shutdown).await {
                 Ok(Some(term)) => Arc::new(term),
@@ -40,6 +48,10 @@ impl Leadership {
                 }
             };
             tracing::info!("elected leader");
+            // Commands sent to an earlier term are stale now.
+            while let Ok(stale) = self.commands.try_recv() {
+                refuse(stale, "leadership changed while the request waited");
+            }
             let tso = TsoControl {
                 store: self.store.guarded(term.guard.clone()),
                 keys: self.keys.clone(),
@@ -48,23 +60,74 @@ impl Leadership {
                 metrics: self.metrics.clone(),
                 term: Some(term.clone()),
             };
-            let ended = match tso.start().await {
-                Ok(limit) => tso.run(self.tick, limit, shutdown.clone()).await,
+            let step = match tso.start().await {
+                Ok(limit) => tokio::select! {
+                    ended = tso.run(self.tick, limit, shutdown.clone()) => Step::Ended(ended),
+                    Some(command) = self.commands.recv() => Step::Command(command),
+                },
                 Err(e) => {
                     tracing::warn!("starting tso as leader failed: {e}");
                     drop(tso);
-                    Ended::LeadershipLost
+                    Step::Ended(Ended::LeadershipLost)
                 }
             };
+            // Stop serving before the key goes: two nodes must never serve at once.
             self.allocator.suspend();
             self.leader.send_replace(None);
-            if let Ok(term) = Arc::try_unwrap(term) {
-                self.election.resign(term).await;
-            }
-            tracing::info!(?ended, "leadership ended");
-            if ended == Ended::Shutdown {
-                return;
+            let Ok(term) = Arc::try_unwrap(term) else {
+                tracing::error!("leadership term still shared after the control loop ended");
+                continue;
+            };
+            match step {
+                Step::Ended(ended) => {
+                    self.election.resign(term).await;
+                    tracing::info!(?ended, "leadership ended");
+                    if ended == Ended::Shutdown {
+                        return;
+                    }
+                }
+                Step::Command(Command::Resign(reply)) => {
+                    self.election.resign(term).await;
+                    tracing::info!("resigned on request");
+                    let _ = reply.send(Ok(()));
+                    tokio::select! {
+                        _ = tokio::time::sleep(self.sit_out) => {}
+                        _ = shutdown.wait_for(|s| *s) => return,
+                    }
+                }
+                Step::Command(Command::Transfer(target, reply)) => {
+                    tracing::info!(%target, "transferring leadership");
+                    let result = match self.election.transfer(term, &target).await {
+                        Ok(()) => self.await_leader(&target).await,
+                        Err(e) => Err(e.to_string()),
+                    };
+                    let _ = reply.send(result);
+                }
             }
         }
+    }
+}
+
+impl Leadership {
+    /// Waits (bounded) until `target` holds the leader key, and publishes it.
+    async fn await_leader(&self, target: &str) -> Result<MemberInfo, String> {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+        while tokio::time::Instant::now() < deadline {
+            if let Ok(Some(m)) = self.election.leader_now().await {
+                if m.name == target {
+                    self.leader.send_replace(Some(m.clone()));
+                    return Ok(m);
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        Err(format!("{target} did not take over within 5 s"))
+    }
+}
+
+fn refuse(command: Command, why: &str) {
+    match command {
+        Command::Resign(reply) => drop(reply.send(Err(why.to_string()))),
+        Command::Transfer(_, reply) => drop(reply.send(Err(why.to_string()))),
     }
 }

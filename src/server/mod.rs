@@ -18,10 +18,10 @@ use std::time::Duration;
 use anyhow::Context;
 use tokio::sync::watch;
 
-use crate::admin::{self, AdminState, Metrics};
+use crate::admin::{self, AdminControl, AdminState, Metrics};
 use crate::config::Config;
-use crate::election::{Election, Membership};
-use crate::meta::{EtcdStore, Keys, LocalStore};
+use crate::election::{encode_member, Election, Membership};
+use crate::meta::{EtcdStore, Keys, LocalStore, MetaStore};
 use crate::proto::MemberInfo;
 use crate::tls;
 use crate::tso::Allocator;
@@ -113,6 +113,7 @@ async fn serve(opts: ServeOptions) -> anyhow::Result<()> {
     let membership = Membership::new(cluster_id, me.clone(), leader_rx);
     let tick = Duration::from_millis(opts.config.server.tick_interval_ms);
 
+    let mut admin_control = None;
     // The node starts serving only once the control side says so: the embedded store starts the
     // window right here; an etcd node campaigns first.
     let control = match backend {
@@ -133,6 +134,16 @@ async fn serve(opts: ServeOptions) -> anyhow::Result<()> {
             })
         }
         Backend::Etcd(store) => {
+            store
+                .put(&keys.member_info(&me.name), &encode_member(&me))
+                .await
+                .context("registering this member")?;
+            let (commands_tx, commands) = tokio::sync::mpsc::channel(8);
+            admin_control = Some(AdminControl {
+                commands: commands_tx,
+                store: (*store).clone(),
+                keys: keys.clone(),
+            });
             let election = Election::new(
                 store.client(),
                 keys.leader(),
@@ -149,6 +160,8 @@ async fn serve(opts: ServeOptions) -> anyhow::Result<()> {
                 allocator: allocator.clone(),
                 metrics: metrics.clone(),
                 leader: leader_tx,
+                commands,
+                sit_out: Duration::from_secs(opts.config.election.lease_ttl_secs.max(1) as u64),
             };
             tokio::spawn(leadership.run(stop_rx.clone()))
         }
@@ -180,6 +193,7 @@ async fn serve(opts: ServeOptions) -> anyhow::Result<()> {
         membership,
         metrics,
         allocator: allocator.clone(),
+        control: admin_control,
     };
     let mut admin_stop = stop_rx.clone();
     let admin = tokio::spawn(admin::serve(admin_listener, admin_state, async move {
