@@ -20,20 +20,22 @@ fn error(status: StatusCode, message: impl Into<String>) -> Response {
 }
 
 /// The leader's control handle, or the reply explaining why this node cannot act.
-fn leader_control(s: &AdminState) -> Result<&AdminControl, Response> {
+fn leader_control(s: &AdminState) -> Result<&AdminControl, Box<Response>> {
     let Some(control) = &s.control else {
-        return Err(error(
+        return Err(Box::new(error(
             StatusCode::BAD_REQUEST,
             "a single node on the embedded store has no one to hand over to",
-        ));
+        )));
     };
     if !s.membership.is_leader() {
         let leader = s.membership.leader().map(|l| member_json(&l));
-        return Err((
-            StatusCode::CONFLICT,
-            Json(json!({"error": "not the leader", "leader": leader})),
-        )
-            .into_response());
+        return Err(Box::new(
+            (
+                StatusCode::CONFLICT,
+                Json(json!({"error": "not the leader", "leader": leader})),
+            )
+                .into_response(),
+        ));
     }
     Ok(control)
 }
@@ -42,39 +44,39 @@ async fn ask<T>(
     control: &AdminControl,
     command: Command,
     rx: oneshot::Receiver<Result<T, String>>,
-) -> Result<T, Response> {
+) -> Result<T, Box<Response>> {
     if control.commands.send(command).await.is_err() {
-        return Err(error(
+        return Err(Box::new(error(
             StatusCode::SERVICE_UNAVAILABLE,
             "leadership loop stopped",
-        ));
+        )));
     }
     match tokio::time::timeout(Duration::from_secs(10), rx).await {
         Ok(Ok(Ok(value))) => Ok(value),
-        Ok(Ok(Err(e))) => Err(error(StatusCode::CONFLICT, e)),
-        _ => Err(error(
+        Ok(Ok(Err(e))) => Err(Box::new(error(StatusCode::CONFLICT, e))),
+        _ => Err(Box::new(error(
             StatusCode::GATEWAY_TIMEOUT,
             "no answer from the leadership loop",
-        )),
+        ))),
     }
 }
 
 pub async fn resign(State(s): State<AdminState>) -> Response {
     let control = match leader_control(&s) {
         Ok(c) => c,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     let (tx, rx) = oneshot::channel();
     match ask(control, Command::Resign(tx), rx).await {
         Ok(()) => Json(json!({"resigned": s.membership.me.name})).into_response(),
-        Err(r) => r,
+        Err(r) => *r,
     }
 }
 
 pub async fn transfer(State(s): State<AdminState>, Path(name): Path<String>) -> Response {
     let control = match leader_control(&s) {
         Ok(c) => c,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     if name == s.membership.me.name {
         return error(StatusCode::CONFLICT, format!("{name} already leads"));
@@ -87,7 +89,7 @@ pub async fn transfer(State(s): State<AdminState>, Path(name): Path<String>) -> 
     let (tx, rx) = oneshot::channel();
     match ask(control, Command::Transfer(name, tx), rx).await {
         Ok(leader) => Json(json!({"leader": member_json(&leader)})).into_response(),
-        Err(r) => r,
+        Err(r) => *r,
     }
 }
 
