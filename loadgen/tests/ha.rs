@@ -264,3 +264,140 @@ async fn graceful_transfer_to_each_member_in_turn() {
         }
     }
 }
+
+/// One etcd counter from its Prometheus text.
+fn etcd_counter(etcd: &EtcdProcess, name: &str) -> f64 {
+    let (_, text) = AdminClient::new(&etcd.endpoint()).get("/metrics").unwrap();
+    text.lines()
+        .find_map(|l| l.strip_prefix(name).and_then(|v| v.trim().parse().ok()))
+        .unwrap_or_else(|| panic!("{name} missing from etcd metrics"))
+}
+
+fn meridian_counter(admin: &str, name: &str) -> f64 {
+    let (_, text) = AdminClient::new(admin).get("/metrics").unwrap();
+    text.lines()
+        .find_map(|l| l.strip_prefix(name).and_then(|v| v.trim().parse().ok()))
+        .unwrap_or_else(|| panic!("{name} missing from meridian metrics"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn steady_state_writes_etcd_once_per_window_renewal_and_never_per_request() {
+    let tmp = tempfile::tempdir().unwrap();
+    let etcd = EtcdProcess::start(&tmp.path().join("etcd")).unwrap();
+    let mut nodes = tokio::task::block_in_place(|| cluster(tmp.path(), &etcd));
+    let ca = nodes[0].data.join("tls").join("ca.pem");
+    let leader_admin = nodes[tokio::task::block_in_place(|| leader(&nodes))].admin();
+    let writes =
+        || etcd_counter(&etcd, "etcd_mvcc_put_total") + etcd_counter(&etcd, "etcd_mvcc_txn_total");
+    let (writes_before, renewals_before, requests_before) = tokio::task::block_in_place(|| {
+        (
+            writes(),
+            meridian_counter(&leader_admin, "meridian_tso_window_renewals_total"),
+            meridian_counter(&leader_admin, "meridian_requests_total{kind=\"tso\"}"),
+        )
+    });
+    let args = TsoArgs {
+        endpoints: nodes.iter().map(|n| n.listen.clone()).collect(),
+        duration: Duration::from_secs(4),
+        concurrency: 64,
+        connections: 2,
+        streams: 1,
+        op: Op::Tso,
+        rate: None,
+        json: None,
+        ca: Some(ca),
+        insecure: false,
+        max_recorded: 50_000_000,
+    };
+    let report = run::run(&args).await.unwrap();
+    assert_eq!(report.violations, 0);
+    let (writes_after, renewals_after, requests_after) = tokio::task::block_in_place(|| {
+        (
+            writes(),
+            meridian_counter(&leader_admin, "meridian_tso_window_renewals_total"),
+            meridian_counter(&leader_admin, "meridian_requests_total{kind=\"tso\"}"),
+        )
+    });
+    let (writes, renewals, requests) = (
+        writes_after - writes_before,
+        renewals_after - renewals_before,
+        requests_after - requests_before,
+    );
+    println!("{requests} TSO requests, {renewals} window renewals, {writes} etcd writes");
+    assert!(requests > 1_000.0, "{requests}");
+    assert!(renewals >= 2.0, "{renewals}");
+    // Each txn/put counter may include the write of a renewal that was in flight at a read.
+    assert!(
+        (writes - renewals).abs() <= 1.0,
+        "{writes} etcd writes for {renewals} renewals"
+    );
+    for node in nodes.iter_mut() {
+        if let Some(p) = node.process.take() {
+            p.stop().unwrap();
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn etcd_gone_longer_than_the_lease_stops_the_leader_then_service_resumes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut etcd = EtcdProcess::start(&tmp.path().join("etcd")).unwrap();
+    let mut nodes = tokio::task::block_in_place(|| cluster(tmp.path(), &etcd));
+    let ca = nodes[0].data.join("tls").join("ca.pem");
+    let old = tokio::task::block_in_place(|| leader(&nodes));
+
+    // A stream straight to the leader, never redirected, to see what it hands out.
+    let mut opts = ClientOptions::new(vec![nodes[old].listen.clone()], Trust::Ca(ca.clone()));
+    opts.retry_budget = Duration::from_secs(1);
+    let direct = Client::connect(opts).await.unwrap();
+    let mut stream = direct.open_stream().await.unwrap();
+
+    let args = TsoArgs {
+        endpoints: nodes.iter().map(|n| n.listen.clone()).collect(),
+        duration: Duration::from_secs(10),
+        concurrency: 16,
+        connections: 2,
+        streams: 1,
+        op: Op::Tso,
+        rate: None,
+        json: None,
+        ca: Some(ca),
+        insecure: false,
+        max_recorded: 50_000_000,
+    };
+    let load = tokio::spawn(async move { run::run(&args).await });
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    etcd.stop().unwrap();
+    let down = Instant::now();
+    // Lease TTL 2 s minus the 300 ms margin: past it the old leader must hand out nothing.
+    tokio::time::sleep(Duration::from_millis(2_000)).await;
+    match stream.call(&Request::Tso { count: 1 }).await {
+        Ok(Response::Err(_)) | Err(_) => {}
+        Ok(other) => panic!(
+            "{:?} after {:?} without etcd: {other:?}",
+            nodes[old].name,
+            down.elapsed()
+        ),
+    }
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    tokio::task::block_in_place(|| etcd.resume()).unwrap();
+    let back = tokio::task::block_in_place(|| leader(&nodes));
+    println!(
+        "etcd down {:?}; leader after: {}",
+        down.elapsed(),
+        nodes[back].name
+    );
+
+    let report = load.await.unwrap().unwrap();
+    report.print();
+    assert_eq!(report.violations, 0, "{report:?}");
+    assert_eq!(
+        report.errors, 0,
+        "the client rides out the outage within its budget: {report:?}"
+    );
+    for node in nodes.iter_mut() {
+        if let Some(p) = node.process.take() {
+            p.stop().unwrap();
+        }
+    }
+}
