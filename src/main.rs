@@ -88,6 +88,8 @@ enum CtlCommand {
     TransferLeader { name: String },
     /// Make the leader step down (send to the leader's admin API).
     Resign,
+    /// Remove a member from the cluster for good (it stops campaigning).
+    DeleteMember { name: String },
     /// Ask the cluster for one timestamp (QUIC, through the client).
     Tso,
 }
@@ -142,6 +144,11 @@ fn ctl(args: CtlArgs) -> anyhow::Result<()> {
                 CtlCommand::TransferLeader { name } => {
                     let path = format!("/api/v1/leader/transfer/{name}");
                     let answer = client.post(&path)?;
+                    (path, answer)
+                }
+                CtlCommand::DeleteMember { name } => {
+                    let path = format!("/api/v1/members/{name}");
+                    let answer = client.delete(&path)?;
                     (path, answer)
                 }
                 CtlCommand::Resign => (

@@ -401,3 +401,73 @@ async fn etcd_gone_longer_than_the_lease_stops_the_leader_then_service_resumes()
         }
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn removed_member_refuses_tso_and_never_campaigns() {
+    let tmp = tempfile::tempdir().unwrap();
+    let etcd = EtcdProcess::start(&tmp.path().join("etcd")).unwrap();
+    let mut nodes = tokio::task::block_in_place(|| cluster(tmp.path(), &etcd));
+    let ca = nodes[0].data.join("tls").join("ca.pem");
+    let first = tokio::task::block_in_place(|| leader(&nodes));
+    let (removed, other) = ((first + 1) % 3, (first + 2) % 3);
+    let admin = AdminClient::new(&nodes[first].admin());
+    let (status, _) = tokio::task::block_in_place(|| {
+        admin.delete(&format!("/api/v1/members/{}", nodes[first].name))
+    })
+    .unwrap();
+    assert_eq!(
+        status, 409,
+        "the leader cannot be removed before a transfer"
+    );
+    let (status, _) =
+        tokio::task::block_in_place(|| admin.delete("/api/v1/members/nobody")).unwrap();
+    assert_eq!(status, 404);
+    let (status, body) = tokio::task::block_in_place(|| {
+        admin.delete(&format!("/api/v1/members/{}", nodes[removed].name))
+    })
+    .unwrap();
+    assert_eq!(status, 200, "{body}");
+
+    let removed_admin = AdminClient::new(&nodes[removed].admin());
+    let deadline = Instant::now() + Duration::from_secs(3);
+    loop {
+        let (_, health) =
+            tokio::task::block_in_place(|| removed_admin.get_json("/health")).unwrap();
+        if health["removed"] == true {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the removed member does not say so: {health}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let mut opts = ClientOptions::new(vec![nodes[removed].listen.clone()], Trust::Ca(ca));
+    opts.retry_budget = Duration::from_secs(1);
+    let direct = Client::connect(opts).await.unwrap();
+    match direct
+        .open_stream()
+        .await
+        .unwrap()
+        .call(&Request::Tso { count: 1 })
+        .await
+        .unwrap()
+    {
+        Response::Err(ErrorReply::NotLeader { .. }) => {}
+        other => panic!("a removed member answered {other:?}"),
+    }
+    let (_, members) = tokio::task::block_in_place(|| admin.get_json("/api/v1/members")).unwrap();
+    assert_eq!(members["members"].as_array().unwrap().len(), 2, "{members}");
+
+    // With the leader gone, only the remaining member may take over.
+    nodes[first].process.take().unwrap().kill().unwrap();
+    assert_eq!(tokio::task::block_in_place(|| leader(&nodes)), other);
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let (_, health) = tokio::task::block_in_place(|| removed_admin.get_json("/health")).unwrap();
+    assert_eq!(health["is_leader"], false);
+    for node in nodes.iter_mut() {
+        if let Some(p) = node.process.take() {
+            p.stop().unwrap();
+        }
+    }
+}

@@ -44,6 +44,13 @@ impl AdminClient {
         Ok((status, response.body_mut().read_to_string()?))
     }
 
+    /// Status code and body of a DELETE.
+    pub fn delete(&self, path: &str) -> anyhow::Result<(u16, String)> {
+        let mut response = self.agent.delete(format!("{}{path}", self.base)).call()?;
+        let status = response.status().as_u16();
+        Ok((status, response.body_mut().read_to_string()?))
+    }
+
     /// Status code and JSON body of a GET.
     pub fn get_json(&self, path: &str) -> anyhow::Result<(u16, serde_json::Value)> {
         let (status, body) = self.get(path)?;

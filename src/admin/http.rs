@@ -42,6 +42,10 @@ pub fn router(state: AdminState) -> Router {
         .route("/api/v1/leader", get(leader))
         .route("/api/v1/leader/resign", post(super::leadership::resign))
         .route(
+            "/api/v1/members/{name}",
+            axum::routing::delete(super::leadership::delete_member),
+        )
+        .route(
             "/api/v1/leader/transfer/{name}",
             post(super::leadership::transfer),
         )
@@ -69,6 +73,7 @@ async fn health(State(s): State<AdminState>) -> Json<serde_json::Value> {
         "name": s.membership.me.name,
         "serving": s.allocator.is_serving(),
         "is_leader": s.membership.is_leader(),
+        "removed": s.membership.is_removed(),
     }))
 }
 

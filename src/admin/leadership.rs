@@ -93,6 +93,37 @@ pub async fn transfer(State(s): State<AdminState>, Path(name): Path<String>) -> 
     }
 }
 
+/// Removes a member: it stops campaigning for good and leaves the member list. The leader is
+/// refused (transfer leadership off it first, so no term ends abruptly).
+pub async fn delete_member(State(s): State<AdminState>, Path(name): Path<String>) -> Response {
+    let Some(control) = &s.control else {
+        return error(
+            StatusCode::BAD_REQUEST,
+            "a single node on the embedded store cannot remove itself",
+        );
+    };
+    if s.membership.leader().is_some_and(|l| l.name == name) {
+        return error(
+            StatusCode::CONFLICT,
+            format!("{name} leads: transfer leadership off it first"),
+        );
+    }
+    match control.store.get(&control.keys.member_info(&name)).await {
+        Ok(Some(_)) => {}
+        Ok(None) => return error(StatusCode::NOT_FOUND, format!("no member named {name}")),
+        Err(e) => return error(StatusCode::SERVICE_UNAVAILABLE, e.to_string()),
+    }
+    let marked = control
+        .store
+        .put(&control.keys.removed(&name), b"removed")
+        .await;
+    let unlisted = control.store.delete(&control.keys.member_info(&name)).await;
+    match marked.and(unlisted) {
+        Ok(()) => Json(json!({"removed": name})).into_response(),
+        Err(e) => error(StatusCode::SERVICE_UNAVAILABLE, e.to_string()),
+    }
+}
+
 /// The members API body from the registry, each member's health probed (300 ms) at its own
 /// `/health`.
 pub async fn registered_members(

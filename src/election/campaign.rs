@@ -32,6 +32,7 @@ pub struct Election {
     me: MemberInfo,
     ttl_secs: i64,
     margin_ms: u64,
+    removed: Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// One term of leadership: valid while its lease is provably held and the key is ours.
@@ -86,7 +87,14 @@ impl Election {
             me,
             ttl_secs: ttl_secs.max(1),
             margin_ms,
+            removed: Default::default(),
         }
+    }
+
+    /// A member whose flag is set never campaigns (it was removed from the cluster).
+    pub fn with_removed_flag(mut self, removed: Arc<std::sync::atomic::AtomicBool>) -> Self {
+        self.removed = removed;
+        self
     }
 
     /// Campaigns until this node leads (`Ok(Some(term))`) or `shutdown` (`Ok(None)`). While
@@ -100,6 +108,15 @@ impl Election {
         loop {
             if *shutdown.borrow() {
                 return Ok(None);
+            }
+            if self.removed.load(std::sync::atomic::Ordering::Acquire) {
+                if let Ok(Some((m, _))) = self.current_leader().await {
+                    leader.send_replace(m);
+                }
+                tokio::select! {
+                    _ = tokio::time::sleep(Duration::from_millis(500)) => continue,
+                    _ = shutdown.wait_for(|s| *s) => return Ok(None),
+                }
             }
             // A leader handing over to another member named it here: stand back until that
             // member leads (or the marker's short lease runs out).

@@ -2,6 +2,9 @@
 //! path (to answer `NotLeader` with the leader) and the admin API; written only by the
 //! leadership loop through the `watch` channel.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
 use tokio::sync::watch;
 
 use crate::proto::{MemberInfo, MembersReply};
@@ -11,6 +14,8 @@ pub struct Membership {
     pub cluster_id: u64,
     pub me: MemberInfo,
     leader: watch::Receiver<Option<MemberInfo>>,
+    /// Set once the cluster removed this member: it never campaigns again.
+    removed: Arc<AtomicBool>,
 }
 
 impl Membership {
@@ -23,7 +28,17 @@ impl Membership {
             cluster_id,
             me,
             leader,
+            removed: Arc::new(AtomicBool::new(false)),
         }
+    }
+
+    pub fn is_removed(&self) -> bool {
+        self.removed.load(Ordering::Acquire)
+    }
+
+    /// The flag the leadership side sets when it learns of the removal.
+    pub fn removed_flag(&self) -> Arc<AtomicBool> {
+        self.removed.clone()
     }
 
     pub fn leader(&self) -> Option<MemberInfo> {

@@ -28,6 +28,11 @@ impl Keys {
         format!("{}/members/{name}/info", self.root).into_bytes()
     }
 
+    /// Present once a member was removed; a removed member never campaigns again.
+    pub fn removed(&self, name: &str) -> Vec<u8> {
+        format!("{}/removed/{name}", self.root).into_bytes()
+    }
+
     /// The prefix under which every member's keys live.
     pub fn members_prefix(&self) -> Vec<u8> {
         format!("{}/members/", self.root).into_bytes()

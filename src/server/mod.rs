@@ -150,7 +150,14 @@ async fn serve(opts: ServeOptions) -> anyhow::Result<()> {
                 me.clone(),
                 opts.config.election.lease_ttl_secs,
                 opts.config.election.safety_margin_ms,
-            );
+            )
+            .with_removed_flag(membership.removed_flag());
+            tokio::spawn(watch_removal(
+                (*store).clone(),
+                keys.removed(&me.name),
+                membership.removed_flag(),
+                stop_rx.clone(),
+            ));
             let leadership = leadership::Leadership {
                 election,
                 store: *store,
@@ -239,4 +246,24 @@ async fn wait_for_signal() -> anyhow::Result<()> {
         r = tokio::signal::ctrl_c() => r?,
     }
     Ok(())
+}
+
+/// Polls this member's removal marker; once set, the flag stays set.
+async fn watch_removal(
+    store: EtcdStore,
+    key: Vec<u8>,
+    removed: Arc<std::sync::atomic::AtomicBool>,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    loop {
+        if let Ok(Some(_)) = store.get(&key).await {
+            removed.store(true, std::sync::atomic::Ordering::Release);
+            tracing::warn!("this member was removed from the cluster: it will not campaign again");
+            return;
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(Duration::from_millis(500)) => {}
+            _ = shutdown.wait_for(|s| *s) => return,
+        }
+    }
 }
