@@ -13,6 +13,15 @@ pub struct Config {
     pub tso: WindowConfig,
     pub server: ServerConfig,
     pub election: ElectionConfig,
+    pub debug: DebugConfig,
+}
+
+/// Test hooks, all off by default.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct DebugConfig {
+    /// Expose `POST /api/v1/debug/clock/shift/{ms}` to move this node's TSO clock.
+    pub clock_injection: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -65,7 +65,7 @@ fn cluster(dir: &Path, etcd: &EtcdProcess) -> Vec<Node> {
     let config = dir.join("meridian.toml");
     std::fs::write(
         &config,
-        "[election]\nlease_ttl_secs = 2\nsafety_margin_ms = 300\n",
+        "[election]\nlease_ttl_secs = 2\nsafety_margin_ms = 300\n[debug]\nclock_injection = true\n",
     )
     .unwrap();
     let base = vec![
@@ -465,6 +465,60 @@ async fn removed_member_refuses_tso_and_never_campaigns() {
     tokio::time::sleep(Duration::from_secs(1)).await;
     let (_, health) = tokio::task::block_in_place(|| removed_admin.get_json("/health")).unwrap();
     assert_eq!(health["is_leader"], false);
+    for node in nodes.iter_mut() {
+        if let Some(p) = node.process.take() {
+            p.stop().unwrap();
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn leader_clock_jumping_back_10s_never_steps_back() {
+    let tmp = tempfile::tempdir().unwrap();
+    let etcd = EtcdProcess::start(&tmp.path().join("etcd")).unwrap();
+    let mut nodes = tokio::task::block_in_place(|| cluster(tmp.path(), &etcd));
+    let ca = nodes[0].data.join("tls").join("ca.pem");
+    let first = tokio::task::block_in_place(|| leader(&nodes));
+    let args = TsoArgs {
+        endpoints: nodes.iter().map(|n| n.listen.clone()).collect(),
+        duration: Duration::from_secs(7),
+        concurrency: 16,
+        connections: 2,
+        streams: 1,
+        op: Op::Tso,
+        rate: None,
+        json: None,
+        ca: Some(ca),
+        insecure: false,
+        max_recorded: 50_000_000,
+    };
+    let load = tokio::spawn(async move { run::run(&args).await });
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    let admin = AdminClient::new(&nodes[first].admin());
+    let (status, body) =
+        tokio::task::block_in_place(|| admin.post("/api/v1/debug/clock/shift/-10000")).unwrap();
+    assert_eq!(status, 200, "{body}");
+    // The leader, 10 s ahead of its own clock, hands the term to a member with a sane clock.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let next = loop {
+        let l = tokio::task::block_in_place(|| leader(&nodes));
+        if l != first {
+            break l;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the leader with the clock 10 s behind kept the term"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let report = load.await.unwrap().unwrap();
+    report.print();
+    println!(
+        "leader {} -> {} after its clock jumped back 10 s",
+        nodes[first].name, nodes[next].name
+    );
+    assert_eq!(report.violations, 0, "{report:?}");
+    assert_eq!(report.errors, 0, "{report:?}");
     for node in nodes.iter_mut() {
         if let Some(p) = node.process.take() {
             p.stop().unwrap();

@@ -14,6 +14,7 @@ use super::metrics::Metrics;
 use crate::election::{Command, Membership};
 use crate::meta::{EtcdStore, Keys};
 use crate::proto::MemberInfo;
+use crate::server::WallClock;
 use crate::tso::Allocator;
 use tokio::sync::mpsc;
 
@@ -24,6 +25,8 @@ pub struct AdminState {
     pub allocator: Arc<Allocator>,
     /// Leadership control and the member registry; `None` on the single embedded node.
     pub control: Option<AdminControl>,
+    /// The TSO clock, when `[debug] clock_injection` is on.
+    pub clock: Option<Arc<WallClock>>,
 }
 
 #[derive(Clone)]
@@ -41,6 +44,7 @@ pub fn router(state: AdminState) -> Router {
         .route("/api/v1/members", get(members))
         .route("/api/v1/leader", get(leader))
         .route("/api/v1/leader/resign", post(super::leadership::resign))
+        .route("/api/v1/debug/clock/shift/{ms}", post(shift_clock))
         .route(
             "/api/v1/members/{name}",
             axum::routing::delete(super::leadership::delete_member),
@@ -139,5 +143,22 @@ async fn leader(State(s): State<AdminState>) -> Response {
     match s.membership.leader() {
         Some(l) => Json(member_json(&l)).into_response(),
         None => (StatusCode::NOT_FOUND, Json(json!({"error": "no leader"}))).into_response(),
+    }
+}
+
+async fn shift_clock(
+    State(s): State<AdminState>,
+    axum::extract::Path(ms): axum::extract::Path<i64>,
+) -> Response {
+    match &s.clock {
+        Some(clock) => {
+            clock.shift(ms);
+            Json(json!({"shifted_ms": ms, "now_ms": clock.now_ms()})).into_response()
+        }
+        None => (
+            StatusCode::FORBIDDEN,
+            Json(json!({"error": "clock injection is off ([debug] clock_injection)"})),
+        )
+            .into_response(),
     }
 }

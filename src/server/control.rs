@@ -5,23 +5,16 @@
 
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
+use super::clock::WallClock;
 use crate::admin::Metrics;
 use crate::election::{mono_ms, Term};
 use crate::meta::{Keys, MetaError, MetaStore};
 use crate::tso::{Allocator, WindowConfig};
-
-/// Wall-clock milliseconds since the Unix epoch: the only clock read in the TSO path.
-pub fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
-}
 
 pub async fn load_limit<M: MetaStore>(store: &M, keys: &Keys) -> Result<Option<u64>, MetaError> {
     match store.get(&keys.tso_limit()).await? {
@@ -49,6 +42,7 @@ pub struct TsoControl<M> {
     pub metrics: Arc<Metrics>,
     /// The leadership term this node serves under (etcd); `None` for the single embedded node.
     pub term: Option<Arc<Term>>,
+    pub clock: Arc<WallClock>,
 }
 
 /// Why the control loop returned.
@@ -57,14 +51,20 @@ pub enum Ended {
     Shutdown,
     /// The lease could no longer be proven, or a guarded write found another leader.
     LeadershipLost,
+    /// The clock stayed more than `max_lead` behind the handed-out time (it jumped back):
+    /// a leader steps down so a member with a sane clock serves instead of everyone waiting.
+    ClockBehind,
 }
+
+/// How long the clock may stay behind the allocator before a leader gives up its term.
+const CLOCK_BEHIND_GRACE_MS: u64 = 500;
 
 impl<M: MetaStore + Clone> TsoControl<M> {
     /// Persists a window above everything handed out before and starts the allocator on it.
     /// Returns the persisted limit.
     pub async fn start(&self) -> Result<u64, MetaError> {
         let last = load_limit(&self.store, &self.keys).await?;
-        let now = now_ms();
+        let now = self.clock.now_ms();
         let plan = self.cfg.plan_start(now, last);
         save_limit(&self.store, &self.keys, plan.limit_ms).await?;
         self.allocator.begin(plan.start_ms, plan.limit_ms, now);
@@ -86,7 +86,9 @@ impl<M: MetaStore + Clone> TsoControl<M> {
             allocator,
             metrics,
             term,
+            clock,
         } = self;
+        let mut behind_since: Option<u64> = None;
         let mut interval = tokio::time::interval(tick);
         interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
         let mut renewal: Option<(u64, JoinHandle<Result<(), MetaError>>)> = None;
@@ -101,8 +103,22 @@ impl<M: MetaStore + Clone> TsoControl<M> {
                 tracing::warn!("lease no longer provable: stopped serving timestamps");
                 break Ended::LeadershipLost;
             }
-            let now = now_ms();
+            let now = clock.now_ms();
             allocator.tick(now);
+            if term.is_some() {
+                // T5 makes requests wait while the clock is behind; a leader with other members
+                // to take over hands the term on instead of stalling the cluster.
+                if allocator.current().physical_ms() > now + cfg.max_lead_ms {
+                    let since = *behind_since.get_or_insert(mono_ms());
+                    if mono_ms().saturating_sub(since) > CLOCK_BEHIND_GRACE_MS {
+                        allocator.suspend();
+                        tracing::warn!("wall clock is behind the handed-out time: stepping down");
+                        break Ended::ClockBehind;
+                    }
+                } else {
+                    behind_since = None;
+                }
+            }
             if let Some((target, handle)) = renewal.take_if(|(_, h)| h.is_finished()) {
                 match handle.await {
                     Ok(Ok(())) => {

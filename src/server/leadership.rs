@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use tokio::sync::{mpsc, watch};
 
+use super::clock::WallClock;
 use super::control::{Ended, TsoControl};
 use crate::admin::Metrics;
 use crate::election::{Command, Election};
@@ -24,6 +25,7 @@ pub struct Leadership {
     pub metrics: Arc<Metrics>,
     pub leader: watch::Sender<Option<MemberInfo>>,
     pub commands: mpsc::Receiver<Command>,
+    pub clock: Arc<WallClock>,
     /// How long a member that resigned stays out of the next campaign.
     pub sit_out: Duration,
 }
@@ -59,6 +61,7 @@ impl Leadership {
                 allocator: self.allocator.clone(),
                 metrics: self.metrics.clone(),
                 term: Some(term.clone()),
+                clock: self.clock.clone(),
             };
             let step = match tso.start().await {
                 Ok(limit) => tokio::select! {
@@ -79,6 +82,13 @@ impl Leadership {
                 continue;
             };
             match step {
+                Step::Ended(Ended::ClockBehind) => {
+                    self.election.resign(term).await;
+                    tokio::select! {
+                        _ = tokio::time::sleep(self.sit_out) => {}
+                        _ = shutdown.wait_for(|s| *s) => return,
+                    }
+                }
                 Step::Ended(ended) => {
                     self.election.resign(term).await;
                     tracing::info!(?ended, "leadership ended");

@@ -2,6 +2,7 @@
 //! core per CPU with its own QUIC endpoint on a shared port, and the admin HTTP server, and
 //! shuts them down in order. Decisions live in `tso` and `proto`; this module only runs them.
 
+mod clock;
 mod control;
 mod core;
 mod dispatch;
@@ -26,7 +27,7 @@ use crate::proto::MemberInfo;
 use crate::tls;
 use crate::tso::Allocator;
 
-pub use control::now_ms;
+pub use clock::WallClock;
 pub use socket::available_cores;
 
 /// `meridian serve` options (the CLI contract in DESIGN.md).
@@ -112,6 +113,7 @@ async fn serve(opts: ServeOptions) -> anyhow::Result<()> {
     let (leader_tx, leader_rx) = watch::channel(None);
     let membership = Membership::new(cluster_id, me.clone(), leader_rx);
     let tick = Duration::from_millis(opts.config.server.tick_interval_ms);
+    let clock = Arc::new(WallClock::default());
 
     let mut admin_control = None;
     // The node starts serving only once the control side says so: the embedded store starts the
@@ -125,6 +127,7 @@ async fn serve(opts: ServeOptions) -> anyhow::Result<()> {
                 allocator: allocator.clone(),
                 metrics: metrics.clone(),
                 term: None,
+                clock: clock.clone(),
             };
             let limit = tso.start().await.context("starting tso")?;
             leader_tx.send_replace(Some(me.clone()));
@@ -168,6 +171,7 @@ async fn serve(opts: ServeOptions) -> anyhow::Result<()> {
                 metrics: metrics.clone(),
                 leader: leader_tx,
                 commands,
+                clock: clock.clone(),
                 sit_out: Duration::from_secs(opts.config.election.lease_ttl_secs.max(1) as u64),
             };
             tokio::spawn(leadership.run(stop_rx.clone()))
@@ -201,6 +205,7 @@ async fn serve(opts: ServeOptions) -> anyhow::Result<()> {
         metrics,
         allocator: allocator.clone(),
         control: admin_control,
+        clock: opts.config.debug.clock_injection.then(|| clock.clone()),
     };
     let mut admin_stop = stop_rx.clone();
     let admin = tokio::spawn(admin::serve(admin_listener, admin_state, async move {
