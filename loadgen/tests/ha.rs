@@ -145,7 +145,7 @@ async fn leader_sigkilled_repeatedly_never_steps_back() {
         other => panic!("a follower answered {other:?}"),
     }
 
-    let kills = 3;
+    let kills = 5;
     let args = TsoArgs {
         endpoints: nodes.iter().map(|n| n.listen.clone()).collect(),
         duration: Duration::from_secs(4 + 5 * kills),
