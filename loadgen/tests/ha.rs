@@ -5,38 +5,15 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use loadgen::run::{self, Op, TsoArgs};
+use loadgen::run;
+
+mod common;
+use common::{free_udp_port, meridian_bin, tso_load};
 use meridian::admin::AdminClient;
 use meridian::client::{Client, ClientOptions};
 use meridian::harness::{EtcdProcess, ServerProcess};
 use meridian::proto::{ErrorReply, Request, Response};
 use meridian::tls::Trust;
-
-fn meridian_bin() -> PathBuf {
-    if let Some(p) = std::env::var_os("MERIDIAN_BIN") {
-        return p.into();
-    }
-    let exe = std::env::current_exe().unwrap();
-    let bin = exe
-        .parent()
-        .and_then(|deps| deps.parent())
-        .unwrap()
-        .join("meridian");
-    assert!(
-        bin.exists(),
-        "{} missing: build the workspace first",
-        bin.display()
-    );
-    bin
-}
-
-fn free_udp_port() -> u16 {
-    std::net::UdpSocket::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
 
 struct Node {
     name: String,
@@ -57,6 +34,24 @@ impl Node {
 
     fn admin(&self) -> String {
         self.process.as_ref().unwrap().admin_addr.clone()
+    }
+}
+
+/// etcd and three nodes; the temp dir lives as long as the first element.
+fn start_cluster() -> (tempfile::TempDir, EtcdProcess, Vec<Node>, PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let etcd = EtcdProcess::start(&tmp.path().join("etcd")).unwrap();
+    let nodes = cluster(tmp.path(), &etcd);
+    let ca = nodes[0].data.join("tls").join("ca.pem");
+    (tmp, etcd, nodes, ca)
+}
+
+/// SIGTERM to every running node; each must exit cleanly.
+fn stop_all(nodes: &mut [Node]) {
+    for node in nodes.iter_mut() {
+        if let Some(p) = node.process.take() {
+            p.stop().unwrap();
+        }
     }
 }
 
@@ -120,10 +115,7 @@ fn leader(nodes: &[Node]) -> usize {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn leader_sigkilled_repeatedly_never_steps_back() {
-    let tmp = tempfile::tempdir().unwrap();
-    let etcd = EtcdProcess::start(&tmp.path().join("etcd")).unwrap();
-    let mut nodes = tokio::task::block_in_place(|| cluster(tmp.path(), &etcd));
-    let ca = nodes[0].data.join("tls").join("ca.pem");
+    let (_tmp, _etcd, mut nodes, ca) = tokio::task::block_in_place(start_cluster);
     let first = tokio::task::block_in_place(|| leader(&nodes));
 
     // A follower refuses TSO and names the leader.
@@ -146,19 +138,12 @@ async fn leader_sigkilled_repeatedly_never_steps_back() {
     }
 
     let kills = 5;
-    let args = TsoArgs {
-        endpoints: nodes.iter().map(|n| n.listen.clone()).collect(),
-        duration: Duration::from_secs(4 + 5 * kills),
-        concurrency: 32,
-        connections: 2,
-        streams: 1,
-        op: Op::Tso,
-        rate: None,
-        json: None,
-        ca: Some(ca),
-        insecure: false,
-        max_recorded: 50_000_000,
-    };
+    let args = tso_load(
+        nodes.iter().map(|n| n.listen.clone()).collect(),
+        ca,
+        Duration::from_secs(4 + 5 * kills),
+        32,
+    );
     let load = tokio::spawn(async move { run::run(&args).await });
     let mut failovers = Vec::new();
     for _ in 0..kills {
@@ -184,34 +169,20 @@ async fn leader_sigkilled_repeatedly_never_steps_back() {
         // Lease TTL (2 s) + 1 s, the bound.
         assert!(*f < Duration::from_secs(3), "failover took {f:?}");
     }
-    for node in nodes.iter_mut() {
-        if let Some(p) = node.process.take() {
-            p.stop().unwrap();
-        }
-    }
+    stop_all(&mut nodes);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn graceful_transfer_to_each_member_in_turn() {
-    let tmp = tempfile::tempdir().unwrap();
-    let etcd = EtcdProcess::start(&tmp.path().join("etcd")).unwrap();
-    let mut nodes = tokio::task::block_in_place(|| cluster(tmp.path(), &etcd));
-    let ca = nodes[0].data.join("tls").join("ca.pem");
+    let (_tmp, _etcd, mut nodes, ca) = tokio::task::block_in_place(start_cluster);
     tokio::task::block_in_place(|| leader(&nodes));
 
-    let args = TsoArgs {
-        endpoints: nodes.iter().map(|n| n.listen.clone()).collect(),
-        duration: Duration::from_secs(9),
-        concurrency: 32,
-        connections: 2,
-        streams: 1,
-        op: Op::Tso,
-        rate: None,
-        json: None,
-        ca: Some(ca),
-        insecure: false,
-        max_recorded: 50_000_000,
-    };
+    let args = tso_load(
+        nodes.iter().map(|n| n.listen.clone()).collect(),
+        ca,
+        Duration::from_secs(9),
+        32,
+    );
     let load = tokio::spawn(async move { run::run(&args).await });
     let mut transfers = Vec::new();
     for _ in 0..3 {
@@ -258,11 +229,7 @@ async fn graceful_transfer_to_each_member_in_turn() {
     assert_eq!(list.len(), 3, "{members}");
     assert!(list.iter().all(|m| m["healthy"] == true), "{members}");
     assert_eq!(list.iter().filter(|m| m["is_leader"] == true).count(), 1);
-    for node in nodes.iter_mut() {
-        if let Some(p) = node.process.take() {
-            p.stop().unwrap();
-        }
-    }
+    stop_all(&mut nodes);
 }
 
 /// One etcd counter from its Prometheus text.
@@ -282,10 +249,7 @@ fn meridian_counter(admin: &str, name: &str) -> f64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn steady_state_writes_etcd_once_per_window_renewal_and_never_per_request() {
-    let tmp = tempfile::tempdir().unwrap();
-    let etcd = EtcdProcess::start(&tmp.path().join("etcd")).unwrap();
-    let mut nodes = tokio::task::block_in_place(|| cluster(tmp.path(), &etcd));
-    let ca = nodes[0].data.join("tls").join("ca.pem");
+    let (_tmp, etcd, mut nodes, ca) = tokio::task::block_in_place(start_cluster);
     let leader_admin = nodes[tokio::task::block_in_place(|| leader(&nodes))].admin();
     let writes =
         || etcd_counter(&etcd, "etcd_mvcc_put_total") + etcd_counter(&etcd, "etcd_mvcc_txn_total");
@@ -296,19 +260,12 @@ async fn steady_state_writes_etcd_once_per_window_renewal_and_never_per_request(
             meridian_counter(&leader_admin, "meridian_requests_total{kind=\"tso\"}"),
         )
     });
-    let args = TsoArgs {
-        endpoints: nodes.iter().map(|n| n.listen.clone()).collect(),
-        duration: Duration::from_secs(4),
-        concurrency: 64,
-        connections: 2,
-        streams: 1,
-        op: Op::Tso,
-        rate: None,
-        json: None,
-        ca: Some(ca),
-        insecure: false,
-        max_recorded: 50_000_000,
-    };
+    let args = tso_load(
+        nodes.iter().map(|n| n.listen.clone()).collect(),
+        ca,
+        Duration::from_secs(4),
+        64,
+    );
     let report = run::run(&args).await.unwrap();
     assert_eq!(report.violations, 0);
     let (writes_after, renewals_after, requests_after) = tokio::task::block_in_place(|| {
@@ -331,19 +288,12 @@ async fn steady_state_writes_etcd_once_per_window_renewal_and_never_per_request(
         (writes - renewals).abs() <= 1.0,
         "{writes} etcd writes for {renewals} renewals"
     );
-    for node in nodes.iter_mut() {
-        if let Some(p) = node.process.take() {
-            p.stop().unwrap();
-        }
-    }
+    stop_all(&mut nodes);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn etcd_gone_longer_than_the_lease_stops_the_leader_then_service_resumes() {
-    let tmp = tempfile::tempdir().unwrap();
-    let mut etcd = EtcdProcess::start(&tmp.path().join("etcd")).unwrap();
-    let mut nodes = tokio::task::block_in_place(|| cluster(tmp.path(), &etcd));
-    let ca = nodes[0].data.join("tls").join("ca.pem");
+    let (_tmp, mut etcd, mut nodes, ca) = tokio::task::block_in_place(start_cluster);
     let old = tokio::task::block_in_place(|| leader(&nodes));
 
     // A stream straight to the leader, never redirected, to see what it hands out.
@@ -352,19 +302,12 @@ async fn etcd_gone_longer_than_the_lease_stops_the_leader_then_service_resumes()
     let direct = Client::connect(opts).await.unwrap();
     let mut stream = direct.open_stream().await.unwrap();
 
-    let args = TsoArgs {
-        endpoints: nodes.iter().map(|n| n.listen.clone()).collect(),
-        duration: Duration::from_secs(10),
-        concurrency: 16,
-        connections: 2,
-        streams: 1,
-        op: Op::Tso,
-        rate: None,
-        json: None,
-        ca: Some(ca),
-        insecure: false,
-        max_recorded: 50_000_000,
-    };
+    let args = tso_load(
+        nodes.iter().map(|n| n.listen.clone()).collect(),
+        ca,
+        Duration::from_secs(10),
+        16,
+    );
     let load = tokio::spawn(async move { run::run(&args).await });
     tokio::time::sleep(Duration::from_secs(1)).await;
     etcd.stop().unwrap();
@@ -395,19 +338,12 @@ async fn etcd_gone_longer_than_the_lease_stops_the_leader_then_service_resumes()
         report.errors, 0,
         "the client rides out the outage within its budget: {report:?}"
     );
-    for node in nodes.iter_mut() {
-        if let Some(p) = node.process.take() {
-            p.stop().unwrap();
-        }
-    }
+    stop_all(&mut nodes);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn removed_member_refuses_tso_and_never_campaigns() {
-    let tmp = tempfile::tempdir().unwrap();
-    let etcd = EtcdProcess::start(&tmp.path().join("etcd")).unwrap();
-    let mut nodes = tokio::task::block_in_place(|| cluster(tmp.path(), &etcd));
-    let ca = nodes[0].data.join("tls").join("ca.pem");
+    let (_tmp, _etcd, mut nodes, ca) = tokio::task::block_in_place(start_cluster);
     let first = tokio::task::block_in_place(|| leader(&nodes));
     let (removed, other) = ((first + 1) % 3, (first + 2) % 3);
     let admin = AdminClient::new(&nodes[first].admin());
@@ -465,33 +401,19 @@ async fn removed_member_refuses_tso_and_never_campaigns() {
     tokio::time::sleep(Duration::from_secs(1)).await;
     let (_, health) = tokio::task::block_in_place(|| removed_admin.get_json("/health")).unwrap();
     assert_eq!(health["is_leader"], false);
-    for node in nodes.iter_mut() {
-        if let Some(p) = node.process.take() {
-            p.stop().unwrap();
-        }
-    }
+    stop_all(&mut nodes);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn leader_clock_jumping_back_10s_never_steps_back() {
-    let tmp = tempfile::tempdir().unwrap();
-    let etcd = EtcdProcess::start(&tmp.path().join("etcd")).unwrap();
-    let mut nodes = tokio::task::block_in_place(|| cluster(tmp.path(), &etcd));
-    let ca = nodes[0].data.join("tls").join("ca.pem");
+    let (_tmp, _etcd, mut nodes, ca) = tokio::task::block_in_place(start_cluster);
     let first = tokio::task::block_in_place(|| leader(&nodes));
-    let args = TsoArgs {
-        endpoints: nodes.iter().map(|n| n.listen.clone()).collect(),
-        duration: Duration::from_secs(7),
-        concurrency: 16,
-        connections: 2,
-        streams: 1,
-        op: Op::Tso,
-        rate: None,
-        json: None,
-        ca: Some(ca),
-        insecure: false,
-        max_recorded: 50_000_000,
-    };
+    let args = tso_load(
+        nodes.iter().map(|n| n.listen.clone()).collect(),
+        ca,
+        Duration::from_secs(7),
+        16,
+    );
     let load = tokio::spawn(async move { run::run(&args).await });
     tokio::time::sleep(Duration::from_millis(1_500)).await;
     let admin = AdminClient::new(&nodes[first].admin());
@@ -519,9 +441,5 @@ async fn leader_clock_jumping_back_10s_never_steps_back() {
     );
     assert_eq!(report.violations, 0, "{report:?}");
     assert_eq!(report.errors, 0, "{report:?}");
-    for node in nodes.iter_mut() {
-        if let Some(p) = node.process.take() {
-            p.stop().unwrap();
-        }
-    }
+    stop_all(&mut nodes);
 }

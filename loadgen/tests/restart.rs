@@ -4,44 +4,19 @@
 //! physical part ahead of the clock by `max_lead`: a restart that ignored the persisted limit
 //! and started at the clock would step back, and the checker would see it.
 
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use loadgen::run::{self, Op, TsoArgs};
+use loadgen::run;
+
+mod common;
+use common::{free_udp_port, meridian_bin, tso_load};
 use meridian::client::{Client, ClientOptions};
 use meridian::harness::ServerProcess;
 use meridian::proto::{Reply, Request};
 use meridian::tls::Trust;
 use meridian::tso::MAX_COUNT;
-
-/// The `meridian` binary of this build: `target/<profile>/meridian`, beside `deps/`.
-fn meridian_bin() -> PathBuf {
-    if let Some(p) = std::env::var_os("MERIDIAN_BIN") {
-        return p.into();
-    }
-    let exe = std::env::current_exe().unwrap();
-    let bin = exe
-        .parent()
-        .and_then(|deps| deps.parent())
-        .unwrap()
-        .join("meridian");
-    assert!(
-        bin.exists(),
-        "{} missing: build the workspace (cargo build --workspace) first",
-        bin.display()
-    );
-    bin
-}
-
-fn free_udp_port() -> u16 {
-    std::net::UdpSocket::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigkill_and_restart_never_steps_back() {
@@ -56,19 +31,7 @@ async fn sigkill_and_restart_never_steps_back() {
     let mut server = ServerProcess::start(&bin, &data, &listen, Some(2)).unwrap();
     let ca = data.join("tls").join("ca.pem");
 
-    let args = TsoArgs {
-        endpoints: vec![listen.clone()],
-        duration: Duration::from_secs(8),
-        concurrency: 32,
-        connections: 2,
-        streams: 2,
-        op: Op::Tso,
-        rate: None,
-        json: None,
-        ca: Some(ca.clone()),
-        insecure: false,
-        max_recorded: 50_000_000,
-    };
+    let args = tso_load(vec![listen.clone()], ca.clone(), Duration::from_secs(8), 32);
     let load = tokio::spawn(async move { run::run(&args).await });
 
     // Big requests push the physical part ahead of the clock; each reply must exceed the last.

@@ -14,7 +14,7 @@ use super::clock::WallClock;
 use crate::admin::Metrics;
 use crate::election::{mono_ms, Term};
 use crate::meta::{Keys, MetaError, MetaStore};
-use crate::tso::{Allocator, WindowConfig};
+use crate::tso::{Allocator, WindowConfig, WindowPlan};
 
 pub async fn load_limit<M: MetaStore>(store: &M, keys: &Keys) -> Result<Option<u64>, MetaError> {
     match store.get(&keys.tso_limit()).await? {
@@ -62,21 +62,21 @@ const CLOCK_BEHIND_GRACE_MS: u64 = 500;
 impl<M: MetaStore + Clone> TsoControl<M> {
     /// Persists a window above everything handed out before and starts the allocator on it.
     /// Returns the persisted limit.
-    pub async fn start(&self) -> Result<u64, MetaError> {
+    pub async fn start(&self) -> Result<WindowPlan, MetaError> {
         let last = load_limit(&self.store, &self.keys).await?;
         let now = self.clock.now_ms();
         let plan = self.cfg.plan_start(now, last);
         save_limit(&self.store, &self.keys, plan.limit_ms).await?;
         self.allocator.begin(plan.start_ms, plan.limit_ms, now);
         tracing::info!(start_ms = plan.start_ms, limit_ms = plan.limit_ms, last_limit_ms = ?last, "tso serving");
-        Ok(plan.limit_ms)
+        Ok(plan)
     }
 
     /// Ticks and renews until `shutdown`; an in-flight renewal is finished before it returns.
     pub async fn run(
         self,
         tick: Duration,
-        mut limit_ms: u64,
+        plan: WindowPlan,
         mut shutdown: watch::Receiver<bool>,
     ) -> Ended {
         let TsoControl {
@@ -89,6 +89,7 @@ impl<M: MetaStore + Clone> TsoControl<M> {
             clock,
         } = self;
         let mut behind_since: Option<u64> = None;
+        let mut limit_ms = plan.limit_ms;
         let mut interval = tokio::time::interval(tick);
         interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
         let mut renewal: Option<(u64, JoinHandle<Result<(), MetaError>>)> = None;
@@ -108,7 +109,9 @@ impl<M: MetaStore + Clone> TsoControl<M> {
             if term.is_some() {
                 // T5 makes requests wait while the clock is behind; a leader with other members
                 // to take over hands the term on instead of stalling the cluster.
-                if allocator.current().physical_ms() > now + cfg.max_lead_ms {
+                // Measured as the allocator bounds the lead: from the later of the clock and the
+                // term's start, which may lie ahead of the clock (T3) without anything wrong.
+                if allocator.current().physical_ms() > now.max(plan.start_ms) + cfg.max_lead_ms {
                     let since = *behind_since.get_or_insert(mono_ms());
                     if mono_ms().saturating_sub(since) > CLOCK_BEHIND_GRACE_MS {
                         allocator.suspend();
