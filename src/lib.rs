@@ -12,6 +12,8 @@ pub mod election;
 pub mod harness;
 /// Durable metadata behind the `MetaStore` trait; the embedded `local` backend.
 pub mod meta;
+/// Stores and regions: the region map and the heartbeat rules (pure).
+pub mod placement;
 /// Wire messages (rkyv) and length-prefixed framing.
 pub mod proto;
 /// Thread-per-core QUIC server: cores, endpoints, request dispatch, TSO control loop.

@@ -1,0 +1,285 @@
+//! P1 and P2 as properties: random histories of splits, merges and conf changes, with every
+//! report delivered and old reports replayed at random. The map never covers a key twice,
+//! every stale report is refused without a change, and the current reports rebuild the truth.
+
+use proptest::prelude::*;
+
+use super::*;
+
+fn peers(stores: &[u64], first_peer: u64) -> Vec<Peer> {
+    stores
+        .iter()
+        .enumerate()
+        .map(|(i, &s)| Peer {
+            id: first_peer + i as u64,
+            store_id: s,
+            role: PeerRole::Voter,
+        })
+        .collect()
+}
+
+fn region(id: u64, start: &[u8], end: &[u8], epoch: Epoch, stores: &[u64]) -> Region {
+    let peers = peers(stores, id * 100);
+    Region {
+        id,
+        start_key: start.to_vec(),
+        end_key: end.to_vec(),
+        epoch,
+        leader: Some(peers[0].id),
+        peers,
+        approximate_size: 0,
+        approximate_keys: 0,
+        written_bytes: 0,
+        written_keys: 0,
+    }
+}
+
+#[derive(Debug, Clone)]
+enum Op {
+    Split(usize, u8),
+    Merge(usize),
+    ConfChange(usize, u64),
+    Replay(usize),
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        3 => (any::<usize>(), 1u8..255).prop_map(|(i, k)| Op::Split(i, k)),
+        1 => any::<usize>().prop_map(Op::Merge),
+        1 => (any::<usize>(), 4u64..9).prop_map(|(i, s)| Op::ConfChange(i, s)),
+        3 => any::<usize>().prop_map(Op::Replay),
+    ]
+}
+
+fn assert_no_overlap(map: &RegionMap) -> Result<(), TestCaseError> {
+    let regions: Vec<_> = map.iter().collect();
+    for pair in regions.windows(2) {
+        prop_assert!(
+            !pair[0].end_key.is_empty() && pair[0].end_key <= pair[1].start_key,
+            "overlap: {:?} {:?}",
+            pair[0],
+            pair[1]
+        );
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn histories_keep_p1_and_p2(ops in proptest::collection::vec(op(), 1..80), split_right_first in any::<bool>()) {
+        let mut truth = vec![region(1, b"", b"", Epoch { conf_ver: 1, version: 1 }, &[1, 2, 3])];
+        let mut history = truth.clone();
+        let mut map = RegionMap::new();
+        map.apply(truth[0].clone()).unwrap();
+        let mut next_id = 2u64;
+
+        for op in ops {
+            let mut reports = Vec::new();
+            match op {
+                Op::Split(i, k) => {
+                    let i = i % truth.len();
+                    let r = truth[i].clone();
+                    let key = vec![k];
+                    if !(r.contains(&key) && key > r.start_key) {
+                        continue;
+                    }
+                    let epoch = Epoch { conf_ver: r.epoch.conf_ver, version: r.epoch.version + 1 };
+                    let left = region(next_id, &r.start_key, &key, epoch, &[1, 2, 3]);
+                    let right = region(r.id, &key, &r.end_key, epoch, &[1, 2, 3]);
+                    next_id += 1;
+                    truth.splice(i..=i, [left.clone(), right.clone()]);
+                    reports = if split_right_first { vec![right, left] } else { vec![left, right] };
+                }
+                Op::Merge(i) => {
+                    if truth.len() < 2 {
+                        continue;
+                    }
+                    let i = i % (truth.len() - 1);
+                    let (a, b) = (truth[i].clone(), truth[i + 1].clone());
+                    let version = a.epoch.version.max(b.epoch.version) + 1;
+                    let merged = region(b.id, &a.start_key, &b.end_key, Epoch { conf_ver: b.epoch.conf_ver, version }, &[1, 2, 3]);
+                    truth.splice(i..=i + 1, [merged.clone()]);
+                    reports = vec![merged];
+                }
+                Op::ConfChange(i, store) => {
+                    let i = i % truth.len();
+                    let mut r = truth[i].clone();
+                    r.epoch.conf_ver += 1;
+                    r.peers[2].store_id = store;
+                    truth[i] = r.clone();
+                    reports = vec![r];
+                }
+                Op::Replay(j) => {
+                    let old = history[j % history.len()].clone();
+                    let current = truth.contains(&old);
+                    let before = map.clone();
+                    let result = map.apply(old);
+                    if current {
+                        prop_assert!(result.is_ok(), "{result:?}");
+                        prop_assert_eq!(&map, &before, "a repeat of the current state changes nothing");
+                    } else {
+                        prop_assert!(matches!(result, Err(RegionError::StaleEpoch { .. })), "stale replay accepted: {result:?}");
+                        prop_assert_eq!(&map, &before, "a refused report changed the map");
+                    }
+                }
+            }
+            for r in reports {
+                history.push(r.clone());
+                let applied = map.apply(r);
+                prop_assert!(applied.is_ok(), "{applied:?}");
+                assert_no_overlap(&map)?;
+            }
+        }
+        // Every current state delivered once more: the map is the truth.
+        for r in &truth {
+            map.apply(r.clone()).unwrap();
+        }
+        assert_no_overlap(&map)?;
+        prop_assert_eq!(map.iter().cloned().collect::<Vec<_>>(), truth.clone());
+        for r in &truth {
+            let key = r.start_key.clone();
+            prop_assert_eq!(map.locate(&key).map(|x| x.id), Some(r.id));
+        }
+    }
+}
+
+#[test]
+fn malformed_reports_are_refused_and_change_nothing() {
+    let mut map = RegionMap::new();
+    map.apply(region(
+        1,
+        b"",
+        b"m",
+        Epoch {
+            conf_ver: 1,
+            version: 1,
+        },
+        &[1, 2, 3],
+    ))
+    .unwrap();
+    map.apply(region(
+        2,
+        b"m",
+        b"",
+        Epoch {
+            conf_ver: 1,
+            version: 1,
+        },
+        &[1, 2, 3],
+    ))
+    .unwrap();
+    let before = map.clone();
+    let good = region(
+        3,
+        b"x",
+        b"y",
+        Epoch {
+            conf_ver: 1,
+            version: 5,
+        },
+        &[1, 2, 3],
+    );
+    let mut learner_leader = good.clone();
+    learner_leader.peers[0].role = PeerRole::Learner;
+    let bad = vec![
+        // end before start
+        Region {
+            end_key: b"a".to_vec(),
+            start_key: b"b".to_vec(),
+            ..good.clone()
+        },
+        // empty range
+        Region {
+            end_key: b"x".to_vec(),
+            ..good.clone()
+        },
+        Region {
+            peers: vec![],
+            leader: None,
+            ..good.clone()
+        },
+        // an absurd peer count
+        Region {
+            peers: peers(&(1..=17).collect::<Vec<_>>(), 500),
+            leader: None,
+            ..good.clone()
+        },
+        // two peers on one store
+        Region {
+            peers: peers(&[1, 1, 2], 500),
+            leader: None,
+            ..good.clone()
+        },
+        // an id never allocated
+        Region {
+            id: 0,
+            ..good.clone()
+        },
+        // a leader that is not a peer, and one that is a learner
+        Region {
+            leader: Some(999),
+            ..good.clone()
+        },
+        learner_leader,
+    ];
+    for r in bad {
+        assert!(
+            matches!(map.apply(r.clone()), Err(RegionError::Invalid(..))),
+            "{r:?}"
+        );
+        assert_eq!(map, before);
+    }
+    // Stale: lower version than a region it overlaps, and lower conf_ver than itself.
+    let stale = region(
+        9,
+        b"a",
+        b"c",
+        Epoch {
+            conf_ver: 1,
+            version: 0,
+        },
+        &[1, 2, 3],
+    );
+    assert!(matches!(
+        map.apply(stale),
+        Err(RegionError::StaleEpoch { .. })
+    ));
+    let older_conf = region(
+        2,
+        b"m",
+        b"",
+        Epoch {
+            conf_ver: 0,
+            version: 1,
+        },
+        &[1, 2, 3],
+    );
+    assert!(matches!(
+        map.apply(older_conf),
+        Err(RegionError::StaleEpoch { .. })
+    ));
+    assert_eq!(map, before);
+}
+
+#[test]
+fn routing_lookups() {
+    let mut map = RegionMap::new();
+    let e = Epoch {
+        conf_ver: 1,
+        version: 1,
+    };
+    map.apply(region(1, b"", b"g", e, &[1, 2, 3])).unwrap();
+    map.apply(region(2, b"g", b"p", e, &[1, 2, 3])).unwrap();
+    map.apply(region(3, b"p", b"", e, &[1, 2, 3])).unwrap();
+    assert_eq!(map.locate(b"").map(|r| r.id), Some(1));
+    assert_eq!(map.locate(b"g").map(|r| r.id), Some(2));
+    assert_eq!(map.locate(b"zzz").map(|r| r.id), Some(3));
+    assert_eq!(map.prev(b"h").map(|r| r.id), Some(1));
+    assert_eq!(map.prev(b"a").map(|r| r.id), None);
+    let ids: Vec<_> = map.scan(b"h", b"q", 0).iter().map(|r| r.id).collect();
+    assert_eq!(ids, vec![2, 3]);
+    let ids: Vec<_> = map.scan(b"", b"", 2).iter().map(|r| r.id).collect();
+    assert_eq!(ids, vec![1, 2]);
+}
