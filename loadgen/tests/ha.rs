@@ -138,8 +138,10 @@ async fn leader_sigkilled_repeatedly_never_steps_back() {
     }
 
     let kills = 5;
+    // Only the first leader's address: the client must learn the others from it, since that
+    // node is the first to die.
     let args = tso_load(
-        nodes.iter().map(|n| n.listen.clone()).collect(),
+        vec![nodes[first].listen.clone()],
         ca,
         Duration::from_secs(4 + 5 * kills),
         32,

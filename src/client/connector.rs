@@ -121,13 +121,11 @@ impl Connector {
         let Ok(target) = resolve(client_url).await else {
             return;
         };
+        self.learn(client_url).await;
         let index = match self.targets.lock() {
-            Ok(mut targets) => match targets.iter().position(|t| t.addr == target.addr) {
+            Ok(targets) => match targets.iter().position(|t| t.addr == target.addr) {
                 Some(i) => i,
-                None => {
-                    targets.push(target.clone());
-                    targets.len() - 1
-                }
+                None => return,
             },
             Err(_) => return,
         };
@@ -139,6 +137,18 @@ impl Connector {
         {
             if let Some((_, conn)) = current.take() {
                 conn.close(0u32.into(), b"following the leader");
+            }
+        }
+    }
+
+    /// Adds a member's address to the targets (no effect if known or unresolvable).
+    pub async fn learn(&self, client_url: &str) {
+        let Ok(target) = resolve(client_url).await else {
+            return;
+        };
+        if let Ok(mut targets) = self.targets.lock() {
+            if !targets.iter().any(|t| t.addr == target.addr) {
+                targets.push(target);
             }
         }
     }

@@ -53,7 +53,14 @@ impl Client {
             Arc::new(Connector::new(&opts.endpoints, &opts.trust, opts.retry_budget).await?);
         connector.connection().await?;
         let tso = tso::Dispatcher::start(connector.clone(), opts.tso_streams.max(1));
-        Ok(Client { connector, tso })
+        let client = Client { connector, tso };
+        // Learn every member, so the client survives the loss of the ones it was given.
+        if let Ok(members) = client.members().await {
+            for m in members.members.iter().chain(members.leader.as_ref()) {
+                client.connector.learn(&m.client_url).await;
+            }
+        }
+        Ok(client)
     }
 
     /// One timestamp, strictly greater than any returned before this call was made.

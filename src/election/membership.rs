@@ -16,6 +16,8 @@ pub struct Membership {
     leader: watch::Receiver<Option<MemberInfo>>,
     /// Set once the cluster removed this member: it never campaigns again.
     removed: Arc<AtomicBool>,
+    /// Every registered member, refreshed from etcd; empty on the single embedded node.
+    registered: Arc<std::sync::Mutex<Vec<MemberInfo>>>,
 }
 
 impl Membership {
@@ -29,6 +31,7 @@ impl Membership {
             me,
             leader,
             removed: Arc::new(AtomicBool::new(false)),
+            registered: Default::default(),
         }
     }
 
@@ -52,12 +55,25 @@ impl Membership {
             .is_some_and(|l| l.id == self.me.id)
     }
 
-    /// The members this node knows: itself, and the leader when that is another node.
+    /// Replaces the registered members (from the registry in etcd).
+    pub fn set_registered(&self, members: Vec<MemberInfo>) {
+        if let Ok(mut r) = self.registered.lock() {
+            *r = members;
+        }
+    }
+
+    /// The members this node knows: the registered ones, and always itself and the leader.
     pub fn reply(&self) -> MembersReply {
         let leader = self.leader();
-        let mut members = vec![self.me.clone()];
-        if let Some(l) = leader.as_ref().filter(|l| l.id != self.me.id) {
-            members.push(l.clone());
+        let mut members = self
+            .registered
+            .lock()
+            .map(|r| r.clone())
+            .unwrap_or_default();
+        for m in std::iter::once(&self.me).chain(leader.as_ref()) {
+            if !members.iter().any(|k| k.id == m.id) {
+                members.push(m.clone());
+            }
         }
         MembersReply {
             cluster_id: self.cluster_id,

@@ -155,10 +155,10 @@ async fn serve(opts: ServeOptions) -> anyhow::Result<()> {
                 opts.config.election.safety_margin_ms,
             )
             .with_removed_flag(membership.removed_flag());
-            tokio::spawn(watch_removal(
+            tokio::spawn(watch_registry(
                 (*store).clone(),
-                keys.removed(&me.name),
-                membership.removed_flag(),
+                keys.clone(),
+                membership.clone(),
                 stop_rx.clone(),
             ));
             let leadership = leadership::Leadership {
@@ -253,18 +253,33 @@ async fn wait_for_signal() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Polls this member's removal marker; once set, the flag stays set.
-async fn watch_removal(
+/// Polls the member registry (for `GetMembers`, so clients learn every member) and this
+/// member's removal marker (once set, the flag stays set).
+async fn watch_registry(
     store: EtcdStore,
-    key: Vec<u8>,
-    removed: Arc<std::sync::atomic::AtomicBool>,
+    keys: Keys,
+    membership: Membership,
     mut shutdown: watch::Receiver<bool>,
 ) {
+    let removed_key = keys.removed(&membership.me.name);
     loop {
-        if let Ok(Some(_)) = store.get(&key).await {
-            removed.store(true, std::sync::atomic::Ordering::Release);
-            tracing::warn!("this member was removed from the cluster: it will not campaign again");
-            return;
+        if let Ok(listed) = store.list(&keys.members_prefix()).await {
+            let members = listed
+                .iter()
+                .filter(|(k, _)| k.ends_with(b"/info"))
+                .filter_map(|(_, v)| crate::election::decode_member(v))
+                .collect();
+            membership.set_registered(members);
+        }
+        if !membership.is_removed() {
+            if let Ok(Some(_)) = store.get(&removed_key).await {
+                membership
+                    .removed_flag()
+                    .store(true, std::sync::atomic::Ordering::Release);
+                tracing::warn!(
+                    "this member was removed from the cluster: it will not campaign again"
+                );
+            }
         }
         tokio::select! {
             _ = tokio::time::sleep(Duration::from_millis(500)) => {}

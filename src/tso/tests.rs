@@ -156,15 +156,10 @@ fn window_limit_is_never_crossed() {
 }
 
 /// T1 under contention: two threads allocate while a third ticks and renews; every range is
-/// disjoint from every other and each thread's ranges increase.
-#[test]
-fn racing_allocations_and_ticks_never_overlap() {
-    let alloc = Arc::new(Allocator::new(50));
-    let cfg = WindowConfig {
-        window_ms: 100,
-        renew_below_ms: 60,
-        max_lead_ms: 50,
-    };
+/// disjoint from every other and each thread's ranges increase. A proptest over the window
+/// shape and the request sizes, few cases since each races real threads.
+fn race(cfg: WindowConfig, max_count: u32) {
+    let alloc = Arc::new(Allocator::new(cfg.max_lead_ms));
     let clock = Arc::new(AtomicU64::new(1_000));
     let plan = cfg.plan_start(1_000, None);
     alloc.begin(plan.start_ms, plan.limit_ms, 1_000);
@@ -193,7 +188,7 @@ fn racing_allocations_and_ticks_never_overlap() {
                 let mut i = 0u32;
                 while got.len() < 200_000 {
                     i = i.wrapping_add(1);
-                    let count = 1 + (i.wrapping_mul(2_654_435_761) ^ w) % 64;
+                    let count = 1 + (i.wrapping_mul(2_654_435_761) ^ w) % max_count;
                     match alloc.allocate(count) {
                         Ok(r) => got.push(r),
                         Err(AllocError::Exhausted) => std::thread::yield_now(),
@@ -223,5 +218,15 @@ fn racing_allocations_and_ticks_never_overlap() {
             pair[0],
             pair[1]
         );
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(8))]
+
+    #[test]
+    fn racing_allocations_and_ticks_never_overlap(window_ms in 20u64..200, lead in 1u64..100, max_count in 1u32..1024) {
+        let cfg = WindowConfig { window_ms, renew_below_ms: window_ms / 2, max_lead_ms: lead };
+        race(cfg, max_count);
     }
 }
