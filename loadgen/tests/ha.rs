@@ -10,7 +10,7 @@ use loadgen::run;
 mod common;
 use common::{free_udp_port, meridian_bin, tso_load};
 use meridian::admin::AdminClient;
-use meridian::client::{Client, ClientOptions};
+use meridian::client::{Client, ClientOptions, RpcStream};
 use meridian::harness::{EtcdProcess, ServerProcess};
 use meridian::proto::{ErrorReply, Request, Response};
 use meridian::tls::Trust;
@@ -44,6 +44,14 @@ fn start_cluster() -> (tempfile::TempDir, EtcdProcess, Vec<Node>, PathBuf) {
     let nodes = cluster(tmp.path(), &etcd);
     let ca = nodes[0].data.join("tls").join("ca.pem");
     (tmp, etcd, nodes, ca)
+}
+
+/// A request stream to exactly `node`, never redirected: what that node itself answers.
+async fn direct_stream(node: &Node, ca: &Path) -> RpcStream {
+    let mut opts = ClientOptions::new(vec![node.listen.clone()], Trust::Ca(ca.to_path_buf()));
+    opts.retry_budget = Duration::from_secs(1);
+    let client = Client::connect(opts).await.unwrap();
+    client.open_stream().await.unwrap()
 }
 
 /// SIGTERM to every running node; each must exit cleanly.
@@ -120,13 +128,8 @@ async fn leader_sigkilled_repeatedly_never_steps_back() {
 
     // A follower refuses TSO and names the leader.
     let follower = (first + 1) % 3;
-    let mut opts = ClientOptions::new(vec![nodes[follower].listen.clone()], Trust::Ca(ca.clone()));
-    opts.retry_budget = Duration::from_secs(2);
-    let direct = Client::connect(opts).await.unwrap();
-    match direct
-        .open_stream()
+    match direct_stream(&nodes[follower], &ca)
         .await
-        .unwrap()
         .call(&Request::Tso { count: 1 })
         .await
         .unwrap()
@@ -231,32 +234,27 @@ async fn graceful_transfer_to_each_member_in_turn() {
     stop_all(&mut nodes);
 }
 
-/// One etcd counter from its Prometheus text.
-fn etcd_counter(etcd: &EtcdProcess, name: &str) -> f64 {
-    let (_, text) = AdminClient::new(&etcd.endpoint()).get("/metrics").unwrap();
+/// One counter from the Prometheus text at `addr` (etcd's client URL or a node's admin address).
+fn counter(addr: &str, name: &str) -> f64 {
+    let (_, text) = AdminClient::new(addr).get("/metrics").unwrap();
     text.lines()
         .find_map(|l| l.strip_prefix(name).and_then(|v| v.trim().parse().ok()))
-        .unwrap_or_else(|| panic!("{name} missing from etcd metrics"))
-}
-
-fn meridian_counter(admin: &str, name: &str) -> f64 {
-    let (_, text) = AdminClient::new(admin).get("/metrics").unwrap();
-    text.lines()
-        .find_map(|l| l.strip_prefix(name).and_then(|v| v.trim().parse().ok()))
-        .unwrap_or_else(|| panic!("{name} missing from meridian metrics"))
+        .unwrap_or_else(|| panic!("{name} missing from {addr}/metrics"))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn steady_state_writes_etcd_once_per_window_renewal_and_never_per_request() {
     let (_tmp, etcd, mut nodes, ca) = tokio::task::block_in_place(start_cluster);
     let leader_admin = nodes[tokio::task::block_in_place(|| leader(&nodes))].admin();
-    let writes =
-        || etcd_counter(&etcd, "etcd_mvcc_put_total") + etcd_counter(&etcd, "etcd_mvcc_txn_total");
+    let writes = || {
+        counter(&etcd.endpoint(), "etcd_mvcc_put_total")
+            + counter(&etcd.endpoint(), "etcd_mvcc_txn_total")
+    };
     let (writes_before, renewals_before, requests_before) = tokio::task::block_in_place(|| {
         (
             writes(),
-            meridian_counter(&leader_admin, "meridian_tso_window_renewals_total"),
-            meridian_counter(&leader_admin, "meridian_requests_total{kind=\"tso\"}"),
+            counter(&leader_admin, "meridian_tso_window_renewals_total"),
+            counter(&leader_admin, "meridian_requests_total{kind=\"tso\"}"),
         )
     });
     let args = tso_load(
@@ -270,8 +268,8 @@ async fn steady_state_writes_etcd_once_per_window_renewal_and_never_per_request(
     let (writes_after, renewals_after, requests_after) = tokio::task::block_in_place(|| {
         (
             writes(),
-            meridian_counter(&leader_admin, "meridian_tso_window_renewals_total"),
-            meridian_counter(&leader_admin, "meridian_requests_total{kind=\"tso\"}"),
+            counter(&leader_admin, "meridian_tso_window_renewals_total"),
+            counter(&leader_admin, "meridian_requests_total{kind=\"tso\"}"),
         )
     });
     let (writes, renewals, requests) = (
@@ -296,10 +294,7 @@ async fn etcd_gone_longer_than_the_lease_stops_the_leader_then_service_resumes()
     let old = tokio::task::block_in_place(|| leader(&nodes));
 
     // A stream straight to the leader, never redirected, to see what it hands out.
-    let mut opts = ClientOptions::new(vec![nodes[old].listen.clone()], Trust::Ca(ca.clone()));
-    opts.retry_budget = Duration::from_secs(1);
-    let direct = Client::connect(opts).await.unwrap();
-    let mut stream = direct.open_stream().await.unwrap();
+    let mut stream = direct_stream(&nodes[old], &ca).await;
 
     let args = tso_load(
         nodes.iter().map(|n| n.listen.clone()).collect(),
@@ -377,13 +372,8 @@ async fn removed_member_refuses_tso_and_never_campaigns() {
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    let mut opts = ClientOptions::new(vec![nodes[removed].listen.clone()], Trust::Ca(ca));
-    opts.retry_budget = Duration::from_secs(1);
-    let direct = Client::connect(opts).await.unwrap();
-    match direct
-        .open_stream()
+    match direct_stream(&nodes[removed], &ca)
         .await
-        .unwrap()
         .call(&Request::Tso { count: 1 })
         .await
         .unwrap()

@@ -169,11 +169,6 @@ impl Connector {
             }
         }
     }
-
-    /// The QUIC endpoint, for tests that need to speak raw bytes over a verified connection.
-    pub fn endpoint(&self) -> &quinn::Endpoint {
-        &self.endpoint
-    }
 }
 
 impl Drop for Connector {

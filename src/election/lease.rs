@@ -33,10 +33,6 @@ impl LeaseProof {
         self.valid_until_ms.is_some_and(|until| now_ms < until)
     }
 
-    pub fn valid_until_ms(&self) -> Option<u64> {
-        self.valid_until_ms
-    }
-
     /// Forget every proof (lease revoked, or resigned).
     pub fn revoke(&mut self) {
         self.valid_until_ms = None;

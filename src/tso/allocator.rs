@@ -28,11 +28,6 @@ impl TsRange {
     pub fn last(&self) -> Timestamp {
         Timestamp::from_u64(self.first.as_u64() + u64::from(self.count) - 1)
     }
-
-    pub fn iter(&self) -> impl Iterator<Item = Timestamp> {
-        let first = self.first.as_u64();
-        (first..first + u64::from(self.count)).map(Timestamp::from_u64)
-    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -152,11 +147,6 @@ impl Allocator {
     /// The next timestamp that would be handed out.
     pub fn current(&self) -> Timestamp {
         Timestamp::from_u64(self.next.0.load(Ordering::Acquire))
-    }
-
-    /// The persisted window limit this allocator serves under, 0 while not serving.
-    pub fn window_limit_ms(&self) -> u64 {
-        self.lock().window_limit_ms
     }
 
     pub fn is_serving(&self) -> bool {
