@@ -1,10 +1,14 @@
-//! GetRegion by key on the region map: 1,000,000 regions, random keys, one core. The ordered
-//! index is the baseline for the sharded, lock-free design issue 4 asks for.
+//! GetRegion by key: 1,000,000 regions, random keys. The shared lock-free `RangeIndex` against
+//! the baseline it replaced, the ordered map behind one mutex; alone, and with a second thread
+//! doing the same lookups at the same time (what two cores routing at once see).
 
 use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use meridian::placement::{Epoch, Peer, PeerRole, Region, RegionMap};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use meridian::placement::{Epoch, Peer, PeerRole, RangeIndex, Region, RegionMap};
 
 const REGIONS: u64 = 1_000_000;
 
@@ -15,61 +19,121 @@ fn key(i: u64) -> Vec<u8> {
     k
 }
 
-fn map() -> RegionMap {
-    let mut map = RegionMap::new();
-    for i in 0..REGIONS {
-        let start = if i == 0 { Vec::new() } else { key(i) };
-        let end = if i + 1 == REGIONS {
-            Vec::new()
-        } else {
-            key(i + 1)
-        };
-        let peers: Vec<_> = (0..3)
-            .map(|p| Peer {
-                id: i * 3 + p + 1,
-                store_id: p + 1,
-                role: PeerRole::Voter,
-            })
-            .collect();
-        map.apply(Region {
-            id: i + 1,
-            start_key: start,
-            end_key: end,
-            epoch: Epoch {
-                conf_ver: 1,
-                version: 1,
-            },
-            leader: Some(peers[0].id),
-            peers,
-            approximate_size: 96 << 20,
-            approximate_keys: 1_000_000,
-            written_bytes: 0,
-            written_keys: 0,
+fn regions() -> Vec<Region> {
+    (0..REGIONS)
+        .map(|i| {
+            let start = if i == 0 { Vec::new() } else { key(i) };
+            let end = if i + 1 == REGIONS {
+                Vec::new()
+            } else {
+                key(i + 1)
+            };
+            let peers: Vec<_> = (0..3)
+                .map(|p| Peer {
+                    id: i * 3 + p + 1,
+                    store_id: p + 1,
+                    role: PeerRole::Voter,
+                })
+                .collect();
+            Region {
+                id: i + 1,
+                start_key: start,
+                end_key: end,
+                epoch: Epoch {
+                    conf_ver: 1,
+                    version: 1,
+                },
+                leader: Some(peers[0].id),
+                peers,
+            }
         })
-        .expect("regions are disjoint");
-    }
-    map
+        .collect()
 }
 
-fn bench(c: &mut Criterion) {
-    let map = map();
+fn keys() -> Vec<Vec<u8>> {
     // Keys spread over all regions; a fixed xorshift sequence keeps runs comparable.
     let mut x = 0x9E37_79B9_7F4A_7C15u64;
-    let keys: Vec<Vec<u8>> = (0..4096)
+    (0..4096)
         .map(|_| {
             x ^= x << 13;
             x ^= x >> 7;
             x ^= x << 17;
             key(x % REGIONS).into_iter().chain([7u8]).collect()
         })
-        .collect();
-    let mut i = 0;
-    c.bench_function("region_map/locate/1M regions", |b| {
-        b.iter(|| {
-            i = (i + 1) & 4095;
-            black_box(map.locate(black_box(&keys[i])).map(|r| r.id))
-        })
-    });
+        .collect()
+}
+
+/// Runs `lookup` on a second thread over the same keys until dropped.
+struct Contender(Arc<AtomicBool>, Option<std::thread::JoinHandle<()>>);
+
+impl Contender {
+    fn start(lookup: impl Fn(&[u8]) -> u64 + Send + 'static) -> Self {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let keys = keys();
+        let handle = std::thread::spawn(move || {
+            let mut i = 0;
+            while !flag.load(Ordering::Relaxed) {
+                i = (i + 1) & 4095;
+                black_box(lookup(&keys[i]));
+            }
+        });
+        Contender(stop, Some(handle))
+    }
+}
+
+impl Drop for Contender {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+        if let Some(h) = self.1.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+fn bench(c: &mut Criterion) {
+    let keys = keys();
+    let index = Arc::new(RangeIndex::new());
+    assert_eq!(index.reset(regions()), 0);
+    let mut map = RegionMap::new();
+    for r in regions() {
+        map.apply(r).expect("regions are disjoint");
+    }
+    let map = Arc::new(Mutex::new(map));
+    let index_lookup = {
+        let index = index.clone();
+        // Under the snapshot guard, as the server encodes a reply: no reference count touched.
+        move |k: &[u8]| index.snapshot().locate(k).map_or(0, |r| r.region.id)
+    };
+    let map_lookup = {
+        let map = map.clone();
+        move |k: &[u8]| {
+            let map = map.lock().expect("not poisoned");
+            map.locate(k).map_or(0, |r| r.id)
+        }
+    };
+
+    let mut group = c.benchmark_group("locate/1M regions");
+    for threads in [1, 2] {
+        let contender = (threads == 2).then(|| Contender::start(index_lookup.clone()));
+        let mut i = 0;
+        group.bench_function(format!("range index, {threads} thread(s)"), |b| {
+            b.iter(|| {
+                i = (i + 1) & 4095;
+                index_lookup(black_box(&keys[i]))
+            })
+        });
+        drop(contender);
+        let contender = (threads == 2).then(|| Contender::start(map_lookup.clone()));
+        group.bench_function(format!("mutex map (baseline), {threads} thread(s)"), |b| {
+            b.iter(|| {
+                i = (i + 1) & 4095;
+                map_lookup(black_box(&keys[i]))
+            })
+        });
+        drop(contender);
+    }
+    group.finish();
 }
 
 criterion_group!(benches, bench);

@@ -4,11 +4,13 @@
 
 use std::cmp::Ordering;
 
+use rkyv::{Archive, Deserialize, Serialize};
+
 /// Most peers a region may have; more is a malformed report, not a placement.
 pub const MAX_PEERS: usize = 16;
 
 /// `conf_ver` grows with membership changes, `version` with splits and merges.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
+#[derive(Archive, Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
 pub struct Epoch {
     pub conf_ver: u64,
     pub version: u64,
@@ -21,20 +23,22 @@ impl Epoch {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Archive, Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum PeerRole {
     Voter,
     Learner,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Archive, Serialize, Deserialize, Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Peer {
     pub id: u64,
     pub store_id: u64,
     pub role: PeerRole,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// What routing needs of a region; the sizes a leader reports travel beside it as
+/// [`RegionStats`] and never enter the shared index.
+#[derive(Archive, Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
 pub struct Region {
     pub id: u64,
     pub start_key: Vec<u8>,
@@ -44,6 +48,11 @@ pub struct Region {
     pub peers: Vec<Peer>,
     /// The leader peer's id.
     pub leader: Option<u64>,
+}
+
+/// Sizes and traffic a region's leader reports with each heartbeat.
+#[derive(Archive, Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct RegionStats {
     pub approximate_size: u64,
     pub approximate_keys: u64,
     pub written_bytes: u64,
@@ -59,6 +68,12 @@ pub enum RegionError {
 }
 
 impl Region {
+    /// The leader peer, if the report names one.
+    pub fn leader_peer(&self) -> Option<&Peer> {
+        let leader = self.leader?;
+        self.peers.iter().find(|p| p.id == leader)
+    }
+
     /// Whether `key` falls in `[start, end)`.
     pub fn contains(&self, key: &[u8]) -> bool {
         key >= self.start_key.as_slice()

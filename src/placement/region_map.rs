@@ -73,6 +73,9 @@ impl RegionMap {
     /// Regions overlapping `[start, end)` (empty `end`: to the end) in key order; `limit` 0 means
     /// no limit.
     pub fn scan(&self, start: &[u8], end: &[u8], limit: usize) -> Vec<&Region> {
+        if !end.is_empty() && end <= start {
+            return Vec::new();
+        }
         let probe = Region {
             id: 0,
             start_key: start.to_vec(),
@@ -80,10 +83,6 @@ impl RegionMap {
             epoch: Default::default(),
             peers: Vec::new(),
             leader: None,
-            approximate_size: 0,
-            approximate_keys: 0,
-            written_bytes: 0,
-            written_keys: 0,
         };
         let ids = self.overlapping(&probe);
         let take = if limit == 0 { ids.len() } else { limit };

@@ -27,10 +27,6 @@ fn region(id: u64, start: &[u8], end: &[u8], epoch: Epoch, stores: &[u64]) -> Re
         epoch,
         leader: Some(peers[0].id),
         peers,
-        approximate_size: 0,
-        approximate_keys: 0,
-        written_bytes: 0,
-        written_keys: 0,
     }
 }
 
@@ -68,11 +64,20 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(256))]
 
     #[test]
-    fn histories_keep_p1_and_p2(ops in proptest::collection::vec(op(), 1..80), split_right_first in any::<bool>()) {
+    fn histories_keep_p1_and_p2(
+        ops in proptest::collection::vec(op(), 1..80),
+        split_right_first in any::<bool>(),
+        segment in 1usize..5,
+        probes in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..3), 8),
+    ) {
         let mut truth = vec![region(1, b"", b"", Epoch { conf_ver: 1, version: 1 }, &[1, 2, 3])];
         let mut history = truth.clone();
         let mut map = RegionMap::new();
         map.apply(truth[0].clone()).unwrap();
+        // The shared index must agree with the model map at every step; tiny segments put
+        // segment boundaries everywhere.
+        let index = RangeIndex::with_segment_size(segment);
+        index.apply(truth[0].clone()).unwrap();
         let mut next_id = 2u64;
 
         for op in ops {
@@ -115,6 +120,8 @@ proptest! {
                     let old = history[j % history.len()].clone();
                     let current = truth.contains(&old);
                     let before = map.clone();
+                    let index_result = index.apply(old.clone());
+                    prop_assert_eq!(index_result.is_ok(), map.clone().apply(old.clone()).is_ok());
                     let result = map.apply(old);
                     if current {
                         prop_assert!(result.is_ok(), "{result:?}");
@@ -127,10 +134,14 @@ proptest! {
             }
             for r in reports {
                 history.push(r.clone());
+                let in_index = index.apply(r.clone());
+                prop_assert!(in_index.is_ok(), "{in_index:?}");
                 let applied = map.apply(r);
                 prop_assert!(applied.is_ok(), "{applied:?}");
+                prop_assert_eq!(&in_index.unwrap().removed, &applied.unwrap().removed);
                 assert_no_overlap(&map)?;
             }
+            assert_same(&index, &map, &probes)?;
         }
         // Every current state delivered once more: the map is the truth.
         for r in &truth {
@@ -142,7 +153,60 @@ proptest! {
             let key = r.start_key.clone();
             prop_assert_eq!(map.locate(&key).map(|x| x.id), Some(r.id));
         }
+        // A new leader's load rebuilds the same index from the stored regions in any order.
+        let reloaded = RangeIndex::with_segment_size(segment);
+        let mut stored: Vec<Region> = index.snapshot().iter().map(|r| r.region.clone()).collect();
+        stored.reverse();
+        prop_assert_eq!(reloaded.reset(stored), 0);
+        assert_same(&reloaded, &map, &probes)?;
     }
+}
+
+/// The index answers every read exactly as the model map does.
+fn assert_same(
+    index: &RangeIndex,
+    map: &RegionMap,
+    probes: &[Vec<u8>],
+) -> Result<(), TestCaseError> {
+    let snap = index.snapshot();
+    let ids: Vec<u64> = snap.iter().map(|r| r.region.id).collect();
+    let model: Vec<u64> = map.iter().map(|r| r.id).collect();
+    prop_assert_eq!(&ids, &model);
+    prop_assert_eq!(snap.len(), map.len());
+    for r in map.iter() {
+        prop_assert_eq!(index.get(r.id).map(|x| x.region.clone()), Some(r.clone()));
+    }
+    for key in probes {
+        prop_assert_eq!(
+            snap.locate(key).map(|r| r.region.id),
+            map.locate(key).map(|r| r.id),
+            "locate {:?}",
+            key
+        );
+        prop_assert_eq!(
+            snap.prev(key).map(|r| r.region.id),
+            map.prev(key).map(|r| r.id),
+            "prev {:?}",
+            key
+        );
+        let mut upper = key.clone();
+        upper.push(0x40);
+        for (end, limit) in [
+            (&b""[..], 0),
+            (&upper[..], 0),
+            (&b""[..], 2),
+            (&b"\x01"[..], 0),
+        ] {
+            let got: Vec<u64> = snap
+                .scan(key, end, limit)
+                .iter()
+                .map(|r| r.region.id)
+                .collect();
+            let want: Vec<u64> = map.scan(key, end, limit).iter().map(|r| r.id).collect();
+            prop_assert_eq!(got, want, "scan {:?}..{:?}", key, end);
+        }
+    }
+    Ok(())
 }
 
 #[test]
