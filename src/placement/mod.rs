@@ -2,14 +2,25 @@
 //! region. No I/O, no clock: the server shell feeds heartbeats in and persists what changed.
 
 mod id_alloc;
+mod operator;
 mod range_index;
 mod region;
 mod region_map;
+mod schedule;
+mod shard;
+mod store;
 
 pub use id_alloc::IdAllocator;
+pub use operator::{Operator, Pending};
 pub use range_index::{Change, RangeIndex, Route, Snapshot, SEGMENT};
 pub use region::{Epoch, Peer, PeerRole, Region, RegionError, RegionStats, MAX_PEERS};
 pub use region_map::{Applied, RegionMap};
+pub use schedule::{decide, Allowance, ScheduleConfig, StoreLoad, StoreView};
+pub use shard::{Outcome, Shard};
+pub use store::{
+    Label, Store, StoreError, StoreMap, StoreState, StoreStats, StoreStatus, MAX_ADDRESS_LEN,
+    MAX_LABELS,
+};
 
 #[cfg(test)]
 mod tests;

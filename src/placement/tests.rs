@@ -347,3 +347,78 @@ fn routing_lookups() {
     let ids: Vec<_> = map.scan(b"", b"", 2).iter().map(|r| r.id).collect();
     assert_eq!(ids, vec![1, 2]);
 }
+
+/// Readers on other threads, while one writer splits regions over and over, always see a
+/// whole key space: every key in exactly one region, each region ending where the next starts.
+#[test]
+fn readers_never_see_a_gap_or_an_overlap_during_splits() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+
+    let index = Arc::new(RangeIndex::with_segment_size(4));
+    let e = Epoch {
+        conf_ver: 1,
+        version: 1,
+    };
+    index.apply(region(1, b"", b"", e, &[1, 2, 3])).unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let readers: Vec<_> = (0..2)
+        .map(|_| {
+            let (index, stop) = (index.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let mut checked = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    let snap = index.snapshot();
+                    let all: Vec<_> = snap.iter().map(|r| r.region.clone()).collect();
+                    assert!(all[0].start_key.is_empty());
+                    assert!(all[all.len() - 1].end_key.is_empty());
+                    for pair in all.windows(2) {
+                        assert_eq!(pair[0].end_key, pair[1].start_key, "gap or overlap");
+                    }
+                    for k in 0..=255u8 {
+                        assert!(snap.locate(&[k, 1]).is_some(), "no region for {k}");
+                    }
+                    checked += 1;
+                }
+                checked
+            })
+        })
+        .collect();
+    // Split every region at its midpoint byte until 200 exist.
+    let mut next = 2u64;
+    while index.len() < 200 {
+        let snap = index.snapshot();
+        let regions: Vec<Region> = snap.iter().map(|r| r.region.clone()).collect();
+        drop(snap);
+        for r in regions {
+            let lo = r.start_key.first().copied().unwrap_or(0) as u16;
+            let hi = r.end_key.first().copied().map_or(256, |b| b as u16);
+            let mid = (lo + hi) / 2;
+            let key = if mid as u8 > lo as u8 && hi - lo >= 2 {
+                vec![mid as u8]
+            } else {
+                let mut k = r.start_key.clone();
+                k.push(128);
+                k
+            };
+            if !r.contains(&key) || key <= r.start_key {
+                continue;
+            }
+            let epoch = Epoch {
+                conf_ver: 1,
+                version: r.epoch.version + 1,
+            };
+            let left = region(next, &r.start_key, &key, epoch, &[1, 2, 3]);
+            let right = region(r.id, &key, &r.end_key, epoch, &[1, 2, 3]);
+            next += 1;
+            // Both halves in one change set: readers see the split whole.
+            for result in index.apply_batch(vec![right, left]) {
+                result.unwrap();
+            }
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    for r in readers {
+        assert!(r.join().unwrap() > 0);
+    }
+}

@@ -1,0 +1,359 @@
+//! A shard: the regions one core owns (`region_id % cores`) with what only heartbeats change:
+//! sizes, and the one pending operator. A heartbeat that repeats the current route touches
+//! nothing shared; one that changes the route goes through the shared index (P1, P2). Pure:
+//! the caller passes the clock, the stores and the id source.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use super::operator::{Operator, Pending};
+use super::range_index::{RangeIndex, Route};
+use super::region::{Region, RegionError, RegionStats};
+use super::schedule::{decide, Allowance, ScheduleConfig, StoreView};
+
+#[derive(Debug)]
+struct Entry {
+    route: Arc<Route>,
+    stats: RegionStats,
+    pending: Option<Box<Pending>>,
+}
+
+/// What a heartbeat did.
+#[derive(Debug, Default)]
+pub struct Outcome {
+    /// The operator the leader should run (a pending one is sent again until done).
+    pub operator: Option<Operator>,
+    /// The route to persist, when its range or epoch changed.
+    pub persist: Option<Arc<Route>>,
+    /// Regions the change displaced; their owners forget them and persistence deletes them.
+    pub removed: Vec<u64>,
+}
+
+#[derive(Debug, Default)]
+pub struct Shard {
+    regions: HashMap<u64, Entry>,
+    cfg: ScheduleConfig,
+    leader_moves: usize,
+    replica_moves: usize,
+}
+
+impl Shard {
+    pub fn new(cfg: ScheduleConfig) -> Self {
+        Shard {
+            cfg,
+            ..Shard::default()
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.regions.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.regions.is_empty()
+    }
+
+    /// The current route of a region this shard owns.
+    pub fn get(&self, id: u64) -> Option<&Arc<Route>> {
+        self.regions
+            .get(&id)
+            .map(|e| &e.route)
+            .filter(|r| r.is_current())
+    }
+
+    pub fn stats(&self, id: u64) -> Option<RegionStats> {
+        self.regions.get(&id).map(|e| e.stats)
+    }
+
+    /// A leader's heartbeat. On error nothing changed, here or in the index.
+    pub fn heartbeat(
+        &mut self,
+        region: Region,
+        stats: RegionStats,
+        now_ms: u64,
+        index: &RangeIndex,
+        stores: &StoreView,
+        new_peer_id: &mut dyn FnMut() -> Option<u64>,
+    ) -> Result<Outcome, RegionError> {
+        let bad = |why: String| Err(RegionError::Invalid(region.id, why));
+        if region.leader.is_none() {
+            return bad("only a region's leader reports it, and this report names none".into());
+        }
+        if let Some(p) = region
+            .peers
+            .iter()
+            .find(|p| stores.get(p.store_id).is_none())
+        {
+            return bad(format!("peer {} is on unknown store {}", p.id, p.store_id));
+        }
+        let id = region.id;
+        let mut outcome = Outcome::default();
+        let unchanged = self
+            .regions
+            .get(&region.id)
+            .is_some_and(|e| e.route.is_current() && e.route.region == region);
+        if !unchanged {
+            let change = index.apply(region)?;
+            if change.epoch_changed {
+                outcome.persist = Some(change.route.clone());
+            }
+            outcome.removed = change.removed;
+            match self.regions.get_mut(&id) {
+                Some(e) => e.route = change.route,
+                None => {
+                    self.regions.insert(
+                        id,
+                        Entry {
+                            route: change.route,
+                            stats,
+                            pending: None,
+                        },
+                    );
+                }
+            }
+            for removed in &outcome.removed {
+                self.forget(*removed);
+            }
+        }
+        let Some(entry) = self.regions.get_mut(&id) else {
+            return Ok(outcome);
+        };
+        entry.stats = stats;
+        let region = &entry.route.region;
+        if let Some(p) = &entry.pending {
+            if !p.operator.is_done(region) && now_ms < p.deadline_ms {
+                outcome.operator = Some(p.operator.clone());
+                return Ok(outcome);
+            }
+            let done = entry.pending.take();
+            release(&mut self.leader_moves, &mut self.replica_moves, done);
+        }
+        let allow = Allowance {
+            replica: self.replica_moves < self.cfg.replica_schedule_limit,
+            leader: self.leader_moves < self.cfg.leader_schedule_limit,
+        };
+        if let Some(op) = decide(region, stores, &self.cfg, allow, new_peer_id) {
+            if op.is_leader_move() {
+                self.leader_moves += 1;
+            } else {
+                self.replica_moves += 1;
+            }
+            entry.pending = Some(Box::new(Pending {
+                operator: op.clone(),
+                deadline_ms: now_ms.saturating_add(self.cfg.operator_timeout_ms),
+            }));
+            outcome.operator = Some(op);
+        }
+        Ok(outcome)
+    }
+
+    /// Drops a region another change displaced (or that left the index).
+    pub fn forget(&mut self, id: u64) {
+        if let Some(e) = self.regions.get(&id) {
+            if e.route.is_current() {
+                return;
+            }
+        }
+        if let Some(e) = self.regions.remove(&id) {
+            release(&mut self.leader_moves, &mut self.replica_moves, e.pending);
+        }
+    }
+
+    /// Replaces everything with `routes` (a new leader's load, or nothing on stepping down).
+    pub fn reset(&mut self, routes: impl IntoIterator<Item = Arc<Route>>) {
+        self.regions = routes
+            .into_iter()
+            .map(|route| {
+                (
+                    route.region.id,
+                    Entry {
+                        route,
+                        stats: RegionStats::default(),
+                        pending: None,
+                    },
+                )
+            })
+            .collect();
+        self.leader_moves = 0;
+        self.replica_moves = 0;
+    }
+}
+
+fn release(leader: &mut usize, replica: &mut usize, pending: Option<Box<Pending>>) {
+    if let Some(p) = pending {
+        if p.operator.is_leader_move() {
+            *leader = leader.saturating_sub(1);
+        } else {
+            *replica = replica.saturating_sub(1);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::placement::{Epoch, Peer, PeerRole, Store, StoreMap, StoreState, StoreStats};
+
+    fn view(loads: &[(u64, u64)]) -> StoreView {
+        let mut map = StoreMap::new();
+        for &(id, leaders) in loads {
+            let store = Store {
+                id,
+                address: format!("s{id}:1"),
+                labels: vec![],
+                state: StoreState::Up,
+            };
+            map.put(store, 0).unwrap();
+            let stats = StoreStats {
+                leader_count: leaders,
+                ..Default::default()
+            };
+            map.heartbeat(id, stats, 0).unwrap();
+        }
+        StoreView::of(&map)
+    }
+
+    fn region(id: u64, start: &[u8], end: &[u8], version: u64, stores: &[u64]) -> Region {
+        let peers: Vec<Peer> = stores
+            .iter()
+            .map(|&s| Peer {
+                id: id * 10 + s,
+                store_id: s,
+                role: PeerRole::Voter,
+            })
+            .collect();
+        Region {
+            id,
+            start_key: start.to_vec(),
+            end_key: end.to_vec(),
+            epoch: Epoch {
+                conf_ver: 1,
+                version,
+            },
+            leader: Some(peers[0].id),
+            peers,
+        }
+    }
+
+    #[test]
+    fn repeats_touch_nothing_shared_and_changes_are_persisted() {
+        let index = RangeIndex::new();
+        let stores = view(&[(1, 0), (2, 0), (3, 0)]);
+        let mut shard = Shard::new(ScheduleConfig::default());
+        let r = region(1, b"", b"", 1, &[1, 2, 3]);
+        let stats = RegionStats::default();
+        let first = shard
+            .heartbeat(r.clone(), stats, 0, &index, &stores, &mut || None)
+            .unwrap();
+        assert!(first.persist.is_some());
+        let route = index.locate(b"k").unwrap();
+        let again = shard
+            .heartbeat(r.clone(), stats, 1, &index, &stores, &mut || None)
+            .unwrap();
+        assert!(again.persist.is_none() && again.operator.is_none());
+        assert!(
+            Arc::ptr_eq(&route, &index.locate(b"k").unwrap()),
+            "a repeat republished the route"
+        );
+        // Split: the right half keeps id 1; region 2 (another shard's) took the left.
+        let left = region(2, b"", b"m", 2, &[1, 2, 3]);
+        let change = index.apply(left).unwrap();
+        assert_eq!(change.removed, vec![1]);
+        assert!(shard.get(1).is_none(), "displaced region still served");
+        // The old report of region 1 is now stale against region 2.
+        let stale = shard.heartbeat(r, stats, 2, &index, &stores, &mut || None);
+        assert!(
+            matches!(stale, Err(RegionError::StaleEpoch { .. })),
+            "{stale:?}"
+        );
+        let right = region(1, b"m", b"", 2, &[1, 2, 3]);
+        let out = shard
+            .heartbeat(right, stats, 3, &index, &stores, &mut || None)
+            .unwrap();
+        assert!(out.persist.is_some());
+        assert_eq!(index.len(), 2);
+    }
+
+    #[test]
+    fn bad_reports_change_nothing() {
+        let index = RangeIndex::new();
+        let stores = view(&[(1, 0), (2, 0), (3, 0)]);
+        let mut shard = Shard::new(ScheduleConfig::default());
+        let stats = RegionStats::default();
+        let good = region(1, b"", b"", 1, &[1, 2, 3]);
+        shard
+            .heartbeat(good.clone(), stats, 0, &index, &stores, &mut || None)
+            .unwrap();
+        let before: Vec<Region> = index.snapshot().iter().map(|r| r.region.clone()).collect();
+        let mut unknown_store = region(1, b"", b"", 2, &[1, 2, 9]);
+        unknown_store.leader = Some(11);
+        let mut no_leader = good.clone();
+        no_leader.leader = None;
+        no_leader.epoch.version = 5;
+        for bad in [
+            unknown_store,
+            no_leader,
+            region(1, b"z", b"a", 3, &[1, 2, 3]),
+            region(1, b"", b"", 0, &[1, 2, 3]),
+        ] {
+            assert!(
+                shard
+                    .heartbeat(bad.clone(), stats, 1, &index, &stores, &mut || None)
+                    .is_err(),
+                "{bad:?}"
+            );
+            let after: Vec<Region> = index.snapshot().iter().map(|r| r.region.clone()).collect();
+            assert_eq!(after, before);
+            assert_eq!(shard.get(1).map(|r| r.region.clone()), Some(good.clone()));
+        }
+    }
+
+    #[test]
+    fn one_pending_operator_resent_until_done_or_timed_out() {
+        let index = RangeIndex::new();
+        let stores = view(&[(1, 0), (2, 0), (3, 0), (4, 0)]);
+        let cfg = ScheduleConfig {
+            operator_timeout_ms: 100,
+            ..ScheduleConfig::default()
+        };
+        let mut shard = Shard::new(cfg);
+        let stats = RegionStats::default();
+        let mut ids = 500..;
+        let short = region(1, b"", b"", 1, &[1, 2]);
+        let op = shard
+            .heartbeat(short.clone(), stats, 0, &index, &stores, &mut || ids.next())
+            .unwrap()
+            .operator;
+        let Some(Operator::AddPeer(peer)) = op.clone() else {
+            panic!("{op:?}")
+        };
+        assert_eq!(peer.id, 500);
+        // Resent while pending, with no new id taken.
+        let again = shard
+            .heartbeat(short.clone(), stats, 50, &index, &stores, &mut || {
+                ids.next()
+            })
+            .unwrap();
+        assert_eq!(again.operator, op);
+        // Timed out: decided afresh (a new peer id).
+        let fresh = shard
+            .heartbeat(short.clone(), stats, 150, &index, &stores, &mut || {
+                ids.next()
+            })
+            .unwrap();
+        assert!(matches!(fresh.operator, Some(Operator::AddPeer(ref p)) if p.id == 501));
+        // Done: the leader reports the new peer; nothing more to do.
+        let mut done = short.clone();
+        done.epoch.conf_ver += 1;
+        done.peers.push(Peer {
+            id: 501,
+            store_id: peer.store_id,
+            role: PeerRole::Voter,
+        });
+        let out = shard
+            .heartbeat(done, stats, 160, &index, &stores, &mut || ids.next())
+            .unwrap();
+        assert_eq!(out.operator, None);
+        assert!(out.persist.is_some());
+    }
+}
