@@ -230,6 +230,16 @@ mod tests {
         }
     }
 
+    /// Name, stores (id, state, regions, leaders), the peers' stores, the leader's index,
+    /// the operator expected.
+    type Case = (
+        &'static str,
+        Vec<(u64, StoreState, u64, u64)>,
+        Vec<u64>,
+        usize,
+        Option<Operator>,
+    );
+
     const ALL: Allowance = Allowance {
         replica: true,
         leader: true,
@@ -240,13 +250,7 @@ mod tests {
     fn table() {
         let cfg = ScheduleConfig::default();
         // (stores: id, state, regions, leaders), region peers' stores, leader index, expected
-        let cases: Vec<(
-            &str,
-            Vec<(u64, StoreState, u64, u64)>,
-            Vec<u64>,
-            usize,
-            Option<Operator>,
-        )> = vec![
+        let cases: Vec<Case> = vec![
             (
                 "healthy and balanced",
                 vec![(1, Up, 5, 2), (2, Up, 5, 2), (3, Up, 5, 2)],
