@@ -5,6 +5,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use crate::placement::ScheduleConfig;
 use crate::tso::WindowConfig;
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -13,6 +14,7 @@ pub struct Config {
     pub tso: WindowConfig,
     pub server: ServerConfig,
     pub election: ElectionConfig,
+    pub schedule: ScheduleConfig,
     pub debug: DebugConfig,
 }
 

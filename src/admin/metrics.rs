@@ -11,13 +11,18 @@ pub enum RequestKind {
     Tso = 1,
     GetMembers = 2,
     Malformed = 3,
+    RegionHeartbeat = 4,
+    /// Every other placement request.
+    Placement = 5,
 }
 
-const KINDS: [(&str, RequestKind); 4] = [
+const KINDS: [(&str, RequestKind); 6] = [
     ("ping", RequestKind::Ping),
     ("tso", RequestKind::Tso),
     ("get_members", RequestKind::GetMembers),
     ("malformed", RequestKind::Malformed),
+    ("region_heartbeat", RequestKind::RegionHeartbeat),
+    ("placement", RequestKind::Placement),
 ];
 /// Batch size buckets: `count <= 2^i` for i in 0..=18.
 const BATCH_BUCKETS: usize = 19;
@@ -27,7 +32,7 @@ const LATENCY_BUCKETS: usize = 24;
 #[repr(align(128))]
 #[derive(Default)]
 pub struct CoreMetrics {
-    requests: [AtomicU64; 4],
+    requests: [AtomicU64; KINDS.len()],
     errors: AtomicU64,
     timestamps: AtomicU64,
     batch: [AtomicU64; BATCH_BUCKETS],

@@ -4,6 +4,8 @@
 
 mod connector;
 mod error;
+mod placement;
+mod region_cache;
 mod rpc;
 mod tso;
 
@@ -44,6 +46,9 @@ impl ClientOptions {
 pub struct Client {
     connector: Arc<Connector>,
     tso: tso::Dispatcher,
+    /// Idle request streams for placement calls.
+    streams: Arc<tokio::sync::Mutex<Vec<RpcStream>>>,
+    regions: Arc<region_cache::RegionCache>,
 }
 
 impl Client {
@@ -53,7 +58,12 @@ impl Client {
             Arc::new(Connector::new(&opts.endpoints, &opts.trust, opts.retry_budget).await?);
         connector.connection().await?;
         let tso = tso::Dispatcher::start(connector.clone(), opts.tso_streams.max(1));
-        let client = Client { connector, tso };
+        let client = Client {
+            connector,
+            tso,
+            streams: Default::default(),
+            regions: Default::default(),
+        };
         // Learn every member, so the client survives the loss of the ones it was given.
         if let Ok(members) = client.members().await {
             for m in members.members.iter().chain(members.leader.as_ref()) {

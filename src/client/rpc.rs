@@ -85,6 +85,46 @@ impl RpcStream {
         result
     }
 
+    /// Sends `reqs` back to back with one write and reads their responses, in order: the
+    /// pipelined path for callers with many independent requests (heartbeats).
+    pub async fn call_many(&mut self, reqs: &[Request]) -> Result<Vec<Response>, String> {
+        self.ensure_open().await?;
+        self.out.clear();
+        for req in reqs {
+            proto::encode(req, &mut self.scratch, &mut self.out).map_err(|e| e.to_string())?;
+        }
+        let result = self.exchange_many(reqs.len()).await;
+        if result.is_err() {
+            if let Some(open) = self.open.take() {
+                if open.connection.close_reason().is_some() {
+                    self.connector.invalidate(open.generation).await;
+                }
+            }
+        }
+        result
+    }
+
+    async fn exchange_many(&mut self, n: usize) -> Result<Vec<Response>, String> {
+        let open = self.open.as_mut().ok_or("stream not open")?;
+        open.send
+            .write_all(&self.out)
+            .await
+            .map_err(|e| format!("send: {e}"))?;
+        let mut responses = Vec::with_capacity(n);
+        while responses.len() < n {
+            if let Some(response) = self.decoder.next_response().map_err(|e| e.to_string())? {
+                responses.push(response);
+                continue;
+            }
+            match open.recv.read_chunk(64 * 1024, true).await {
+                Ok(Some(chunk)) => self.decoder.extend(&chunk.bytes),
+                Ok(None) => return Err("stream finished by the server".into()),
+                Err(e) => return Err(format!("receive: {e}")),
+            }
+        }
+        Ok(responses)
+    }
+
     async fn exchange(&mut self) -> Result<Response, String> {
         let open = self.open.as_mut().ok_or("stream not open")?;
         open.send

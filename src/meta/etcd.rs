@@ -5,7 +5,24 @@
 
 use etcd_client::{Compare, CompareOp, DeleteOptions, Txn, TxnOp};
 
-use super::store::{MetaError, MetaStore};
+use super::store::{KeyValue, MetaError, MetaStore, WriteOp};
+
+/// etcd's default `--max-txn-ops`; the guard's compare does not count.
+const TXN_OPS: usize = 128;
+/// Keys per page when listing a prefix.
+const LIST_PAGE: i64 = 10_000;
+
+/// The first key after every key starting with `prefix`.
+fn prefix_end(prefix: &[u8]) -> Vec<u8> {
+    let mut end = prefix.to_vec();
+    while let Some(last) = end.pop() {
+        if last < 0xff {
+            end.push(last + 1);
+            return end;
+        }
+    }
+    vec![0]
+}
 
 /// The leader key and the value it must hold for a guarded write to apply.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -46,20 +63,35 @@ impl EtcdStore {
         }
     }
 
-    /// Every key and value under `prefix`, in key order.
-    pub async fn list(&self, prefix: &[u8]) -> Result<Vec<(Vec<u8>, Vec<u8>)>, MetaError> {
-        let options = etcd_client::GetOptions::new().with_prefix();
-        let response = self
-            .client
-            .kv_client()
-            .get(prefix, Some(options))
-            .await
-            .map_err(io)?;
-        Ok(response
-            .kvs()
-            .iter()
-            .map(|kv| (kv.key().to_vec(), kv.value().to_vec()))
-            .collect())
+    /// Every key and value under `prefix`, in key order, read in pages so a large prefix
+    /// (a million regions) never needs one huge response.
+    pub async fn list(&self, prefix: &[u8]) -> Result<Vec<KeyValue>, MetaError> {
+        let range_end = prefix_end(prefix);
+        let mut out = Vec::new();
+        let mut from = prefix.to_vec();
+        loop {
+            let options = etcd_client::GetOptions::new()
+                .with_range(range_end.clone())
+                .with_limit(LIST_PAGE);
+            let response = self
+                .client
+                .kv_client()
+                .get(from.clone(), Some(options))
+                .await
+                .map_err(io)?;
+            let kvs = response.kvs();
+            out.extend(
+                kvs.iter()
+                    .map(|kv| (kv.key().to_vec(), kv.value().to_vec())),
+            );
+            match kvs.last() {
+                Some(last) if response.more() => {
+                    from = last.key().to_vec();
+                    from.push(0);
+                }
+                _ => return Ok(out),
+            }
+        }
     }
 
     /// The underlying client, for leases, watches and elections.
@@ -68,10 +100,15 @@ impl EtcdStore {
     }
 
     async fn write(&self, op: TxnOp) -> Result<(), MetaError> {
+        self.write_ops(vec![op]).await
+    }
+
+    /// One transaction of `ops`, guarded when this handle is.
+    async fn write_ops(&self, ops: Vec<TxnOp>) -> Result<(), MetaError> {
         let mut kv = self.client.kv_client();
         match &self.guard {
             None => {
-                kv.txn(Txn::new().and_then([op])).await.map_err(io)?;
+                kv.txn(Txn::new().and_then(ops)).await.map_err(io)?;
                 Ok(())
             }
             Some(guard) => {
@@ -81,7 +118,7 @@ impl EtcdStore {
                         CompareOp::Equal,
                         guard.value.clone(),
                     )])
-                    .and_then([op]);
+                    .and_then(ops);
                 if kv.txn(txn).await.map_err(io)?.succeeded() {
                     Ok(())
                 } else {
@@ -104,6 +141,24 @@ impl MetaStore for EtcdStore {
 
     async fn delete(&self, key: &[u8]) -> Result<(), MetaError> {
         self.write(TxnOp::delete(key, None::<DeleteOptions>)).await
+    }
+
+    async fn batch(&self, ops: Vec<WriteOp>) -> Result<(), MetaError> {
+        let ops: Vec<TxnOp> = ops
+            .into_iter()
+            .map(|(key, value)| match value {
+                Some(value) => TxnOp::put(key, value, None),
+                None => TxnOp::delete(key, None::<DeleteOptions>),
+            })
+            .collect();
+        for chunk in ops.chunks(TXN_OPS) {
+            self.write_ops(chunk.to_vec()).await?;
+        }
+        Ok(())
+    }
+
+    async fn scan(&self, prefix: &[u8]) -> Result<Vec<KeyValue>, MetaError> {
+        self.list(prefix).await
     }
 
     async fn create(&self, key: &[u8], value: &[u8]) -> Result<Vec<u8>, MetaError> {

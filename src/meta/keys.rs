@@ -43,6 +43,34 @@ impl Keys {
         format!("{}/leader", self.root).into_bytes()
     }
 
+    /// Present once the cluster was bootstrapped (first store and region written).
+    pub fn bootstrapped(&self) -> Vec<u8> {
+        format!("{}/placement/bootstrapped", self.root).into_bytes()
+    }
+
+    /// The end of the last id block handed to the id allocator (decimal).
+    pub fn id_end(&self) -> Vec<u8> {
+        format!("{}/placement/id_end", self.root).into_bytes()
+    }
+
+    /// A store's metadata; ids zero-padded so keys sort by id.
+    pub fn store(&self, id: u64) -> Vec<u8> {
+        format!("{}/placement/stores/{id:020}", self.root).into_bytes()
+    }
+
+    pub fn stores_prefix(&self) -> Vec<u8> {
+        format!("{}/placement/stores/", self.root).into_bytes()
+    }
+
+    /// A region's route (range, epoch, peers, leader).
+    pub fn region(&self, id: u64) -> Vec<u8> {
+        format!("{}/placement/regions/{id:020}", self.root).into_bytes()
+    }
+
+    pub fn regions_prefix(&self) -> Vec<u8> {
+        format!("{}/placement/regions/", self.root).into_bytes()
+    }
+
     /// The persisted TSO window limit (physical milliseconds, decimal).
     pub fn tso_limit(&self) -> Vec<u8> {
         format!("{}/tso/limit", self.root).into_bytes()

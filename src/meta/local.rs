@@ -10,7 +10,7 @@ use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use super::store::{MetaError, MetaStore};
+use super::store::{KeyValue, MetaError, MetaStore, WriteOp};
 
 const WAL: &str = "meta.wal";
 const SNAP: &str = "meta.snap";
@@ -128,6 +128,38 @@ impl MetaStore for LocalStore {
         self.blocking(move |s| s.delete_blocking(&key)).await
     }
 
+    async fn batch(&self, ops: Vec<WriteOp>) -> Result<(), MetaError> {
+        self.blocking(move |s| {
+            let records = ops.into_iter().map(|(key, value)| match value {
+                Some(value) => Record {
+                    op: OP_PUT,
+                    key,
+                    value,
+                },
+                None => Record {
+                    op: OP_DELETE,
+                    key,
+                    value: Vec::new(),
+                },
+            });
+            s.lock()?.write_many(records)
+        })
+        .await
+    }
+
+    async fn scan(&self, prefix: &[u8]) -> Result<Vec<KeyValue>, MetaError> {
+        let inner = self.lock()?;
+        Ok(inner
+            .map
+            .range::<[u8], _>((
+                std::ops::Bound::Included(prefix),
+                std::ops::Bound::Unbounded,
+            ))
+            .take_while(|(k, _)| k.starts_with(prefix))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect())
+    }
+
     async fn create(&self, key: &[u8], value: &[u8]) -> Result<Vec<u8>, MetaError> {
         let (key, value) = (key.to_vec(), value.to_vec());
         self.blocking(move |s| {
@@ -148,13 +180,25 @@ impl MetaStore for LocalStore {
 
 impl Inner {
     fn write(&mut self, record: Record) -> Result<(), MetaError> {
-        let mut buf = Vec::with_capacity(record.key.len() + record.value.len() + 17);
-        record.encode(&mut buf);
+        self.write_many(std::iter::once(record))
+    }
+
+    /// Appends the records with one sync, then applies them.
+    fn write_many(&mut self, records: impl Iterator<Item = Record>) -> Result<(), MetaError> {
+        let mut buf = Vec::new();
+        let records: Vec<Record> = records.collect();
+        for record in &records {
+            record.encode(&mut buf);
+        }
         self.wal.write_all(&buf)?;
         self.wal.sync_data()?;
-        record.apply(&mut self.map);
-        self.wal_records += 1;
-        if self.wal_records >= COMPACT_AFTER {
+        self.wal_records += records.len();
+        for record in records {
+            record.apply(&mut self.map);
+        }
+        // Compaction rewrites the whole map: wait until the log is as large as the map so
+        // its cost stays proportional to what was written.
+        if self.wal_records >= COMPACT_AFTER.max(self.map.len()) {
             self.compact()?;
         }
         Ok(())

@@ -10,4 +10,4 @@ mod store;
 pub use etcd::{EtcdStore, LeaderGuard};
 pub use keys::Keys;
 pub use local::LocalStore;
-pub use store::{MetaError, MetaStore};
+pub use store::{KeyValue, MetaError, MetaStore, WriteOp};

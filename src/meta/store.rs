@@ -31,4 +31,13 @@ pub trait MetaStore: Send + Sync + 'static {
         key: &[u8],
         value: &[u8],
     ) -> impl Future<Output = Result<Vec<u8>, MetaError>> + Send;
+    /// Puts (`Some`) and deletes (`None`), in order. Durable when it returns; a failure may
+    /// leave a prefix applied (each write is idempotent, so the caller retries the batch).
+    fn batch(&self, ops: Vec<WriteOp>) -> impl Future<Output = Result<(), MetaError>> + Send;
+    /// Every key and value under `prefix`, in key order.
+    fn scan(&self, prefix: &[u8]) -> impl Future<Output = Result<Vec<KeyValue>, MetaError>> + Send;
 }
+
+/// One write of a batch: a put, or a delete when the value is `None`.
+pub type WriteOp = (Vec<u8>, Option<Vec<u8>>);
+pub type KeyValue = (Vec<u8>, Vec<u8>);

@@ -31,6 +31,11 @@ impl IdAllocator {
         })
     }
 
+    /// Ids left in the persisted block.
+    pub fn remaining(&self) -> u64 {
+        self.end.saturating_sub(self.next)
+    }
+
     /// The end to persist for the next block.
     pub fn plan_block(&self) -> u64 {
         self.end.max(self.next) + self.block

@@ -2,14 +2,73 @@
 
 use rkyv::{Archive, Deserialize, Serialize};
 
+use crate::placement::{Operator, Region, RegionStats, Store, StoreStats, StoreStatus};
+
+/// Most regions one `ScanRegions` reply carries (more is asked again from the last end).
+pub const MAX_SCAN_REGIONS: u32 = 1024;
+/// Most splits one `AskBatchSplit` may ask for.
+pub const MAX_BATCH_SPLIT: u32 = 256;
+
 #[derive(Archive, Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
 pub enum Request {
     /// Bare round trip through the same path as every other request.
     Ping,
     /// `count` consecutive timestamps, `1..=2^18`.
-    Tso { count: u32 },
+    Tso {
+        count: u32,
+    },
     /// The cluster's members and its leader.
     GetMembers,
+    /// Creates the cluster's first store and first region (covering every key), once.
+    Bootstrap {
+        store: Store,
+        region: Region,
+    },
+    IsBootstrapped,
+    /// A new id, unique forever (P3), for a store, region or peer.
+    AllocId,
+    PutStore {
+        store: Store,
+    },
+    GetStore {
+        id: u64,
+    },
+    GetAllStores,
+    StoreHeartbeat {
+        store_id: u64,
+        stats: StoreStats,
+    },
+    /// Sent by a region's leader; the reply may carry an operator to run.
+    RegionHeartbeat {
+        region: Region,
+        stats: RegionStats,
+    },
+    GetRegion {
+        key: Vec<u8>,
+    },
+    GetPrevRegion {
+        key: Vec<u8>,
+    },
+    GetRegionById {
+        id: u64,
+    },
+    /// Regions overlapping `[start, end)` (empty end: to the end), at most `limit`
+    /// (0 or above [`MAX_SCAN_REGIONS`]: that many).
+    ScanRegions {
+        start: Vec<u8>,
+        end: Vec<u8>,
+        limit: u32,
+    },
+    /// Ids for `count` new regions split off `region` (one region id and one peer id per
+    /// existing peer each).
+    AskBatchSplit {
+        region: Region,
+        count: u32,
+    },
+    /// The regions a split produced, as their leader sees them.
+    ReportBatchSplit {
+        regions: Vec<Region>,
+    },
 }
 
 #[derive(Archive, Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
@@ -27,6 +86,26 @@ pub enum Reply {
         count: u32,
     },
     Members(MembersReply),
+    Bootstrapped(bool),
+    Id(u64),
+    /// The request was carried out; nothing to return.
+    Done,
+    Store(Option<StoreStatus>),
+    Stores(Vec<StoreStatus>),
+    RegionHeartbeat {
+        operator: Option<Operator>,
+    },
+    Region(Option<Region>),
+    Regions(Vec<Region>),
+    Splits(Vec<SplitIds>),
+}
+
+/// Ids for one new region of a batch split.
+#[derive(Archive, Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
+pub struct SplitIds {
+    pub region_id: u64,
+    /// One per peer of the region being split, in its order.
+    pub peer_ids: Vec<u64>,
 }
 
 #[derive(Archive, Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]

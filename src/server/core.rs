@@ -17,6 +17,8 @@ use super::Shared;
 pub struct CoreSetup {
     pub index: usize,
     pub socket: UdpSocket,
+    /// The queue of the shard this core owns.
+    pub shard_queue: tokio::sync::mpsc::Receiver<super::placement::ShardMsg>,
     pub endpoint_config: quinn::EndpointConfig,
     pub server_config: quinn::ServerConfig,
     pub shared: Arc<Shared>,
@@ -50,6 +52,7 @@ async fn run(setup: CoreSetup) -> std::io::Result<()> {
     let CoreSetup {
         index,
         socket,
+        shard_queue,
         endpoint_config,
         server_config,
         shared,
@@ -61,6 +64,12 @@ async fn run(setup: CoreSetup) -> std::io::Result<()> {
         Arc::new(quinn::TokioRuntime),
     )?;
     let mut shutdown = shared.shutdown.clone();
+    let shard = tokio::spawn(super::placement::run_shard(
+        shard_queue,
+        shared.placement.clone(),
+        index,
+        shutdown.clone(),
+    ));
     let mut connections = JoinSet::new();
     loop {
         tokio::select! {
@@ -82,6 +91,7 @@ async fn run(setup: CoreSetup) -> std::io::Result<()> {
     .await;
     endpoint.close(StreamCode::ShuttingDown.code().into(), b"shutting down");
     let _ = tokio::time::timeout(Duration::from_secs(1), endpoint.wait_idle()).await;
+    let _ = shard.await;
     Ok(())
 }
 

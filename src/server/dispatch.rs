@@ -4,27 +4,32 @@
 use std::time::Duration;
 
 use crate::admin::{CoreMetrics, RequestKind};
-use crate::proto::{ArchivedRequest, ErrorReply, Reply, Response};
+use crate::proto::{ArchivedRequest, ErrorReply, Reply, Request, Response};
 use crate::tso::AllocError;
 
 use super::Shared;
 
 /// What a request asks for, copied out of the archive so the receive buffer can be reused while
 /// a request waits.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug)]
 pub enum Action {
     Ping,
     Tso(u32),
     GetMembers,
+    Placement(Box<Request>),
 }
 
 impl Action {
-    pub fn of(req: &ArchivedRequest) -> Action {
-        match req {
+    pub fn of(req: &ArchivedRequest) -> Result<Action, String> {
+        Ok(match req {
             ArchivedRequest::Ping => Action::Ping,
             ArchivedRequest::Tso { count } => Action::Tso(count.to_native()),
             ArchivedRequest::GetMembers => Action::GetMembers,
-        }
+            other => Action::Placement(Box::new(
+                rkyv::deserialize::<Request, rkyv::rancor::Error>(other)
+                    .map_err(|e| format!("request: {e}"))?,
+            )),
+        })
     }
 }
 
@@ -49,6 +54,17 @@ pub async fn execute(action: Action, shared: &Shared, metrics: &CoreMetrics) -> 
         Action::GetMembers => {
             metrics.request(RequestKind::GetMembers);
             Response::Ok(Reply::Members(shared.membership.reply()))
+        }
+        Action::Placement(req) => {
+            metrics.request(match *req {
+                Request::RegionHeartbeat { .. } => RequestKind::RegionHeartbeat,
+                _ => RequestKind::Placement,
+            });
+            let response = super::placement::handle(*req, shared).await;
+            if matches!(response, Response::Err(_)) {
+                metrics.error();
+            }
+            response
         }
     }
 }
@@ -88,7 +104,7 @@ async fn tso(count: u32, shared: &Shared) -> Response {
 
 /// A node that does not serve is a follower (say who leads, if known) or a leader still
 /// starting or stepping down (retry).
-fn not_serving(shared: &Shared) -> Response {
+pub fn not_serving(shared: &Shared) -> Response {
     if shared.membership.is_leader() {
         Response::Err(ErrorReply::Unavailable("leader not serving yet".into()))
     } else {

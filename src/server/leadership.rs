@@ -15,6 +15,8 @@ use crate::meta::{EtcdStore, Keys};
 use crate::proto::MemberInfo;
 use crate::tso::{Allocator, WindowConfig};
 
+use super::placement::{serve_term, PlacementState};
+
 pub struct Leadership {
     pub election: Election,
     pub store: EtcdStore,
@@ -28,6 +30,7 @@ pub struct Leadership {
     pub clock: Arc<WallClock>,
     /// How long a member that resigned stays out of the next campaign.
     pub sit_out: Duration,
+    pub placement: Arc<PlacementState>,
 }
 
 enum Step {
@@ -63,10 +66,21 @@ impl Leadership {
                 term: Some(term.clone()),
                 clock: self.clock.clone(),
             };
+            let (term_stop, term_stopped) = watch::channel(false);
+            let mut placement = tokio::spawn(serve_term(
+                self.placement.clone(),
+                tso.store.clone(),
+                self.keys.clone(),
+                term_stopped,
+            ));
             let step = match tso.start().await {
                 Ok(limit) => tokio::select! {
                     ended = tso.run(self.tick, limit, shutdown.clone()) => Step::Ended(ended),
                     Some(command) = self.commands.recv() => Step::Command(command),
+                    ended = &mut placement => {
+                        tracing::warn!("placement ended its term: {ended:?}");
+                        Step::Ended(Ended::LeadershipLost)
+                    }
                 },
                 Err(e) => {
                     tracing::warn!("starting tso as leader failed: {e}");
@@ -76,6 +90,11 @@ impl Leadership {
             };
             // Stop serving before the key goes: two nodes must never serve at once.
             self.allocator.suspend();
+            self.placement.set_ready(false);
+            let _ = term_stop.send(true);
+            if !placement.is_finished() {
+                let _ = placement.await;
+            }
             self.leader.send_replace(None);
             let Ok(term) = Arc::try_unwrap(term) else {
                 tracing::error!("leadership term still shared after the control loop ended");

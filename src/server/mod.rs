@@ -8,6 +8,7 @@ mod core;
 mod dispatch;
 mod identity;
 mod leadership;
+mod placement;
 mod socket;
 mod stream;
 
@@ -48,6 +49,7 @@ pub struct ServeOptions {
 /// What every core reads; written only by the control thread.
 pub struct Shared {
     pub allocator: Arc<Allocator>,
+    pub placement: Arc<placement::PlacementState>,
     pub metrics: Arc<Metrics>,
     pub membership: Membership,
     pub config: Config,
@@ -114,6 +116,8 @@ async fn serve(opts: ServeOptions) -> anyhow::Result<()> {
     let membership = Membership::new(cluster_id, me.clone(), leader_rx);
     let tick = Duration::from_millis(opts.config.server.tick_interval_ms);
     let clock = Arc::new(WallClock::default());
+    let (placement, shard_queues) =
+        placement::PlacementState::new(cores, opts.config.schedule, clock.clone(), keys.clone());
 
     let mut admin_control = None;
     // The node starts serving only once the control side says so: the embedded store starts the
@@ -132,8 +136,19 @@ async fn serve(opts: ServeOptions) -> anyhow::Result<()> {
             let limit = tso.start().await.context("starting tso")?;
             leader_tx.send_replace(Some(me.clone()));
             let stop = stop_rx.clone();
+            let placement_term = tokio::spawn(placement::serve_term(
+                placement.clone(),
+                tso.store.clone(),
+                tso.keys.clone(),
+                stop_rx.clone(),
+            ));
             tokio::spawn(async move {
                 tso.run(tick, limit, stop).await;
+                match placement_term.await {
+                    Ok(Err(e)) => tracing::error!("placement stopped: {e}"),
+                    Err(e) => tracing::error!("placement task failed: {e}"),
+                    Ok(Ok(())) => {}
+                }
             })
         }
         Backend::Etcd(store) => {
@@ -173,6 +188,7 @@ async fn serve(opts: ServeOptions) -> anyhow::Result<()> {
                 commands,
                 clock: clock.clone(),
                 sit_out: Duration::from_secs(opts.config.election.lease_ttl_secs.max(1) as u64),
+                placement: placement.clone(),
             };
             tokio::spawn(leadership.run(stop_rx.clone()))
         }
@@ -180,6 +196,7 @@ async fn serve(opts: ServeOptions) -> anyhow::Result<()> {
 
     let shared = Arc::new(Shared {
         allocator: allocator.clone(),
+        placement: placement.clone(),
         metrics: metrics.clone(),
         membership: membership.clone(),
         config: opts.config.clone(),
@@ -190,10 +207,11 @@ async fn serve(opts: ServeOptions) -> anyhow::Result<()> {
     // hands to the wrong core is answered with a reset the client accepts, not ignored.
     let endpoint_config = tls::endpoint_config(&opts.data_dir)?;
     let mut threads = Vec::with_capacity(cores);
-    for (index, socket) in sockets.into_iter().enumerate() {
+    for (index, (socket, shard_queue)) in sockets.into_iter().zip(shard_queues).enumerate() {
         threads.push(core::spawn(core::CoreSetup {
             index,
             socket,
+            shard_queue,
             endpoint_config: endpoint_config.clone(),
             server_config: server_config.clone(),
             shared: shared.clone(),

@@ -10,10 +10,32 @@ use std::time::Instant;
 use rkyv::util::AlignedVec;
 
 use crate::admin::RequestKind;
-use crate::proto::{self, ErrorReply, FrameDecoder, Response, StreamCode};
+use crate::proto::{self, ErrorReply, FrameDecoder, FrameError, Request, Response, StreamCode};
 
 use super::dispatch::{execute, Action};
+use super::placement::submit_heartbeat;
 use super::Shared;
+
+enum DecodeFailure {
+    Frame(FrameError),
+    Request(String),
+}
+
+impl std::fmt::Display for DecodeFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DecodeFailure::Frame(e) => write!(f, "{e}"),
+            DecodeFailure::Request(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+/// A request on its way to a reply.
+enum Pending {
+    Now(Response),
+    Later(Action),
+    Shard(tokio::sync::oneshot::Receiver<Response>),
+}
 
 const READ_CHUNK: usize = 64 * 1024;
 
@@ -29,6 +51,7 @@ pub async fn serve_stream(
     let mut scratch = AlignedVec::new();
     let mut out = Vec::with_capacity(4096);
     let mut actions = Vec::new();
+    let mut pending = Vec::new();
     loop {
         let chunk = tokio::select! {
             biased;
@@ -60,8 +83,8 @@ pub async fn serve_stream(
         loop {
             match decoder.next_request() {
                 Ok(None) => break,
-                Ok(Some(Ok(req))) => actions.push(Ok(Action::of(req))),
-                Ok(Some(Err(e))) => actions.push(Err(e)),
+                Ok(Some(Ok(req))) => actions.push(Action::of(req).map_err(DecodeFailure::Request)),
+                Ok(Some(Err(e))) => actions.push(Err(DecodeFailure::Frame(e))),
                 Err(e) => {
                     fatal = Some(e);
                     break;
@@ -69,13 +92,45 @@ pub async fn serve_stream(
             }
         }
         let answered = actions.len() as u64;
+        // Region heartbeats go to their shards' queues all at once, so one chunk's worth is
+        // handled in parallel by the owning cores; replies still go out in request order.
         for action in actions.drain(..) {
-            let response = match action {
-                Ok(action) => execute(action, &shared, metrics).await,
+            pending.push(match action {
+                Ok(Action::Placement(req)) if shared.placement.is_ready() => match *req {
+                    Request::RegionHeartbeat { region, stats } => {
+                        metrics.request(RequestKind::RegionHeartbeat);
+                        match submit_heartbeat(&shared.placement, region, stats) {
+                            Ok(rx) => Pending::Shard(rx),
+                            Err(full) => {
+                                let (region, stats) = *full;
+                                Pending::Later(Action::Placement(Box::new(
+                                    Request::RegionHeartbeat { region, stats },
+                                )))
+                            }
+                        }
+                    }
+                    other => Pending::Later(Action::Placement(Box::new(other))),
+                },
+                Ok(action) => Pending::Later(action),
                 Err(e) => {
                     metrics.request(RequestKind::Malformed);
                     metrics.error();
-                    Response::Err(ErrorReply::InvalidArgument(e.to_string()))
+                    Pending::Now(Response::Err(ErrorReply::InvalidArgument(e.to_string())))
+                }
+            });
+        }
+        for p in pending.drain(..) {
+            let response = match p {
+                Pending::Now(r) => r,
+                Pending::Later(action) => execute(action, &shared, metrics).await,
+                Pending::Shard(rx) => {
+                    let r = rx.await.unwrap_or_else(|_| {
+                        Response::Err(ErrorReply::Unavailable("shutting down".into()))
+                    });
+                    if matches!(r, Response::Err(_)) {
+                        metrics.error();
+                    }
+                    r
                 }
             };
             if let Err(e) = proto::encode(&response, &mut scratch, &mut out) {

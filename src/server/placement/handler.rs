@@ -1,0 +1,350 @@
+//! Placement requests: checks what only the shell can (leader and loaded, bootstrapped, ids
+//! ever allocated), then asks the pure cores, persists through the persister, and replies.
+//! Region heartbeats and reads by id go to the owning shard's queue.
+
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use tokio::sync::oneshot;
+
+use super::persist::{encode_region, encode_store, PersistOp};
+use super::shard_task::{forget_elsewhere, region_error, ShardMsg};
+use super::state::PlacementState;
+use crate::placement::{Region, RegionStats, Store};
+use crate::proto::{
+    ErrorReply, Reply, Request, Response, SplitIds, MAX_BATCH_SPLIT, MAX_SCAN_REGIONS,
+};
+use crate::server::dispatch::not_serving;
+use crate::server::Shared;
+
+/// How long a request waits for an id block or a durable write before `Unavailable`.
+const WAIT: Duration = Duration::from_secs(3);
+
+fn invalid(why: impl Into<String>) -> Response {
+    Response::Err(ErrorReply::InvalidArgument(why.into()))
+}
+
+fn unavailable(why: impl Into<String>) -> Response {
+    Response::Err(ErrorReply::Unavailable(why.into()))
+}
+
+/// Queues a region heartbeat on its shard without waiting; hands it back when the queue is
+/// full so the caller can wait for room instead.
+pub fn submit_heartbeat(
+    state: &PlacementState,
+    region: Region,
+    stats: RegionStats,
+) -> Result<oneshot::Receiver<Response>, Box<(Region, RegionStats)>> {
+    let (reply, rx) = oneshot::channel();
+    let tx = state.shard_of(region.id);
+    match tx.try_send(ShardMsg::Heartbeat {
+        region,
+        stats,
+        reply,
+    }) {
+        Ok(()) => Ok(rx),
+        Err(tokio::sync::mpsc::error::TrySendError::Full(ShardMsg::Heartbeat {
+            region,
+            stats,
+            ..
+        })) => Err(Box::new((region, stats))),
+        Err(_) => {
+            let (reply, rx) = oneshot::channel();
+            let _ = reply.send(unavailable("shutting down"));
+            Ok(rx)
+        }
+    }
+}
+
+pub async fn handle(req: Request, shared: &Shared) -> Response {
+    let state = &*shared.placement;
+    if !state.is_ready() {
+        return not_serving(shared);
+    }
+    let bootstrapped = state.bootstrapped.load(Ordering::Acquire);
+    match req {
+        Request::IsBootstrapped => return Response::Ok(Reply::Bootstrapped(bootstrapped)),
+        Request::AllocId => {
+            return match state.ids.alloc(WAIT).await {
+                Some(id) => Response::Ok(Reply::Id(id)),
+                None => unavailable("no id block persisted in time; retry"),
+            }
+        }
+        Request::Bootstrap { store, region } => return bootstrap(state, store, region).await,
+        _ if !bootstrapped => return Response::Err(ErrorReply::NotBootstrapped),
+        _ => {}
+    }
+    match req {
+        Request::PutStore { store } => put_store(state, store).await,
+        Request::GetStore { id } => Response::Ok(Reply::Store(state.stores().get(id).cloned())),
+        Request::GetAllStores => {
+            Response::Ok(Reply::Stores(state.stores().iter().cloned().collect()))
+        }
+        Request::StoreHeartbeat { store_id, stats } => {
+            let now = state.clock.now_ms();
+            let mut map = state.stores();
+            match map.heartbeat(store_id, stats, now) {
+                Ok(revived) => {
+                    state.publish_stores(&map);
+                    if revived {
+                        let _ = state.persist.send(PersistOp::Store(store_id));
+                    }
+                    Response::Ok(Reply::Done)
+                }
+                Err(e) => invalid(e.to_string()),
+            }
+        }
+        Request::RegionHeartbeat { region, stats } => {
+            let rx = match submit_heartbeat(state, region, stats) {
+                Ok(rx) => rx,
+                Err(full) => {
+                    let (region, stats) = *full;
+                    let (reply, rx) = oneshot::channel();
+                    let msg = ShardMsg::Heartbeat {
+                        region,
+                        stats,
+                        reply,
+                    };
+                    let tx = state.shard_of(match &msg {
+                        ShardMsg::Heartbeat { region, .. } => region.id,
+                        _ => 0,
+                    });
+                    if tx.send(msg).await.is_err() {
+                        return unavailable("shutting down");
+                    }
+                    rx
+                }
+            };
+            rx.await.unwrap_or_else(|_| unavailable("shutting down"))
+        }
+        Request::GetRegion { key } => Response::Ok(Reply::Region(
+            state
+                .index
+                .snapshot()
+                .locate(&key)
+                .map(|r| r.region.clone()),
+        )),
+        Request::GetPrevRegion { key } => Response::Ok(Reply::Region(
+            state.index.snapshot().prev(&key).map(|r| r.region.clone()),
+        )),
+        Request::GetRegionById { id } => {
+            let (reply, rx) = oneshot::channel();
+            if state
+                .shard_of(id)
+                .send(ShardMsg::GetById { id, reply })
+                .await
+                .is_err()
+            {
+                return unavailable("shutting down");
+            }
+            match rx.await {
+                // A region that never heartbeated since this leader loaded is in the index only.
+                Ok(None) => {
+                    Response::Ok(Reply::Region(state.index.get(id).map(|r| r.region.clone())))
+                }
+                Ok(found) => Response::Ok(Reply::Region(found)),
+                Err(_) => unavailable("shutting down"),
+            }
+        }
+        Request::ScanRegions { start, end, limit } => {
+            if !end.is_empty() && end <= start {
+                return invalid("scan end is not after its start");
+            }
+            let limit = if limit == 0 {
+                MAX_SCAN_REGIONS
+            } else {
+                limit.min(MAX_SCAN_REGIONS)
+            };
+            let regions = state.index.snapshot().scan(&start, &end, limit as usize);
+            Response::Ok(Reply::Regions(
+                regions.iter().map(|r| r.region.clone()).collect(),
+            ))
+        }
+        Request::AskBatchSplit { region, count } => ask_batch_split(state, region, count).await,
+        Request::ReportBatchSplit { regions } => report_batch_split(state, regions),
+        Request::Ping
+        | Request::Tso { .. }
+        | Request::GetMembers
+        | Request::IsBootstrapped
+        | Request::AllocId
+        | Request::Bootstrap { .. } => invalid("not a placement request"),
+    }
+}
+
+/// Waits for the persister to make `ops` durable.
+async fn persist_now(
+    state: &PlacementState,
+    ops: Vec<crate::meta::WriteOp>,
+) -> Result<(), Response> {
+    let (reply, rx) = oneshot::channel();
+    state
+        .persist
+        .send(PersistOp::Sync { ops, reply })
+        .map_err(|_| unavailable("shutting down"))?;
+    match tokio::time::timeout(WAIT, rx).await {
+        Ok(Ok(Ok(()))) => Ok(()),
+        Ok(Ok(Err(e))) => Err(unavailable(format!("persisting failed: {e}"))),
+        _ => Err(unavailable("persisting timed out; retry")),
+    }
+}
+
+async fn bootstrap(state: &PlacementState, store: Store, region: Region) -> Response {
+    let _one_at_a_time = state.bootstrap_lock.lock().await;
+    if state.bootstrapped.load(Ordering::Acquire) {
+        return invalid("the cluster is already bootstrapped");
+    }
+    if !region.start_key.is_empty() || !region.end_key.is_empty() {
+        return invalid("the first region must cover every key");
+    }
+    if let Err(e) = region.validate() {
+        return invalid(e.to_string());
+    }
+    if region.peers.iter().any(|p| p.store_id != store.id) {
+        return invalid("the first region's peers must be on the first store");
+    }
+    if let Some(id) = [store.id, region.id]
+        .into_iter()
+        .chain(region.peers.iter().map(|p| p.id))
+        .find(|id| !state.ids.may_exist(*id))
+    {
+        return invalid(format!("id {id} was never allocated"));
+    }
+    let now = state.clock.now_ms();
+    let mut staged = state.stores().clone();
+    let status = match staged.put(store, now) {
+        Ok(s) => s.store.clone(),
+        Err(e) => return invalid(e.to_string()),
+    };
+    let keys = &state.keys;
+    let ops = match (encode_store(&status), encode_region(&region)) {
+        (Ok(s), Ok(r)) => vec![
+            (keys.store(status.id), Some(s)),
+            (keys.region(region.id), Some(r)),
+            (keys.bootstrapped(), Some(b"1".to_vec())),
+        ],
+        _ => return Response::Err(ErrorReply::Internal("encoding the bootstrap".into())),
+    };
+    if let Err(r) = persist_now(state, ops).await {
+        return r;
+    }
+    {
+        let mut map = state.stores();
+        *map = staged;
+        state.publish_stores(&map);
+    }
+    if let Err(e) = state.index.apply(region) {
+        return Response::Err(region_error(e));
+    }
+    state.bootstrapped.store(true, Ordering::Release);
+    Response::Ok(Reply::Done)
+}
+
+async fn put_store(state: &PlacementState, store: Store) -> Response {
+    if !state.ids.may_exist(store.id) {
+        return invalid(format!("store id {} was never allocated", store.id));
+    }
+    let now = state.clock.now_ms();
+    let mut staged = state.stores().clone();
+    let status = match staged.put(store, now) {
+        Ok(s) => s.store.clone(),
+        Err(e) => return invalid(e.to_string()),
+    };
+    let value = match encode_store(&status) {
+        Ok(v) => v,
+        Err(e) => return Response::Err(ErrorReply::Internal(e.to_string())),
+    };
+    if let Err(r) = persist_now(state, vec![(state.keys.store(status.id), Some(value))]).await {
+        return r;
+    }
+    let mut map = state.stores();
+    // Another registration may have landed meanwhile; apply this one to the live map.
+    match map.put(status, now) {
+        Ok(_) => {
+            state.publish_stores(&map);
+            Response::Ok(Reply::Done)
+        }
+        Err(e) => invalid(e.to_string()),
+    }
+}
+
+async fn ask_batch_split(state: &PlacementState, region: Region, count: u32) -> Response {
+    if count == 0 || count > MAX_BATCH_SPLIT {
+        return invalid(format!("split count {count} outside 1..={MAX_BATCH_SPLIT}"));
+    }
+    let Some(known) = state.index.get(region.id) else {
+        return invalid(format!("region {} is not known", region.id));
+    };
+    if region.epoch.is_stale_against(&known.region.epoch) {
+        return Response::Err(ErrorReply::StaleEpoch(format!(
+            "region {}: epoch {:?} is older than {:?}",
+            region.id, region.epoch, known.region.epoch
+        )));
+    }
+    let mut splits = Vec::with_capacity(count as usize);
+    for _ in 0..count {
+        let mut ids = Vec::with_capacity(1 + known.region.peers.len());
+        for _ in 0..=known.region.peers.len() {
+            match state.ids.alloc(WAIT).await {
+                Some(id) => ids.push(id),
+                None => return unavailable("no id block persisted in time; retry"),
+            }
+        }
+        splits.push(SplitIds {
+            region_id: ids[0],
+            peer_ids: ids[1..].to_vec(),
+        });
+    }
+    Response::Ok(Reply::Splits(splits))
+}
+
+fn report_batch_split(state: &PlacementState, regions: Vec<Region>) -> Response {
+    if regions.is_empty() || regions.len() > MAX_BATCH_SPLIT as usize + 1 {
+        return invalid(format!("{} regions in one split report", regions.len()));
+    }
+    // Every report checked before any is applied: a malformed batch changes nothing.
+    let view = state.view.load();
+    for r in &regions {
+        if let Err(e) = r.validate() {
+            return invalid(e.to_string());
+        }
+        if let Some(id) = std::iter::once(r.id)
+            .chain(r.peers.iter().map(|p| p.id))
+            .find(|id| !state.ids.may_exist(*id))
+        {
+            return invalid(format!("region {}: id {id} was never allocated", r.id));
+        }
+        if let Some(p) = r.peers.iter().find(|p| view.get(p.store_id).is_none()) {
+            return invalid(format!(
+                "region {}: store {} is not known",
+                r.id, p.store_id
+            ));
+        }
+    }
+    let mut first_error = None;
+    let mut removed = Vec::new();
+    for result in state.index.apply_batch(regions) {
+        match result {
+            Ok(change) => {
+                if change.epoch_changed {
+                    let _ = state
+                        .persist
+                        .send(PersistOp::Region(change.route.region.id));
+                }
+                for id in &change.removed {
+                    let _ = state.persist.send(PersistOp::Region(*id));
+                }
+                removed.extend(change.removed);
+            }
+            Err(e) => {
+                first_error.get_or_insert(e);
+            }
+        }
+    }
+    if !removed.is_empty() {
+        forget_elsewhere(state, usize::MAX, removed);
+    }
+    match first_error {
+        None => Response::Ok(Reply::Done),
+        Some(e) => Response::Err(region_error(e)),
+    }
+}

@@ -1,0 +1,14 @@
+//! The placement shell: runs the pure `placement` cores for the server. `state` is what every
+//! core shares, `shard_task` the per-core owner of a shard, `handler` turns placement requests
+//! into replies, `persist` writes changes and loads them when a leader starts. Decisions stay
+//! in `placement`; nothing here decides what a heartbeat means.
+
+mod handler;
+mod persist;
+mod shard_task;
+mod state;
+
+pub use handler::{handle, submit_heartbeat};
+pub use persist::serve_term;
+pub use shard_task::{run_shard, ShardMsg};
+pub use state::PlacementState;

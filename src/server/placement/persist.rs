@@ -1,0 +1,267 @@
+//! Persistence of placement, one leader term at a time: load everything before serving, then
+//! write what changed in batches through the term's guarded store (region routes on an epoch
+//! change, stores on a change, id blocks before use), and mark silent stores Down.
+//!
+//! Changes are queued as ids, not values: a flush writes what the index and store map hold at
+//! that moment (or deletes what they no longer hold), so writes from different cores can never
+//! land in the wrong order.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rkyv::util::AlignedVec;
+use tokio::sync::{oneshot, watch};
+
+use super::shard_task::ShardMsg;
+use super::state::PlacementState;
+use crate::meta::{Keys, MetaError, MetaStore, WriteOp};
+use crate::placement::{Region, Store, StoreStats, StoreStatus};
+
+pub enum PersistOp {
+    /// Region `id` changed or left the map.
+    Region(u64),
+    /// Store `id` changed.
+    Store(u64),
+    /// Writes to make durable before the sender replies (bootstrap, store registration).
+    Sync {
+        ops: Vec<WriteOp>,
+        reply: oneshot::Sender<Result<(), MetaError>>,
+    },
+}
+
+/// Most queued changes taken per flush.
+const FLUSH_MAX: usize = 16_384;
+
+/// Serves placement for one term: loads, then persists until `stop`, and leaves the node not
+/// serving placement (and holding nothing) when it returns.
+pub async fn serve_term<M: MetaStore + Clone>(
+    state: Arc<PlacementState>,
+    store: M,
+    keys: Keys,
+    mut stop: watch::Receiver<bool>,
+) -> Result<(), MetaError> {
+    let mut rx = state.persist_rx.lock().await;
+    // Anything queued belongs to an earlier term, whose state this term reloads.
+    while rx.try_recv().is_ok() {}
+    let result = async {
+        load(&state, &store, &keys).await?;
+        state.set_ready(true);
+        let mut regions = BTreeSet::new();
+        let mut stores = BTreeSet::new();
+        let mut tick = tokio::time::interval(Duration::from_secs(1));
+        loop {
+            let mut sync = Vec::new();
+            let mut stopping = false;
+            tokio::select! {
+                _ = stop.wait_for(|s| *s) => stopping = true,
+                op = rx.recv() => {
+                    let Some(op) = op else { return Ok(()) };
+                    let mut take = |op| match op {
+                        PersistOp::Region(id) => { regions.insert(id); }
+                        PersistOp::Store(id) => { stores.insert(id); }
+                        PersistOp::Sync { ops, reply } => sync.push((ops, reply)),
+                    };
+                    take(op);
+                    for _ in 0..FLUSH_MAX {
+                        match rx.try_recv() {
+                            Ok(op) => take(op),
+                            Err(_) => break,
+                        }
+                    }
+                }
+                _ = state.ids.want_block.notified() => {}
+                _ = tick.tick() => stores.extend(mark_down(&state)),
+            }
+            for (ops, reply) in sync {
+                let result = store.batch(ops).await;
+                let lost = result == Err(MetaError::NotLeader);
+                let _ = reply.send(result);
+                if lost {
+                    return Err(MetaError::NotLeader);
+                }
+            }
+            if let Some(end) = state.ids.plan() {
+                store
+                    .put(&keys.id_end(), end.to_string().as_bytes())
+                    .await?;
+                state.ids.install(end);
+            }
+            if stopping {
+                return flush(&state, &store, &keys, &mut regions, &mut stores).await;
+            }
+            match flush(&state, &store, &keys, &mut regions, &mut stores).await {
+                Err(MetaError::NotLeader) => return Err(MetaError::NotLeader),
+                Err(e) => tracing::warn!("persisting placement failed (will retry): {e}"),
+                Ok(()) => {}
+            }
+        }
+    }
+    .await;
+    state.set_ready(false);
+    clear(&state).await;
+    result
+}
+
+/// Marks silent stores Down; returns them (to persist).
+fn mark_down(state: &PlacementState) -> Vec<u64> {
+    let now = state.clock.now_ms();
+    let mut map = state.stores();
+    let down = map.mark_down(now, state.cfg.max_store_down_time_ms);
+    if !down.is_empty() {
+        tracing::warn!(
+            ?down,
+            "stores marked down: no heartbeat for max-store-down-time"
+        );
+        state.publish_stores(&map);
+    }
+    down
+}
+
+async fn flush<M: MetaStore>(
+    state: &PlacementState,
+    store: &M,
+    keys: &Keys,
+    regions: &mut BTreeSet<u64>,
+    stores: &mut BTreeSet<u64>,
+) -> Result<(), MetaError> {
+    if regions.is_empty() && stores.is_empty() {
+        return Ok(());
+    }
+    let mut ops: Vec<WriteOp> = Vec::with_capacity(regions.len() + stores.len());
+    for id in regions.iter() {
+        let value = state.index.get(*id).map(|r| encode_region(&r.region));
+        ops.push((keys.region(*id), value.transpose()?));
+    }
+    {
+        let map = state.stores();
+        for id in stores.iter() {
+            let value = map.get(*id).map(|s| encode_store(&s.store));
+            ops.push((keys.store(*id), value.transpose()?));
+        }
+    }
+    store.batch(ops).await?;
+    regions.clear();
+    stores.clear();
+    Ok(())
+}
+
+/// Loads a term's state: bootstrap flag, id block, stores, regions; then hands each shard
+/// its regions. Records that cannot be decoded are skipped with a warning (their leaders
+/// report them again).
+async fn load<M: MetaStore>(
+    state: &PlacementState,
+    store: &M,
+    keys: &Keys,
+) -> Result<(), MetaError> {
+    let started = std::time::Instant::now();
+    let bootstrapped = store.get(&keys.bootstrapped()).await?.is_some();
+    state
+        .bootstrapped
+        .store(bootstrapped, std::sync::atomic::Ordering::Release);
+    let id_end = match store.get(&keys.id_end()).await? {
+        None => None,
+        Some(v) => Some(
+            std::str::from_utf8(&v)
+                .ok()
+                .and_then(|s| s.parse::<u64>().ok())
+                .ok_or_else(|| MetaError::Corrupt(format!("id end {v:?} is not a number")))?,
+        ),
+    };
+    state.ids.reset(Some(id_end));
+    if let Some(end) = state.ids.plan() {
+        store
+            .put(&keys.id_end(), end.to_string().as_bytes())
+            .await?;
+        state.ids.install(end);
+    }
+
+    let now = state.clock.now_ms();
+    let mut stores = Vec::new();
+    for (key, value) in store.scan(&keys.stores_prefix()).await? {
+        match decode_store(&value) {
+            Ok(s) => stores.push(StoreStatus {
+                store: s,
+                stats: StoreStats::default(),
+                last_heartbeat_ms: now,
+            }),
+            Err(e) => tracing::warn!(key = %String::from_utf8_lossy(&key), "skipping a store: {e}"),
+        }
+    }
+    {
+        let mut map = state.stores();
+        map.reset(stores, now);
+        state.publish_stores(&map);
+    }
+
+    let listed = store.scan(&keys.regions_prefix()).await?;
+    let mut regions = Vec::with_capacity(listed.len());
+    let mut corrupt = 0usize;
+    for (_, value) in listed {
+        match decode_region(&value) {
+            Ok(r) => regions.push(r),
+            Err(_) => corrupt += 1,
+        }
+    }
+    let count = regions.len();
+    let refused = state.index.reset(regions);
+    let n = state.shards.len();
+    let mut by_shard = vec![Vec::new(); n];
+    for route in state.index.snapshot().iter() {
+        by_shard[(route.region.id % n as u64) as usize].push(route.clone());
+    }
+    for (tx, routes) in state.shards.iter().zip(by_shard) {
+        let _ = tx.send(ShardMsg::Reset(routes)).await;
+    }
+    tracing::info!(
+        regions = count,
+        refused,
+        corrupt,
+        stores = state.stores().len(),
+        elapsed_ms = started.elapsed().as_millis() as u64,
+        "placement loaded"
+    );
+    Ok(())
+}
+
+/// Drops a term's state so a follower holds (and serves) nothing stale.
+async fn clear(state: &PlacementState) {
+    state.ids.reset(None);
+    state.index.reset(Vec::new());
+    {
+        let mut map = state.stores();
+        map.reset(Vec::new(), 0);
+        state.publish_stores(&map);
+    }
+    for tx in &state.shards {
+        let _ = tx.send(ShardMsg::Reset(Vec::new())).await;
+    }
+}
+
+pub fn encode_region(region: &Region) -> Result<Vec<u8>, MetaError> {
+    rkyv::to_bytes::<rkyv::rancor::Error>(region)
+        .map(|b| b.to_vec())
+        .map_err(|e| MetaError::Io(format!("encoding region {}: {e}", region.id)))
+}
+
+pub fn encode_store(store: &Store) -> Result<Vec<u8>, MetaError> {
+    rkyv::to_bytes::<rkyv::rancor::Error>(store)
+        .map(|b| b.to_vec())
+        .map_err(|e| MetaError::Io(format!("encoding store {}: {e}", store.id)))
+}
+
+fn aligned(bytes: &[u8]) -> AlignedVec {
+    let mut v = AlignedVec::with_capacity(bytes.len());
+    v.extend_from_slice(bytes);
+    v
+}
+
+pub fn decode_region(bytes: &[u8]) -> Result<Region, MetaError> {
+    rkyv::from_bytes::<Region, rkyv::rancor::Error>(&aligned(bytes))
+        .map_err(|e| MetaError::Corrupt(format!("region record: {e}")))
+}
+
+pub fn decode_store(bytes: &[u8]) -> Result<Store, MetaError> {
+    rkyv::from_bytes::<Store, rkyv::rancor::Error>(&aligned(bytes))
+        .map_err(|e| MetaError::Corrupt(format!("store record: {e}")))
+}

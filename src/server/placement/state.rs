@@ -1,0 +1,171 @@
+//! What every core shares for placement: the range index, the stores, the id service, the
+//! queues to each core's shard and to the persister, and whether this node serves placement
+//! (leader, and everything loaded).
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use arc_swap::ArcSwap;
+use tokio::sync::{mpsc, Notify};
+
+use super::persist::PersistOp;
+use super::shard_task::ShardMsg;
+use crate::meta::Keys;
+use crate::placement::{IdAllocator, RangeIndex, ScheduleConfig, StoreMap, StoreView};
+use crate::server::WallClock;
+
+/// Ids per persisted block; a new block is persisted when half of one is left.
+pub const ID_BLOCK: u64 = 100_000;
+
+pub struct PlacementState {
+    pub index: RangeIndex,
+    stores: Mutex<StoreMap>,
+    /// The stores as scheduling reads them, republished on every store change.
+    pub view: ArcSwap<StoreView>,
+    pub ids: IdService,
+    ready: AtomicBool,
+    pub bootstrapped: AtomicBool,
+    /// One bounded queue per core's shard.
+    pub shards: Vec<mpsc::Sender<ShardMsg>>,
+    pub persist: mpsc::UnboundedSender<PersistOp>,
+    pub persist_rx: tokio::sync::Mutex<mpsc::UnboundedReceiver<PersistOp>>,
+    pub cfg: ScheduleConfig,
+    pub clock: Arc<WallClock>,
+    pub keys: Keys,
+    /// Serializes bootstrap attempts.
+    pub bootstrap_lock: tokio::sync::Mutex<()>,
+}
+
+/// Capacity of each shard's queue; a full queue makes the sender wait (backpressure).
+pub const SHARD_QUEUE: usize = 8192;
+
+impl PlacementState {
+    /// The state and each core's shard queue receiver.
+    pub fn new(
+        cores: usize,
+        cfg: ScheduleConfig,
+        clock: Arc<WallClock>,
+        keys: Keys,
+    ) -> (Arc<PlacementState>, Vec<mpsc::Receiver<ShardMsg>>) {
+        let (senders, receivers): (Vec<_>, Vec<_>) =
+            (0..cores).map(|_| mpsc::channel(SHARD_QUEUE)).unzip();
+        let (persist, persist_rx) = mpsc::unbounded_channel();
+        let state = PlacementState {
+            index: RangeIndex::new(),
+            stores: Mutex::new(StoreMap::new()),
+            view: ArcSwap::from_pointee(StoreView::default()),
+            ids: IdService::default(),
+            ready: AtomicBool::new(false),
+            bootstrapped: AtomicBool::new(false),
+            shards: senders,
+            persist,
+            persist_rx: tokio::sync::Mutex::new(persist_rx),
+            cfg,
+            clock,
+            keys,
+            bootstrap_lock: tokio::sync::Mutex::new(()),
+        };
+        (Arc::new(state), receivers)
+    }
+
+    pub fn is_ready(&self) -> bool {
+        self.ready.load(Ordering::Acquire)
+    }
+
+    pub fn set_ready(&self, ready: bool) {
+        self.ready.store(ready, Ordering::Release);
+    }
+
+    /// The shard owning region `id`.
+    pub fn shard_of(&self, id: u64) -> &mpsc::Sender<ShardMsg> {
+        &self.shards[(id % self.shards.len() as u64) as usize]
+    }
+
+    pub fn stores(&self) -> MutexGuard<'_, StoreMap> {
+        // Store edits are single calls on the pure map that leave it valid even if a
+        // panic interrupted the caller afterwards.
+        self.stores.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Republishes the scheduler's view after a store change.
+    pub fn publish_stores(&self, stores: &StoreMap) {
+        self.view.store(Arc::new(StoreView::of(stores)));
+    }
+}
+
+/// Ids for the request path: taken from the persisted block without waiting; the persister
+/// persists the next block when one runs low.
+#[derive(Default)]
+pub struct IdService {
+    alloc: Mutex<Option<IdAllocator>>,
+    /// Every id below this may have been handed out (read on every heartbeat, lock-free).
+    below: AtomicU64,
+    /// Wakes the persister to persist a block.
+    pub want_block: Notify,
+    /// Wakes requests waiting for a block.
+    pub block_ready: Notify,
+}
+
+impl IdService {
+    fn lock(&self) -> MutexGuard<'_, Option<IdAllocator>> {
+        self.alloc.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// An id now, or `None` while the next block is being persisted.
+    pub fn try_alloc(&self) -> Option<u64> {
+        let mut guard = self.lock();
+        let alloc = guard.as_mut()?;
+        let id = alloc.alloc();
+        if let Some(id) = id {
+            self.below.fetch_max(id + 1, Ordering::Release);
+        }
+        if alloc.remaining() < ID_BLOCK / 2 {
+            self.want_block.notify_one();
+        }
+        id
+    }
+
+    /// An id, waiting up to `wait` for a block to be persisted.
+    pub async fn alloc(&self, wait: Duration) -> Option<u64> {
+        let deadline = tokio::time::Instant::now() + wait;
+        loop {
+            let ready = self.block_ready.notified();
+            if let Some(id) = self.try_alloc() {
+                return Some(id);
+            }
+            if tokio::time::timeout_at(deadline, ready).await.is_err() {
+                return None;
+            }
+        }
+    }
+
+    /// Whether `id` may have been handed out; a report naming one that was not is malformed.
+    pub fn may_exist(&self, id: u64) -> bool {
+        id != 0 && id < self.below.load(Ordering::Acquire)
+    }
+
+    /// Starts above `persisted_end` (a new term), or stops handing out ids (`None`).
+    pub fn reset(&self, persisted_end: Option<Option<u64>>) {
+        let mut guard = self.lock();
+        *guard = persisted_end.map(|end| IdAllocator::new(end, ID_BLOCK));
+        // A previous leader may have handed out anything below its persisted end.
+        let below = persisted_end.flatten().unwrap_or(0);
+        self.below.store(below, Ordering::Release);
+    }
+
+    /// The end to persist next, if a block is wanted.
+    pub fn plan(&self) -> Option<u64> {
+        self.lock()
+            .as_ref()
+            .filter(|a| a.remaining() < ID_BLOCK / 2)
+            .map(|a| a.plan_block())
+    }
+
+    pub fn install(&self, end: u64) {
+        if let Some(a) = self.lock().as_mut() {
+            a.install(end);
+        }
+        self.block_ready.notify_waiters();
+    }
+}
