@@ -2,6 +2,7 @@
 //! checker as the command line.
 
 pub mod checker;
+pub mod cluster;
 pub mod compare;
 pub mod demo;
 pub mod duration;
@@ -9,4 +10,6 @@ pub mod latency;
 pub mod pacer;
 pub mod progress;
 pub mod report;
+pub mod route;
 pub mod run;
+pub mod target;

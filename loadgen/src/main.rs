@@ -1,7 +1,7 @@
 //! `loadgen`: drives a Meridian cluster with real clients and checks what comes back.
 
 use clap::{Parser, Subcommand};
-use loadgen::{compare, demo, run};
+use loadgen::{cluster, compare, demo, route, run};
 
 #[derive(Parser)]
 #[command(
@@ -23,6 +23,11 @@ enum Command {
     /// Alternate `--op ping` and `--op tso-raw` rounds and report the throughput ratio
     /// (against --endpoints, or a local demo server when none are given).
     Compare(CompareArgs),
+    /// Simulated stores and regions: bootstrap, split to --regions, then region and store
+    /// heartbeats.
+    Cluster(cluster::ClusterArgs),
+    /// GetRegion by random key.
+    Route(route::RouteArgs),
 }
 
 #[derive(clap::Args)]
@@ -74,6 +79,8 @@ fn main() -> std::process::ExitCode {
                 report(r, json.as_deref())
             }
             Command::Compare(args) => Ok(run_compare(args).await?.violations),
+            Command::Cluster(args) => cluster::run(&args).await.map(|_| 0),
+            Command::Route(args) => route::run(&args).await.map(|_| 0),
         }
     });
     match result {

@@ -17,6 +17,21 @@ pub struct Latency {
     pub mean: f64,
 }
 
+impl Latency {
+    /// Percentiles of a histogram of nanoseconds, in microseconds.
+    pub fn of(h: &Histogram<u64>) -> Latency {
+        let us = |ns: u64| ns as f64 / 1e3;
+        Latency {
+            p50: us(h.value_at_quantile(0.5)),
+            p90: us(h.value_at_quantile(0.9)),
+            p99: us(h.value_at_quantile(0.99)),
+            p999: us(h.value_at_quantile(0.999)),
+            max: us(h.max()),
+            mean: h.mean() / 1e3,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct Report {
     pub op: Op,
@@ -50,7 +65,6 @@ impl Report {
         duplicates: u64,
         checked: u64,
     ) -> Report {
-        let us = |ns: u64| ns as f64 / 1e3;
         let secs = elapsed.as_secs_f64().max(1e-9);
         let ops_per_sec = ops as f64 / secs;
         Report {
@@ -66,14 +80,7 @@ impl Report {
             } else {
                 ops_per_sec
             },
-            latency_us: Latency {
-                p50: us(h.value_at_quantile(0.5)),
-                p90: us(h.value_at_quantile(0.9)),
-                p99: us(h.value_at_quantile(0.99)),
-                p999: us(h.value_at_quantile(0.999)),
-                max: us(h.max()),
-                mean: h.mean() / 1e3,
-            },
+            latency_us: Latency::of(h),
             violations: order_violations + duplicates,
             order_violations,
             duplicates,

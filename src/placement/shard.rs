@@ -92,7 +92,26 @@ impl Shard {
             .regions
             .get(&region.id)
             .is_some_and(|e| e.route.is_current() && e.route.region == region);
-        if !unchanged {
+        // A region this shard has not seen yet (a split reported it, or a new term loaded
+        // it) whose report matches the index is adopted without writing the index.
+        let adopted = !unchanged
+            && !self.regions.contains_key(&region.id)
+            && index
+                .snapshot()
+                .locate(&region.start_key)
+                .filter(|r| r.region == region)
+                .map(|route| {
+                    self.regions.insert(
+                        id,
+                        Entry {
+                            route: route.clone(),
+                            stats,
+                            pending: None,
+                        },
+                    )
+                })
+                .is_some();
+        if !unchanged && !adopted {
             let change = index.apply(region)?;
             if change.epoch_changed {
                 outcome.persist = Some(change.route.clone());

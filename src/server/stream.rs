@@ -13,7 +13,7 @@ use crate::admin::RequestKind;
 use crate::proto::{self, ErrorReply, FrameDecoder, FrameError, Request, Response, StreamCode};
 
 use super::dispatch::{execute, Action};
-use super::placement::submit_heartbeat;
+use super::placement::heartbeats;
 use super::Shared;
 
 enum DecodeFailure {
@@ -34,7 +34,8 @@ impl std::fmt::Display for DecodeFailure {
 enum Pending {
     Now(Response),
     Later(Action),
-    Shard(tokio::sync::oneshot::Receiver<Response>),
+    /// The next of the read's heartbeat replies.
+    Beat,
 }
 
 const READ_CHUNK: usize = 64 * 1024;
@@ -92,22 +93,16 @@ pub async fn serve_stream(
             }
         }
         let answered = actions.len() as u64;
-        // Region heartbeats go to their shards' queues all at once, so one chunk's worth is
-        // handled in parallel by the owning cores; replies still go out in request order.
+        // A read's region heartbeats are handled together (their own shard inline, the
+        // others forwarded in one batch per core); replies still go out in request order.
+        let mut beats = Vec::new();
         for action in actions.drain(..) {
             pending.push(match action {
                 Ok(Action::Placement(req)) if shared.placement.is_ready() => match *req {
                     Request::RegionHeartbeat { region, stats } => {
                         metrics.request(RequestKind::RegionHeartbeat);
-                        match submit_heartbeat(&shared.placement, region, stats) {
-                            Ok(rx) => Pending::Shard(rx),
-                            Err(full) => {
-                                let (region, stats) = *full;
-                                Pending::Later(Action::Placement(Box::new(
-                                    Request::RegionHeartbeat { region, stats },
-                                )))
-                            }
-                        }
+                        beats.push((region, stats));
+                        Pending::Beat
                     }
                     other => Pending::Later(Action::Placement(Box::new(other))),
                 },
@@ -119,12 +114,18 @@ pub async fn serve_stream(
                 }
             });
         }
+        let mut beat_replies = if beats.is_empty() {
+            Vec::new()
+        } else {
+            heartbeats(&shared.placement, core, beats).await
+        }
+        .into_iter();
         for p in pending.drain(..) {
             let response = match p {
                 Pending::Now(r) => r,
                 Pending::Later(action) => execute(action, &shared, metrics).await,
-                Pending::Shard(rx) => {
-                    let r = rx.await.unwrap_or_else(|_| {
+                Pending::Beat => {
+                    let r = beat_replies.next().unwrap_or_else(|| {
                         Response::Err(ErrorReply::Unavailable("shutting down".into()))
                     });
                     if matches!(r, Response::Err(_)) {

@@ -8,7 +8,7 @@ use std::time::Duration;
 use tokio::sync::oneshot;
 
 use super::persist::{encode_region, encode_store, PersistOp};
-use super::shard_task::{forget_elsewhere, region_error, ShardMsg};
+use super::shard_task::{forget_elsewhere, heartbeat_local, region_error, ShardMsg};
 use super::state::PlacementState;
 use crate::placement::{Region, RegionStats, Store};
 use crate::proto::{
@@ -28,32 +28,61 @@ fn unavailable(why: impl Into<String>) -> Response {
     Response::Err(ErrorReply::Unavailable(why.into()))
 }
 
-/// Queues a region heartbeat on its shard without waiting; hands it back when the queue is
-/// full so the caller can wait for room instead.
-pub fn submit_heartbeat(
+/// Region heartbeats from one read, answered in order: those for this core's shard inline,
+/// the rest forwarded as one batch per owning core (waiting for room when a queue is full),
+/// handled there while this core does its own.
+pub async fn heartbeats(
     state: &PlacementState,
-    region: Region,
-    stats: RegionStats,
-) -> Result<oneshot::Receiver<Response>, Box<(Region, RegionStats)>> {
-    let (reply, rx) = oneshot::channel();
-    let tx = state.shard_of(region.id);
-    match tx.try_send(ShardMsg::Heartbeat {
-        region,
-        stats,
-        reply,
-    }) {
-        Ok(()) => Ok(rx),
-        Err(tokio::sync::mpsc::error::TrySendError::Full(ShardMsg::Heartbeat {
-            region,
-            stats,
-            ..
-        })) => Err(Box::new((region, stats))),
-        Err(_) => {
-            let (reply, rx) = oneshot::channel();
-            let _ = reply.send(unavailable("shutting down"));
-            Ok(rx)
+    core: usize,
+    items: Vec<(Region, RegionStats)>,
+) -> Vec<Response> {
+    let n = state.shards.len();
+    let mut slots = Vec::with_capacity(items.len());
+    let mut local = Vec::new();
+    let mut remote: Vec<Vec<(Region, RegionStats)>> = vec![Vec::new(); n];
+    for (region, stats) in items {
+        let shard = (region.id % n as u64) as usize;
+        if shard == core {
+            slots.push((usize::MAX, local.len()));
+            local.push((region, stats));
+        } else {
+            slots.push((shard, remote[shard].len()));
+            remote[shard].push((region, stats));
         }
     }
+    let mut waiting: Vec<Option<oneshot::Receiver<Vec<Response>>>> = Vec::with_capacity(n);
+    for (shard, items) in remote.into_iter().enumerate() {
+        if items.is_empty() {
+            waiting.push(None);
+            continue;
+        }
+        let (reply, rx) = oneshot::channel();
+        let sent = state.shards[shard]
+            .send(ShardMsg::Heartbeats { items, reply })
+            .await;
+        waiting.push(sent.ok().map(|_| rx));
+    }
+    let mut done_local = Vec::with_capacity(local.len());
+    heartbeat_local(state, core, local, &mut done_local);
+    let mut done_remote: Vec<Vec<Response>> = Vec::with_capacity(n);
+    for rx in waiting {
+        done_remote.push(match rx {
+            Some(rx) => rx.await.unwrap_or_default(),
+            None => Vec::new(),
+        });
+    }
+    slots
+        .into_iter()
+        .map(|(shard, pos)| {
+            let done = if shard == usize::MAX {
+                done_local.get_mut(pos)
+            } else {
+                done_remote.get_mut(shard).and_then(|d| d.get_mut(pos))
+            };
+            done.map(|r| std::mem::replace(r, Response::Ok(Reply::Done)))
+                .unwrap_or_else(|| unavailable("shutting down"))
+        })
+        .collect()
 }
 
 pub async fn handle(req: Request, shared: &Shared) -> Response {
@@ -95,27 +124,24 @@ pub async fn handle(req: Request, shared: &Shared) -> Response {
             }
         }
         Request::RegionHeartbeat { region, stats } => {
-            let rx = match submit_heartbeat(state, region, stats) {
-                Ok(rx) => rx,
-                Err(full) => {
-                    let (region, stats) = *full;
-                    let (reply, rx) = oneshot::channel();
-                    let msg = ShardMsg::Heartbeat {
-                        region,
-                        stats,
-                        reply,
-                    };
-                    let tx = state.shard_of(match &msg {
-                        ShardMsg::Heartbeat { region, .. } => region.id,
-                        _ => 0,
-                    });
-                    if tx.send(msg).await.is_err() {
-                        return unavailable("shutting down");
-                    }
-                    rx
-                }
+            // Streams hand heartbeats to `heartbeats` directly; one reaching here goes to
+            // its shard's queue like any forwarded one.
+            let (reply, rx) = oneshot::channel();
+            let msg = ShardMsg::Heartbeats {
+                items: vec![(region, stats)],
+                reply,
             };
-            rx.await.unwrap_or_else(|_| unavailable("shutting down"))
+            let shard = state.shard_of(match &msg {
+                ShardMsg::Heartbeats { items, .. } => items[0].0.id,
+                _ => 0,
+            });
+            if shard.send(msg).await.is_err() {
+                return unavailable("shutting down");
+            }
+            match rx.await.map(|mut v| v.pop()) {
+                Ok(Some(r)) => r,
+                _ => unavailable("shutting down"),
+            }
         }
         Request::GetRegion { key } => Response::Ok(Reply::Region(
             state

@@ -1,7 +1,9 @@
-//! The task that owns one core's shard. Every message for a region of this shard arrives on
-//! its bounded queue, from this core or forwarded from another, and is handled in arrival
-//! order; nothing else ever touches the shard.
+//! Each core's shard lives in that core's thread (a thread-local): heartbeats that arrive on
+//! the owning core are handled inline, with no queue and no wake-up; those for another core's
+//! shard are forwarded in one batch per read through that core's bounded queue, and its shard
+//! task handles them on its own thread. Nothing else ever touches a shard.
 
+use std::cell::RefCell;
 use std::sync::Arc;
 
 use tokio::sync::{mpsc, oneshot, watch};
@@ -12,10 +14,10 @@ use crate::placement::{Region, RegionError, RegionStats, Route, Shard, StoreView
 use crate::proto::{ErrorReply, Reply, Response};
 
 pub enum ShardMsg {
-    Heartbeat {
-        region: Region,
-        stats: RegionStats,
-        reply: oneshot::Sender<Response>,
+    /// Heartbeats forwarded from another core, answered together in order.
+    Heartbeats {
+        items: Vec<(Region, RegionStats)>,
+        reply: oneshot::Sender<Vec<Response>>,
     },
     GetById {
         id: u64,
@@ -27,42 +29,70 @@ pub enum ShardMsg {
     Reset(Vec<Arc<Route>>),
 }
 
-/// Messages handled per wake-up; the clock and store view are read once per batch.
-const BATCH: usize = 256;
+thread_local! {
+    /// This core's shard; `None` on threads that are not cores.
+    static SHARD: RefCell<Option<Shard>> = const { RefCell::new(None) };
+}
 
+/// Handles heartbeats for this core's own shard, in order.
+pub fn heartbeat_local(
+    state: &PlacementState,
+    core: usize,
+    items: impl IntoIterator<Item = (Region, RegionStats)>,
+    out: &mut Vec<Response>,
+) {
+    let now = state.clock.now_ms();
+    let view = state.view.load();
+    SHARD.with(|cell| {
+        let mut cell = cell.borrow_mut();
+        let shard = cell.get_or_insert_with(|| Shard::new(state.cfg));
+        for (region, stats) in items {
+            out.push(heartbeat(shard, state, &view, core, region, stats, now));
+        }
+    })
+}
+
+/// Runs on core `index`: serves the messages other cores (and the control side) send to this
+/// core's shard.
 pub async fn run_shard(
     mut rx: mpsc::Receiver<ShardMsg>,
     state: Arc<PlacementState>,
     index: usize,
     mut shutdown: watch::Receiver<bool>,
 ) {
-    let mut shard = Shard::new(state.cfg);
-    let mut batch = Vec::with_capacity(BATCH);
+    SHARD.with(|cell| *cell.borrow_mut() = Some(Shard::new(state.cfg)));
+    let mut batch = Vec::with_capacity(64);
     loop {
         tokio::select! {
-            n = rx.recv_many(&mut batch, BATCH) => if n == 0 { return },
+            n = rx.recv_many(&mut batch, 64) => if n == 0 { return },
             _ = shutdown.wait_for(|s| *s) => return,
         }
-        let now = state.clock.now_ms();
-        let view = state.view.load();
         for msg in batch.drain(..) {
             match msg {
-                ShardMsg::Heartbeat {
-                    region,
-                    stats,
-                    reply,
-                } => {
-                    let response = heartbeat(&mut shard, &state, &view, index, region, stats, now);
-                    let _ = reply.send(response);
+                ShardMsg::Heartbeats { items, reply } => {
+                    let mut out = Vec::with_capacity(items.len());
+                    heartbeat_local(&state, index, items, &mut out);
+                    let _ = reply.send(out);
                 }
                 ShardMsg::GetById { id, reply } => {
-                    let _ = reply.send(shard.get(id).map(|r| r.region.clone()));
+                    let found = with_shard(&state, |s| s.get(id).map(|r| r.region.clone()));
+                    let _ = reply.send(found);
                 }
-                ShardMsg::Forget(ids) => ids.into_iter().for_each(|id| shard.forget(id)),
-                ShardMsg::Reset(routes) => shard.reset(routes),
+                ShardMsg::Forget(ids) => {
+                    with_shard(&state, |s| ids.into_iter().for_each(|id| s.forget(id)))
+                }
+                ShardMsg::Reset(routes) => with_shard(&state, |s| s.reset(routes)),
             }
         }
     }
+}
+
+fn with_shard<T>(state: &PlacementState, f: impl FnOnce(&mut Shard) -> T) -> T {
+    SHARD.with(|cell| {
+        f(cell
+            .borrow_mut()
+            .get_or_insert_with(|| Shard::new(state.cfg)))
+    })
 }
 
 fn heartbeat(

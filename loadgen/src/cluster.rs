@@ -1,0 +1,396 @@
+//! `loadgen cluster`: simulated stores and regions. Bootstraps the cluster if needed, splits
+//! the first region until there are `--regions`, then sends every region's heartbeat from its
+//! leader, round after round, pipelined on several streams (optionally at `--rate`), applies
+//! the operators that come back, and sends each store's heartbeat every second.
+
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use meridian::client::Client;
+use meridian::placement::{
+    Epoch, Operator, Peer, PeerRole, Region, RegionStats, Store, StoreState, StoreStats,
+};
+use meridian::proto::{Reply, Request, Response, MAX_BATCH_SPLIT, MAX_SCAN_REGIONS};
+use serde::Serialize;
+
+use crate::latency::Latencies;
+use crate::progress::Progress;
+use crate::report::Latency;
+use crate::target::TargetArgs;
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct ClusterArgs {
+    #[command(flatten)]
+    pub target: TargetArgs,
+    #[arg(long, default_value_t = 100)]
+    pub stores: u64,
+    #[arg(long, default_value_t = 10_000)]
+    pub regions: u64,
+    /// How long to send heartbeats after setup.
+    #[arg(long, default_value = "10s", value_parser = crate::duration::parse)]
+    pub duration: Duration,
+    /// Region heartbeats per second over all streams (closed loop without it).
+    #[arg(long)]
+    pub rate: Option<u64>,
+    /// Client connections, one thread each.
+    #[arg(long, default_value_t = 2)]
+    pub connections: usize,
+    /// Streams per connection.
+    #[arg(long, default_value_t = 4)]
+    pub streams: usize,
+    /// Heartbeats in flight per stream (sent with one write).
+    #[arg(long, default_value_t = 128)]
+    pub depth: usize,
+    #[arg(long)]
+    pub json: Option<std::path::PathBuf>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ClusterReport {
+    pub stores: u64,
+    pub regions: u64,
+    pub setup_s: f64,
+    pub duration_s: f64,
+    pub heartbeats: u64,
+    pub heartbeats_per_sec: f64,
+    /// Round trip of the pipelined batch each heartbeat went in.
+    pub latency_us: Latency,
+    pub errors: u64,
+    pub operators: u64,
+}
+
+/// The start key of simulated region `i` of `n`: "t" and a big-endian share of the u64 space.
+pub fn region_key(i: u64, n: u64) -> Vec<u8> {
+    if i == 0 {
+        return Vec::new();
+    }
+    let step = u64::MAX / n.max(1);
+    let mut k = b"t".to_vec();
+    k.extend_from_slice(&(i * step).to_be_bytes());
+    k
+}
+
+fn peers_for(i: u64, ids: &[u64], stores: &[u64]) -> Vec<Peer> {
+    ids.iter()
+        .enumerate()
+        .map(|(m, id)| Peer {
+            id: *id,
+            store_id: stores[((i + m as u64) % stores.len() as u64) as usize],
+            role: PeerRole::Voter,
+        })
+        .collect()
+}
+
+/// Brings the cluster to `regions` regions over `stores` stores; returns them and the stores.
+pub async fn setup(
+    client: &Client,
+    n_stores: u64,
+    n_regions: u64,
+) -> anyhow::Result<(Vec<u64>, Vec<Region>)> {
+    anyhow::ensure!(n_stores >= 3, "at least 3 stores (regions have 3 replicas)");
+    if !client.is_bootstrapped().await? {
+        let mut stores = Vec::new();
+        for _ in 0..n_stores {
+            stores.push(client.alloc_id().await?);
+        }
+        let store = |id: u64| Store {
+            id,
+            address: format!("sim-store-{id}:20160"),
+            labels: vec![],
+            state: StoreState::Up,
+        };
+        let (rid, p0) = (client.alloc_id().await?, client.alloc_id().await?);
+        let first = Region {
+            id: rid,
+            start_key: vec![],
+            end_key: vec![],
+            epoch: Epoch {
+                conf_ver: 1,
+                version: 1,
+            },
+            peers: vec![Peer {
+                id: p0,
+                store_id: stores[0],
+                role: PeerRole::Voter,
+            }],
+            leader: Some(p0),
+        };
+        client.bootstrap(store(stores[0]), first.clone()).await?;
+        for id in &stores[1..] {
+            client.put_store(store(*id)).await?;
+        }
+        // Two more replicas, as a store would after the replica checker's AddPeer operators.
+        let ids = [p0, client.alloc_id().await?, client.alloc_id().await?];
+        let full = Region {
+            epoch: Epoch {
+                conf_ver: 3,
+                version: 1,
+            },
+            peers: peers_for(0, &ids, &stores),
+            ..first
+        };
+        client
+            .region_heartbeat(full, RegionStats::default())
+            .await?;
+    }
+    let stores: Vec<u64> = client
+        .get_all_stores()
+        .await?
+        .iter()
+        .map(|s| s.store.id)
+        .collect();
+    let mut regions = scan_all(client).await?;
+    anyhow::ensure!(!regions.is_empty(), "bootstrapped but no region");
+    // Split the last region (which keeps its id and the range to the end) until enough exist.
+    while (regions.len() as u64) < n_regions {
+        let have = regions.len() as u64;
+        let count = (n_regions - have).min(u64::from(MAX_BATCH_SPLIT));
+        let Some(mut last) = regions.pop() else { break };
+        let splits = client.ask_batch_split(last.clone(), count as u32).await?;
+        let mut report = Vec::with_capacity(splits.len() + 1);
+        let mut start = last.start_key.clone();
+        for (k, s) in splits.iter().enumerate() {
+            let i = have - 1 + k as u64;
+            let end = region_key(i + 1, n_regions);
+            anyhow::ensure!(
+                end > start,
+                "the cluster's regions were not made by `loadgen cluster --regions {n_regions}`"
+            );
+            let peers = peers_for(i, &s.peer_ids, &stores);
+            report.push(Region {
+                id: s.region_id,
+                start_key: std::mem::replace(&mut start, end.clone()),
+                end_key: end,
+                epoch: Epoch {
+                    conf_ver: last.epoch.conf_ver,
+                    version: last.epoch.version + count,
+                },
+                leader: Some(peers[0].id),
+                peers,
+            });
+        }
+        last.start_key = start;
+        last.epoch.version += count;
+        report.push(last);
+        client.report_batch_split(report.clone()).await?;
+        regions.extend(report);
+    }
+    Ok((stores, regions))
+}
+
+async fn scan_all(client: &Client) -> anyhow::Result<Vec<Region>> {
+    let mut all: Vec<Region> = Vec::new();
+    let mut from = Vec::new();
+    loop {
+        let page = client.scan_regions(&from, b"", MAX_SCAN_REGIONS).await?;
+        let Some(last) = page.last() else { break };
+        let end = last.end_key.clone();
+        all.extend(page);
+        if end.is_empty() {
+            break;
+        }
+        from = end;
+    }
+    Ok(all)
+}
+
+struct Counters {
+    heartbeats: AtomicU64,
+    errors: AtomicU64,
+    operators: AtomicU64,
+    latencies: Latencies,
+}
+
+fn apply(region: &mut Region, op: &Operator) {
+    match op {
+        Operator::AddPeer(p) => {
+            if !region.peers.iter().any(|q| q.id == p.id) {
+                region.peers.push(p.clone());
+                region.epoch.conf_ver += 1;
+            }
+        }
+        Operator::RemovePeer(p) => {
+            if Some(p.id) != region.leader {
+                region.peers.retain(|q| q.id != p.id);
+                region.epoch.conf_ver += 1;
+            }
+        }
+        Operator::TransferLeader(p) => region.leader = Some(p.id),
+    }
+}
+
+/// One stream's share of the regions, heartbeated round after round until `deadline`.
+async fn drive(
+    client: Client,
+    mut regions: Vec<Region>,
+    depth: usize,
+    per_sec: Option<f64>,
+    deadline: Instant,
+    counters: Arc<Counters>,
+) {
+    let Ok(mut stream) = client.open_stream().await else {
+        counters.errors.fetch_add(1, Relaxed);
+        return;
+    };
+    let recorder = counters.latencies.recorder();
+    let stats = RegionStats {
+        approximate_size: 96 << 20,
+        approximate_keys: 1_000_000,
+        written_bytes: 4096,
+        written_keys: 16,
+    };
+    let start = Instant::now();
+    let mut sent = 0u64;
+    let mut at = 0usize;
+    let mut batch = Vec::with_capacity(depth);
+    while Instant::now() < deadline && !regions.is_empty() {
+        if let Some(rate) = per_sec {
+            let due = start + Duration::from_secs_f64(sent as f64 / rate);
+            tokio::time::sleep_until(due.into()).await;
+        }
+        batch.clear();
+        let first = at;
+        for _ in 0..depth.min(regions.len()) {
+            batch.push(Request::RegionHeartbeat {
+                region: regions[at].clone(),
+                stats,
+            });
+            at = (at + 1) % regions.len();
+        }
+        let t = Instant::now();
+        match stream.call_many(&batch).await {
+            Ok(responses) => {
+                let rtt = t.elapsed().as_nanos() as u64;
+                for (k, r) in responses.into_iter().enumerate() {
+                    recorder.record(rtt);
+                    let i = (first + k) % regions.len();
+                    match r {
+                        Response::Ok(Reply::RegionHeartbeat { operator }) => {
+                            if let Some(op) = operator {
+                                counters.operators.fetch_add(1, Relaxed);
+                                apply(&mut regions[i], &op);
+                            }
+                        }
+                        _ => {
+                            counters.errors.fetch_add(1, Relaxed);
+                        }
+                    }
+                }
+                counters.heartbeats.fetch_add(batch.len() as u64, Relaxed);
+            }
+            Err(_) => {
+                counters.errors.fetch_add(batch.len() as u64, Relaxed);
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+        sent += batch.len() as u64;
+    }
+}
+
+pub async fn run(args: &ClusterArgs) -> anyhow::Result<ClusterReport> {
+    let client = args.target.connect().await?;
+    let t = Instant::now();
+    let (stores, regions) = setup(&client, args.stores, args.regions).await?;
+    let setup_s = t.elapsed().as_secs_f64();
+    eprintln!(
+        "{} stores, {} regions ready in {setup_s:.1} s",
+        stores.len(),
+        regions.len()
+    );
+    let streams = (args.connections * args.streams).max(1);
+    let mut shares: Vec<Vec<Region>> = vec![Vec::new(); streams];
+    for (i, r) in regions.iter().enumerate() {
+        shares[i % streams].push(r.clone());
+    }
+    let counters = Arc::new(Counters {
+        heartbeats: AtomicU64::new(0),
+        errors: AtomicU64::new(0),
+        operators: AtomicU64::new(0),
+        latencies: Latencies::default(),
+    });
+    let per_sec = args.rate.map(|r| r as f64 / streams as f64);
+    let started = Instant::now();
+    let deadline = started + args.duration;
+    let progress = {
+        let c = counters.clone();
+        Progress::start(args.duration, Arc::new(move || c.heartbeats.load(Relaxed)))
+    };
+    // Stores report every second with their share of regions and leaders.
+    let store_task = {
+        let client = client.clone();
+        let n = regions.len() as u64;
+        let s = stores.len() as u64;
+        let stores = stores.clone();
+        tokio::spawn(async move {
+            while Instant::now() < deadline {
+                for id in &stores {
+                    let stats = StoreStats {
+                        capacity: 1 << 40,
+                        available: 1 << 39,
+                        used_size: 1 << 39,
+                        region_count: n * 3 / s,
+                        leader_count: n / s,
+                    };
+                    let _ = client.store_heartbeat(*id, stats).await;
+                }
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+        })
+    };
+    let mut threads = Vec::new();
+    let mut shares = shares.into_iter();
+    for _ in 0..args.connections.max(1) {
+        let mine: Vec<Vec<Region>> = shares.by_ref().take(args.streams.max(1)).collect();
+        let (target, counters, depth) = (args.target.clone(), counters.clone(), args.depth.max(1));
+        threads.push(std::thread::spawn(move || -> anyhow::Result<()> {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()?;
+            rt.block_on(async move {
+                let client = target.connect().await?;
+                let mut tasks = tokio::task::JoinSet::new();
+                for share in mine {
+                    tasks.spawn(drive(
+                        client.clone(),
+                        share,
+                        depth,
+                        per_sec,
+                        deadline,
+                        counters.clone(),
+                    ));
+                }
+                while tasks.join_next().await.is_some() {}
+                Ok(())
+            })
+        }));
+    }
+    for t in threads {
+        t.join()
+            .map_err(|_| anyhow::anyhow!("a load thread panicked"))??;
+    }
+    let elapsed = started.elapsed();
+    progress.finish();
+    let _ = store_task.await;
+    let heartbeats = counters.heartbeats.load(Relaxed);
+    let report = ClusterReport {
+        stores: stores.len() as u64,
+        regions: regions.len() as u64,
+        setup_s,
+        duration_s: elapsed.as_secs_f64(),
+        heartbeats,
+        heartbeats_per_sec: heartbeats as f64 / elapsed.as_secs_f64().max(1e-9),
+        latency_us: Latency::of(&counters.latencies.merged()),
+        errors: counters.errors.load(Relaxed),
+        operators: counters.operators.load(Relaxed),
+    };
+    println!(
+        "{} region heartbeats in {:.1} s: {:.0}/s; latency (batch of {}) p50 {:.0} us, p99 {:.0} us, p999 {:.0} us; {} errors, {} operators",
+        report.heartbeats, report.duration_s, report.heartbeats_per_sec, args.depth,
+        report.latency_us.p50, report.latency_us.p99, report.latency_us.p999, report.errors, report.operators
+    );
+    if let Some(path) = &args.json {
+        std::fs::write(path, serde_json::to_vec_pretty(&report)?)?;
+    }
+    Ok(report)
+}

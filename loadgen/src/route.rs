@@ -1,0 +1,163 @@
+//! `loadgen route`: GetRegion for random keys in the simulated key space, pipelined on several
+//! streams; reports lookups per second and latency.
+
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use meridian::proto::{Reply, Request, Response};
+use serde::Serialize;
+
+use crate::latency::Latencies;
+use crate::progress::Progress;
+use crate::report::Latency;
+use crate::target::TargetArgs;
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct RouteArgs {
+    #[command(flatten)]
+    pub target: TargetArgs,
+    #[arg(long, default_value = "10s", value_parser = crate::duration::parse)]
+    pub duration: Duration,
+    #[arg(long, default_value_t = 2)]
+    pub connections: usize,
+    #[arg(long, default_value_t = 4)]
+    pub streams: usize,
+    /// Lookups in flight per stream (sent with one write).
+    #[arg(long, default_value_t = 64)]
+    pub depth: usize,
+    #[arg(long)]
+    pub json: Option<std::path::PathBuf>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct RouteReport {
+    pub duration_s: f64,
+    pub lookups: u64,
+    pub lookups_per_sec: f64,
+    /// Lookups that found no region (a gap, or an empty cluster).
+    pub misses: u64,
+    pub latency_us: Latency,
+    pub errors: u64,
+}
+
+struct Counters {
+    lookups: AtomicU64,
+    misses: AtomicU64,
+    errors: AtomicU64,
+    latencies: Latencies,
+}
+
+async fn drive(
+    target: TargetArgs,
+    depth: usize,
+    seed: u64,
+    deadline: Instant,
+    c: Arc<Counters>,
+) -> anyhow::Result<()> {
+    let client = target.connect().await?;
+    let mut stream = client.open_stream().await?;
+    let recorder = c.latencies.recorder();
+    let mut x = seed | 1;
+    let mut batch = Vec::with_capacity(depth);
+    while Instant::now() < deadline {
+        batch.clear();
+        for _ in 0..depth {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let mut key = b"t".to_vec();
+            key.extend_from_slice(&x.to_be_bytes());
+            batch.push(Request::GetRegion { key });
+        }
+        let t = Instant::now();
+        match stream.call_many(&batch).await {
+            Ok(responses) => {
+                let rtt = t.elapsed().as_nanos() as u64;
+                for r in responses {
+                    recorder.record(rtt);
+                    match r {
+                        Response::Ok(Reply::Region(Some(_))) => {}
+                        Response::Ok(Reply::Region(None)) => {
+                            c.misses.fetch_add(1, Relaxed);
+                        }
+                        _ => {
+                            c.errors.fetch_add(1, Relaxed);
+                        }
+                    }
+                }
+                c.lookups.fetch_add(batch.len() as u64, Relaxed);
+            }
+            Err(_) => {
+                c.errors.fetch_add(batch.len() as u64, Relaxed);
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+    }
+    Ok(())
+}
+
+pub async fn run(args: &RouteArgs) -> anyhow::Result<RouteReport> {
+    let c = Arc::new(Counters {
+        lookups: AtomicU64::new(0),
+        misses: AtomicU64::new(0),
+        errors: AtomicU64::new(0),
+        latencies: Latencies::default(),
+    });
+    let started = Instant::now();
+    let deadline = started + args.duration;
+    let progress = {
+        let c = c.clone();
+        Progress::start(args.duration, Arc::new(move || c.lookups.load(Relaxed)))
+    };
+    let mut threads = Vec::new();
+    for conn in 0..args.connections.max(1) {
+        let (target, c, depth, streams) = (
+            args.target.clone(),
+            c.clone(),
+            args.depth.max(1),
+            args.streams.max(1),
+        );
+        threads.push(std::thread::spawn(move || -> anyhow::Result<()> {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()?;
+            rt.block_on(async move {
+                let mut tasks = tokio::task::JoinSet::new();
+                for s in 0..streams {
+                    let seed =
+                        0x9E37_79B9_7F4A_7C15u64.wrapping_mul((conn * streams + s + 1) as u64);
+                    tasks.spawn(drive(target.clone(), depth, seed, deadline, c.clone()));
+                }
+                while let Some(r) = tasks.join_next().await {
+                    r??;
+                }
+                Ok(())
+            })
+        }));
+    }
+    for t in threads {
+        t.join()
+            .map_err(|_| anyhow::anyhow!("a load thread panicked"))??;
+    }
+    let elapsed = started.elapsed();
+    progress.finish();
+    let lookups = c.lookups.load(Relaxed);
+    let report = RouteReport {
+        duration_s: elapsed.as_secs_f64(),
+        lookups,
+        lookups_per_sec: lookups as f64 / elapsed.as_secs_f64().max(1e-9),
+        misses: c.misses.load(Relaxed),
+        latency_us: Latency::of(&c.latencies.merged()),
+        errors: c.errors.load(Relaxed),
+    };
+    println!(
+        "{} lookups in {:.1} s: {:.0}/s; latency (batch of {}) p50 {:.0} us, p99 {:.0} us; {} misses, {} errors",
+        report.lookups, report.duration_s, report.lookups_per_sec, args.depth,
+        report.latency_us.p50, report.latency_us.p99, report.misses, report.errors
+    );
+    if let Some(path) = &args.json {
+        std::fs::write(path, serde_json::to_vec_pretty(&report)?)?;
+    }
+    Ok(report)
+}
