@@ -9,8 +9,10 @@ use super::store::{KeyValue, MetaError, MetaStore, WriteOp};
 
 /// etcd's default `--max-txn-ops`; the guard's compare does not count.
 const TXN_OPS: usize = 128;
-/// Keys per page when listing a prefix.
+/// Keys per page when listing a prefix of small values.
 const LIST_PAGE: i64 = 10_000;
+/// Largest response read from etcd (tonic's default is 4 MiB).
+const MAX_RESPONSE: usize = 64 << 20;
 
 /// The first key after every key starting with `prefix`.
 fn prefix_end(prefix: &[u8]) -> Vec<u8> {
@@ -66,16 +68,21 @@ impl EtcdStore {
     /// Every key and value under `prefix`, in key order, read in pages so a large prefix
     /// (a million regions) never needs one huge response.
     pub async fn list(&self, prefix: &[u8]) -> Result<Vec<KeyValue>, MetaError> {
+        self.list_paged(prefix, LIST_PAGE).await
+    }
+
+    async fn list_paged(&self, prefix: &[u8], page: i64) -> Result<Vec<KeyValue>, MetaError> {
         let range_end = prefix_end(prefix);
         let mut out = Vec::new();
         let mut from = prefix.to_vec();
         loop {
             let options = etcd_client::GetOptions::new()
                 .with_range(range_end.clone())
-                .with_limit(LIST_PAGE);
+                .with_limit(page.max(1));
             let response = self
                 .client
                 .kv_client()
+                .max_decoding_message_size(MAX_RESPONSE)
                 .get(from.clone(), Some(options))
                 .await
                 .map_err(io)?;
@@ -157,8 +164,8 @@ impl MetaStore for EtcdStore {
         Ok(())
     }
 
-    async fn scan(&self, prefix: &[u8]) -> Result<Vec<KeyValue>, MetaError> {
-        self.list(prefix).await
+    async fn scan(&self, prefix: &[u8], page: usize) -> Result<Vec<KeyValue>, MetaError> {
+        self.list_paged(prefix, page as i64).await
     }
 
     async fn create(&self, key: &[u8], value: &[u8]) -> Result<Vec<u8>, MetaError> {

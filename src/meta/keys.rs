@@ -62,9 +62,11 @@ impl Keys {
         format!("{}/placement/stores/", self.root).into_bytes()
     }
 
-    /// A region's route (range, epoch, peers, leader).
-    pub fn region(&self, id: u64) -> Vec<u8> {
-        format!("{}/placement/regions/{id:020}", self.root).into_bytes()
+    /// The routes (range, epoch, peers, leader) of the regions whose ids fall in one bucket;
+    /// a key per bucket rather than per region keeps a new leader's load to a few thousand
+    /// large reads.
+    pub fn region_bucket(&self, bucket: u64) -> Vec<u8> {
+        format!("{}/placement/regions/{bucket:020}", self.root).into_bytes()
     }
 
     pub fn regions_prefix(&self) -> Vec<u8> {

@@ -147,7 +147,7 @@ impl MetaStore for LocalStore {
         .await
     }
 
-    async fn scan(&self, prefix: &[u8]) -> Result<Vec<KeyValue>, MetaError> {
+    async fn scan(&self, prefix: &[u8], _page: usize) -> Result<Vec<KeyValue>, MetaError> {
         let inner = self.lock()?;
         Ok(inner
             .map

@@ -34,8 +34,13 @@ pub trait MetaStore: Send + Sync + 'static {
     /// Puts (`Some`) and deletes (`None`), in order. Durable when it returns; a failure may
     /// leave a prefix applied (each write is idempotent, so the caller retries the batch).
     fn batch(&self, ops: Vec<WriteOp>) -> impl Future<Output = Result<(), MetaError>> + Send;
-    /// Every key and value under `prefix`, in key order.
-    fn scan(&self, prefix: &[u8]) -> impl Future<Output = Result<Vec<KeyValue>, MetaError>> + Send;
+    /// Every key and value under `prefix`, in key order; a remote store reads `page` keys
+    /// per request (size it so a page stays a few MiB).
+    fn scan(
+        &self,
+        prefix: &[u8],
+        page: usize,
+    ) -> impl Future<Output = Result<Vec<KeyValue>, MetaError>> + Send;
 }
 
 /// One write of a batch: a put, or a delete when the value is `None`.

@@ -422,6 +422,13 @@ impl RangeIndex {
         self.writer().by_id.get(&id).cloned()
     }
 
+    /// The current regions with ids in `ids`, in id order (the persister's view of a bucket).
+    pub fn regions_in(&self, ids: std::ops::Range<u64>) -> Vec<Region> {
+        let writer = self.writer();
+        ids.filter_map(|id| writer.by_id.get(&id).map(|r| r.region.clone()))
+            .collect()
+    }
+
     fn writer(&self) -> MutexGuard<'_, Writer> {
         // A panic while holding the lock happens before anything is published (edits go to
         // a private draft), so the state behind a poisoned lock is still the published one.

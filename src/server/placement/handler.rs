@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use tokio::sync::oneshot;
 
-use super::persist::{encode_region, encode_store, PersistOp};
+use super::persist::{encode_regions, encode_store, PersistOp, BUCKET_IDS};
 use super::shard_task::{forget_elsewhere, heartbeat_local, region_error, ShardMsg};
 use super::state::PlacementState;
 use crate::placement::{Region, RegionStats, Store};
@@ -242,10 +242,13 @@ async fn bootstrap(state: &PlacementState, store: Store, region: Region) -> Resp
         Err(e) => return invalid(e.to_string()),
     };
     let keys = &state.keys;
-    let ops = match (encode_store(&status), encode_region(&region)) {
+    let ops = match (
+        encode_store(&status),
+        encode_regions(std::slice::from_ref(&region)),
+    ) {
         (Ok(s), Ok(r)) => vec![
             (keys.store(status.id), Some(s)),
-            (keys.region(region.id), Some(r)),
+            (keys.region_bucket(region.id / BUCKET_IDS), Some(r)),
             (keys.bootstrapped(), Some(b"1".to_vec())),
         ],
         _ => return Response::Err(ErrorReply::Internal("encoding the bootstrap".into())),

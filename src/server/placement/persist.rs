@@ -128,10 +128,16 @@ async fn flush<M: MetaStore>(
     if regions.is_empty() && stores.is_empty() {
         return Ok(());
     }
-    let mut ops: Vec<WriteOp> = Vec::with_capacity(regions.len() + stores.len());
-    for id in regions.iter() {
-        let value = state.index.get(*id).map(|r| encode_region(&r.region));
-        ops.push((keys.region(*id), value.transpose()?));
+    let buckets: BTreeSet<u64> = regions.iter().map(|id| id / BUCKET_IDS).collect();
+    let mut ops: Vec<WriteOp> = Vec::with_capacity(buckets.len() + stores.len());
+    for b in buckets {
+        let current = state.index.regions_in(b * BUCKET_IDS..(b + 1) * BUCKET_IDS);
+        let value = if current.is_empty() {
+            None
+        } else {
+            Some(encode_regions(&current)?)
+        };
+        ops.push((keys.region_bucket(b), value));
     }
     {
         let map = state.stores();
@@ -178,7 +184,7 @@ async fn load<M: MetaStore>(
 
     let now = state.clock.now_ms();
     let mut stores = Vec::new();
-    for (key, value) in store.scan(&keys.stores_prefix()).await? {
+    for (key, value) in store.scan(&keys.stores_prefix(), 10_000).await? {
         match decode_store(&value) {
             Ok(s) => stores.push(StoreStatus {
                 store: s,
@@ -194,17 +200,24 @@ async fn load<M: MetaStore>(
         state.publish_stores(&map);
     }
 
-    let listed = store.scan(&keys.regions_prefix()).await?;
-    let mut regions = Vec::with_capacity(listed.len());
+    // Buckets are up to BUCKET_IDS regions of ~150 bytes: 64 a page keeps pages near 2 MiB.
+    let listed = store.scan(&keys.regions_prefix(), 64).await?;
+    let scanned_ms = started.elapsed().as_millis() as u64;
+    let mut regions = Vec::with_capacity(listed.len() * 64);
     let mut corrupt = 0usize;
-    for (_, value) in listed {
-        match decode_region(&value) {
-            Ok(r) => regions.push(r),
-            Err(_) => corrupt += 1,
+    for (key, value) in listed {
+        match decode_regions(&value) {
+            Ok(r) => regions.extend(r),
+            Err(e) => {
+                corrupt += 1;
+                tracing::warn!(key = %String::from_utf8_lossy(&key), "skipping a region bucket: {e}");
+            }
         }
     }
     let count = regions.len();
+    let decoded_ms = started.elapsed().as_millis() as u64;
     let refused = state.index.reset(regions);
+    let indexed_ms = started.elapsed().as_millis() as u64;
     let n = state.shards.len();
     let mut by_shard = vec![Vec::new(); n];
     for route in state.index.snapshot().iter() {
@@ -217,6 +230,9 @@ async fn load<M: MetaStore>(
         regions = count,
         refused,
         corrupt,
+        scanned_ms,
+        decoded_ms,
+        indexed_ms,
         stores = state.stores().len(),
         elapsed_ms = started.elapsed().as_millis() as u64,
         "placement loaded"
@@ -238,10 +254,14 @@ async fn clear(state: &PlacementState) {
     }
 }
 
-pub fn encode_region(region: &Region) -> Result<Vec<u8>, MetaError> {
-    rkyv::to_bytes::<rkyv::rancor::Error>(region)
+/// Ids per persisted bucket of regions (region, store and peer ids share one space, so a
+/// bucket holds about a quarter as many regions).
+pub const BUCKET_IDS: u64 = 256;
+
+pub fn encode_regions(regions: &[Region]) -> Result<Vec<u8>, MetaError> {
+    rkyv::to_bytes::<rkyv::rancor::Error>(&regions.to_vec())
         .map(|b| b.to_vec())
-        .map_err(|e| MetaError::Io(format!("encoding region {}: {e}", region.id)))
+        .map_err(|e| MetaError::Io(format!("encoding regions: {e}")))
 }
 
 pub fn encode_store(store: &Store) -> Result<Vec<u8>, MetaError> {
@@ -256,9 +276,9 @@ fn aligned(bytes: &[u8]) -> AlignedVec {
     v
 }
 
-pub fn decode_region(bytes: &[u8]) -> Result<Region, MetaError> {
-    rkyv::from_bytes::<Region, rkyv::rancor::Error>(&aligned(bytes))
-        .map_err(|e| MetaError::Corrupt(format!("region record: {e}")))
+pub fn decode_regions(bytes: &[u8]) -> Result<Vec<Region>, MetaError> {
+    rkyv::from_bytes::<Vec<Region>, rkyv::rancor::Error>(&aligned(bytes))
+        .map_err(|e| MetaError::Corrupt(format!("region bucket: {e}")))
 }
 
 pub fn decode_store(bytes: &[u8]) -> Result<Store, MetaError> {
