@@ -113,6 +113,24 @@ fn bench(c: &mut Criterion) {
         }
     };
 
+    // Many keys at once, as a server answers one read's worth of GetRegion requests: the
+    // searches run in lockstep so their cache misses overlap. Reported per lookup.
+    let mut batched = c.benchmark_group("locate_many/1M regions");
+    batched.throughput(criterion::Throughput::Elements(64));
+    let mut at = 0;
+    batched.bench_function("range index, batches of 64, 1 thread", |b| {
+        b.iter(|| {
+            at = (at + 64) & 4095;
+            let mut out = Vec::with_capacity(64);
+            let snap = index.snapshot();
+            snap.locate_many(black_box(&keys[at..at + 64]), &mut out);
+            out.iter()
+                .map(|r| r.map_or(0, |r| r.region.id))
+                .sum::<u64>()
+        })
+    });
+    batched.finish();
+
     let mut group = c.benchmark_group("locate/1M regions");
     for threads in [1, 2] {
         let contender = (threads == 2).then(|| Contender::start(index_lookup.clone()));

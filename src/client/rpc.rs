@@ -88,12 +88,24 @@ impl RpcStream {
     /// Sends `reqs` back to back with one write and reads their responses, in order: the
     /// pipelined path for callers with many independent requests (heartbeats).
     pub async fn call_many(&mut self, reqs: &[Request]) -> Result<Vec<Response>, String> {
+        let mut frames = Vec::new();
+        for req in reqs {
+            proto::encode(req, &mut self.scratch, &mut frames).map_err(|e| e.to_string())?;
+        }
+        self.call_frames(&frames, reqs.len()).await
+    }
+
+    /// `call_many` for requests already framed with [`proto::encode`] (`count` of them), for
+    /// callers that send the same requests again and again.
+    pub async fn call_frames(
+        &mut self,
+        frames: &[u8],
+        count: usize,
+    ) -> Result<Vec<Response>, String> {
         self.ensure_open().await?;
         self.out.clear();
-        for req in reqs {
-            proto::encode(req, &mut self.scratch, &mut self.out).map_err(|e| e.to_string())?;
-        }
-        let result = self.exchange_many(reqs.len()).await;
+        self.out.extend_from_slice(frames);
+        let result = self.exchange_many(count).await;
         if result.is_err() {
             if let Some(open) = self.open.take() {
                 if open.connection.close_reason().is_some() {

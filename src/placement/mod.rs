@@ -2,6 +2,7 @@
 //! region. No I/O, no clock: the server shell feeds heartbeats in and persists what changed.
 
 mod id_alloc;
+mod id_hash;
 mod operator;
 mod range_index;
 mod region;

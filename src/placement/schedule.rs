@@ -3,8 +3,7 @@
 //! leader balance. Pure and deterministic: ties break by store id; new peer ids come from the
 //! caller.
 
-use std::collections::HashMap;
-
+use super::id_hash::IdMap;
 use super::operator::Operator;
 use super::region::{Peer, PeerRole, Region};
 use super::store::{StoreMap, StoreState};
@@ -48,7 +47,7 @@ pub struct StoreLoad {
 /// The stores as the scheduler sees them; rebuilt when a store changes.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct StoreView {
-    stores: HashMap<u64, StoreLoad>,
+    stores: IdMap<StoreLoad>,
 }
 
 impl StoreView {

@@ -3,9 +3,9 @@
 //! nothing shared; one that changes the route goes through the shared index (P1, P2). Pure:
 //! the caller passes the clock, the stores and the id source.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
+use super::id_hash::IdMap;
 use super::operator::{Operator, Pending};
 use super::range_index::{RangeIndex, Route};
 use super::region::{Region, RegionError, RegionStats};
@@ -31,7 +31,7 @@ pub struct Outcome {
 
 #[derive(Debug, Default)]
 pub struct Shard {
-    regions: HashMap<u64, Entry>,
+    regions: IdMap<Entry>,
     cfg: ScheduleConfig,
     leader_moves: usize,
     replica_moves: usize,

@@ -176,6 +176,19 @@ fn assert_same(
     for r in map.iter() {
         prop_assert_eq!(index.get(r.id).map(|x| x.region.clone()), Some(r.clone()));
     }
+    let mut many = Vec::new();
+    let doubled: Vec<&Vec<u8>> = probes.iter().chain(probes.iter()).collect();
+    snap.locate_many(&doubled, &mut many);
+    let one_by_one: Vec<_> = doubled
+        .iter()
+        .map(|k| snap.locate(k).map(|r| r.region.id))
+        .collect();
+    prop_assert_eq!(
+        many.iter()
+            .map(|r| r.map(|r| r.region.id))
+            .collect::<Vec<_>>(),
+        one_by_one
+    );
     for key in probes {
         prop_assert_eq!(
             snap.locate(key).map(|r| r.region.id),

@@ -1,0 +1,89 @@
+//! `loadgen cluster` and `loadgen route` against a real server: the simulated cluster is built
+//! (bootstrap, batch splits), heartbeated without errors, found again by a second run, routes
+//! every random key; and once the simulated stores fall silent past max-store-down-time, they
+//! are Down and a heartbeat gets a RemovePeer operator.
+
+mod common;
+
+use std::time::Duration;
+
+use common::meridian_bin;
+use loadgen::cluster::{self, ClusterArgs};
+use loadgen::route::{self, RouteArgs};
+use loadgen::target::TargetArgs;
+use meridian::harness::ServerProcess;
+use meridian::placement::{Operator, RegionStats, StoreState};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn simulated_cluster_heartbeats_routes_and_sees_stores_go_down() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let config = tmp.path().join("meridian.toml");
+    std::fs::write(&config, "[schedule]\nmax_store_down_time_ms = 1500\n").unwrap();
+    let args: Vec<String> = ["--cores", "2", "--config", config.to_str().unwrap()]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let server = ServerProcess::start_with(&meridian_bin(), &data, "127.0.0.1:0", &args).unwrap();
+    let target = TargetArgs {
+        endpoints: vec![server.client_addr.clone()],
+        ca: Some(data.join("tls/ca.pem")),
+        insecure: false,
+    };
+    let mut args = ClusterArgs {
+        target: target.clone(),
+        stores: 6,
+        regions: 3_000,
+        duration: Duration::from_secs(1),
+        rate: None,
+        connections: 2,
+        streams: 2,
+        depth: 32,
+        json: None,
+    };
+    let first = cluster::run(&args).await.unwrap();
+    assert_eq!((first.stores, first.regions), (6, 3_000));
+    assert_eq!(first.errors, 0);
+    assert!(first.heartbeats >= 3_000, "{first:?}");
+
+    // A second run finds the same cluster instead of building another, and paces itself.
+    args.rate = Some(2_000);
+    let second = cluster::run(&args).await.unwrap();
+    assert_eq!((second.regions, second.errors), (3_000, 0));
+    assert!(second.heartbeats_per_sec < 3_000.0, "{second:?}");
+
+    let routed = route::run(&RouteArgs {
+        target: target.clone(),
+        duration: Duration::from_millis(500),
+        connections: 1,
+        streams: 2,
+        depth: 16,
+        json: None,
+    })
+    .await
+    .unwrap();
+    assert!(routed.lookups > 0);
+    assert_eq!((routed.misses, routed.errors), (0, 0), "{routed:?}");
+
+    // The simulated stores are silent now: Down after 1.5 s, and their peers get removed.
+    tokio::time::sleep(Duration::from_millis(3_500)).await;
+    let client = target.connect().await.unwrap();
+    let stores = client.get_all_stores().await.unwrap();
+    assert!(
+        stores.iter().all(|s| s.store.state == StoreState::Down),
+        "{stores:?}"
+    );
+    let region = client.get_region(b"t\x10").await.unwrap().unwrap();
+    let op = client
+        .region_heartbeat(region.clone(), RegionStats::default())
+        .await
+        .unwrap();
+    match op {
+        Some(Operator::RemovePeer(p)) => {
+            assert!(region.peers.contains(&p));
+            assert_ne!(Some(p.id), region.leader, "never the leader");
+        }
+        other => panic!("expected RemovePeer, got {other:?}"),
+    }
+    server.stop().unwrap();
+}
