@@ -1,0 +1,171 @@
+//! The `MeridianCluster` custom resource: what a user asks for (spec) and what the operator
+//! observed (status), with the `/status` and `/scale` subresources. Owns the schema; holds no
+//! behaviour.
+
+use k8s_openapi::api::core::v1::{
+    Affinity, ResourceRequirements, Toleration, TopologySpreadConstraint,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use kube::{CustomResource, CustomResourceExt};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+// Several `printcolumn(..)` entries share argument names, which clippy takes for repeats.
+#[allow(clippy::duplicated_attributes)]
+#[derive(CustomResource, Serialize, Deserialize, Debug, Clone, PartialEq, JsonSchema, Default)]
+#[kube(
+    group = "meridian.io",
+    version = "v1alpha1",
+    kind = "MeridianCluster",
+    namespaced,
+    status = "MeridianClusterStatus",
+    shortname = "mc",
+    scale(
+        spec_replicas_path = ".spec.replicas",
+        status_replicas_path = ".status.replicas",
+        label_selector_path = ".status.selector"
+    ),
+    printcolumn(name = "Replicas", type_ = "integer", json_path = ".spec.replicas"),
+    printcolumn(name = "Leader", type_ = "string", json_path = ".status.leader"),
+    printcolumn(name = "Version", type_ = "string", json_path = ".spec.version")
+)]
+#[serde(rename_all = "camelCase")]
+pub struct MeridianClusterSpec {
+    /// Members (StatefulSet replicas); 3 or 5 for a cluster that survives a failure.
+    pub replicas: i32,
+    /// The `meridian` container image.
+    pub image: String,
+    /// The Meridian version the image carries (shown and compared; the image decides).
+    #[serde(default)]
+    pub version: String,
+    /// `meridian serve --config` contents (TOML), passed through unchanged.
+    #[serde(default)]
+    pub config: String,
+    /// etcd client URLs.
+    pub etcd_endpoints: Vec<String>,
+    #[serde(default)]
+    pub storage: Storage,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resources: Option<ResourceRequirements>,
+    /// Replaces the default anti-affinity (members on different nodes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub affinity: Option<Affinity>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tolerations: Vec<Toleration>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub topology_spread_constraints: Vec<TopologySpreadConstraint>,
+    /// Status is still synced; nothing is changed.
+    #[serde(default)]
+    pub paused: bool,
+    #[serde(default)]
+    pub failover: Failover,
+    /// How long a restarted member must stay Ready and healthy before the next one goes.
+    #[serde(default)]
+    pub min_ready_seconds: i32,
+}
+
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Storage {
+    /// PersistentVolumeClaim size, e.g. `10Gi`.
+    pub size: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub storage_class_name: Option<String>,
+}
+
+impl Default for Storage {
+    fn default() -> Self {
+        Storage {
+            size: "10Gi".into(),
+            storage_class_name: None,
+        }
+    }
+}
+
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Failover {
+    #[serde(default)]
+    pub enabled: bool,
+    /// How long a member must be unhealthy before it is replaced (Go duration, e.g. `5m`).
+    #[serde(default = "default_failover_period")]
+    pub period: String,
+    /// Most members replaced at once.
+    #[serde(default = "default_max_failover_count")]
+    pub max_failover_count: i32,
+}
+
+fn default_failover_period() -> String {
+    "5m".into()
+}
+
+fn default_max_failover_count() -> i32 {
+    3
+}
+
+impl Default for Failover {
+    fn default() -> Self {
+        Failover {
+            enabled: false,
+            period: default_failover_period(),
+            max_failover_count: default_max_failover_count(),
+        }
+    }
+}
+
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, JsonSchema, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct MeridianClusterStatus {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub leader: Option<String>,
+    /// Members as the members API reports them.
+    #[serde(default)]
+    pub members: Vec<MemberStatus>,
+    #[serde(default)]
+    pub failure_members: Vec<FailureMember>,
+    /// Members' pods (for `/scale`).
+    #[serde(default)]
+    pub replicas: i32,
+    /// The label selector of the members' pods (for `/scale`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub selector: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub current_revision: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub update_revision: Option<String>,
+    /// Available, Quorate, Progressing, Degraded.
+    #[serde(default)]
+    pub conditions: Vec<Condition>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+}
+
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MemberStatus {
+    pub name: String,
+    pub id: String,
+    pub healthy: bool,
+    /// RFC 3339 time the health last changed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_transition_time: Option<String>,
+}
+
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct FailureMember {
+    pub pod_name: String,
+    pub member_id: String,
+    #[serde(default)]
+    pub pvc_uids: Vec<String>,
+    /// RFC 3339 time it was declared failed.
+    pub created_at: String,
+}
+
+/// The CRD as committed in `k8s/manifests/crd.yaml` (JSON, which is YAML too: `serde_yaml` is
+/// unmaintained, and kubectl and validators read JSON manifests).
+pub fn crd_manifest() -> anyhow::Result<String> {
+    Ok(serde_json::to_string_pretty(&MeridianCluster::crd())?)
+}

@@ -1,0 +1,5 @@
+//! Reconcile decisions: pure functions from an observed snapshot (pods, revisions, members'
+//! health and leader) to the next step. No clock, no API calls; the shell supplies times as
+//! durations and carries the steps out.
+
+pub mod upgrade;

@@ -1,0 +1,25 @@
+//! The committed CRD is exactly what the types generate; regenerate it with
+//! `cargo run -p meridian-operator -- crd > k8s/manifests/crd.yaml`.
+
+#[test]
+fn committed_crd_matches_the_types() {
+    let committed =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/manifests/crd.yaml"))
+            .expect("k8s/manifests/crd.yaml is committed");
+    let generated = meridian_operator::crd::crd_manifest().unwrap();
+    assert_eq!(
+        committed.trim_end(),
+        generated.trim_end(),
+        "k8s/manifests/crd.yaml is stale: regenerate it"
+    );
+    // And it is the resource the operator expects: group, kind, both subresources.
+    let crd: serde_json::Value = serde_json::from_str(&committed).unwrap();
+    assert_eq!(crd["spec"]["group"], "meridian.io");
+    assert_eq!(crd["spec"]["names"]["kind"], "MeridianCluster");
+    let version = &crd["spec"]["versions"][0];
+    assert!(version["subresources"]["status"].is_object());
+    assert_eq!(
+        version["subresources"]["scale"]["specReplicasPath"],
+        ".spec.replicas"
+    );
+}
