@@ -7,10 +7,21 @@ fn committed_crd_matches_the_types() {
         std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/manifests/crd.yaml"))
             .expect("k8s/manifests/crd.yaml is committed");
     let generated = meridian_operator::crd::crd_manifest().unwrap();
+    if let Some((i, (c, g))) = committed
+        .lines()
+        .zip(generated.lines())
+        .enumerate()
+        .find(|(_, (c, g))| c != g)
+    {
+        panic!(
+            "k8s/manifests/crd.yaml is stale at line {}: {c:?} != {g:?}",
+            i + 1
+        );
+    }
     assert_eq!(
-        committed.trim_end(),
-        generated.trim_end(),
-        "k8s/manifests/crd.yaml is stale: regenerate it"
+        committed.trim_end().lines().count(),
+        generated.trim_end().lines().count(),
+        "k8s/manifests/crd.yaml is stale (length)"
     );
     // And it is the resource the operator expects: group, kind, both subresources.
     let crd: serde_json::Value = serde_json::from_str(&committed).unwrap();

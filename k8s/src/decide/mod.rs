@@ -2,4 +2,7 @@
 //! health and leader) to the next step. No clock, no API calls; the shell supplies times as
 //! durations and carries the steps out.
 
+pub mod failover;
+pub mod resources;
+pub mod scale;
 pub mod upgrade;
