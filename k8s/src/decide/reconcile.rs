@@ -1,0 +1,328 @@
+//! One reconcile: from the observed snapshot of a cluster to the actions to take and the
+//! status to write. Failover first (a dead member is the most urgent), then scaling, then the
+//! rolling upgrade; `paused` keeps only the status. The shell applies the owned objects only
+//! when their content changed, so an unchanged cluster costs no write.
+
+use super::{failover, scale, upgrade};
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pod {
+    pub name: String,
+    pub ordinal: u32,
+    /// `controller-revision-hash` label.
+    pub revision: String,
+    pub ready: bool,
+    pub ready_for_ms: u64,
+    pub scheduled: bool,
+    pub pvc_uids: Vec<String>,
+}
+
+/// A member as the members API lists it (name = pod name).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Member {
+    pub name: String,
+    pub id: String,
+    pub healthy: bool,
+    pub is_leader: bool,
+    pub unhealthy_for_ms: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Snapshot {
+    pub spec_replicas: u32,
+    pub paused: bool,
+    /// `meridian.io/force-upgrade` (and force for scaling to zero).
+    pub force: bool,
+    pub min_ready_ms: u64,
+    pub failover_enabled: bool,
+    pub failover_period_ms: u64,
+    pub max_failover_count: usize,
+    /// The StatefulSet's replicas, `None` before it exists.
+    pub sts_replicas: Option<u32>,
+    pub update_revision: String,
+    pub pods: Vec<Pod>,
+    pub members: Vec<Member>,
+    pub failures: Vec<String>,
+    pub deferred_pvcs: Vec<u32>,
+    /// Hash of the owned objects as last applied, and as the spec wants them now.
+    pub applied_hash: Option<String>,
+    pub desired_hash: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    /// Server-side apply the owned objects (services, config map, StatefulSet with `replicas`,
+    /// disruption budget).
+    ApplyOwned {
+        replicas: u32,
+    },
+    Failover(failover::Step),
+    Scale(scale::Step),
+    Upgrade(upgrade::Step),
+}
+
+/// The four conditions of the status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Conditions {
+    /// A leader serves and a quorum of members is healthy.
+    pub available: bool,
+    pub quorate: bool,
+    /// Pods not on the update revision, or replicas not yet as wanted.
+    pub progressing: bool,
+    /// Some member is unhealthy.
+    pub degraded: bool,
+}
+
+pub fn conditions(s: &Snapshot) -> Conditions {
+    let n = s.members.len().max(s.spec_replicas as usize);
+    let healthy = s.members.iter().filter(|m| m.healthy).count();
+    let quorate = n > 0 && healthy > n / 2;
+    Conditions {
+        available: quorate && s.members.iter().any(|m| m.is_leader && m.healthy),
+        quorate,
+        progressing: s.pods.iter().any(|p| p.revision != s.update_revision)
+            || s.sts_replicas != Some(failover::replicas(s.spec_replicas, s.failures.len())),
+        degraded: s.members.iter().any(|m| !m.healthy),
+    }
+}
+
+pub fn reconcile(s: &Snapshot) -> Vec<Action> {
+    if s.paused {
+        return Vec::new();
+    }
+    let replicas = failover::replicas(s.spec_replicas, s.failures.len());
+    let mut actions = Vec::new();
+    if s.applied_hash.as_deref() != Some(s.desired_hash.as_str()) || s.sts_replicas.is_none() {
+        actions.push(Action::ApplyOwned {
+            replicas: s.sts_replicas.unwrap_or(1).min(replicas.max(1)),
+        });
+        // Everything else waits for the objects to exist as wanted.
+        if s.sts_replicas.is_none() {
+            return actions;
+        }
+    }
+    let member = |pod: &str| s.members.iter().find(|m| m.name == pod);
+    let step = failover::next_step(&failover::Observed {
+        enabled: s.failover_enabled,
+        period_ms: s.failover_period_ms,
+        max_failover_count: s.max_failover_count,
+        members: s
+            .pods
+            .iter()
+            .map(|p| {
+                let m = member(&p.name);
+                failover::Member {
+                    pod: p.name.clone(),
+                    member_id: m.map(|m| m.id.clone()).unwrap_or_default(),
+                    healthy: m.is_some_and(|m| m.healthy),
+                    unhealthy_for_ms: m.map_or(0, |m| m.unhealthy_for_ms),
+                    scheduled: p.scheduled,
+                    pvc_uids: p.pvc_uids.clone(),
+                    registered: m.is_some(),
+                }
+            })
+            .collect(),
+        failures: s.failures.clone(),
+    });
+    if step != failover::Step::Nothing {
+        actions.push(Action::Failover(step));
+        return actions;
+    }
+    let current = s.sts_replicas.unwrap_or(0);
+    let mut registered = vec![String::new(); current as usize];
+    for p in &s.pods {
+        if let (Some(slot), Some(m)) = (registered.get_mut(p.ordinal as usize), member(&p.name)) {
+            *slot = m.name.clone();
+        }
+    }
+    // A failure member's pod does not hold back the extra replica meant to cover for it.
+    let growing = replicas > current;
+    let serving: Vec<u32> = s
+        .pods
+        .iter()
+        .filter(|p| {
+            (p.ready && member(&p.name).is_some_and(|m| m.healthy))
+                || (growing && s.failures.contains(&p.name))
+        })
+        .map(|p| p.ordinal)
+        .collect();
+    let leader = s
+        .pods
+        .iter()
+        .find(|p| member(&p.name).is_some_and(|m| m.is_leader))
+        .map(|p| p.ordinal);
+    let step = scale::next_step(&scale::Observed {
+        desired: replicas,
+        current,
+        registered,
+        serving,
+        leader,
+        deferred_pvcs: s.deferred_pvcs.clone(),
+        force: s.force,
+    });
+    if step != scale::Step::Steady {
+        actions.push(Action::Scale(step));
+        return actions;
+    }
+    let members: Vec<upgrade::Member> = s
+        .pods
+        .iter()
+        .map(|p| {
+            let m = member(&p.name);
+            upgrade::Member {
+                pod: p.name.clone(),
+                ordinal: p.ordinal,
+                updated: p.revision == s.update_revision,
+                ready: p.ready,
+                healthy: m.is_some_and(|m| m.healthy),
+                is_leader: m.is_some_and(|m| m.is_leader),
+                ready_for_ms: p.ready_for_ms,
+            }
+        })
+        .collect();
+    match upgrade::next_step(&members, s.min_ready_ms, s.force) {
+        upgrade::Step::Done => {}
+        step => actions.push(Action::Upgrade(step)),
+    }
+    actions
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn snapshot(n: u32) -> Snapshot {
+        Snapshot {
+            spec_replicas: n,
+            paused: false,
+            force: false,
+            min_ready_ms: 0,
+            failover_enabled: true,
+            failover_period_ms: 300_000,
+            max_failover_count: 1,
+            sts_replicas: Some(n),
+            update_revision: "r1".into(),
+            pods: (0..n)
+                .map(|i| Pod {
+                    name: format!("pd-{i}"),
+                    ordinal: i,
+                    revision: "r1".into(),
+                    ready: true,
+                    ready_for_ms: 60_000,
+                    scheduled: true,
+                    pvc_uids: vec![format!("uid-{i}")],
+                })
+                .collect(),
+            members: (0..n)
+                .map(|i| Member {
+                    name: format!("pd-{i}"),
+                    id: format!("{}", 10 + i),
+                    healthy: true,
+                    is_leader: i == 0,
+                    unhealthy_for_ms: 0,
+                })
+                .collect(),
+            failures: vec![],
+            deferred_pvcs: vec![],
+            applied_hash: Some("h".into()),
+            desired_hash: "h".into(),
+        }
+    }
+
+    #[test]
+    fn an_unchanged_healthy_cluster_needs_nothing() {
+        let s = snapshot(3);
+        assert_eq!(reconcile(&s), vec![]);
+        let c = conditions(&s);
+        assert!(
+            c.available && c.quorate && !c.progressing && !c.degraded,
+            "{c:?}"
+        );
+    }
+
+    #[test]
+    fn table() {
+        let mut spec_changed = snapshot(3);
+        spec_changed.desired_hash = "h2".into();
+        let mut fresh = snapshot(3);
+        fresh.sts_replicas = None;
+        fresh.pods.clear();
+        fresh.members.clear();
+        let mut paused = snapshot(3);
+        paused.paused = true;
+        paused.update_revision = "r2".into();
+        let mut upgrading = snapshot(3);
+        upgrading.update_revision = "r2".into();
+        let mut growing = snapshot(3);
+        growing.spec_replicas = 5;
+        let mut dead = snapshot(3);
+        dead.members[2].healthy = false;
+        dead.members[2].unhealthy_for_ms = 400_000;
+        let cases = vec![
+            (
+                "spec changed: apply, then carry on",
+                spec_changed,
+                vec![Action::ApplyOwned { replicas: 3 }],
+            ),
+            (
+                "nothing exists: apply with one member first",
+                fresh,
+                vec![Action::ApplyOwned { replicas: 1 }],
+            ),
+            (
+                "paused: nothing, even with an upgrade pending",
+                paused,
+                vec![],
+            ),
+            (
+                "upgrade: highest follower first",
+                upgrading,
+                vec![Action::Upgrade(upgrade::Step::DeletePod("pd-2".into()))],
+            ),
+            (
+                "scale out by one",
+                growing,
+                vec![Action::Scale(scale::Step::SetReplicas(4))],
+            ),
+            (
+                "a dead member is declared failed",
+                dead,
+                vec![Action::Failover(failover::Step::Declare {
+                    pod: "pd-2".into(),
+                    member_id: "12".into(),
+                    pvc_uids: vec!["uid-2".into()],
+                })],
+            ),
+        ];
+        for (name, s, want) in cases {
+            assert_eq!(reconcile(&s), want, "{name}");
+        }
+    }
+
+    #[test]
+    fn failure_members_add_a_replica_and_conditions_follow() {
+        let mut s = snapshot(3);
+        s.failures = vec!["pd-2".into()];
+        s.members[2].healthy = false;
+        s.members[2].unhealthy_for_ms = 400_000;
+        // Declared: the member is replaced before anything else.
+        assert!(matches!(
+            reconcile(&s)[..],
+            [Action::Failover(failover::Step::Replace { .. })]
+        ));
+        // Replaced (no longer registered): the extra replica comes next.
+        s.members.remove(2);
+        assert_eq!(
+            reconcile(&s),
+            vec![Action::Scale(scale::Step::SetReplicas(4))]
+        );
+        let c = conditions(&s);
+        assert!(c.quorate && c.available && c.progressing, "{c:?}");
+        // Two of three gone: not quorate, not available, degraded.
+        let mut down = snapshot(3);
+        down.members[1].healthy = false;
+        down.members[2].healthy = false;
+        let c = conditions(&down);
+        assert!(!c.quorate && !c.available && c.degraded, "{c:?}");
+    }
+}
