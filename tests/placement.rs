@@ -371,20 +371,30 @@ async fn followers_refuse_and_a_new_leader_loads_the_map_from_etcd() {
     let b = start("b");
     let ca_b = tmp.path().join("b/tls/ca.pem");
 
-    // Straight to the follower: a typed NotLeader naming a.
+    // Straight to the follower: a typed NotLeader, naming a once b has seen the leader key
+    // (a member that just started may not know it yet, and then says so with None).
     let mut raw = {
         let follower = connect(&b.client_addr, &ca_b).await;
         follower.open_stream().await.unwrap()
     };
-    let resp = raw
-        .call(&meridian::proto::Request::GetRegion { key: b"c".to_vec() })
-        .await
-        .unwrap();
-    match resp {
-        meridian::proto::Response::Err(ErrorReply::NotLeader { leader }) => {
-            assert_eq!(leader.map(|l| l.name), Some("a".to_string()))
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let resp = raw
+            .call(&meridian::proto::Request::GetRegion { key: b"c".to_vec() })
+            .await
+            .unwrap();
+        match resp {
+            meridian::proto::Response::Err(ErrorReply::NotLeader { leader: Some(l) }) => {
+                assert_eq!(l.name, "a");
+                break;
+            }
+            meridian::proto::Response::Err(ErrorReply::NotLeader { leader: None })
+                if std::time::Instant::now() < deadline =>
+            {
+                tokio::time::sleep(Duration::from_millis(20)).await
+            }
+            other => panic!("follower answered {other:?}"),
         }
-        other => panic!("follower answered {other:?}"),
     }
     drop(raw);
 
