@@ -253,6 +253,16 @@ mod tests {
     }
 
     #[test]
+    fn a_pod_stuck_on_an_earlier_new_revision_is_deleted_first() {
+        // The template changed while m-2 was restarting onto the previous new revision, and
+        // it never became Ready: it is outdated now, and it goes before any serving member,
+        // without waiting on the stability gate (which only looks at updated members).
+        let mut m = members("Ooo!");
+        m[2].ready_for_ms = 0;
+        assert_eq!(next_step(&m, 10_000, false), delete("m-2"));
+    }
+
+    #[test]
     fn quorum_is_kept_while_a_follower_restarts() {
         // 3 members, one updated but down: restarting another would leave 1 of 3 serving.
         let mut m = members("Oou");
