@@ -66,11 +66,7 @@ pub struct TsoArgs {
 
 impl TsoArgs {
     fn trust(&self) -> anyhow::Result<Trust> {
-        match (&self.ca, self.insecure) {
-            (Some(ca), false) => Ok(Trust::Ca(ca.clone())),
-            (None, true) => Ok(Trust::Insecure),
-            _ => anyhow::bail!("pass --ca FILE (the server's DATA_DIR/tls/ca.pem) or --insecure"),
-        }
+        crate::target::trust(self.ca.as_ref(), self.insecure)
     }
 }
 

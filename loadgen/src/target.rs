@@ -18,13 +18,18 @@ pub struct TargetArgs {
     pub insecure: bool,
 }
 
+/// `--ca FILE` or `--insecure`, exactly one (every loadgen command takes the pair).
+pub fn trust(ca: Option<&PathBuf>, insecure: bool) -> anyhow::Result<Trust> {
+    match (ca, insecure) {
+        (Some(ca), false) => Ok(Trust::Ca(ca.clone())),
+        (None, true) => Ok(Trust::Insecure),
+        _ => anyhow::bail!("pass --ca FILE (the server's DATA_DIR/tls/ca.pem) or --insecure"),
+    }
+}
+
 impl TargetArgs {
     pub fn trust(&self) -> anyhow::Result<Trust> {
-        match (&self.ca, self.insecure) {
-            (Some(ca), false) => Ok(Trust::Ca(ca.clone())),
-            (None, true) => Ok(Trust::Insecure),
-            _ => anyhow::bail!("pass --ca FILE (the server's DATA_DIR/tls/ca.pem) or --insecure"),
-        }
+        trust(self.ca.as_ref(), self.insecure)
     }
 
     pub async fn connect(&self) -> anyhow::Result<Client> {

@@ -195,8 +195,4 @@ impl Client {
     pub fn invalidate_region(&self, id: u64) {
         self.regions.invalidate(id);
     }
-
-    pub fn cached_regions(&self) -> usize {
-        self.regions.len()
-    }
 }

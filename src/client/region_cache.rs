@@ -58,8 +58,4 @@ impl RegionCache {
     pub fn clear(&self) {
         self.map().clear();
     }
-
-    pub fn len(&self) -> usize {
-        self.map().len()
-    }
 }

@@ -472,14 +472,6 @@ impl RangeIndex {
         self.current.load().locate(key).cloned()
     }
 
-    pub fn prev(&self, key: &[u8]) -> Option<Arc<Route>> {
-        self.current.load().prev(key).cloned()
-    }
-
-    pub fn scan(&self, start: &[u8], end: &[u8], limit: usize) -> Vec<Arc<Route>> {
-        self.current.load().scan(start, end, limit)
-    }
-
     pub fn len(&self) -> usize {
         self.current.load().len()
     }

@@ -61,10 +61,6 @@ impl Shard {
             .filter(|r| r.is_current())
     }
 
-    pub fn stats(&self, id: u64) -> Option<RegionStats> {
-        self.regions.get(&id).map(|e| e.stats)
-    }
-
     /// A leader's heartbeat. On error nothing changed, here or in the index.
     pub fn heartbeat(
         &mut self,

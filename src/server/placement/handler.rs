@@ -127,15 +127,13 @@ pub async fn handle(req: Request, shared: &Shared) -> Response {
             // Streams hand heartbeats to `heartbeats` directly; one reaching here goes to
             // its shard's queue like any forwarded one.
             let (reply, rx) = oneshot::channel();
-            let msg = ShardMsg::Heartbeats {
-                items: vec![(region, stats)],
-                reply,
-            };
-            let shard = state.shard_of(match &msg {
-                ShardMsg::Heartbeats { items, .. } => items[0].0.id,
-                _ => 0,
-            });
-            if shard.send(msg).await.is_err() {
+            let shard = state.shard_of(region.id);
+            let items = vec![(region, stats)];
+            if shard
+                .send(ShardMsg::Heartbeats { items, reply })
+                .await
+                .is_err()
+            {
                 return unavailable("shutting down");
             }
             match rx.await.map(|mut v| v.pop()) {

@@ -17,6 +17,7 @@ use super::shard_task::ShardMsg;
 use super::state::PlacementState;
 use crate::meta::{Keys, MetaError, MetaStore, WriteOp};
 use crate::placement::{Region, Store, StoreStats, StoreStatus};
+use crate::server::control::load_decimal;
 
 pub enum PersistOp {
     /// Region `id` changed or left the map.
@@ -81,12 +82,7 @@ pub async fn serve_term<M: MetaStore + Clone>(
                     return Err(MetaError::NotLeader);
                 }
             }
-            if let Some(end) = state.ids.plan() {
-                store
-                    .put(&keys.id_end(), end.to_string().as_bytes())
-                    .await?;
-                state.ids.install(end);
-            }
+            persist_id_block(&state, &store, &keys).await?;
             if stopping {
                 return flush(&state, &store, &keys, &mut regions, &mut stores).await;
             }
@@ -101,6 +97,21 @@ pub async fn serve_term<M: MetaStore + Clone>(
     state.set_ready(false);
     clear(&state).await;
     result
+}
+
+/// Persists the next id block when the allocator wants one, then lets it hand the ids out (P3).
+async fn persist_id_block<M: MetaStore>(
+    state: &PlacementState,
+    store: &M,
+    keys: &Keys,
+) -> Result<(), MetaError> {
+    if let Some(end) = state.ids.plan() {
+        store
+            .put(&keys.id_end(), end.to_string().as_bytes())
+            .await?;
+        state.ids.install(end);
+    }
+    Ok(())
 }
 
 /// Marks silent stores Down; returns them (to persist).
@@ -165,22 +176,9 @@ async fn load<M: MetaStore>(
     state
         .bootstrapped
         .store(bootstrapped, std::sync::atomic::Ordering::Release);
-    let id_end = match store.get(&keys.id_end()).await? {
-        None => None,
-        Some(v) => Some(
-            std::str::from_utf8(&v)
-                .ok()
-                .and_then(|s| s.parse::<u64>().ok())
-                .ok_or_else(|| MetaError::Corrupt(format!("id end {v:?} is not a number")))?,
-        ),
-    };
+    let id_end = load_decimal(store, &keys.id_end()).await?;
     state.ids.reset(Some(id_end));
-    if let Some(end) = state.ids.plan() {
-        store
-            .put(&keys.id_end(), end.to_string().as_bytes())
-            .await?;
-        state.ids.install(end);
-    }
+    persist_id_block(state, store, keys).await?;
 
     let now = state.clock.now_ms();
     let mut stores = Vec::new();
