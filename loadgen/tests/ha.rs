@@ -352,6 +352,14 @@ async fn removed_member_refuses_tso_and_never_campaigns() {
     let (status, _) =
         tokio::task::block_in_place(|| admin.delete("/api/v1/members/nobody")).unwrap();
     assert_eq!(status, 404);
+    let (_, before) = tokio::task::block_in_place(|| admin.get_json("/api/v1/members")).unwrap();
+    let old_ids: Vec<serde_json::Value> = before["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["id"].clone())
+        .collect();
+    assert_eq!(old_ids.len(), 3, "{before}");
     let (status, body) = tokio::task::block_in_place(|| {
         admin.delete(&format!("/api/v1/members/{}", nodes[removed].name))
     })
@@ -390,6 +398,38 @@ async fn removed_member_refuses_tso_and_never_campaigns() {
     tokio::time::sleep(Duration::from_secs(1)).await;
     let (_, health) = tokio::task::block_in_place(|| removed_admin.get_json("/health")).unwrap();
     assert_eq!(health["is_leader"], false);
+
+    // The same name started again (a replaced pod, a re-added ordinal) is a new member with a
+    // new id: it is listed, not removed, and may lead.
+    nodes[removed].process.take().unwrap().stop().unwrap();
+    tokio::task::block_in_place(|| nodes[removed].start());
+    let rejoined_admin = AdminClient::new(&nodes[removed].admin());
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let (_, listed) =
+            tokio::task::block_in_place(|| rejoined_admin.get_json("/api/v1/members")).unwrap();
+        let (_, health) =
+            tokio::task::block_in_place(|| rejoined_admin.get_json("/health")).unwrap();
+        let back = listed["members"]
+            .as_array()
+            .is_some_and(|m| m.iter().any(|m| m["name"] == nodes[removed].name.as_str()));
+        if back && health["removed"] == false {
+            let new = listed["members"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|m| m["name"] == nodes[removed].name.as_str())
+                .unwrap()["id"]
+                .clone();
+            assert!(!old_ids.contains(&new), "a rejoined member reuses an id");
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the restarted member did not rejoin: {listed} {health}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
     stop_all(&mut nodes);
 }
 

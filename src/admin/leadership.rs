@@ -108,17 +108,36 @@ pub async fn delete_member(State(s): State<AdminState>, Path(name): Path<String>
             format!("{name} leads: transfer leadership off it first"),
         );
     }
-    match control.store.get(&control.keys.member_info(&name)).await {
-        Ok(Some(_)) => {}
+    let info = match control.store.get(&control.keys.member_info(&name)).await {
+        Ok(Some(info)) => info,
         Ok(None) => return error(StatusCode::NOT_FOUND, format!("no member named {name}")),
         Err(e) => return error(StatusCode::SERVICE_UNAVAILABLE, e.to_string()),
-    }
+    };
+    let Some(member) = decode_member(&info) else {
+        return error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("the registry entry of {name} does not decode"),
+        );
+    };
+    // The marker names the removed incarnation (its member id), and the name's id goes with
+    // it: a pod that later comes back under the same name (a replaced or re-added ordinal)
+    // starts as a new member instead of staying removed for good.
     let marked = control
         .store
-        .put(&control.keys.removed(&name), b"removed")
+        .put(
+            &control.keys.removed(&name),
+            member.id.to_string().as_bytes(),
+        )
         .await;
-    let unlisted = control.store.delete(&control.keys.member_info(&name)).await;
-    match marked.and(unlisted) {
+    let unlisted = match marked {
+        Ok(()) => control.store.delete(&control.keys.member_info(&name)).await,
+        Err(e) => Err(e),
+    };
+    let forgotten = match unlisted {
+        Ok(()) => control.store.delete(&control.keys.member_id(&name)).await,
+        Err(e) => Err(e),
+    };
+    match forgotten {
         Ok(()) => Json(json!({"removed": name})).into_response(),
         Err(e) => error(StatusCode::SERVICE_UNAVAILABLE, e.to_string()),
     }

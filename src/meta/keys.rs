@@ -28,7 +28,8 @@ impl Keys {
         format!("{}/members/{name}/info", self.root).into_bytes()
     }
 
-    /// Present once a member was removed; a removed member never campaigns again.
+    /// The member id of the last incarnation of `name` that was removed; that incarnation never
+    /// campaigns again.
     pub fn removed(&self, name: &str) -> Vec<u8> {
         format!("{}/removed/{name}", self.root).into_bytes()
     }

@@ -290,13 +290,17 @@ async fn watch_registry(
             membership.set_registered(members);
         }
         if !membership.is_removed() {
-            if let Ok(Some(_)) = store.get(&removed_key).await {
-                membership
-                    .removed_flag()
-                    .store(true, std::sync::atomic::Ordering::Release);
-                tracing::warn!(
-                    "this member was removed from the cluster: it will not campaign again"
-                );
+            let me = membership.me.id.to_string();
+            // A marker with another id is an earlier incarnation of this name, not this one.
+            if let Ok(Some(id)) = store.get(&removed_key).await {
+                if id == me.as_bytes() {
+                    membership
+                        .removed_flag()
+                        .store(true, std::sync::atomic::Ordering::Release);
+                    tracing::warn!(
+                        "this member was removed from the cluster: it will not campaign again"
+                    );
+                }
             }
         }
         tokio::select! {
