@@ -40,6 +40,13 @@ struct ServeArgs {
     /// Admin HTTP address.
     #[arg(long, default_value = "127.0.0.1:2380")]
     admin_listen: SocketAddr,
+    /// `host:port` other members and clients reach the QUIC port at (default: the bound
+    /// address; set it when listening on 0.0.0.0, e.g. a pod's DNS name).
+    #[arg(long)]
+    advertise_client: Option<String>,
+    /// `host:port` other members reach the admin API at (default: the bound address).
+    #[arg(long)]
+    advertise_admin: Option<String>,
     /// Where the embedded store and the TLS pair live.
     #[arg(long)]
     data_dir: PathBuf,
@@ -119,6 +126,8 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         name: args.name,
         listen: args.listen,
         admin_listen: args.admin_listen,
+        advertise_client: args.advertise_client,
+        advertise_admin: args.advertise_admin,
         data_dir: args.data_dir,
         cores: args.cores.unwrap_or_else(server::available_cores),
         config: Config::load(args.config.as_deref())?,

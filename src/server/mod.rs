@@ -37,6 +37,9 @@ pub struct ServeOptions {
     pub name: String,
     pub listen: SocketAddr,
     pub admin_listen: SocketAddr,
+    /// Published in the member registry instead of the bound addresses when set.
+    pub advertise_client: Option<String>,
+    pub advertise_admin: Option<String>,
     pub data_dir: PathBuf,
     pub cores: usize,
     pub config: Config,
@@ -93,7 +96,13 @@ async fn serve(opts: ServeOptions) -> anyhow::Result<()> {
         .with_context(|| format!("binding admin {}", opts.admin_listen))?;
     let admin_addr = admin_listener.local_addr()?;
 
-    let names = vec![opts.name.clone(), opts.listen.ip().to_string()];
+    let mut names = vec![opts.name.clone(), opts.listen.ip().to_string()];
+    // The certificate must also name the advertised host, which is what peers dial.
+    names.extend(
+        opts.advertise_client
+            .iter()
+            .filter_map(|a| a.rsplit_once(':').map(|(host, _)| host.to_string())),
+    );
     let identity = tls::load_or_create_identity(
         &opts.data_dir,
         opts.tls_cert.as_deref(),
@@ -106,8 +115,16 @@ async fn serve(opts: ServeOptions) -> anyhow::Result<()> {
     let me = MemberInfo {
         name: opts.name.clone(),
         id: member_id,
-        client_url: client_addr.to_string(),
-        admin_url: format!("http://{admin_addr}"),
+        client_url: opts
+            .advertise_client
+            .clone()
+            .unwrap_or_else(|| client_addr.to_string()),
+        admin_url: format!(
+            "http://{}",
+            opts.advertise_admin
+                .clone()
+                .unwrap_or_else(|| admin_addr.to_string())
+        ),
     };
     let allocator = Arc::new(Allocator::new(opts.config.tso.max_lead_ms));
     let metrics = Arc::new(Metrics::new(cores));

@@ -6,4 +6,5 @@ pub mod failover;
 pub mod reconcile;
 pub mod resources;
 pub mod scale;
+pub mod snapshot;
 pub mod upgrade;

@@ -42,6 +42,9 @@ pub struct Snapshot {
     pub update_revision: String,
     pub pods: Vec<Pod>,
     pub members: Vec<Member>,
+    /// Some member answered the members API. Without an answer nothing is known of health or
+    /// leadership, so nothing but the owned objects is touched (unless forced).
+    pub members_reachable: bool,
     pub failures: Vec<String>,
     pub deferred_pvcs: Vec<u32>,
     /// Hash of the owned objects as last applied, and as the spec wants them now.
@@ -100,6 +103,9 @@ pub fn reconcile(s: &Snapshot) -> Vec<Action> {
         if s.sts_replicas.is_none() {
             return actions;
         }
+    }
+    if !s.members_reachable && !s.force {
+        return actions;
     }
     let member = |pod: &str| s.members.iter().find(|m| m.name == pod);
     let step = failover::next_step(&failover::Observed {
@@ -222,6 +228,7 @@ mod tests {
                     unhealthy_for_ms: 0,
                 })
                 .collect(),
+            members_reachable: true,
             failures: vec![],
             deferred_pvcs: vec![],
             applied_hash: Some("h".into()),
@@ -255,6 +262,10 @@ mod tests {
         upgrading.update_revision = "r2".into();
         let mut growing = snapshot(3);
         growing.spec_replicas = 5;
+        let mut unreachable = snapshot(3);
+        unreachable.update_revision = "r2".into();
+        unreachable.members.clear();
+        unreachable.members_reachable = false;
         let mut dead = snapshot(3);
         dead.members[2].healthy = false;
         dead.members[2].unhealthy_for_ms = 400_000;
@@ -278,6 +289,11 @@ mod tests {
                 "upgrade: highest follower first",
                 upgrading,
                 vec![Action::Upgrade(upgrade::Step::DeletePod("pd-2".into()))],
+            ),
+            (
+                "members API unreachable: no pod is touched, even with an upgrade pending",
+                unreachable,
+                vec![],
             ),
             (
                 "scale out by one",

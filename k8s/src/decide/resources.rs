@@ -145,6 +145,20 @@ fn default_affinity(mc: &MeridianCluster) -> Affinity {
     }
 }
 
+fn field_env(name: &str, field_path: &str) -> EnvVar {
+    EnvVar {
+        name: name.into(),
+        value_from: Some(EnvVarSource {
+            field_ref: Some(ObjectFieldSelector {
+                field_path: field_path.into(),
+                ..ObjectFieldSelector::default()
+            }),
+            ..EnvVarSource::default()
+        }),
+        ..EnvVar::default()
+    }
+}
+
 fn probe(path: &str) -> Probe {
     Probe {
         http_get: Some(HTTPGetAction {
@@ -169,6 +183,11 @@ pub fn stateful_set(mc: &MeridianCluster, replicas: i32) -> StatefulSet {
         format!("0.0.0.0:{CLIENT_PORT}"),
         "--admin-listen".into(),
         format!("0.0.0.0:{ADMIN_PORT}"),
+        // Members and clients dial the pod's stable DNS name, not the wildcard it binds.
+        "--advertise-client".into(),
+        format!("$(POD_NAME).{peer}.$(POD_NAMESPACE).svc:{CLIENT_PORT}"),
+        "--advertise-admin".into(),
+        format!("$(POD_NAME).{peer}.$(POD_NAMESPACE).svc:{ADMIN_PORT}"),
         "--data-dir".into(),
         DATA_DIR.into(),
         "--etcd".into(),
@@ -180,17 +199,10 @@ pub fn stateful_set(mc: &MeridianCluster, replicas: i32) -> StatefulSet {
         name: "meridian".into(),
         image: Some(spec.image.clone()),
         args: Some(args),
-        env: Some(vec![EnvVar {
-            name: "POD_NAME".into(),
-            value_from: Some(EnvVarSource {
-                field_ref: Some(ObjectFieldSelector {
-                    field_path: "metadata.name".into(),
-                    ..ObjectFieldSelector::default()
-                }),
-                ..EnvVarSource::default()
-            }),
-            ..EnvVar::default()
-        }]),
+        env: Some(vec![
+            field_env("POD_NAME", "metadata.name"),
+            field_env("POD_NAMESPACE", "metadata.namespace"),
+        ]),
         ports: Some(vec![
             ContainerPort {
                 name: Some("client".into()),
@@ -350,6 +362,11 @@ mod tests {
         assert!(args
             .windows(2)
             .any(|w| w == ["--etcd", "http://etcd-0:2379,http://etcd-1:2379"]));
+        assert!(args.windows(2).any(|w| w
+            == [
+                "--advertise-admin",
+                "$(POD_NAME).pd-peer.$(POD_NAMESPACE).svc:2380"
+            ]));
         let anti = pod.affinity.unwrap().pod_anti_affinity.unwrap();
         assert!(anti
             .preferred_during_scheduling_ignored_during_execution

@@ -1,0 +1,426 @@
+//! From what the shell read (the cluster resource, its StatefulSet, pods, PVCs and the members
+//! API) to the decision snapshot, and from a decision back to the status to write. Pure: the
+//! time is an argument, nothing is fetched here.
+
+use k8s_openapi::api::apps::v1::StatefulSet;
+use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use k8s_openapi::jiff::Timestamp;
+use kube::ResourceExt;
+
+use super::reconcile::{self, Conditions, Snapshot};
+use super::resources;
+use crate::crd::{FailureMember, MemberStatus, MeridianCluster, MeridianClusterStatus};
+
+/// The annotation that asks for upgrades (and scaling to zero) without the health gates.
+pub const FORCE_ANNOTATION: &str = "meridian.io/force-upgrade";
+/// On the StatefulSet: the hash of the owned objects as last applied.
+pub const APPLIED_HASH_ANNOTATION: &str = "meridian.io/applied-hash";
+/// On a PVC: delete it before its ordinal is used again.
+pub const DEFERRED_DELETE_ANNOTATION: &str = "meridian.io/deferred-delete";
+pub const REVISION_LABEL: &str = "controller-revision-hash";
+
+/// One member as the members API lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MemberView {
+    pub name: String,
+    pub id: String,
+    pub healthy: bool,
+    pub is_leader: bool,
+}
+
+/// The members API's answer.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct MembersView {
+    pub cluster_id: Option<String>,
+    pub members: Vec<MemberView>,
+}
+
+impl MembersView {
+    pub fn leader(&self) -> Option<&MemberView> {
+        self.members.iter().find(|m| m.is_leader)
+    }
+}
+
+/// Everything one reconcile reads.
+#[derive(Debug, Clone)]
+pub struct Observed {
+    pub cluster: MeridianCluster,
+    pub stateful_set: Option<StatefulSet>,
+    pub pods: Vec<Pod>,
+    pub pvcs: Vec<PersistentVolumeClaim>,
+    /// `None` when no member answered.
+    pub members: Option<MembersView>,
+}
+
+/// `data-<pod>`: the PVC the StatefulSet's claim template gives a pod.
+pub fn pvc_name(pod: &str) -> String {
+    format!("data-{pod}")
+}
+
+/// The ordinal of `<cluster>-<n>`, for names of this cluster only.
+pub fn ordinal(cluster: &str, name: &str) -> Option<u32> {
+    name.strip_prefix(cluster)?.strip_prefix('-')?.parse().ok()
+}
+
+/// A Go-style duration (`90s`, `5m`, `1h30m`, `250ms`) in milliseconds.
+pub fn parse_duration_ms(s: &str) -> Option<u64> {
+    let mut total = 0u64;
+    let mut rest = s.trim();
+    if rest.is_empty() {
+        return None;
+    }
+    while !rest.is_empty() {
+        let digits = rest.find(|c: char| !c.is_ascii_digit())?;
+        let value: u64 = rest[..digits].parse().ok()?;
+        rest = &rest[digits..];
+        let unit_len = rest
+            .find(|c: char| c.is_ascii_digit())
+            .unwrap_or(rest.len());
+        let scale = match &rest[..unit_len] {
+            "ms" => 1,
+            "s" => 1_000,
+            "m" => 60_000,
+            "h" => 3_600_000,
+            _ => return None,
+        };
+        total = total.checked_add(value.checked_mul(scale)?)?;
+        rest = &rest[unit_len..];
+    }
+    Some(total)
+}
+
+fn since_ms(now: Timestamp, then: Timestamp) -> u64 {
+    (now.as_millisecond() - then.as_millisecond()).max(0) as u64
+}
+
+fn pod_condition<'a>(
+    pod: &'a Pod,
+    kind: &str,
+) -> Option<&'a k8s_openapi::api::core::v1::PodCondition> {
+    pod.status
+        .as_ref()?
+        .conditions
+        .as_ref()?
+        .iter()
+        .find(|c| c.type_ == kind)
+}
+
+fn parse_time(s: &str) -> Option<Timestamp> {
+    s.parse().ok()
+}
+
+/// Members with the time each last changed health: kept from the previous status while the
+/// health is the same, `now` when it changed.
+pub fn member_statuses(
+    previous: &[MemberStatus],
+    members: &MembersView,
+    now: Timestamp,
+) -> Vec<MemberStatus> {
+    members
+        .members
+        .iter()
+        .map(|m| {
+            let before = previous.iter().find(|p| p.name == m.name && p.id == m.id);
+            let since = match before {
+                Some(p) if p.healthy == m.healthy => p.last_transition_time.clone(),
+                _ => None,
+            };
+            MemberStatus {
+                name: m.name.clone(),
+                id: m.id.clone(),
+                healthy: m.healthy,
+                last_transition_time: since.or_else(|| Some(now.to_string())),
+            }
+        })
+        .collect()
+}
+
+/// A stable hash of the owned objects as the spec wants them (replicas excluded: they move
+/// with scaling, not with the spec).
+pub fn desired_hash(mc: &MeridianCluster) -> String {
+    use std::hash::{Hash, Hasher};
+    let objects = serde_json::json!([
+        resources::client_service(mc),
+        resources::peer_service(mc),
+        resources::config_map(mc),
+        resources::disruption_budget(mc),
+        resources::stateful_set(mc, 0),
+    ]);
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    objects.to_string().hash(&mut h);
+    format!("{:016x}", h.finish())
+}
+
+pub fn snapshot(o: &Observed, now: Timestamp) -> Snapshot {
+    let mc = &o.cluster;
+    let name = mc.name_any();
+    let status = mc.status.clone().unwrap_or_default();
+    let sts_status = o.stateful_set.as_ref().and_then(|s| s.status.as_ref());
+    let members_now = o.members.clone().unwrap_or_default();
+    let statuses = member_statuses(&status.members, &members_now, now);
+    let pods = o
+        .pods
+        .iter()
+        .filter_map(|p| {
+            let pod_name = p.name_any();
+            let ordinal = ordinal(&name, &pod_name)?;
+            let ready = pod_condition(p, "Ready");
+            let ready_since = ready
+                .filter(|c| c.status == "True")
+                .and_then(|c| c.last_transition_time.as_ref())
+                .map(|t| t.0);
+            let scheduled = p.spec.as_ref().is_some_and(|s| s.node_name.is_some())
+                || pod_condition(p, "PodScheduled").is_some_and(|c| c.status == "True");
+            let pvc = pvc_name(&pod_name);
+            Some(reconcile::Pod {
+                name: pod_name,
+                ordinal,
+                revision: p.labels().get(REVISION_LABEL).cloned().unwrap_or_default(),
+                ready: ready.is_some_and(|c| c.status == "True"),
+                ready_for_ms: ready_since.map_or(0, |t| since_ms(now, t)),
+                scheduled,
+                pvc_uids: o
+                    .pvcs
+                    .iter()
+                    .filter(|c| c.name_any() == pvc)
+                    .filter_map(|c| c.uid())
+                    .collect(),
+            })
+        })
+        .collect();
+    let members = members_now
+        .members
+        .iter()
+        .zip(&statuses)
+        .map(|(m, s)| reconcile::Member {
+            name: m.name.clone(),
+            id: m.id.clone(),
+            healthy: m.healthy,
+            is_leader: m.is_leader,
+            unhealthy_for_ms: if m.healthy {
+                0
+            } else {
+                s.last_transition_time
+                    .as_deref()
+                    .and_then(parse_time)
+                    .map_or(0, |t| since_ms(now, t))
+            },
+        })
+        .collect();
+    let annotations = mc.annotations();
+    Snapshot {
+        spec_replicas: mc.spec.replicas.max(0) as u32,
+        paused: mc.spec.paused,
+        force: annotations
+            .get(FORCE_ANNOTATION)
+            .is_some_and(|v| v == "true"),
+        min_ready_ms: mc.spec.min_ready_seconds.max(0) as u64 * 1_000,
+        failover_enabled: mc.spec.failover.enabled,
+        failover_period_ms: parse_duration_ms(&mc.spec.failover.period).unwrap_or(300_000),
+        max_failover_count: mc.spec.failover.max_failover_count.max(0) as usize,
+        sts_replicas: o
+            .stateful_set
+            .as_ref()
+            .map(|s| s.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1).max(0) as u32),
+        update_revision: sts_status
+            .and_then(|s| s.update_revision.clone())
+            .unwrap_or_default(),
+        pods,
+        members,
+        members_reachable: o.members.is_some(),
+        failures: status
+            .failure_members
+            .iter()
+            .map(|f| f.pod_name.clone())
+            .collect(),
+        deferred_pvcs: o
+            .pvcs
+            .iter()
+            .filter(|c| c.annotations().contains_key(DEFERRED_DELETE_ANNOTATION))
+            .filter_map(|c| ordinal(&name, c.name_any().strip_prefix("data-")?))
+            .collect(),
+        applied_hash: o
+            .stateful_set
+            .as_ref()
+            .and_then(|s| s.annotations().get(APPLIED_HASH_ANNOTATION).cloned()),
+        desired_hash: desired_hash(mc),
+    }
+}
+
+fn condition(
+    previous: &[Condition],
+    kind: &str,
+    on: bool,
+    reason: &str,
+    message: String,
+    generation: Option<i64>,
+    now: Timestamp,
+) -> Condition {
+    let status = if on { "True" } else { "False" };
+    let since = previous
+        .iter()
+        .find(|c| c.type_ == kind && c.status == status)
+        .map_or(Time(now), |c| c.last_transition_time.clone());
+    Condition {
+        type_: kind.into(),
+        status: status.into(),
+        reason: reason.into(),
+        message,
+        observed_generation: generation,
+        last_transition_time: since,
+    }
+}
+
+/// The status one reconcile observed. `failures` are the failure members after this
+/// reconcile's failover step. Unchanged input gives an equal status (times are kept), so the
+/// shell can skip the write.
+pub fn status(
+    o: &Observed,
+    s: &Snapshot,
+    failures: Vec<FailureMember>,
+    now: Timestamp,
+) -> MeridianClusterStatus {
+    let mc = &o.cluster;
+    let previous = mc.status.clone().unwrap_or_default();
+    let c: Conditions = reconcile::conditions(s);
+    let generation = mc.metadata.generation;
+    let members = o.members.clone();
+    let healthy = s.members.iter().filter(|m| m.healthy).count();
+    let sts_status = o.stateful_set.as_ref().and_then(|s| s.status.as_ref());
+    let selector = resources::labels(mc)
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(",");
+    let p = &previous.conditions;
+    MeridianClusterStatus {
+        cluster_id: members
+            .as_ref()
+            .and_then(|m| m.cluster_id.clone())
+            .or(previous.cluster_id.clone()),
+        leader: members
+            .as_ref()
+            .and_then(|m| m.leader().map(|l| l.name.clone())),
+        members: members.as_ref().map_or(previous.members.clone(), |m| {
+            member_statuses(&previous.members, m, now)
+        }),
+        failure_members: failures,
+        replicas: o.pods.len() as i32,
+        selector: Some(selector),
+        current_revision: sts_status.and_then(|s| s.current_revision.clone()),
+        update_revision: sts_status.and_then(|s| s.update_revision.clone()),
+        conditions: vec![
+            condition(
+                p,
+                "Available",
+                c.available,
+                if c.available {
+                    "LeaderServing"
+                } else {
+                    "NoLeader"
+                },
+                format!("{healthy} of {} members healthy", s.members.len()),
+                generation,
+                now,
+            ),
+            condition(
+                p,
+                "Quorate",
+                c.quorate,
+                if c.quorate { "Quorum" } else { "NoQuorum" },
+                if s.members_reachable {
+                    format!("{healthy} healthy members")
+                } else {
+                    "no member answered the members API".into()
+                },
+                generation,
+                now,
+            ),
+            condition(
+                p,
+                "Progressing",
+                c.progressing,
+                if c.progressing { "Rolling" } else { "Settled" },
+                format!("update revision {}", s.update_revision),
+                generation,
+                now,
+            ),
+            condition(
+                p,
+                "Degraded",
+                c.degraded,
+                if c.degraded {
+                    "MemberUnhealthy"
+                } else {
+                    "AllHealthy"
+                },
+                s.members
+                    .iter()
+                    .filter(|m| !m.healthy)
+                    .map(|m| m.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(","),
+                generation,
+                now,
+            ),
+        ],
+        observed_generation: generation,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        for (s, ms) in [
+            ("5m", Some(300_000)),
+            ("90s", Some(90_000)),
+            ("1h30m", Some(5_400_000)),
+            ("250ms", Some(250)),
+            ("", None),
+            ("5", None),
+            ("m", None),
+            ("5d", None),
+        ] {
+            assert_eq!(parse_duration_ms(s), ms, "{s:?}");
+        }
+    }
+
+    #[test]
+    fn ordinals_of_this_cluster_only() {
+        assert_eq!(ordinal("pd", "pd-3"), Some(3));
+        assert_eq!(ordinal("pd", "pd-x"), None);
+        assert_eq!(ordinal("pd", "pdq-1"), None);
+        assert_eq!(ordinal("pd", "other-1"), None);
+    }
+
+    #[test]
+    fn health_transition_times_are_kept_until_the_health_changes() {
+        let t0: Timestamp = "2026-01-01T00:00:00Z".parse().unwrap();
+        let t1: Timestamp = "2026-01-01T00:05:00Z".parse().unwrap();
+        let view = |healthy| MembersView {
+            cluster_id: None,
+            members: vec![MemberView {
+                name: "pd-0".into(),
+                id: "7".into(),
+                healthy,
+                is_leader: false,
+            }],
+        };
+        let first = member_statuses(&[], &view(true), t0);
+        assert_eq!(
+            first[0].last_transition_time.as_deref(),
+            Some("2026-01-01T00:00:00Z")
+        );
+        let same = member_statuses(&first, &view(true), t1);
+        assert_eq!(same, first);
+        let changed = member_statuses(&first, &view(false), t1);
+        assert_eq!(
+            changed[0].last_transition_time.as_deref(),
+            Some("2026-01-01T00:05:00Z")
+        );
+    }
+}
