@@ -4,3 +4,4 @@
 
 pub mod crd;
 pub mod decide;
+pub mod shell;

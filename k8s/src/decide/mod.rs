@@ -3,6 +3,7 @@
 //! durations and carries the steps out.
 
 pub mod failover;
+pub mod lease;
 pub mod reconcile;
 pub mod resources;
 pub mod scale;

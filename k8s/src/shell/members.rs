@@ -1,0 +1,209 @@
+//! The Meridian members API as the shell uses it: list with health and leader, move the
+//! leadership, delete a member. `AdminMembers` speaks the admin HTTP API of the members at the
+//! addresses a function of the cluster gives (its Service in Kubernetes, the processes in the
+//! simulation).
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{anyhow, bail};
+use meridian::admin::AdminClient;
+
+use crate::crd::MeridianCluster;
+use crate::decide::snapshot::{MemberView, MembersView};
+
+pub trait Members: Send + Sync {
+    /// `None` when no member answered.
+    fn list(&self, mc: &MeridianCluster) -> impl Future<Output = Option<MembersView>> + Send;
+    /// Asks the leader to hand its term to `to` (waits for the hand-over to be accepted).
+    fn transfer_leader(
+        &self,
+        mc: &MeridianCluster,
+        to: &str,
+    ) -> impl Future<Output = anyhow::Result<()>> + Send;
+    fn delete_member(
+        &self,
+        mc: &MeridianCluster,
+        name: &str,
+    ) -> impl Future<Output = anyhow::Result<()>> + Send;
+}
+
+type Addresses = dyn Fn(&MeridianCluster) -> Vec<String> + Send + Sync;
+
+/// The admin API over HTTP, tried at each address in turn.
+#[derive(Clone)]
+pub struct AdminMembers {
+    addresses: Arc<Addresses>,
+    timeout: Duration,
+}
+
+impl AdminMembers {
+    pub fn new(
+        addresses: impl Fn(&MeridianCluster) -> Vec<String> + Send + Sync + 'static,
+    ) -> Self {
+        AdminMembers {
+            addresses: Arc::new(addresses),
+            timeout: Duration::from_secs(3),
+        }
+    }
+
+    /// The client Service of a cluster in Kubernetes.
+    pub fn in_cluster() -> Self {
+        Self::new(|mc| {
+            use kube::ResourceExt;
+            vec![format!(
+                "http://{}.{}.svc:{}",
+                mc.name_any(),
+                mc.namespace().unwrap_or_else(|| "default".into()),
+                crate::decide::resources::ADMIN_PORT
+            )]
+        })
+    }
+
+    /// The first address that answers `GET /api/v1/members`, with its body.
+    async fn members_json(&self, mc: &MeridianCluster) -> Option<serde_json::Value> {
+        let addresses = (self.addresses)(mc);
+        let timeout = self.timeout;
+        tokio::task::spawn_blocking(move || {
+            addresses.iter().find_map(|a| {
+                match AdminClient::with_timeout(a, timeout).get_json("/api/v1/members") {
+                    Ok((200, body)) => Some(body),
+                    _ => None,
+                }
+            })
+        })
+        .await
+        .ok()
+        .flatten()
+    }
+
+    async fn call(
+        &self,
+        url: String,
+        method: &'static str,
+        path: String,
+    ) -> anyhow::Result<(u16, String)> {
+        let timeout = self.timeout.max(Duration::from_secs(12));
+        tokio::task::spawn_blocking(move || {
+            let admin = AdminClient::with_timeout(&url, timeout);
+            match method {
+                "POST" => admin.post(&path),
+                _ => admin.delete(&path),
+            }
+        })
+        .await
+        .map_err(|e| anyhow!("admin call: {e}"))?
+    }
+}
+
+/// Reads the members API body; members without a name or id are skipped.
+pub fn parse_members(body: &serde_json::Value) -> MembersView {
+    let text = |v: &serde_json::Value| match v {
+        serde_json::Value::String(s) => Some(s.clone()),
+        serde_json::Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    };
+    MembersView {
+        cluster_id: text(&body["cluster_id"]),
+        members: body["members"]
+            .as_array()
+            .map(|ms| {
+                ms.iter()
+                    .filter_map(|m| {
+                        Some(MemberView {
+                            name: m["name"].as_str()?.to_string(),
+                            id: text(&m["id"])?,
+                            healthy: m["healthy"].as_bool().unwrap_or(false),
+                            is_leader: m["is_leader"].as_bool().unwrap_or(false),
+                        })
+                    })
+                    .collect()
+            })
+            .unwrap_or_default(),
+    }
+}
+
+fn admin_url_of(body: &serde_json::Value, name: &str) -> Option<String> {
+    body["members"]
+        .as_array()?
+        .iter()
+        .find(|m| m["name"] == name)?["admin_url"]
+        .as_str()
+        .map(str::to_string)
+}
+
+impl Members for AdminMembers {
+    async fn list(&self, mc: &MeridianCluster) -> Option<MembersView> {
+        self.members_json(mc).await.map(|b| parse_members(&b))
+    }
+
+    async fn transfer_leader(&self, mc: &MeridianCluster, to: &str) -> anyhow::Result<()> {
+        let body = self
+            .members_json(mc)
+            .await
+            .ok_or_else(|| anyhow!("no member answered"))?;
+        let leader = parse_members(&body)
+            .leader()
+            .map(|l| l.name.clone())
+            .ok_or_else(|| anyhow!("no leader to transfer from"))?;
+        if leader == to {
+            return Ok(());
+        }
+        let url = admin_url_of(&body, &leader)
+            .ok_or_else(|| anyhow!("the leader {leader} lists no admin address"))?;
+        let (status, reply) = self
+            .call(url, "POST", format!("/api/v1/leader/transfer/{to}"))
+            .await?;
+        if status != 200 {
+            bail!("transfer from {leader} to {to}: {status} {reply}");
+        }
+        Ok(())
+    }
+
+    async fn delete_member(&self, mc: &MeridianCluster, name: &str) -> anyhow::Result<()> {
+        let body = self
+            .members_json(mc)
+            .await
+            .ok_or_else(|| anyhow!("no member answered"))?;
+        // Any member on etcd can remove one; prefer the leader, which answers for sure.
+        let view = parse_members(&body);
+        let via = view
+            .leader()
+            .and_then(|l| admin_url_of(&body, &l.name))
+            .ok_or_else(|| anyhow!("no leader to remove {name} through"))?;
+        let (status, reply) = self
+            .call(via, "DELETE", format!("/api/v1/members/{name}"))
+            .await?;
+        match status {
+            // Already gone is what was wanted.
+            200 | 404 => Ok(()),
+            _ => bail!("delete member {name}: {status} {reply}"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn members_body() {
+        let body = serde_json::json!({
+            "cluster_id": 42,
+            "leader": {"name": "pd-1"},
+            "members": [
+                {"name": "pd-0", "id": 7, "healthy": true, "is_leader": false, "admin_url": "http://a"},
+                {"name": "pd-1", "id": "8", "healthy": true, "is_leader": true, "admin_url": "http://b"},
+                {"id": 9},
+                {"name": "pd-2", "id": 10},
+            ]
+        });
+        let v = parse_members(&body);
+        assert_eq!(v.cluster_id.as_deref(), Some("42"));
+        assert_eq!(v.members.len(), 3);
+        assert_eq!(v.leader().unwrap().name, "pd-1");
+        assert!(!v.members[2].healthy, "health unknown is not healthy");
+        assert_eq!(admin_url_of(&body, "pd-1").as_deref(), Some("http://b"));
+    }
+}

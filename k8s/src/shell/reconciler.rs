@@ -1,0 +1,310 @@
+//! One reconcile, the thin shell around `decide`: read the workload and the members API, build
+//! the snapshot, decide, carry the actions out (with an event for each step and each wait), and
+//! write the status only when it differs from what is stored. An unchanged, healthy cluster
+//! therefore costs reads and no write.
+
+use std::time::Duration;
+
+use anyhow::bail;
+use k8s_openapi::jiff::Timestamp;
+use kube::ResourceExt;
+
+use super::members::Members;
+use super::platform::{Note, Owned, Platform};
+use crate::crd::{FailureMember, MeridianCluster};
+use crate::decide::reconcile::{reconcile, Action};
+use crate::decide::snapshot::{self, Observed, APPLIED_HASH_ANNOTATION};
+use crate::decide::{failover, resources, scale, upgrade};
+
+/// What the controller does next.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Outcome {
+    pub actions: Vec<Action>,
+    pub status_written: bool,
+    pub requeue_after: Duration,
+}
+
+/// How long a leader transfer may take to show in the members API before the step fails.
+const TRANSFER_VERIFY: Duration = Duration::from_secs(10);
+
+/// The owned objects for `replicas` members, the StatefulSet stamped with the spec's hash.
+pub fn owned(mc: &MeridianCluster, replicas: u32) -> Owned {
+    let mut stateful_set = resources::stateful_set(mc, replicas as i32);
+    stateful_set
+        .metadata
+        .annotations
+        .get_or_insert_with(Default::default)
+        .insert(
+            APPLIED_HASH_ANNOTATION.to_string(),
+            snapshot::desired_hash(mc),
+        );
+    Owned {
+        client_service: resources::client_service(mc),
+        peer_service: resources::peer_service(mc),
+        config_map: resources::config_map(mc),
+        disruption_budget: resources::disruption_budget(mc),
+        stateful_set,
+    }
+}
+
+fn note(warning: bool, reason: &str, action: &str, message: String) -> Note {
+    Note {
+        warning,
+        reason: reason.into(),
+        action: action.into(),
+        message,
+    }
+}
+
+pub async fn reconcile_once<P: Platform, M: Members>(
+    mc: &MeridianCluster,
+    platform: &P,
+    members: &M,
+    now: Timestamp,
+) -> anyhow::Result<Outcome> {
+    let workload = platform.workload(mc).await?;
+    let observed = Observed {
+        cluster: mc.clone(),
+        stateful_set: workload.stateful_set,
+        pods: workload.pods,
+        pvcs: workload.pvcs,
+        members: members.list(mc).await,
+    };
+    let snap = snapshot::snapshot(&observed, now);
+    let actions = reconcile(&snap);
+    let mut failures = mc
+        .status
+        .as_ref()
+        .map(|s| s.failure_members.clone())
+        .unwrap_or_default();
+    let mut waiting = false;
+    let pod = |ordinal: u32| format!("{}-{ordinal}", mc.name_any());
+    for action in &actions {
+        match action {
+            Action::ApplyOwned { replicas } => {
+                platform.apply_owned(&owned(mc, *replicas)).await?;
+                platform
+                    .event(
+                        mc,
+                        &note(
+                            false,
+                            "Applied",
+                            "Reconcile",
+                            format!("owned objects applied ({replicas} replicas)"),
+                        ),
+                    )
+                    .await?;
+            }
+            Action::Failover(step) => {
+                carry_failover(mc, platform, members, step, &mut failures, now).await?
+            }
+            Action::Scale(step) => {
+                waiting |= carry_scale(mc, platform, members, step, &pod).await?
+            }
+            Action::Upgrade(step) => waiting |= carry_upgrade(mc, platform, members, step).await?,
+        }
+    }
+    let status = snapshot::status(&observed, &snap, failures, now);
+    let status_written = mc.status.as_ref() != Some(&status);
+    if status_written {
+        platform.patch_status(mc, &status).await?;
+    }
+    let requeue_after = if actions.is_empty() {
+        Duration::from_secs(30)
+    } else if waiting {
+        Duration::from_secs(3)
+    } else {
+        Duration::from_secs(1)
+    };
+    Ok(Outcome {
+        actions,
+        status_written,
+        requeue_after,
+    })
+}
+
+async fn carry_failover<P: Platform, M: Members>(
+    mc: &MeridianCluster,
+    platform: &P,
+    members: &M,
+    step: &failover::Step,
+    failures: &mut Vec<FailureMember>,
+    now: Timestamp,
+) -> anyhow::Result<()> {
+    match step {
+        failover::Step::Nothing => {}
+        failover::Step::Declare {
+            pod,
+            member_id,
+            pvc_uids,
+        } => {
+            failures.push(FailureMember {
+                pod_name: pod.clone(),
+                member_id: member_id.clone(),
+                pvc_uids: pvc_uids.clone(),
+                created_at: now.to_string(),
+            });
+            let message = format!(
+                "{pod} (member {member_id}) unhealthy for longer than {}: replacing it",
+                mc.spec.failover.period
+            );
+            platform
+                .event(mc, &note(true, "MemberFailed", "Failover", message))
+                .await?;
+        }
+        failover::Step::Replace {
+            pod,
+            member_id,
+            pvc_uids,
+        } => {
+            members.delete_member(mc, pod).await?;
+            platform.delete_pod(mc, pod).await?;
+            for uid in pvc_uids {
+                platform
+                    .delete_pvc(mc, &snapshot::pvc_name(pod), Some(uid))
+                    .await?;
+            }
+            let message =
+                format!("member {member_id} deleted, {pod} and its volume deleted to join anew");
+            platform
+                .event(mc, &note(true, "MemberReplaced", "Failover", message))
+                .await?;
+        }
+        failover::Step::Recover => {
+            let names: Vec<String> = failures.drain(..).map(|f| f.pod_name).collect();
+            let message = format!(
+                "every member serves again; failure members {} cleared",
+                names.join(",")
+            );
+            platform
+                .event(mc, &note(false, "FailoverRecovered", "Failover", message))
+                .await?;
+        }
+    }
+    Ok(())
+}
+
+/// Carries out a scaling step; true when it was a wait.
+async fn carry_scale<P: Platform, M: Members>(
+    mc: &MeridianCluster,
+    platform: &P,
+    members: &M,
+    step: &scale::Step,
+    pod: &impl Fn(u32) -> String,
+) -> anyhow::Result<bool> {
+    let (warning, reason, message) = match step {
+        scale::Step::Steady => return Ok(false),
+        scale::Step::Wait(why) => {
+            platform
+                .event(mc, &note(false, "Waiting", "Scale", why.clone()))
+                .await?;
+            return Ok(true);
+        }
+        scale::Step::Refuse(why) => {
+            platform
+                .event(mc, &note(true, "Refused", "Scale", why.clone()))
+                .await?;
+            return Ok(true);
+        }
+        scale::Step::DeletePvc(o) => {
+            let name = snapshot::pvc_name(&pod(*o));
+            platform.delete_pvc(mc, &name, None).await?;
+            (
+                false,
+                "DeletedPvc",
+                format!("{name} deleted before ordinal {o} is used again"),
+            )
+        }
+        scale::Step::SetReplicas(n) => {
+            platform
+                .apply_stateful_set(&owned(mc, *n).stateful_set)
+                .await?;
+            (false, "Scaled", format!("StatefulSet replicas set to {n}"))
+        }
+        scale::Step::TransferLeader { from, to } => {
+            members.transfer_leader(mc, &pod(*to)).await?;
+            (
+                false,
+                "LeaderTransferred",
+                format!("leadership moved off {} to {}", pod(*from), pod(*to)),
+            )
+        }
+        scale::Step::DeleteMember(name) => {
+            members.delete_member(mc, name).await?;
+            (false, "MemberDeleted", format!("member {name} removed"))
+        }
+        scale::Step::MarkPvc(o) => {
+            let name = snapshot::pvc_name(&pod(*o));
+            platform.mark_pvc(mc, &name).await?;
+            (
+                false,
+                "MarkedPvc",
+                format!("{name} marked for deletion before ordinal {o} is reused"),
+            )
+        }
+    };
+    platform
+        .event(mc, &note(warning, reason, "Scale", message))
+        .await?;
+    Ok(false)
+}
+
+/// Carries out an upgrade step; true when it was a wait.
+async fn carry_upgrade<P: Platform, M: Members>(
+    mc: &MeridianCluster,
+    platform: &P,
+    members: &M,
+    step: &upgrade::Step,
+) -> anyhow::Result<bool> {
+    match step {
+        upgrade::Step::Done => Ok(false),
+        upgrade::Step::Wait(why) => {
+            platform
+                .event(mc, &note(false, "Waiting", "Upgrade", why.clone()))
+                .await?;
+            Ok(true)
+        }
+        upgrade::Step::DeletePod(name) => {
+            platform.delete_pod(mc, name).await?;
+            let message = format!("{name} deleted to restart on the update revision");
+            platform
+                .event(mc, &note(false, "DeletedPod", "Upgrade", message))
+                .await?;
+            Ok(false)
+        }
+        upgrade::Step::TransferLeader { to } => {
+            members.transfer_leader(mc, to).await?;
+            verify_leader(mc, members, to).await?;
+            let message = format!("leadership moved to the updated member {to}");
+            platform
+                .event(mc, &note(false, "LeaderTransferred", "Upgrade", message))
+                .await?;
+            Ok(false)
+        }
+    }
+}
+
+/// Waits (bounded) until the members API names `to` as the leader.
+async fn verify_leader<M: Members>(
+    mc: &MeridianCluster,
+    members: &M,
+    to: &str,
+) -> anyhow::Result<()> {
+    let deadline = tokio::time::Instant::now() + TRANSFER_VERIFY;
+    loop {
+        let leader = members
+            .list(mc)
+            .await
+            .and_then(|v| v.leader().map(|l| l.name.clone()));
+        if leader.as_deref() == Some(to) {
+            return Ok(());
+        }
+        if tokio::time::Instant::now() >= deadline {
+            bail!(
+                "leadership did not reach {to} within {TRANSFER_VERIFY:?} (leader: {})",
+                leader.as_deref().unwrap_or("none")
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
