@@ -1,0 +1,559 @@
+//! The kube I/O shell against a mock API server (`tower-test`, the `ApiServerVerifier` pattern of
+//! kube-rs's controller-rs): every request the shell makes is recorded and answered from a small
+//! object table, and the tests check the exact requests: server-side applies with the one field
+//! manager, status patches, deletes, events, the finalizer, the Lease, and that reconciling an
+//! unchanged cluster writes nothing.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use http::{Request, Response, StatusCode};
+use k8s_openapi::api::apps::v1::{StatefulSet, StatefulSetStatus};
+use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod, PodCondition, PodSpec, PodStatus};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+use k8s_openapi::jiff::Timestamp;
+use kube::client::Body;
+use kube::Client;
+use meridian_operator::crd::{MeridianCluster, MeridianClusterSpec, MeridianClusterStatus};
+use meridian_operator::decide::snapshot::{
+    MemberView, MembersView, DEFERRED_DELETE_ANNOTATION, REVISION_LABEL,
+};
+use meridian_operator::shell::controller::{self, Context, FINALIZER};
+use meridian_operator::shell::kube_api::KubeApi;
+use meridian_operator::shell::lease::Elector;
+use meridian_operator::shell::members::{AdminMembers, Members};
+use meridian_operator::shell::reconciler::{owned, reconcile_once};
+
+/// One request as the API server saw it.
+#[derive(Debug, Clone)]
+struct Seen {
+    method: String,
+    /// Path and query.
+    uri: String,
+    body: serde_json::Value,
+}
+
+impl Seen {
+    fn is_write(&self) -> bool {
+        self.method != "GET"
+    }
+
+    fn line(&self) -> String {
+        format!("{} {}", self.method, self.uri)
+    }
+}
+
+/// GET answers by path (without query); anything not listed is a 404. Writes echo their body,
+/// except where `write_replies` has an answer for the path.
+#[derive(Default, Clone)]
+struct Table {
+    gets: BTreeMap<String, serde_json::Value>,
+    write_replies: BTreeMap<String, (u16, serde_json::Value)>,
+}
+
+fn list(kind: &str, items: Vec<serde_json::Value>) -> serde_json::Value {
+    serde_json::json!({"apiVersion": "v1", "kind": kind, "metadata": {"resourceVersion": "1"}, "items": items})
+}
+
+fn status_json(code: u16, reason: &str) -> serde_json::Value {
+    serde_json::json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+        "message": reason, "reason": reason, "code": code})
+}
+
+impl Table {
+    /// The cluster `mc` and no workload: empty pod and claim lists; writes to the cluster and
+    /// its status answer with the cluster.
+    fn for_cluster(mc: &MeridianCluster) -> Table {
+        let mut t = Table::default();
+        let json = serde_json::to_value(mc).unwrap();
+        let path = "/apis/meridian.io/v1alpha1/namespaces/db/meridianclusters/pd";
+        t.write_replies.insert(path.into(), (200, json.clone()));
+        t.write_replies
+            .insert(format!("{path}/status"), (200, json));
+        t.gets
+            .insert("/api/v1/namespaces/db/pods".into(), list("PodList", vec![]));
+        t.gets.insert(
+            "/api/v1/namespaces/db/persistentvolumeclaims".into(),
+            list("PersistentVolumeClaimList", vec![]),
+        );
+        t
+    }
+}
+
+/// A client on a mock service, and the task answering it; the task ends (returning every
+/// request) once every clone of the client is dropped.
+fn mock_api(table: Table) -> (Client, tokio::task::JoinHandle<Vec<Seen>>) {
+    let (service, mut handle) = tower_test::mock::pair::<Request<Body>, Response<Body>>();
+    let server = tokio::spawn(async move {
+        let mut seen = Vec::new();
+        while let Some((request, send)) = handle.next_request().await {
+            let method = request.method().to_string();
+            let uri = request
+                .uri()
+                .path_and_query()
+                .map(|p| p.to_string())
+                .unwrap_or_default();
+            let path = request.uri().path().to_string();
+            let bytes = request.into_body().collect_bytes().await.unwrap();
+            let body = serde_json::from_slice(&bytes).unwrap_or(serde_json::Value::Null);
+            let (code, reply) = if method == "GET" {
+                match table.gets.get(&path) {
+                    Some(v) => (200, v.clone()),
+                    None => (404, status_json(404, "NotFound")),
+                }
+            } else if let Some((code, reply)) = table.write_replies.get(&path) {
+                (*code, reply.clone())
+            } else if method == "DELETE" {
+                let ok = serde_json::json!({"kind": "Status", "apiVersion": "v1",
+                    "metadata": {}, "status": "Success", "code": 200});
+                (200, ok)
+            } else {
+                (200, body.clone())
+            };
+            seen.push(Seen { method, uri, body });
+            send.send_response(
+                Response::builder()
+                    .status(StatusCode::from_u16(code).unwrap())
+                    .body(Body::from(serde_json::to_vec(&reply).unwrap()))
+                    .unwrap(),
+            );
+        }
+        seen
+    });
+    (Client::new(service, "default"), server)
+}
+
+/// The members API as a fixed answer, recording what it was asked to do.
+#[derive(Default)]
+struct FixedMembers {
+    view: Option<MembersView>,
+    calls: Mutex<Vec<String>>,
+}
+
+impl Members for FixedMembers {
+    async fn list(&self, _: &MeridianCluster) -> Option<MembersView> {
+        self.view.clone()
+    }
+
+    async fn transfer_leader(&self, _: &MeridianCluster, to: &str) -> anyhow::Result<()> {
+        self.calls.lock().unwrap().push(format!("transfer {to}"));
+        Ok(())
+    }
+
+    async fn delete_member(&self, _: &MeridianCluster, name: &str) -> anyhow::Result<()> {
+        self.calls.lock().unwrap().push(format!("delete {name}"));
+        Ok(())
+    }
+}
+
+fn cluster() -> MeridianCluster {
+    let mut mc = MeridianCluster::new(
+        "pd",
+        MeridianClusterSpec {
+            replicas: 3,
+            image: "meridian:1".into(),
+            etcd_endpoints: vec!["http://etcd:2379".into()],
+            ..MeridianClusterSpec::default()
+        },
+    );
+    mc.metadata.namespace = Some("db".into());
+    mc.metadata.uid = Some("uid-pd".into());
+    mc.metadata.generation = Some(4);
+    mc.metadata.finalizers = Some(vec![FINALIZER.into()]);
+    mc
+}
+
+fn pod(i: u32, revision: &str, ready_since: Timestamp) -> Pod {
+    Pod {
+        metadata: ObjectMeta {
+            name: Some(format!("pd-{i}")),
+            namespace: Some("db".into()),
+            labels: Some(BTreeMap::from([(
+                REVISION_LABEL.to_string(),
+                revision.to_string(),
+            )])),
+            ..ObjectMeta::default()
+        },
+        spec: Some(PodSpec {
+            node_name: Some("node".into()),
+            ..PodSpec::default()
+        }),
+        status: Some(PodStatus {
+            conditions: Some(vec![PodCondition {
+                type_: "Ready".into(),
+                status: "True".into(),
+                last_transition_time: Some(Time(ready_since)),
+                ..PodCondition::default()
+            }]),
+            ..PodStatus::default()
+        }),
+    }
+}
+
+fn healthy_members() -> MembersView {
+    MembersView {
+        cluster_id: Some("77".into()),
+        members: (0..3)
+            .map(|i| MemberView {
+                name: format!("pd-{i}"),
+                id: format!("{}", 10 + i),
+                healthy: true,
+                is_leader: i == 0,
+            })
+            .collect(),
+    }
+}
+
+/// A running 3-member cluster: its StatefulSet as last applied, pods on `pod_revision`.
+fn running(mc: &MeridianCluster, pod_revision: &str, pvcs: Vec<PersistentVolumeClaim>) -> Table {
+    let mut sts: StatefulSet = owned(mc, 3).stateful_set;
+    sts.status = Some(StatefulSetStatus {
+        update_revision: Some("rev-2".into()),
+        current_revision: Some("rev-1".into()),
+        replicas: 3,
+        ..StatefulSetStatus::default()
+    });
+    let since: Timestamp = "2026-11-01T00:00:00Z".parse().unwrap();
+    let pods = (0..3)
+        .map(|i| serde_json::to_value(pod(i, pod_revision, since)).unwrap())
+        .collect();
+    let mut t = Table::for_cluster(mc);
+    t.gets.insert(
+        "/apis/apps/v1/namespaces/db/statefulsets/pd".into(),
+        serde_json::to_value(sts).unwrap(),
+    );
+    t.gets
+        .insert("/api/v1/namespaces/db/pods".into(), list("PodList", pods));
+    t.gets.insert(
+        "/api/v1/namespaces/db/persistentvolumeclaims".into(),
+        list(
+            "PersistentVolumeClaimList",
+            pvcs.into_iter()
+                .map(|p| serde_json::to_value(p).unwrap())
+                .collect(),
+        ),
+    );
+    t
+}
+
+const READS: [&str; 3] = [
+    "GET /apis/apps/v1/namespaces/db/statefulsets/pd",
+    "GET /api/v1/namespaces/db/pods?&labelSelector=app.kubernetes.io%2Finstance%3Dpd%2Capp.kubernetes.io%2Fmanaged-by%3Dmeridian-operator%2Capp.kubernetes.io%2Fname%3Dmeridian",
+    "GET /api/v1/namespaces/db/persistentvolumeclaims?&labelSelector=app.kubernetes.io%2Finstance%3Dpd%2Capp.kubernetes.io%2Fmanaged-by%3Dmeridian-operator%2Capp.kubernetes.io%2Fname%3Dmeridian",
+];
+
+async fn reconcile_on(
+    table: Table,
+    mc: &MeridianCluster,
+    members: &FixedMembers,
+) -> (Vec<Seen>, meridian_operator::shell::reconciler::Outcome) {
+    let (client, server) = mock_api(table);
+    let platform = KubeApi::new(client, Some("op-0".into()));
+    let now: Timestamp = "2026-11-22T00:00:00Z".parse().unwrap();
+    let outcome = reconcile_once(mc, &platform, members, now).await.unwrap();
+    drop(platform);
+    (server.await.unwrap(), outcome)
+}
+
+#[tokio::test]
+async fn a_new_cluster_gets_its_objects_by_server_side_apply_with_one_field_manager() {
+    let mc = cluster();
+    let members = FixedMembers::default();
+    let (seen, _) = reconcile_on(Table::for_cluster(&mc), &mc, &members).await;
+    let lines: Vec<String> = seen.iter().map(Seen::line).collect();
+    let apply = "?&force=true&fieldManager=meridian-operator";
+    let mut want: Vec<String> = READS.iter().map(|s| s.to_string()).collect();
+    want.extend([
+        format!("PATCH /api/v1/namespaces/db/services/pd{apply}"),
+        format!("PATCH /api/v1/namespaces/db/services/pd-peer{apply}"),
+        format!("PATCH /api/v1/namespaces/db/configmaps/pd-config{apply}"),
+        format!("PATCH /apis/policy/v1/namespaces/db/poddisruptionbudgets/pd{apply}"),
+        format!("PATCH /apis/apps/v1/namespaces/db/statefulsets/pd{apply}"),
+        "POST /apis/events.k8s.io/v1/namespaces/db/events?".into(),
+        format!("PATCH /apis/meridian.io/v1alpha1/namespaces/db/meridianclusters/pd/status{apply}"),
+    ]);
+    assert_eq!(lines, want);
+    // The StatefulSet starts with one member, OnDelete, owned by the cluster, stamped with the
+    // spec's hash; the budget keeps a quorum of the three.
+    let sts = &seen[7].body;
+    assert_eq!(sts["spec"]["replicas"], 1);
+    assert_eq!(sts["spec"]["updateStrategy"]["type"], "OnDelete");
+    assert_eq!(sts["metadata"]["ownerReferences"][0]["uid"], "uid-pd");
+    assert!(sts["metadata"]["annotations"]["meridian.io/applied-hash"].is_string());
+    assert_eq!(seen[6].body["spec"]["minAvailable"], 2);
+    assert_eq!(seen[4].body["spec"]["publishNotReadyAddresses"], true);
+    // Status: applied whole under the same manager; no member answered, so not quorate.
+    let status = &seen[9].body;
+    assert_eq!(status["kind"], "MeridianCluster");
+    assert_eq!(status["status"]["observedGeneration"], 4);
+    let quorate = status["status"]["conditions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["type"] == "Quorate")
+        .unwrap();
+    assert_eq!(quorate["status"], "False");
+    assert_eq!(quorate["message"], "no member answered the members API");
+}
+
+#[tokio::test]
+async fn an_unchanged_cluster_costs_reads_and_no_write() {
+    let mut mc = cluster();
+    let members = FixedMembers {
+        view: Some(healthy_members()),
+        ..FixedMembers::default()
+    };
+    // First pass: everything is as wanted except the stored status.
+    let (seen, outcome) = reconcile_on(running(&mc, "rev-2", vec![]), &mc, &members).await;
+    assert!(outcome.actions.is_empty(), "{:?}", outcome.actions);
+    let writes: Vec<&Seen> = seen.iter().filter(|s| s.is_write()).collect();
+    assert_eq!(writes.len(), 1, "{seen:?}");
+    assert!(writes[0].uri.contains("/meridianclusters/pd/status"));
+    let status: MeridianClusterStatus =
+        serde_json::from_value(writes[0].body["status"].clone()).unwrap();
+    assert_eq!(status.leader.as_deref(), Some("pd-0"));
+    assert_eq!(status.cluster_id.as_deref(), Some("77"));
+    assert_eq!(status.members.len(), 3);
+
+    // Second pass with that status stored, an hour later: reads only.
+    mc.status = Some(status);
+    let (client, server) = mock_api(running(&mc, "rev-2", vec![]));
+    let platform = KubeApi::new(client, Some("op-0".into()));
+    let later: Timestamp = "2026-11-22T01:00:00Z".parse().unwrap();
+    let outcome = reconcile_once(&mc, &platform, &members, later)
+        .await
+        .unwrap();
+    drop(platform);
+    let seen = server.await.unwrap();
+    assert!(!outcome.status_written);
+    assert_eq!(outcome.requeue_after, Duration::from_secs(30));
+    assert_eq!(
+        seen.iter().map(Seen::line).collect::<Vec<_>>(),
+        READS.to_vec()
+    );
+    assert!(members.calls.lock().unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn an_upgrade_deletes_the_highest_follower_first_and_says_so() {
+    let mc = cluster();
+    let members = FixedMembers {
+        view: Some(healthy_members()),
+        ..FixedMembers::default()
+    };
+    let (seen, _) = reconcile_on(running(&mc, "rev-1", vec![]), &mc, &members).await;
+    let writes: Vec<String> = seen
+        .iter()
+        .filter(|s| s.is_write())
+        .map(Seen::line)
+        .collect();
+    assert_eq!(
+        writes[..2],
+        [
+            "DELETE /api/v1/namespaces/db/pods/pd-2?".to_string(),
+            "POST /apis/events.k8s.io/v1/namespaces/db/events?".to_string(),
+        ]
+    );
+    let event = &seen.iter().find(|s| s.method == "POST").unwrap().body;
+    assert_eq!(event["reason"], "DeletedPod");
+    assert_eq!(event["action"], "Upgrade");
+    assert_eq!(event["regarding"]["name"], "pd");
+    assert!(writes[2].contains("/meridianclusters/pd/status"));
+    assert_eq!(writes.len(), 3);
+}
+
+#[tokio::test]
+async fn scale_in_marks_the_claim_and_a_reused_ordinal_deletes_it_first() {
+    // 3 -> 2: member pd-2 is deleted through the members API, then its claim is marked.
+    let mut mc = cluster();
+    mc.spec.replicas = 2;
+    let mut members = FixedMembers {
+        view: Some(healthy_members()),
+        ..FixedMembers::default()
+    };
+    let (seen, _) = reconcile_on(running(&mc, "rev-2", vec![]), &mc, &members).await;
+    assert_eq!(*members.calls.lock().unwrap(), vec!["delete pd-2"]);
+    // pd-2 is no member any more: next, the claim is marked for deferred deletion.
+    members.view.as_mut().unwrap().members.pop();
+    members.calls.lock().unwrap().clear();
+    let (seen2, _) = reconcile_on(running(&mc, "rev-2", vec![]), &mc, &members).await;
+    let mark = seen2.iter().find(|s| s.method == "PATCH").unwrap();
+    assert_eq!(
+        mark.line(),
+        "PATCH /api/v1/namespaces/db/persistentvolumeclaims/data-pd-2?"
+    );
+    assert_eq!(
+        mark.body["metadata"]["annotations"][DEFERRED_DELETE_ANNOTATION],
+        "true"
+    );
+    assert!(seen.iter().any(|s| s.body["reason"] == "MemberDeleted"));
+
+    // Later 2 -> 3: the marked claim of ordinal 2 is deleted before the StatefulSet grows.
+    mc.spec.replicas = 3;
+    let marked = PersistentVolumeClaim {
+        metadata: ObjectMeta {
+            name: Some("data-pd-2".into()),
+            annotations: Some(BTreeMap::from([(
+                DEFERRED_DELETE_ANNOTATION.to_string(),
+                "true".to_string(),
+            )])),
+            ..ObjectMeta::default()
+        },
+        ..PersistentVolumeClaim::default()
+    };
+    let mut table = running(&mc, "rev-2", vec![marked]);
+    let sts = table
+        .gets
+        .get_mut("/apis/apps/v1/namespaces/db/statefulsets/pd")
+        .unwrap();
+    sts["spec"]["replicas"] = 2.into();
+    let pods = table.gets.get_mut("/api/v1/namespaces/db/pods").unwrap();
+    pods["items"].as_array_mut().unwrap().pop();
+    let (seen3, _) = reconcile_on(table, &mc, &members).await;
+    let writes: Vec<String> = seen3
+        .iter()
+        .filter(|s| s.is_write())
+        .map(Seen::line)
+        .collect();
+    assert_eq!(
+        writes[0],
+        "DELETE /api/v1/namespaces/db/persistentvolumeclaims/data-pd-2?"
+    );
+    assert!(
+        !writes.iter().any(|w| w.contains("statefulsets")),
+        "the StatefulSet grows only after the claim is gone: {writes:?}"
+    );
+}
+
+#[tokio::test]
+async fn the_finalizer_is_added_first_and_cleanup_removes_what_the_operator_created() {
+    // A cluster without the finalizer: the first request writes it (JSON patch), nothing else.
+    let mut mc = cluster();
+    mc.metadata.finalizers = None;
+    let (client, server) = mock_api(Table::for_cluster(&mc));
+    let ctx = Arc::new(Context {
+        platform: KubeApi::new(client.clone(), None),
+        members: AdminMembers::new(|_| vec![]),
+        client,
+    });
+    controller::reconcile(Arc::new(mc.clone()), ctx)
+        .await
+        .unwrap();
+    let seen = server.await.unwrap();
+    assert_eq!(seen.len(), 1, "{seen:?}");
+    assert_eq!(
+        seen[0].line(),
+        "PATCH /apis/meridian.io/v1alpha1/namespaces/db/meridianclusters/pd?"
+    );
+    assert!(
+        seen[0].body.to_string().contains(FINALIZER),
+        "{:?}",
+        seen[0].body
+    );
+
+    // Being deleted: owned objects and marked claims go, data claims stay, then the finalizer.
+    let mut deleting = cluster();
+    deleting.metadata.deletion_timestamp = Some(Time("2026-11-22T00:00:00Z".parse().unwrap()));
+    let claim = |name: &str, marked: bool| PersistentVolumeClaim {
+        metadata: ObjectMeta {
+            name: Some(name.into()),
+            annotations: marked.then(|| {
+                BTreeMap::from([(DEFERRED_DELETE_ANNOTATION.to_string(), "true".to_string())])
+            }),
+            ..ObjectMeta::default()
+        },
+        ..PersistentVolumeClaim::default()
+    };
+    let table = running(
+        &deleting,
+        "rev-2",
+        vec![claim("data-pd-0", false), claim("data-pd-3", true)],
+    );
+    let (client, server) = mock_api(table);
+    let ctx = Arc::new(Context {
+        platform: KubeApi::new(client.clone(), None),
+        members: AdminMembers::new(|_| vec![]),
+        client,
+    });
+    controller::reconcile(Arc::new(deleting), ctx)
+        .await
+        .unwrap();
+    let lines: Vec<String> = server.await.unwrap().iter().map(Seen::line).collect();
+    assert_eq!(
+        lines,
+        vec![
+            "DELETE /apis/apps/v1/namespaces/db/statefulsets/pd?",
+            "DELETE /api/v1/namespaces/db/services/pd?",
+            "DELETE /api/v1/namespaces/db/services/pd-peer?",
+            "DELETE /api/v1/namespaces/db/configmaps/pd-config?",
+            "DELETE /apis/policy/v1/namespaces/db/poddisruptionbudgets/pd?",
+            READS[2],
+            "DELETE /api/v1/namespaces/db/persistentvolumeclaims/data-pd-3?",
+            "PATCH /apis/meridian.io/v1alpha1/namespaces/db/meridianclusters/pd?",
+        ]
+    );
+}
+
+fn lease_json(holder: &str, renewed: Timestamp) -> serde_json::Value {
+    serde_json::json!({
+        "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+        "metadata": {"name": "meridian-operator", "namespace": "ops", "resourceVersion": "41"},
+        "spec": {"holderIdentity": holder, "leaseDurationSeconds": 15,
+                 "renewTime": renewed.strftime("%Y-%m-%dT%H:%M:%S%.6fZ").to_string(),
+                 "leaseTransitions": 2}
+    })
+}
+
+#[tokio::test]
+async fn lease_election_creates_follows_takes_over_and_loses_races() {
+    let path = "/apis/coordination.k8s.io/v1/namespaces/ops/leases/meridian-operator";
+    let round = |table: Table| async move {
+        let (client, server) = mock_api(table);
+        let elector = Elector::new(
+            client,
+            "ops",
+            "meridian-operator",
+            "op-a",
+            Duration::from_secs(15),
+        );
+        let held = elector.try_hold().await.unwrap();
+        drop(elector);
+        (held, server.await.unwrap())
+    };
+    // No Lease: created, held.
+    let (held, seen) = round(Table::default()).await;
+    assert!(held);
+    assert_eq!(
+        seen[1].line(),
+        "POST /apis/coordination.k8s.io/v1/namespaces/ops/leases?"
+    );
+    assert_eq!(seen[1].body["spec"]["holderIdentity"], "op-a");
+
+    // Held by another replica, freshly renewed: no write.
+    let mut table = Table::default();
+    table
+        .gets
+        .insert(path.into(), lease_json("op-b", Timestamp::now()));
+    let (held, seen) = round(table).await;
+    assert!(!held);
+    assert_eq!(seen.len(), 1);
+
+    // Expired: taken over with the read resourceVersion, one more transition.
+    let mut table = Table::default();
+    let stale = Timestamp::now() - k8s_openapi::jiff::SignedDuration::from_secs(60);
+    table.gets.insert(path.into(), lease_json("op-b", stale));
+    let (held, seen) = round(table.clone()).await;
+    assert!(held);
+    assert_eq!(seen[1].method, "PUT");
+    assert_eq!(seen[1].body["metadata"]["resourceVersion"], "41");
+    assert_eq!(seen[1].body["spec"]["holderIdentity"], "op-a");
+    assert_eq!(seen[1].body["spec"]["leaseTransitions"], 3);
+
+    // Another replica wrote first: the 409 means not held, and no error.
+    table
+        .write_replies
+        .insert(path.into(), (409, status_json(409, "Conflict")));
+    let (held, _) = round(table).await;
+    assert!(!held);
+}
