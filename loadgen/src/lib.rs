@@ -12,4 +12,5 @@ pub mod progress;
 pub mod report;
 pub mod route;
 pub mod run;
+pub mod stall;
 pub mod target;

@@ -51,6 +51,9 @@ pub struct Report {
     /// Timestamps kept for the duplicate check.
     pub checked: u64,
     pub errors: u64,
+    /// Time during which no worker completed a request (stretches of at least 10 ms).
+    pub unavailable_ms: f64,
+    pub longest_stall_ms: f64,
 }
 
 impl Report {
@@ -64,6 +67,7 @@ impl Report {
         order_violations: u64,
         duplicates: u64,
         checked: u64,
+        (unavailable_ms, longest_stall_ms): (f64, f64),
     ) -> Report {
         let secs = elapsed.as_secs_f64().max(1e-9);
         let ops_per_sec = ops as f64 / secs;
@@ -86,6 +90,8 @@ impl Report {
             duplicates,
             checked,
             errors,
+            unavailable_ms,
+            longest_stall_ms,
         }
     }
 
@@ -115,6 +121,10 @@ impl Report {
         println!(
             "checker: {} violations ({} out of order, {} duplicates among {} timestamps kept); {} errors",
             self.violations, self.order_violations, self.duplicates, self.checked, self.errors
+        );
+        println!(
+            "unavailable: {:.1} ms in total (no request completed for >= 10 ms), longest {:.1} ms",
+            self.unavailable_ms, self.longest_stall_ms
         );
     }
 }

@@ -74,6 +74,8 @@ struct WorkerResult {
     timestamps: Vec<u64>,
     errors: u64,
     ops: u64,
+    /// This worker's stretches without a success.
+    gaps: Vec<(u64, u64)>,
 }
 
 struct Shared {
@@ -139,7 +141,7 @@ pub async fn run(args: &TsoArgs) -> anyhow::Result<Report> {
             .collect::<anyhow::Result<Vec<_>>>()
     })
     .await?;
-    let (mut errors, mut ops, mut all) = (0, 0, Vec::new());
+    let (mut errors, mut ops, mut all, mut gaps) = (0, 0, Vec::new(), Vec::new());
     let results = match results {
         Ok(r) => r,
         Err(e) => {
@@ -151,7 +153,9 @@ pub async fn run(args: &TsoArgs) -> anyhow::Result<Report> {
         errors += r.errors;
         ops += r.ops;
         all.extend(r.timestamps);
+        gaps.push(r.gaps);
     }
+    let stalls = crate::stall::summary(&crate::stall::common(&gaps));
     let elapsed = start.elapsed();
     progress.finish();
     let checked = all.len() as u64;
@@ -165,6 +169,7 @@ pub async fn run(args: &TsoArgs) -> anyhow::Result<Report> {
         shared.checker.order_violations(),
         duplicates,
         checked,
+        stalls,
     ))
 }
 
@@ -246,6 +251,8 @@ async fn worker(
         .deadline
         .get()
         .expect("deadline is set before workers start");
+    let start = deadline - shared.duration;
+    let mut gaps = crate::stall::Gaps::default();
     loop {
         let scheduled = match &pace {
             Some(pacer) => match pacer.next().await {
@@ -288,6 +295,7 @@ async fn worker(
                 }
                 let from = scheduled.map_or(sent, |at| Schedule::latency_origin(at, sent));
                 latencies.record((done - from).as_nanos() as u64);
+                gaps.success((done - start).as_nanos() as u64);
                 ops += 1;
                 unflushed += 1;
                 if unflushed == 256 {
@@ -307,5 +315,6 @@ async fn worker(
         timestamps,
         errors,
         ops,
+        gaps: gaps.finish((Instant::now().min(deadline) - start).as_nanos() as u64),
     }
 }
