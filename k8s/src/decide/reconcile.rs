@@ -15,6 +15,8 @@ pub struct Pod {
     pub ready_for_ms: u64,
     pub scheduled: bool,
     pub pvc_uids: Vec<String>,
+    /// Deleted, not yet gone.
+    pub terminating: bool,
 }
 
 /// A member as the members API lists it (name = pod name).
@@ -96,8 +98,10 @@ pub fn reconcile(s: &Snapshot) -> Vec<Action> {
     let replicas = failover::replicas(s.spec_replicas, s.failures.len());
     let mut actions = Vec::new();
     if s.applied_hash.as_deref() != Some(s.desired_hash.as_str()) || s.sts_replicas.is_none() {
+        // Replicas stay where scaling has them: a spec change (the budget follows
+        // spec.replicas) must not shrink the StatefulSet past the scale-in steps.
         actions.push(Action::ApplyOwned {
-            replicas: s.sts_replicas.unwrap_or(1).min(replicas.max(1)),
+            replicas: s.sts_replicas.unwrap_or(1),
         });
         // Everything else waits for the objects to exist as wanted.
         if s.sts_replicas.is_none() {
@@ -170,6 +174,20 @@ pub fn reconcile(s: &Snapshot) -> Vec<Action> {
         actions.push(Action::Scale(step));
         return actions;
     }
+    // The upgrade's quorum arithmetic needs every member's pod, as it is.
+    if let Some(p) = s.pods.iter().find(|p| p.terminating) {
+        actions.push(Action::Upgrade(upgrade::Step::Wait(format!(
+            "{} is terminating",
+            p.name
+        ))));
+        return actions;
+    }
+    if (s.pods.len() as u32) < current {
+        actions.push(Action::Upgrade(upgrade::Step::Wait(
+            "the StatefulSet has not created every pod yet".into(),
+        )));
+        return actions;
+    }
     let members: Vec<upgrade::Member> = s
         .pods
         .iter()
@@ -217,6 +235,7 @@ mod tests {
                     ready_for_ms: 60_000,
                     scheduled: true,
                     pvc_uids: vec![format!("uid-{i}")],
+                    terminating: false,
                 })
                 .collect(),
             members: (0..n)
@@ -251,6 +270,9 @@ mod tests {
     fn table() {
         let mut spec_changed = snapshot(3);
         spec_changed.desired_hash = "h2".into();
+        let mut shrink_asked = snapshot(5);
+        shrink_asked.spec_replicas = 3;
+        shrink_asked.desired_hash = "h2".into();
         let mut fresh = snapshot(3);
         fresh.sts_replicas = None;
         fresh.pods.clear();
@@ -266,6 +288,13 @@ mod tests {
         unreachable.update_revision = "r2".into();
         unreachable.members.clear();
         unreachable.members_reachable = false;
+        let mut terminating = snapshot(3);
+        terminating.update_revision = "r2".into();
+        terminating.pods[2].terminating = true;
+        terminating.pods[2].ready = false;
+        let mut recreating = snapshot(3);
+        recreating.update_revision = "r2".into();
+        recreating.pods.pop();
         let mut dead = snapshot(3);
         dead.members[2].healthy = false;
         dead.members[2].unhealthy_for_ms = 400_000;
@@ -274,6 +303,14 @@ mod tests {
                 "spec changed: apply, then carry on",
                 spec_changed,
                 vec![Action::ApplyOwned { replicas: 3 }],
+            ),
+            (
+                "5 -> 3 changes the budget: applied at 5, then the first scale-in step",
+                shrink_asked,
+                vec![
+                    Action::ApplyOwned { replicas: 5 },
+                    Action::Scale(scale::Step::DeleteMember("pd-4".into())),
+                ],
             ),
             (
                 "nothing exists: apply with one member first",
@@ -294,6 +331,20 @@ mod tests {
                 "members API unreachable: no pod is touched, even with an upgrade pending",
                 unreachable,
                 vec![],
+            ),
+            (
+                "a deleted pod still terminating: wait, do not delete it again",
+                terminating,
+                vec![Action::Upgrade(upgrade::Step::Wait(
+                    "pd-2 is terminating".into(),
+                ))],
+            ),
+            (
+                "a pod not recreated yet: wait",
+                recreating,
+                vec![Action::Upgrade(upgrade::Step::Wait(
+                    "the StatefulSet has not created every pod yet".into(),
+                ))],
             ),
             (
                 "scale out by one",

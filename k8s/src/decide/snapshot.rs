@@ -186,6 +186,7 @@ pub fn snapshot(o: &Observed, now: Timestamp) -> Snapshot {
                     .filter(|c| c.name_any() == pvc)
                     .filter_map(|c| c.uid())
                     .collect(),
+                terminating: p.metadata.deletion_timestamp.is_some(),
             })
         })
         .collect();

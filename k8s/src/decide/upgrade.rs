@@ -42,13 +42,9 @@ pub fn next_step(members: &[Member], min_ready_ms: u64, force: bool) -> Step {
     let outdated: Vec<&Member> = members.iter().filter(|m| !m.updated).collect();
     let serving = |m: &Member| m.ready && m.healthy;
     if outdated.is_empty() {
-        return match members.iter().find(|m| !serving(m)) {
-            None => Step::Done,
-            Some(m) => Step::Wait(format!(
-                "{} is on the new revision but not serving yet",
-                m.pod
-            )),
-        };
+        // A member that does not serve with nothing left to roll is the Degraded
+        // condition's business (and failover's), not a wait of the upgrade's.
+        return Step::Done;
     }
     if !force {
         if let Some(m) = members
@@ -170,10 +166,10 @@ mod tests {
             ),
             ("done", "uUu", false, Step::Done),
             (
-                "done but a member is not serving",
+                "done; a member not serving is not the upgrade's to wait for",
                 "uUu!",
                 false,
-                Step::Wait("m-2 is on the new revision but not serving yet".into()),
+                Step::Done,
             ),
             (
                 "unhealthy outdated members go first, even the lowest ordinal",

@@ -1,0 +1,571 @@
+//! An in-process Kubernetes for the end-to-end simulation: it implements the operator's
+//! `Platform` trait with StatefulSet `OnDelete` semantics (pods are created for missing
+//! ordinals on the update revision and never replaced on a template change until deleted),
+//! `controller-revision-hash` labels, readiness from each member's `/ready`, PVC protection
+//! (a claim in use is deleted only once its pod is gone) and force deletion of pods on a lost
+//! node. Every pod is a real `meridian serve` process on loopback against a real etcd; a
+//! background "kubelet" thread does the StatefulSet controller's and kubelet's work.
+
+#![allow(dead_code)] // each scenario uses its own subset
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use k8s_openapi::api::apps::v1::{StatefulSet, StatefulSetStatus};
+use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod, PodCondition, PodSpec, PodStatus};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+use k8s_openapi::jiff::Timestamp;
+use meridian::admin::AdminClient;
+use meridian::harness::ServerProcess;
+use meridian_operator::crd::{MeridianCluster, MeridianClusterStatus};
+use meridian_operator::decide::snapshot::{pvc_name, DEFERRED_DELETE_ANNOTATION, REVISION_LABEL};
+use meridian_operator::shell::platform::{Note, Owned, Platform, Workload};
+
+/// How each pod's `meridian serve` is started.
+pub struct Env {
+    pub bin: PathBuf,
+    pub dir: PathBuf,
+    pub etcd: String,
+    pub config: PathBuf,
+    pub cert: PathBuf,
+    pub key: PathBuf,
+}
+
+struct SimPod {
+    ordinal: u32,
+    revision: String,
+    uid: u64,
+    process: Option<ServerProcess>,
+    /// Being started by the kubelet (no process yet).
+    starting: bool,
+    /// Deleted: the kubelet stops it and removes it.
+    terminating: bool,
+    /// Its node is gone: the process is dead and is never restarted there.
+    node_lost: bool,
+    ready_since: Option<Timestamp>,
+}
+
+struct SimPvc {
+    uid: String,
+    dir: PathBuf,
+    deferred: bool,
+    deleting: bool,
+}
+
+#[derive(Default)]
+struct State {
+    cluster: Option<MeridianCluster>,
+    sts: Option<StatefulSet>,
+    update_revision: String,
+    pods: BTreeMap<u32, SimPod>,
+    pvcs: BTreeMap<String, SimPvc>,
+    client_ports: BTreeMap<u32, u16>,
+    next_uid: u64,
+    /// Every write through the Platform.
+    writes: usize,
+    events: Vec<Note>,
+    /// What happened, in order: `deleted pd-2`, `created pd-2 <rev>`, `replicas 4`, ...
+    log: Vec<String>,
+    max_replicas: i32,
+}
+
+pub struct Sim {
+    state: Arc<Mutex<State>>,
+    env: Arc<Env>,
+    stop: Arc<AtomicBool>,
+    kubelet: Option<std::thread::JoinHandle<()>>,
+}
+
+fn free_udp_port() -> u16 {
+    std::net::UdpSocket::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// `rev-<hash>` of the pod template, as a ControllerRevision would name it.
+fn revision_of(sts: &StatefulSet) -> String {
+    use std::hash::{Hash, Hasher};
+    let template = serde_json::to_string(&sts.spec.as_ref().map(|s| &s.template)).unwrap();
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    template.hash(&mut h);
+    format!("rev-{:08x}", h.finish() as u32)
+}
+
+impl Sim {
+    pub fn start(mut cluster: MeridianCluster, env: Env) -> Sim {
+        cluster.metadata.namespace = Some("sim".into());
+        cluster.metadata.uid = Some("uid-sim".into());
+        cluster.metadata.generation = Some(1);
+        let state = Arc::new(Mutex::new(State {
+            cluster: Some(cluster),
+            ..State::default()
+        }));
+        let env = Arc::new(env);
+        let stop = Arc::new(AtomicBool::new(false));
+        let kubelet = {
+            let (state, env, stop) = (state.clone(), env.clone(), stop.clone());
+            std::thread::spawn(move || {
+                while !stop.load(Ordering::Acquire) {
+                    kubelet_round(&state, &env);
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+            })
+        };
+        Sim {
+            state,
+            env,
+            stop,
+            kubelet: Some(kubelet),
+        }
+    }
+
+    pub fn cluster(&self) -> MeridianCluster {
+        self.state.lock().unwrap().cluster.clone().unwrap()
+    }
+
+    /// A spec change, as `kubectl edit` would make it (the generation moves).
+    pub fn edit(&self, f: impl FnOnce(&mut MeridianCluster)) {
+        let mut s = self.state.lock().unwrap();
+        let mc = s.cluster.as_mut().unwrap();
+        f(mc);
+        mc.metadata.generation = mc.metadata.generation.map(|g| g + 1);
+    }
+
+    pub fn status(&self) -> MeridianClusterStatus {
+        self.cluster().status.unwrap_or_default()
+    }
+
+    pub fn writes(&self) -> usize {
+        self.state.lock().unwrap().writes
+    }
+
+    pub fn log(&self) -> Vec<String> {
+        self.state.lock().unwrap().log.clone()
+    }
+
+    pub fn events(&self) -> Vec<Note> {
+        self.state.lock().unwrap().events.clone()
+    }
+
+    pub fn max_replicas(&self) -> i32 {
+        self.state.lock().unwrap().max_replicas
+    }
+
+    pub fn update_revision(&self) -> String {
+        self.state.lock().unwrap().update_revision.clone()
+    }
+
+    /// Pods by name with their revision and readiness.
+    pub fn pods(&self) -> Vec<(String, String, bool)> {
+        let s = self.state.lock().unwrap();
+        s.pods
+            .values()
+            .map(|p| {
+                (
+                    pod_name(p.ordinal),
+                    p.revision.clone(),
+                    p.ready_since.is_some(),
+                )
+            })
+            .collect()
+    }
+
+    pub fn pvc(&self, name: &str) -> Option<(String, bool)> {
+        let s = self.state.lock().unwrap();
+        s.pvcs.get(name).map(|c| (c.uid.clone(), c.deferred))
+    }
+
+    /// The stable client address of each ordinal ever created (like a pod's DNS name).
+    pub fn client_endpoints(&self, ordinals: u32) -> Vec<String> {
+        let mut s = self.state.lock().unwrap();
+        (0..ordinals)
+            .map(|i| {
+                let port = *s.client_ports.entry(i).or_insert_with(free_udp_port);
+                format!("127.0.0.1:{port}")
+            })
+            .collect()
+    }
+
+    /// The admin addresses of the pods running now.
+    pub fn admin_addrs(&self) -> Vec<String> {
+        admin_addrs(&self.state)
+    }
+
+    pub fn addresses(&self) -> impl Fn(&MeridianCluster) -> Vec<String> + Send + Sync + 'static {
+        let state = self.state.clone();
+        move |_| admin_addrs(&state)
+    }
+
+    /// The node under this pod is lost: its process is SIGKILLed and never comes back there.
+    pub fn lose_node(&self, ordinal: u32) {
+        let process = {
+            let mut s = self.state.lock().unwrap();
+            let pod = s.pods.get_mut(&ordinal).expect("no such pod");
+            pod.node_lost = true;
+            pod.ready_since = None;
+            s.log.push(format!("node lost under {}", pod_name(ordinal)));
+            s.pods.get_mut(&ordinal).unwrap().process.take()
+        };
+        if let Some(p) = process {
+            p.kill().unwrap();
+        }
+    }
+
+    pub fn ca(&self) -> PathBuf {
+        self.env.cert.clone()
+    }
+}
+
+impl Drop for Sim {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Release);
+        if let Some(k) = self.kubelet.take() {
+            let _ = k.join();
+        }
+        // Processes are killed as their ServerProcess values drop with the state.
+    }
+}
+
+fn pod_name(ordinal: u32) -> String {
+    format!("pd-{ordinal}")
+}
+
+fn admin_addrs(state: &Mutex<State>) -> Vec<String> {
+    let s = state.lock().unwrap();
+    s.pods
+        .values()
+        .filter_map(|p| p.process.as_ref().map(|p| p.admin_addr.clone()))
+        .collect()
+}
+
+/// One pass of the StatefulSet controller and the kubelet.
+fn kubelet_round(state: &Mutex<State>, env: &Env) {
+    let mut to_stop = Vec::new();
+    let mut to_start = Vec::new();
+    {
+        let mut s = state.lock().unwrap();
+        let replicas = s
+            .sts
+            .as_ref()
+            .and_then(|sts| sts.spec.as_ref()?.replicas)
+            .unwrap_or(0) as u32;
+        // Scale-in: pods past the replicas are deleted (Parallel policy: all at once).
+        for pod in s.pods.values_mut() {
+            if pod.ordinal >= replicas && !pod.terminating {
+                pod.terminating = true;
+                pod.ready_since = None;
+            }
+        }
+        // Deleted pods go (a lost node's at once: nothing there to stop).
+        let gone: Vec<u32> = s
+            .pods
+            .values()
+            .filter(|p| p.terminating && !p.starting)
+            .map(|p| p.ordinal)
+            .collect();
+        for o in gone {
+            let mut pod = s.pods.remove(&o).unwrap();
+            if let Some(p) = pod.process.take() {
+                to_stop.push(p);
+            }
+            s.log.push(format!("removed {}", pod_name(o)));
+        }
+        // Claims whose deletion waited for their pod.
+        let in_use: Vec<String> = s.pods.keys().map(|o| pvc_name(&pod_name(*o))).collect();
+        let released: Vec<String> = s
+            .pvcs
+            .iter()
+            .filter(|(name, c)| c.deleting && !in_use.contains(name))
+            .map(|(name, _)| name.clone())
+            .collect();
+        for name in released {
+            let claim = s.pvcs.remove(&name).unwrap();
+            let _ = std::fs::remove_dir_all(&claim.dir);
+            s.log.push(format!("deleted claim {name}"));
+        }
+        // OnDelete: missing ordinals are created on the update revision.
+        if s.sts.is_some() {
+            for o in 0..replicas {
+                let claim = pvc_name(&pod_name(o));
+                if s.pods.contains_key(&o) || s.pvcs.get(&claim).is_some_and(|c| c.deleting) {
+                    continue;
+                }
+                s.next_uid += 1;
+                let uid = s.next_uid;
+                if !s.pvcs.contains_key(&claim) {
+                    let dir = env.dir.join(format!("{claim}-{uid}"));
+                    s.pvcs.insert(
+                        claim.clone(),
+                        SimPvc {
+                            uid: format!("pvc-uid-{uid}"),
+                            dir,
+                            deferred: false,
+                            deleting: false,
+                        },
+                    );
+                }
+                let revision = s.update_revision.clone();
+                s.pods.insert(
+                    o,
+                    SimPod {
+                        ordinal: o,
+                        revision: revision.clone(),
+                        uid,
+                        process: None,
+                        starting: true,
+                        terminating: false,
+                        node_lost: false,
+                        ready_since: None,
+                    },
+                );
+                let port = *s.client_ports.entry(o).or_insert_with(free_udp_port);
+                let dir = s.pvcs[&claim].dir.clone();
+                s.log.push(format!("created {} {revision}", pod_name(o)));
+                to_start.push((o, uid, port, dir));
+            }
+        }
+    }
+    for p in to_stop {
+        let _ = p.stop();
+    }
+    for (o, uid, port, dir) in to_start {
+        let started = start_member(env, o, port, &dir);
+        let mut s = state.lock().unwrap();
+        match (s.pods.get_mut(&o), started) {
+            (Some(pod), Ok(process)) if pod.uid == uid => {
+                pod.starting = false;
+                if pod.terminating {
+                    drop(s);
+                    let _ = process.stop();
+                } else {
+                    pod.process = Some(process);
+                }
+            }
+            (Some(pod), Err(e)) if pod.uid == uid => {
+                // Crash-looping container: the next round tries again.
+                s.log
+                    .push(format!("start of {} failed: {e:#}", pod_name(o)));
+                s.pods.remove(&o);
+            }
+            (_, Ok(process)) => {
+                drop(s);
+                let _ = process.stop();
+            }
+            _ => {}
+        }
+    }
+    // Readiness probes.
+    let probes: Vec<(u32, u64, String)> = {
+        let s = state.lock().unwrap();
+        s.pods
+            .values()
+            .filter(|p| !p.terminating)
+            .filter_map(|p| Some((p.ordinal, p.uid, p.process.as_ref()?.admin_addr.clone())))
+            .collect()
+    };
+    for (o, uid, admin) in probes {
+        let ready = AdminClient::with_timeout(&admin, Duration::from_millis(300))
+            .get("/ready")
+            .is_ok_and(|(status, _)| status == 200);
+        let mut s = state.lock().unwrap();
+        if let Some(pod) = s
+            .pods
+            .get_mut(&o)
+            .filter(|p| p.uid == uid && !p.terminating)
+        {
+            match (ready, pod.ready_since) {
+                (true, None) => pod.ready_since = Some(Timestamp::now()),
+                (false, Some(_)) => pod.ready_since = None,
+                _ => {}
+            }
+        }
+    }
+}
+
+fn start_member(env: &Env, ordinal: u32, port: u16, dir: &Path) -> anyhow::Result<ServerProcess> {
+    std::fs::create_dir_all(dir)?;
+    let args: Vec<String> = vec![
+        "--name".into(),
+        pod_name(ordinal),
+        "--etcd".into(),
+        env.etcd.clone(),
+        "--config".into(),
+        env.config.display().to_string(),
+        "--cores".into(),
+        "1".into(),
+        "--tls-cert".into(),
+        env.cert.display().to_string(),
+        "--tls-key".into(),
+        env.key.display().to_string(),
+    ];
+    ServerProcess::start_with(&env.bin, dir, &format!("127.0.0.1:{port}"), &args)
+}
+
+impl State {
+    fn apply_sts(&mut self, sts: &StatefulSet) {
+        let revision = revision_of(sts);
+        if revision != self.update_revision {
+            self.log.push(format!("template {revision}"));
+            self.update_revision = revision;
+        }
+        let replicas = sts.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1);
+        if self.sts.as_ref().and_then(|s| s.spec.as_ref()?.replicas) != Some(replicas) {
+            self.log.push(format!("replicas {replicas}"));
+        }
+        self.max_replicas = self.max_replicas.max(replicas);
+        self.sts = Some(sts.clone());
+    }
+}
+
+impl Platform for Sim {
+    async fn workload(&self, _: &MeridianCluster) -> anyhow::Result<Workload> {
+        let s = self.state.lock().unwrap();
+        let stateful_set = s.sts.clone().map(|mut sts| {
+            let current = s
+                .pods
+                .values()
+                .map(|p| p.revision.clone())
+                .min()
+                .unwrap_or_else(|| s.update_revision.clone());
+            sts.status = Some(StatefulSetStatus {
+                replicas: s.pods.len() as i32,
+                update_revision: Some(s.update_revision.clone()),
+                current_revision: Some(current),
+                ..StatefulSetStatus::default()
+            });
+            sts
+        });
+        let pods = s
+            .pods
+            .values()
+            .map(|p| Pod {
+                metadata: ObjectMeta {
+                    name: Some(pod_name(p.ordinal)),
+                    namespace: Some("sim".into()),
+                    labels: Some(BTreeMap::from([(
+                        REVISION_LABEL.to_string(),
+                        p.revision.clone(),
+                    )])),
+                    deletion_timestamp: p.terminating.then(|| Time(Timestamp::now())),
+                    ..ObjectMeta::default()
+                },
+                spec: Some(PodSpec {
+                    node_name: Some(format!("node-{}", p.ordinal)),
+                    ..PodSpec::default()
+                }),
+                status: Some(PodStatus {
+                    conditions: Some(vec![PodCondition {
+                        type_: "Ready".into(),
+                        status: if p.ready_since.is_some() {
+                            "True"
+                        } else {
+                            "False"
+                        }
+                        .into(),
+                        last_transition_time: p.ready_since.map(Time),
+                        ..PodCondition::default()
+                    }]),
+                    ..PodStatus::default()
+                }),
+            })
+            .collect();
+        let pvcs = s
+            .pvcs
+            .iter()
+            .map(|(name, c)| PersistentVolumeClaim {
+                metadata: ObjectMeta {
+                    name: Some(name.clone()),
+                    uid: Some(c.uid.clone()),
+                    annotations: c.deferred.then(|| {
+                        BTreeMap::from([(
+                            DEFERRED_DELETE_ANNOTATION.to_string(),
+                            "true".to_string(),
+                        )])
+                    }),
+                    ..ObjectMeta::default()
+                },
+                ..PersistentVolumeClaim::default()
+            })
+            .collect();
+        Ok(Workload {
+            stateful_set,
+            pods,
+            pvcs,
+        })
+    }
+
+    async fn apply_owned(&self, owned: &Owned) -> anyhow::Result<()> {
+        let mut s = self.state.lock().unwrap();
+        s.writes += 5;
+        s.apply_sts(&owned.stateful_set);
+        Ok(())
+    }
+
+    async fn apply_stateful_set(&self, sts: &StatefulSet) -> anyhow::Result<()> {
+        let mut s = self.state.lock().unwrap();
+        s.writes += 1;
+        s.apply_sts(sts);
+        Ok(())
+    }
+
+    async fn delete_pod(&self, _: &MeridianCluster, name: &str) -> anyhow::Result<()> {
+        let mut s = self.state.lock().unwrap();
+        s.writes += 1;
+        s.log.push(format!("deleted {name}"));
+        if let Some(pod) = s.pods.values_mut().find(|p| pod_name(p.ordinal) == name) {
+            pod.terminating = true;
+            pod.ready_since = None;
+        }
+        Ok(())
+    }
+
+    async fn delete_pvc(
+        &self,
+        _: &MeridianCluster,
+        name: &str,
+        uid: Option<&str>,
+    ) -> anyhow::Result<()> {
+        let mut s = self.state.lock().unwrap();
+        s.writes += 1;
+        if let Some(c) = s.pvcs.get_mut(name) {
+            if uid.is_none_or(|u| u == c.uid) {
+                c.deleting = true;
+            }
+        }
+        Ok(())
+    }
+
+    async fn mark_pvc(&self, _: &MeridianCluster, name: &str) -> anyhow::Result<()> {
+        let mut s = self.state.lock().unwrap();
+        s.writes += 1;
+        if let Some(c) = s.pvcs.get_mut(name) {
+            c.deferred = true;
+        }
+        Ok(())
+    }
+
+    async fn patch_status(
+        &self,
+        _: &MeridianCluster,
+        status: &MeridianClusterStatus,
+    ) -> anyhow::Result<()> {
+        let mut s = self.state.lock().unwrap();
+        s.writes += 1;
+        s.cluster.as_mut().unwrap().status = Some(status.clone());
+        Ok(())
+    }
+
+    async fn event(&self, _: &MeridianCluster, note: &Note) -> anyhow::Result<()> {
+        let mut s = self.state.lock().unwrap();
+        s.writes += 1;
+        s.log
+            .push(format!("event {}: {}", note.reason, note.message));
+        s.events.push(note.clone());
+        Ok(())
+    }
+}

@@ -1,0 +1,417 @@
+//! End-to-end simulation: the operator's reconcile shell drives an in-process Kubernetes
+//! (`sim`) whose pods are real `meridian serve` processes on a real etcd, under continuous TSO
+//! load with the loadgen order checker. Scenarios: rolling upgrade of 3 members, a member lost
+//! for good (failover), scale 3 -> 5 -> 3 (and the reused ordinal's old claim deleted first).
+//! Timings are printed (and recorded in tuning.md), not asserted; order, leader moves, errors
+//! and violations are asserted.
+
+mod sim;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use k8s_openapi::jiff::Timestamp;
+use loadgen::report::Report;
+use loadgen::run::{self, Op, TsoArgs};
+use meridian::admin::AdminClient;
+use meridian::harness::EtcdProcess;
+use meridian_operator::crd::{Failover, MeridianCluster, MeridianClusterSpec};
+use meridian_operator::shell::members::AdminMembers;
+use meridian_operator::shell::reconciler::reconcile_once;
+use sim::{Env, Sim};
+use tokio::sync::watch;
+
+fn meridian_bin() -> PathBuf {
+    if let Some(p) = std::env::var_os("MERIDIAN_BIN") {
+        return p.into();
+    }
+    let exe = std::env::current_exe().unwrap();
+    let bin = exe
+        .parent()
+        .and_then(|deps| deps.parent())
+        .unwrap()
+        .join("meridian");
+    assert!(
+        bin.exists(),
+        "{} missing: build the workspace (cargo build --workspace) first",
+        bin.display()
+    );
+    bin
+}
+
+struct World {
+    sim: Arc<Sim>,
+    members: AdminMembers,
+    stop: watch::Sender<bool>,
+    operator: tokio::task::JoinHandle<()>,
+    _etcd: EtcdProcess,
+    _tmp: tempfile::TempDir,
+}
+
+fn spec(replicas: i32) -> MeridianClusterSpec {
+    MeridianClusterSpec {
+        replicas,
+        image: "meridian:1".into(),
+        version: "1".into(),
+        etcd_endpoints: vec![],
+        ..MeridianClusterSpec::default()
+    }
+}
+
+/// etcd, the simulated Kubernetes and the operator loop, with the cluster serving.
+async fn world(spec: MeridianClusterSpec) -> World {
+    let tmp = tempfile::tempdir().unwrap();
+    let etcd =
+        tokio::task::block_in_place(|| EtcdProcess::start(&tmp.path().join("etcd"))).unwrap();
+    let config = tmp.path().join("meridian.toml");
+    std::fs::write(
+        &config,
+        "[election]\nlease_ttl_secs = 2\nsafety_margin_ms = 300\n",
+    )
+    .unwrap();
+    // One certificate for every pod (as a cluster CA would issue), trusted by the load.
+    let tls = tmp.path().join("shared");
+    meridian::tls::load_or_create_identity(&tls, None, None, &["pd".into()]).unwrap();
+    let env = Env {
+        bin: meridian_bin(),
+        dir: tmp.path().join("volumes"),
+        etcd: etcd.endpoint(),
+        config,
+        cert: tls.join("tls").join("cert.pem"),
+        key: tls.join("tls").join("key.pem"),
+    };
+    let mut mc = MeridianCluster::new("pd", spec);
+    mc.spec.etcd_endpoints = vec![etcd.endpoint()];
+    let sim = Arc::new(Sim::start(mc, env));
+    let members = AdminMembers::new(sim.addresses());
+    let (stop, stopped) = watch::channel(false);
+    let operator = tokio::spawn(operate(sim.clone(), members.clone(), stopped));
+    let w = World {
+        sim,
+        members,
+        stop,
+        operator,
+        _etcd: etcd,
+        _tmp: tmp,
+    };
+    let n = w.sim.cluster().spec.replicas as usize;
+    settled(&w, n, Duration::from_secs(90)).await;
+    w
+}
+
+/// The operator: reconcile, then again after the requeue (at most 250 ms here, to keep the
+/// scenarios short; the controller waits as long as the reconcile asks).
+async fn operate(sim: Arc<Sim>, members: AdminMembers, mut stop: watch::Receiver<bool>) {
+    while !*stop.borrow() {
+        let mc = sim.cluster();
+        let pause = match reconcile_once(&mc, &*sim, &members, Timestamp::now()).await {
+            Ok(o) => o.requeue_after.min(Duration::from_millis(250)),
+            Err(e) => {
+                eprintln!("reconcile: {e:#}");
+                Duration::from_millis(250)
+            }
+        };
+        tokio::select! {
+            _ = tokio::time::sleep(pause) => {}
+            _ = stop.changed() => {}
+        }
+    }
+}
+
+impl World {
+    async fn shutdown(self) {
+        let _ = self.stop.send(true);
+        let _ = self.operator.await;
+        let sim = self.sim;
+        tokio::task::block_in_place(move || drop(sim));
+    }
+
+    fn condition(&self, kind: &str) -> bool {
+        self.sim
+            .status()
+            .conditions
+            .iter()
+            .any(|c| c.type_ == kind && c.status == "True")
+    }
+}
+
+/// Waits until `n` pods run the update revision, every member is healthy, a leader serves and
+/// nothing is in progress.
+async fn settled(w: &World, n: usize, within: Duration) {
+    let deadline = Instant::now() + within;
+    loop {
+        let status = w.sim.status();
+        let rev = w.sim.update_revision();
+        let pods = w.sim.pods();
+        let ok = pods.len() == n
+            && pods.iter().all(|(_, r, ready)| *r == rev && *ready)
+            && status.members.len() == n
+            && status.members.iter().all(|m| m.healthy)
+            && status.leader.is_some()
+            && w.condition("Available")
+            && !w.condition("Progressing")
+            && !w.condition("Degraded");
+        if ok {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "not settled at {n} members within {within:?}: pods {pods:?}, status {status:?}\nlog {:#?}",
+            w.sim.log()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+fn tso_load(endpoints: Vec<String>, ca: PathBuf, duration: Duration) -> TsoArgs {
+    TsoArgs {
+        endpoints,
+        duration,
+        concurrency: 16,
+        connections: 2,
+        streams: 1,
+        op: Op::Tso,
+        rate: None,
+        json: None,
+        ca: Some(ca),
+        insecure: false,
+        max_recorded: 20_000_000,
+    }
+}
+
+/// Who leads, as the members themselves say (`/health`), sampled every 25 ms until stopped:
+/// the sequence of distinct leaders.
+fn watch_leaders(
+    sim: Arc<Sim>,
+    stop: watch::Receiver<bool>,
+) -> std::thread::JoinHandle<Vec<String>> {
+    std::thread::spawn(move || {
+        let mut seen: Vec<String> = Vec::new();
+        while !*stop.borrow() {
+            for admin in sim.admin_addrs() {
+                if let Ok((200, h)) = AdminClient::with_timeout(&admin, Duration::from_millis(200))
+                    .get_json("/health")
+                {
+                    if h["is_leader"] == true && h["serving"] == true {
+                        let name = h["name"].as_str().unwrap_or_default().to_string();
+                        if seen.last() != Some(&name) {
+                            seen.push(name);
+                        }
+                    }
+                }
+            }
+            std::thread::sleep(Duration::from_millis(25));
+        }
+        seen
+    })
+}
+
+fn print_load(name: &str, report: &Report, took: Duration) {
+    report.print();
+    println!(
+        "{name}: took {:.1} s; TSO unavailable {:.1} ms in total, longest stall {:.1} ms, {} violations, {} errors",
+        took.as_secs_f64(),
+        report.unavailable_ms,
+        report.longest_stall_ms,
+        report.violations,
+        report.errors
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rolling_upgrade_of_three_under_load_moves_the_leader_once_and_restarts_it_last() {
+    let w = world(spec(3)).await;
+    let old_leader = w.sim.status().leader.unwrap();
+    let (stop_watch, watching) = watch::channel(false);
+    let leaders = watch_leaders(w.sim.clone(), watching);
+    let load = tokio::spawn({
+        let args = tso_load(
+            w.sim.client_endpoints(3),
+            w.sim.ca(),
+            Duration::from_secs(15),
+        );
+        async move { run::run(&args).await }
+    });
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let log_before = w.sim.log().len();
+    let started = Instant::now();
+    w.sim.edit(|mc| {
+        mc.spec.image = "meridian:2".into();
+        mc.spec.version = "2".into();
+    });
+    // The template changes at once; then wait for the rollout.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    settled(&w, 3, Duration::from_secs(25)).await;
+    let took = started.elapsed();
+    let report = load.await.unwrap().unwrap();
+    let _ = stop_watch.send(true);
+    let leaders = tokio::task::block_in_place(|| leaders.join().unwrap());
+    print_load("rolling upgrade of 3", &report, took);
+    println!("leaders seen: {leaders:?}");
+    let log: Vec<String> = w.sim.log()[log_before..].to_vec();
+    println!("{log:#?}");
+
+    let deleted: Vec<&str> = log
+        .iter()
+        .filter_map(|l| l.strip_prefix("deleted "))
+        .collect();
+    assert_eq!(deleted.len(), 3, "one deletion per member: {log:#?}");
+    assert_eq!(
+        deleted[2], old_leader,
+        "the leader's pod goes last: {log:#?}"
+    );
+    assert_eq!(
+        leaders.len(),
+        2,
+        "exactly one leader change during the upgrade: {leaders:?}"
+    );
+    assert_eq!(leaders[0], old_leader);
+    assert_eq!(report.violations, 0, "{report:?}");
+    assert_eq!(report.errors, 0, "{report:?}");
+    assert!(w
+        .sim
+        .events()
+        .iter()
+        .any(|e| e.reason == "LeaderTransferred"));
+
+    // Settled: reconciling the unchanged cluster writes nothing (status included).
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let writes = w.sim.writes();
+    for _ in 0..3 {
+        let outcome = reconcile_once(&w.sim.cluster(), &*w.sim, &w.members, Timestamp::now())
+            .await
+            .unwrap();
+        assert!(outcome.actions.is_empty(), "{:?}", outcome.actions);
+    }
+    assert_eq!(w.sim.writes(), writes, "{:#?}", w.sim.log());
+    w.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_member_lost_for_good_is_replaced_and_the_cluster_shrinks_back() {
+    let mut s = spec(3);
+    s.failover = Failover {
+        enabled: true,
+        period: "3s".into(),
+        max_failover_count: 1,
+    };
+    let w = world(s).await;
+    let leader = w.sim.status().leader.unwrap();
+    // A follower's node is lost (the leader's loss is the HA tests' subject).
+    let victim = (0..3u32).find(|o| format!("pd-{o}") != leader).unwrap();
+    let victim_name = format!("pd-{victim}");
+    let old_claim = w.sim.pvc(&format!("data-{victim_name}")).unwrap().0;
+    let load = tokio::spawn({
+        let args = tso_load(
+            w.sim.client_endpoints(3),
+            w.sim.ca(),
+            Duration::from_secs(15),
+        );
+        async move { run::run(&args).await }
+    });
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let started = Instant::now();
+    tokio::task::block_in_place(|| w.sim.lose_node(victim));
+
+    // Declared a failure member, then replaced (member, pod, claim), then recovered.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !w
+        .sim
+        .status()
+        .failure_members
+        .iter()
+        .any(|f| f.pod_name == victim_name)
+    {
+        assert!(
+            Instant::now() < deadline,
+            "never declared: {:#?}",
+            w.sim.log()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let declared = started.elapsed();
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    settled(&w, 3, Duration::from_secs(40)).await;
+    let took = started.elapsed();
+    let report = load.await.unwrap().unwrap();
+    print_load("failover of a lost member", &report, took);
+    println!(
+        "declared after {:.1} s; StatefulSet at most {} replicas",
+        declared.as_secs_f64(),
+        w.sim.max_replicas()
+    );
+    let log = w.sim.log();
+    println!("{log:#?}");
+    let status = w.sim.status();
+    assert!(status.failure_members.is_empty(), "recovered: {status:?}");
+    let new_claim = w.sim.pvc(&format!("data-{victim_name}")).unwrap().0;
+    assert_ne!(new_claim, old_claim, "the lost member's claim was replaced");
+    let events: Vec<String> = w.sim.events().iter().map(|e| e.reason.clone()).collect();
+    for reason in ["MemberFailed", "MemberReplaced", "FailoverRecovered"] {
+        assert!(events.iter().any(|e| e == reason), "{reason}: {events:?}");
+    }
+    assert_eq!(report.violations, 0, "{report:?}");
+    assert_eq!(report.errors, 0, "{report:?}");
+    w.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scale_three_to_five_and_back_under_load() {
+    let w = world(spec(3)).await;
+    let load = tokio::spawn({
+        let args = tso_load(
+            w.sim.client_endpoints(3),
+            w.sim.ca(),
+            Duration::from_secs(20),
+        );
+        async move { run::run(&args).await }
+    });
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let started = Instant::now();
+    w.sim.edit(|mc| mc.spec.replicas = 5);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    settled(&w, 5, Duration::from_secs(30)).await;
+    let out = started.elapsed();
+    let old_claim = w.sim.pvc("data-pd-3").unwrap().0;
+
+    let started = Instant::now();
+    w.sim.edit(|mc| mc.spec.replicas = 3);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    settled(&w, 3, Duration::from_secs(30)).await;
+    let back = started.elapsed();
+    let names: Vec<String> = w
+        .sim
+        .status()
+        .members
+        .iter()
+        .map(|m| m.name.clone())
+        .collect();
+    assert_eq!(names.len(), 3);
+    for n in ["pd-0", "pd-1", "pd-2"] {
+        assert!(names.iter().any(|m| m == n), "{names:?}");
+    }
+    for claim in ["data-pd-3", "data-pd-4"] {
+        assert_eq!(w.sim.pvc(claim).map(|c| c.1), Some(true), "{claim} marked");
+    }
+
+    // Out again by one: the old claim of ordinal 3 is deleted first, a fresh one made.
+    w.sim.edit(|mc| mc.spec.replicas = 4);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    settled(&w, 4, Duration::from_secs(30)).await;
+    let (claim, marked) = w.sim.pvc("data-pd-3").unwrap();
+    assert_ne!(claim, old_claim);
+    assert!(!marked);
+
+    let report = load.await.unwrap().unwrap();
+    print_load("scale 3 -> 5 -> 3 -> 4", &report, out + back);
+    println!(
+        "3 -> 5 took {:.1} s, 5 -> 3 took {:.1} s",
+        out.as_secs_f64(),
+        back.as_secs_f64()
+    );
+    println!("{:#?}", w.sim.log());
+    assert_eq!(report.violations, 0, "{report:?}");
+    assert_eq!(report.errors, 0, "{report:?}");
+    w.shutdown().await;
+}
