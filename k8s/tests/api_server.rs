@@ -364,6 +364,35 @@ async fn an_upgrade_deletes_the_highest_follower_first_and_says_so() {
 }
 
 #[tokio::test]
+async fn a_paused_cluster_gets_its_status_and_nothing_else() {
+    let mut mc = cluster();
+    mc.spec.paused = true;
+    // Outdated pods and a member down: an upgrade and a failover would be due.
+    let mut view = healthy_members();
+    view.members[1].healthy = false;
+    mc.spec.failover.enabled = true;
+    let members = FixedMembers {
+        view: Some(view),
+        ..FixedMembers::default()
+    };
+    let (seen, outcome) = reconcile_on(running(&mc, "rev-1", vec![]), &mc, &members).await;
+    assert!(outcome.actions.is_empty());
+    let writes: Vec<&Seen> = seen.iter().filter(|s| s.is_write()).collect();
+    assert_eq!(writes.len(), 1, "{seen:?}");
+    assert!(writes[0].uri.contains("/meridianclusters/pd/status"));
+    let degraded = writes[0].body["status"]["conditions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["type"] == "Degraded")
+        .unwrap()
+        .clone();
+    assert_eq!(degraded["status"], "True");
+    assert_eq!(degraded["message"], "pd-1");
+    assert!(members.calls.lock().unwrap().is_empty());
+}
+
+#[tokio::test]
 async fn scale_in_marks_the_claim_and_a_reused_ordinal_deletes_it_first() {
     // 3 -> 2: member pd-2 is deleted through the members API, then its claim is marked.
     let mut mc = cluster();
