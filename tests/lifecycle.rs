@@ -179,3 +179,40 @@ async fn sigterm_under_load_answers_what_was_read_and_exits_zero() {
     }
     assert!(served > 0);
 }
+
+#[test]
+fn advertised_addresses_are_what_members_publish_and_the_certificate_names() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let args: Vec<String> = [
+        "--advertise-client",
+        "pd-0.pd-peer.db.svc:2379",
+        "--advertise-admin",
+        "pd-0.pd-peer.db.svc:2380",
+    ]
+    .map(String::from)
+    .to_vec();
+    let server = ServerProcess::start_with(bin(), &data, "127.0.0.1:0", &args).unwrap();
+    let (status, members) = AdminClient::new(&server.admin_addr)
+        .get_json("/api/v1/members")
+        .unwrap();
+    assert_eq!(status, 200);
+    let me = &members["members"][0];
+    assert_eq!(me["client_url"], "pd-0.pd-peer.db.svc:2379", "{members}");
+    assert_eq!(
+        me["admin_url"], "http://pd-0.pd-peer.db.svc:2380",
+        "{members}"
+    );
+    // The self-signed certificate names the advertised host, which is what peers dial.
+    let cert = std::fs::read(data.join("tls/cert.pem")).unwrap();
+    let der = rustls_pemfile::certs(&mut cert.as_slice())
+        .next()
+        .unwrap()
+        .unwrap();
+    assert!(
+        der.windows(b"pd-0.pd-peer.db.svc".len())
+            .any(|w| w == b"pd-0.pd-peer.db.svc"),
+        "the certificate does not name the advertised host"
+    );
+    server.stop().unwrap();
+}
