@@ -22,24 +22,6 @@ use meridian_operator::shell::reconciler::reconcile_once;
 use sim::{Env, Sim};
 use tokio::sync::watch;
 
-fn meridian_bin() -> PathBuf {
-    if let Some(p) = std::env::var_os("MERIDIAN_BIN") {
-        return p.into();
-    }
-    let exe = std::env::current_exe().unwrap();
-    let bin = exe
-        .parent()
-        .and_then(|deps| deps.parent())
-        .unwrap()
-        .join("meridian");
-    assert!(
-        bin.exists(),
-        "{} missing: build the workspace (cargo build --workspace) first",
-        bin.display()
-    );
-    bin
-}
-
 struct World {
     sim: Arc<Sim>,
     members: AdminMembers,
@@ -74,7 +56,7 @@ async fn world(spec: MeridianClusterSpec) -> World {
     let tls = tmp.path().join("shared");
     meridian::tls::load_or_create_identity(&tls, None, None, &["pd".into()]).unwrap();
     let env = Env {
-        bin: meridian_bin(),
+        bin: meridian::harness::test_binary(),
         dir: tmp.path().join("volumes"),
         etcd: etcd.endpoint(),
         config,
@@ -164,6 +146,15 @@ async fn settled(w: &World, n: usize, within: Duration) {
     }
 }
 
+impl World {
+    /// Closed-loop TSO load with the checker on the first three members' addresses (the
+    /// client learns the others), running for `duration`.
+    fn load(&self, duration: Duration) -> tokio::task::JoinHandle<anyhow::Result<Report>> {
+        let args = tso_load(self.sim.client_endpoints(3), self.sim.ca(), duration);
+        tokio::spawn(async move { run::run(&args).await })
+    }
+}
+
 fn tso_load(endpoints: Vec<String>, ca: PathBuf, duration: Duration) -> TsoArgs {
     TsoArgs {
         endpoints,
@@ -225,14 +216,7 @@ async fn rolling_upgrade_of_three_under_load_moves_the_leader_once_and_restarts_
     let old_leader = w.sim.status().leader.unwrap();
     let (stop_watch, watching) = watch::channel(false);
     let leaders = watch_leaders(w.sim.clone(), watching);
-    let load = tokio::spawn({
-        let args = tso_load(
-            w.sim.client_endpoints(3),
-            w.sim.ca(),
-            Duration::from_secs(15),
-        );
-        async move { run::run(&args).await }
-    });
+    let load = w.load(Duration::from_secs(15));
     tokio::time::sleep(Duration::from_secs(2)).await;
     let log_before = w.sim.log().len();
     let started = Instant::now();
@@ -302,14 +286,7 @@ async fn a_member_lost_for_good_is_replaced_and_the_cluster_shrinks_back() {
     let victim = (0..3u32).find(|o| format!("pd-{o}") != leader).unwrap();
     let victim_name = format!("pd-{victim}");
     let old_claim = w.sim.pvc(&format!("data-{victim_name}")).unwrap().0;
-    let load = tokio::spawn({
-        let args = tso_load(
-            w.sim.client_endpoints(3),
-            w.sim.ca(),
-            Duration::from_secs(15),
-        );
-        async move { run::run(&args).await }
-    });
+    let load = w.load(Duration::from_secs(15));
     tokio::time::sleep(Duration::from_secs(1)).await;
     let started = Instant::now();
     tokio::task::block_in_place(|| w.sim.lose_node(victim));
@@ -359,14 +336,7 @@ async fn a_member_lost_for_good_is_replaced_and_the_cluster_shrinks_back() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn scale_three_to_five_and_back_under_load() {
     let w = world(spec(3)).await;
-    let load = tokio::spawn({
-        let args = tso_load(
-            w.sim.client_endpoints(3),
-            w.sim.ca(),
-            Duration::from_secs(20),
-        );
-        async move { run::run(&args).await }
-    });
+    let load = w.load(Duration::from_secs(20));
     tokio::time::sleep(Duration::from_secs(1)).await;
     let started = Instant::now();
     w.sim.edit(|mc| mc.spec.replicas = 5);

@@ -19,7 +19,7 @@ use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod, PodCondition, PodSp
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use k8s_openapi::jiff::Timestamp;
 use meridian::admin::AdminClient;
-use meridian::harness::ServerProcess;
+use meridian::harness::{free_udp_port, ServerProcess};
 use meridian_operator::crd::{MeridianCluster, MeridianClusterStatus};
 use meridian_operator::decide::snapshot::{pvc_name, DEFERRED_DELETE_ANNOTATION, REVISION_LABEL};
 use meridian_operator::shell::platform::{Note, Owned, Platform, Workload};
@@ -77,14 +77,6 @@ pub struct Sim {
     env: Arc<Env>,
     stop: Arc<AtomicBool>,
     kubelet: Option<std::thread::JoinHandle<()>>,
-}
-
-fn free_udp_port() -> u16 {
-    std::net::UdpSocket::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 /// `rev-<hash>` of the pod template, as a ControllerRevision would name it.

@@ -8,33 +8,8 @@ use std::time::Duration;
 
 use loadgen::run::{Op, TsoArgs};
 
-/// The `meridian` binary of this build: `$MERIDIAN_BIN`, else `target/<profile>/meridian`
-/// beside `deps/`.
-pub fn meridian_bin() -> PathBuf {
-    if let Some(p) = std::env::var_os("MERIDIAN_BIN") {
-        return p.into();
-    }
-    let exe = std::env::current_exe().unwrap();
-    let bin = exe
-        .parent()
-        .and_then(|deps| deps.parent())
-        .unwrap()
-        .join("meridian");
-    assert!(
-        bin.exists(),
-        "{} missing: build the workspace (cargo build --workspace) first",
-        bin.display()
-    );
-    bin
-}
-
-pub fn free_udp_port() -> u16 {
-    std::net::UdpSocket::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+#[allow(unused_imports)] // as above: not every test binary uses both
+pub use meridian::harness::{free_udp_port, test_binary as meridian_bin};
 
 /// Closed-loop `get_ts()` load with the checker, verified against `ca`.
 pub fn tso_load(
