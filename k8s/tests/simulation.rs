@@ -7,13 +7,12 @@
 
 mod sim;
 
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::jiff::Timestamp;
 use loadgen::report::Report;
-use loadgen::run::{self, Op, TsoArgs};
+use loadgen::run::{self, TsoArgs};
 use meridian::admin::AdminClient;
 use meridian::harness::EtcdProcess;
 use meridian_operator::crd::{Failover, MeridianCluster, MeridianClusterSpec};
@@ -150,24 +149,8 @@ impl World {
     /// Closed-loop TSO load with the checker on the first three members' addresses (the
     /// client learns the others), running for `duration`.
     fn load(&self, duration: Duration) -> tokio::task::JoinHandle<anyhow::Result<Report>> {
-        let args = tso_load(self.sim.client_endpoints(3), self.sim.ca(), duration);
+        let args = TsoArgs::checked(self.sim.client_endpoints(3), self.sim.ca(), duration, 16);
         tokio::spawn(async move { run::run(&args).await })
-    }
-}
-
-fn tso_load(endpoints: Vec<String>, ca: PathBuf, duration: Duration) -> TsoArgs {
-    TsoArgs {
-        endpoints,
-        duration,
-        concurrency: 16,
-        connections: 2,
-        streams: 1,
-        op: Op::Tso,
-        rate: None,
-        json: None,
-        ca: Some(ca),
-        insecure: false,
-        max_recorded: 20_000_000,
     }
 }
 

@@ -78,6 +78,31 @@ struct WorkerResult {
     gaps: Vec<(u64, u64)>,
 }
 
+impl TsoArgs {
+    /// Closed-loop `get_ts()` load on two connections with the checker, verified against the
+    /// CA file `ca`: what the end-to-end tests run beside their scenarios.
+    pub fn checked(
+        endpoints: Vec<String>,
+        ca: std::path::PathBuf,
+        duration: Duration,
+        concurrency: usize,
+    ) -> TsoArgs {
+        TsoArgs {
+            endpoints,
+            duration,
+            concurrency,
+            connections: 2,
+            streams: 1,
+            op: Op::Tso,
+            rate: None,
+            json: None,
+            ca: Some(ca),
+            insecure: false,
+            max_recorded: 20_000_000,
+        }
+    }
+}
+
 struct Shared {
     checker: Checker,
     latencies: Latencies,

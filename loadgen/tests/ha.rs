@@ -5,10 +5,10 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use loadgen::run;
+use loadgen::run::{self, TsoArgs};
 
 mod common;
-use common::{free_udp_port, meridian_bin, tso_load};
+use common::{free_udp_port, meridian_bin};
 use meridian::admin::AdminClient;
 use meridian::client::{Client, ClientOptions, RpcStream};
 use meridian::harness::{EtcdProcess, ServerProcess};
@@ -143,7 +143,7 @@ async fn leader_sigkilled_repeatedly_never_steps_back() {
     let kills = 5;
     // Only the first leader's address: the client must learn the others from it, since that
     // node is the first to die.
-    let args = tso_load(
+    let args = TsoArgs::checked(
         vec![nodes[first].listen.clone()],
         ca,
         Duration::from_secs(4 + 5 * kills),
@@ -181,7 +181,7 @@ async fn graceful_transfer_to_each_member_in_turn() {
     let (_tmp, _etcd, mut nodes, ca) = tokio::task::block_in_place(start_cluster);
     tokio::task::block_in_place(|| leader(&nodes));
 
-    let args = tso_load(
+    let args = TsoArgs::checked(
         nodes.iter().map(|n| n.listen.clone()).collect(),
         ca,
         Duration::from_secs(9),
@@ -257,7 +257,7 @@ async fn steady_state_writes_etcd_once_per_window_renewal_and_never_per_request(
             counter(&leader_admin, "meridian_requests_total{kind=\"tso\"}"),
         )
     });
-    let args = tso_load(
+    let args = TsoArgs::checked(
         nodes.iter().map(|n| n.listen.clone()).collect(),
         ca,
         Duration::from_secs(4),
@@ -296,7 +296,7 @@ async fn etcd_gone_longer_than_the_lease_stops_the_leader_then_service_resumes()
     // A stream straight to the leader, never redirected, to see what it hands out.
     let mut stream = direct_stream(&nodes[old], &ca).await;
 
-    let args = tso_load(
+    let args = TsoArgs::checked(
         nodes.iter().map(|n| n.listen.clone()).collect(),
         ca,
         Duration::from_secs(10),
@@ -437,7 +437,7 @@ async fn removed_member_refuses_tso_and_never_campaigns() {
 async fn leader_clock_jumping_back_10s_never_steps_back() {
     let (_tmp, _etcd, mut nodes, ca) = tokio::task::block_in_place(start_cluster);
     let first = tokio::task::block_in_place(|| leader(&nodes));
-    let args = tso_load(
+    let args = TsoArgs::checked(
         nodes.iter().map(|n| n.listen.clone()).collect(),
         ca,
         Duration::from_secs(7),

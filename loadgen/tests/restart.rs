@@ -8,10 +8,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use loadgen::run;
+use loadgen::run::{self, TsoArgs};
 
 mod common;
-use common::{free_udp_port, meridian_bin, tso_load};
+use common::{free_udp_port, meridian_bin};
 use meridian::client::{Client, ClientOptions};
 use meridian::harness::ServerProcess;
 use meridian::proto::{Reply, Request};
@@ -31,7 +31,7 @@ async fn sigkill_and_restart_never_steps_back() {
     let mut server = ServerProcess::start(&bin, &data, &listen, Some(2)).unwrap();
     let ca = data.join("tls").join("ca.pem");
 
-    let args = tso_load(vec![listen.clone()], ca.clone(), Duration::from_secs(8), 32);
+    let args = TsoArgs::checked(vec![listen.clone()], ca.clone(), Duration::from_secs(8), 32);
     let load = tokio::spawn(async move { run::run(&args).await });
 
     // Big requests push the physical part ahead of the clock; each reply must exceed the last.
