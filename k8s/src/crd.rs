@@ -62,6 +62,11 @@ pub struct MeridianClusterSpec {
     /// How long a restarted member must stay Ready and healthy before the next one goes.
     #[serde(default)]
     pub min_ready_seconds: i32,
+    /// A `kubernetes.io/tls` Secret every member serves with (its certificate must name the
+    /// members' DNS names, `<pod>.<cluster>-peer.<namespace>.svc`, and the client Service).
+    /// Without it each member makes its own self-signed pair, which clients cannot all trust.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls_secret: Option<String>,
 }
 
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq, JsonSchema)]

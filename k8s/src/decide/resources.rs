@@ -8,8 +8,9 @@ use k8s_openapi::api::apps::v1::{StatefulSet, StatefulSetSpec, StatefulSetUpdate
 use k8s_openapi::api::core::v1::{
     Affinity, ConfigMap, ConfigMapVolumeSource, Container, ContainerPort, EnvVar, EnvVarSource,
     HTTPGetAction, ObjectFieldSelector, PersistentVolumeClaim, PersistentVolumeClaimSpec,
-    PodAffinityTerm, PodAntiAffinity, PodSpec, PodTemplateSpec, Probe, Service, ServicePort,
-    ServiceSpec, Volume, VolumeMount, VolumeResourceRequirements, WeightedPodAffinityTerm,
+    PodAffinityTerm, PodAntiAffinity, PodSpec, PodTemplateSpec, Probe, SecretVolumeSource, Service,
+    ServicePort, ServiceSpec, Volume, VolumeMount, VolumeResourceRequirements,
+    WeightedPodAffinityTerm,
 };
 use k8s_openapi::api::policy::v1::{PodDisruptionBudget, PodDisruptionBudgetSpec};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
@@ -23,6 +24,7 @@ pub const CLIENT_PORT: i32 = 2379;
 pub const ADMIN_PORT: i32 = 2380;
 const DATA_DIR: &str = "/var/lib/meridian";
 const CONFIG_DIR: &str = "/etc/meridian";
+const TLS_DIR: &str = "/etc/meridian-tls";
 
 /// Labels on every object and pod of a cluster; the pod selector.
 pub fn labels(mc: &MeridianCluster) -> BTreeMap<String, String> {
@@ -175,7 +177,7 @@ fn probe(path: &str) -> Probe {
 pub fn stateful_set(mc: &MeridianCluster, replicas: i32) -> StatefulSet {
     let spec = &mc.spec;
     let peer = peer_service_name(mc);
-    let args = vec![
+    let mut args = vec![
         "serve".to_string(),
         "--name".into(),
         "$(POD_NAME)".into(),
@@ -195,6 +197,49 @@ pub fn stateful_set(mc: &MeridianCluster, replicas: i32) -> StatefulSet {
         "--config".into(),
         format!("{CONFIG_DIR}/meridian.toml"),
     ];
+    let mut mounts = vec![
+        VolumeMount {
+            name: "data".into(),
+            mount_path: DATA_DIR.into(),
+            ..VolumeMount::default()
+        },
+        VolumeMount {
+            name: "config".into(),
+            mount_path: CONFIG_DIR.into(),
+            read_only: Some(true),
+            ..VolumeMount::default()
+        },
+    ];
+    let mut volumes = vec![Volume {
+        name: "config".into(),
+        config_map: Some(ConfigMapVolumeSource {
+            name: format!("{}-config", mc.name_any()),
+            ..ConfigMapVolumeSource::default()
+        }),
+        ..Volume::default()
+    }];
+    if let Some(secret) = &spec.tls_secret {
+        args.extend([
+            "--tls-cert".to_string(),
+            format!("{TLS_DIR}/tls.crt"),
+            "--tls-key".into(),
+            format!("{TLS_DIR}/tls.key"),
+        ]);
+        mounts.push(VolumeMount {
+            name: "tls".into(),
+            mount_path: TLS_DIR.into(),
+            read_only: Some(true),
+            ..VolumeMount::default()
+        });
+        volumes.push(Volume {
+            name: "tls".into(),
+            secret: Some(SecretVolumeSource {
+                secret_name: Some(secret.clone()),
+                ..SecretVolumeSource::default()
+            }),
+            ..Volume::default()
+        });
+    }
     let container = Container {
         name: "meridian".into(),
         image: Some(spec.image.clone()),
@@ -223,19 +268,7 @@ pub fn stateful_set(mc: &MeridianCluster, replicas: i32) -> StatefulSet {
             ..probe("/health")
         }),
         resources: spec.resources.clone(),
-        volume_mounts: Some(vec![
-            VolumeMount {
-                name: "data".into(),
-                mount_path: DATA_DIR.into(),
-                ..VolumeMount::default()
-            },
-            VolumeMount {
-                name: "config".into(),
-                mount_path: CONFIG_DIR.into(),
-                read_only: Some(true),
-                ..VolumeMount::default()
-            },
-        ]),
+        volume_mounts: Some(mounts),
         ..Container::default()
     };
     let pod = PodSpec {
@@ -248,14 +281,7 @@ pub fn stateful_set(mc: &MeridianCluster, replicas: i32) -> StatefulSet {
         tolerations: (!spec.tolerations.is_empty()).then(|| spec.tolerations.clone()),
         topology_spread_constraints: (!spec.topology_spread_constraints.is_empty())
             .then(|| spec.topology_spread_constraints.clone()),
-        volumes: Some(vec![Volume {
-            name: "config".into(),
-            config_map: Some(ConfigMapVolumeSource {
-                name: format!("{}-config", mc.name_any()),
-                ..ConfigMapVolumeSource::default()
-            }),
-            ..Volume::default()
-        }]),
+        volumes: Some(volumes),
         ..PodSpec::default()
     };
     let claim = PersistentVolumeClaim {
@@ -362,6 +388,27 @@ mod tests {
         assert!(args
             .windows(2)
             .any(|w| w == ["--etcd", "http://etcd-0:2379,http://etcd-1:2379"]));
+        assert!(
+            !args.iter().any(|a| a == "--tls-cert"),
+            "no secret, no flag"
+        );
+        let mut with_tls = cluster(3);
+        with_tls.spec.tls_secret = Some("pd-tls".into());
+        let tls_pod = stateful_set(&with_tls, 3)
+            .spec
+            .unwrap()
+            .template
+            .spec
+            .unwrap();
+        let tls_args = tls_pod.containers[0].args.clone().unwrap();
+        assert!(tls_args
+            .windows(2)
+            .any(|w| w == ["--tls-cert", "/etc/meridian-tls/tls.crt"]));
+        let volumes = tls_pod.volumes.unwrap();
+        assert_eq!(
+            volumes[1].secret.as_ref().unwrap().secret_name.as_deref(),
+            Some("pd-tls")
+        );
         assert!(args.windows(2).any(|w| w
             == [
                 "--advertise-admin",
