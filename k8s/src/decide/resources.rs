@@ -287,6 +287,8 @@ pub fn stateful_set(mc: &MeridianCluster, replicas: i32) -> StatefulSet {
     let claim = PersistentVolumeClaim {
         metadata: ObjectMeta {
             name: Some("data".into()),
+            // The operator lists its members' claims by these labels.
+            labels: Some(labels(mc)),
             ..ObjectMeta::default()
         },
         spec: Some(PersistentVolumeClaimSpec {
