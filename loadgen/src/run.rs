@@ -68,17 +68,7 @@ impl TsoArgs {
     fn trust(&self) -> anyhow::Result<Trust> {
         crate::target::trust(self.ca.as_ref(), self.insecure)
     }
-}
 
-struct WorkerResult {
-    timestamps: Vec<u64>,
-    errors: u64,
-    ops: u64,
-    /// This worker's stretches without a success.
-    gaps: Vec<(u64, u64)>,
-}
-
-impl TsoArgs {
     /// Closed-loop `get_ts()` load on two connections with the checker, verified against the
     /// CA file `ca`: what the end-to-end tests run beside their scenarios.
     pub fn checked(
@@ -98,9 +88,17 @@ impl TsoArgs {
             json: None,
             ca: Some(ca),
             insecure: false,
-            max_recorded: 20_000_000,
+            max_recorded: 50_000_000,
         }
     }
+}
+
+struct WorkerResult {
+    timestamps: Vec<u64>,
+    errors: u64,
+    ops: u64,
+    /// This worker's stretches without a success.
+    gaps: Vec<(u64, u64)>,
 }
 
 struct Shared {

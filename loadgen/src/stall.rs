@@ -12,7 +12,7 @@ pub const THRESHOLD: Duration = Duration::from_millis(10);
 #[derive(Debug, Default, Clone)]
 pub struct Gaps {
     last_ns: u64,
-    pub intervals: Vec<(u64, u64)>,
+    intervals: Vec<(u64, u64)>,
 }
 
 impl Gaps {

@@ -3,15 +3,12 @@
 //! every random key; and once the simulated stores fall silent past max-store-down-time, they
 //! are Down and a heartbeat gets a RemovePeer operator.
 
-mod common;
-
 use std::time::Duration;
 
-use common::meridian_bin;
 use loadgen::cluster::{self, ClusterArgs};
 use loadgen::route::{self, RouteArgs};
 use loadgen::target::TargetArgs;
-use meridian::harness::ServerProcess;
+use meridian::harness::{test_binary, ServerProcess};
 use meridian::placement::{Operator, RegionStats, StoreState};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -24,7 +21,7 @@ async fn simulated_cluster_heartbeats_routes_and_sees_stores_go_down() {
         .iter()
         .map(|s| s.to_string())
         .collect();
-    let server = ServerProcess::start_with(&meridian_bin(), &data, "127.0.0.1:0", &args).unwrap();
+    let server = ServerProcess::start_with(&test_binary(), &data, "127.0.0.1:0", &args).unwrap();
     let target = TargetArgs {
         endpoints: vec![server.client_addr.clone()],
         ca: Some(data.join("tls/ca.pem")),

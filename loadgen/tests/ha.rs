@@ -7,11 +7,9 @@ use std::time::{Duration, Instant};
 
 use loadgen::run::{self, TsoArgs};
 
-mod common;
-use common::{free_udp_port, meridian_bin};
 use meridian::admin::AdminClient;
 use meridian::client::{Client, ClientOptions, RpcStream};
-use meridian::harness::{EtcdProcess, ServerProcess};
+use meridian::harness::{free_udp_port, test_binary, EtcdProcess, ServerProcess};
 use meridian::proto::{ErrorReply, Request, Response};
 use meridian::tls::Trust;
 
@@ -28,7 +26,7 @@ impl Node {
         let mut args = vec!["--name".to_string(), self.name.clone()];
         args.extend(self.args.iter().cloned());
         self.process = Some(
-            ServerProcess::start_with(&meridian_bin(), &self.data, &self.listen, &args).unwrap(),
+            ServerProcess::start_with(&test_binary(), &self.data, &self.listen, &args).unwrap(),
         );
     }
 

@@ -10,10 +10,8 @@ use std::time::Duration;
 
 use loadgen::run::{self, TsoArgs};
 
-mod common;
-use common::{free_udp_port, meridian_bin};
 use meridian::client::{Client, ClientOptions};
-use meridian::harness::ServerProcess;
+use meridian::harness::{free_udp_port, test_binary, ServerProcess};
 use meridian::proto::{Reply, Request};
 use meridian::tls::Trust;
 use meridian::tso::MAX_COUNT;
@@ -24,7 +22,7 @@ async fn sigkill_and_restart_never_steps_back() {
         .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
         .with_test_writer()
         .try_init();
-    let bin = meridian_bin();
+    let bin = test_binary();
     let tmp = tempfile::tempdir().unwrap();
     let data = tmp.path().join("data");
     let listen = format!("127.0.0.1:{}", free_udp_port());

@@ -121,23 +121,17 @@ pub async fn delete_member(State(s): State<AdminState>, Path(name): Path<String>
     };
     // The marker names the removed incarnation (its member id), and the name's id goes with
     // it: a pod that later comes back under the same name (a replaced or re-added ordinal)
-    // starts as a new member instead of staying removed for good.
-    let marked = control
-        .store
-        .put(
-            &control.keys.removed(&name),
-            member.id.to_string().as_bytes(),
-        )
-        .await;
-    let unlisted = match marked {
-        Ok(()) => control.store.delete(&control.keys.member_info(&name)).await,
-        Err(e) => Err(e),
-    };
-    let forgotten = match unlisted {
-        Ok(()) => control.store.delete(&control.keys.member_id(&name)).await,
-        Err(e) => Err(e),
-    };
-    match forgotten {
+    // starts as a new member instead of staying removed for good. One transaction.
+    let keys = &control.keys;
+    let removal = vec![
+        (
+            keys.removed(&name),
+            Some(member.id.to_string().into_bytes()),
+        ),
+        (keys.member_info(&name), None),
+        (keys.member_id(&name), None),
+    ];
+    match control.store.batch(removal).await {
         Ok(()) => Json(json!({"removed": name})).into_response(),
         Err(e) => error(StatusCode::SERVICE_UNAVAILABLE, e.to_string()),
     }

@@ -297,6 +297,7 @@ async fn watch_registry(
     mut shutdown: watch::Receiver<bool>,
 ) {
     let removed_key = keys.removed(&membership.me.name);
+    let me = membership.me.id.to_string();
     loop {
         if let Ok(listed) = store.list(&keys.members_prefix()).await {
             let members = listed
@@ -307,7 +308,6 @@ async fn watch_registry(
             membership.set_registered(members);
         }
         if !membership.is_removed() {
-            let me = membership.me.id.to_string();
             // A marker with another id is an earlier incarnation of this name, not this one.
             if let Ok(Some(id)) = store.get(&removed_key).await {
                 if id == me.as_bytes() {
