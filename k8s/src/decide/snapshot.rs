@@ -286,7 +286,6 @@ pub fn status(
     let previous = mc.status.clone().unwrap_or_default();
     let c: Conditions = reconcile::conditions(s);
     let generation = mc.metadata.generation;
-    let members = o.members.clone();
     let healthy = s.members.iter().filter(|m| m.healthy).count();
     let sts_status = o.stateful_set.as_ref().and_then(|s| s.status.as_ref());
     let selector = resources::labels(mc)
@@ -296,14 +295,16 @@ pub fn status(
         .join(",");
     let p = &previous.conditions;
     MeridianClusterStatus {
-        cluster_id: members
+        cluster_id: o
+            .members
             .as_ref()
             .and_then(|m| m.cluster_id.clone())
             .or(previous.cluster_id.clone()),
-        leader: members
+        leader: o
+            .members
             .as_ref()
             .and_then(|m| m.leader().map(|l| l.name.clone())),
-        members: members.as_ref().map_or(previous.members.clone(), |m| {
+        members: o.members.as_ref().map_or(previous.members.clone(), |m| {
             member_statuses(&previous.members, m, now)
         }),
         failure_members: failures,

@@ -61,9 +61,7 @@ impl KubeApi {
             .await?;
         Ok(())
     }
-}
 
-impl KubeApi {
     /// The finalizer's work: delete what the operator created (StatefulSet, Services,
     /// ConfigMap, disruption budget) and the PVCs it marked for deletion. Members' other PVCs
     /// hold data and stay, as a StatefulSet's do.

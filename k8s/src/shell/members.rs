@@ -78,22 +78,32 @@ impl AdminMembers {
         .flatten()
     }
 
+    /// The leader's name and admin address, from the members API.
+    async fn leader(&self, mc: &MeridianCluster) -> anyhow::Result<(String, String)> {
+        let body = self
+            .members_json(mc)
+            .await
+            .ok_or_else(|| anyhow!("no member answered"))?;
+        let name = parse_members(&body)
+            .leader()
+            .map(|l| l.name.clone())
+            .ok_or_else(|| anyhow!("no leader"))?;
+        let url = admin_url_of(&body, &name)
+            .ok_or_else(|| anyhow!("the leader {name} lists no admin address"))?;
+        Ok((name, url))
+    }
+
+    /// One admin call at `url`, off the async threads (the admin client blocks).
     async fn call(
         &self,
         url: String,
-        method: &'static str,
-        path: String,
+        request: impl FnOnce(&AdminClient) -> anyhow::Result<(u16, String)> + Send + 'static,
     ) -> anyhow::Result<(u16, String)> {
+        // Long enough for a transfer, which the leader answers once the hand-over is done.
         let timeout = self.timeout.max(Duration::from_secs(12));
-        tokio::task::spawn_blocking(move || {
-            let admin = AdminClient::with_timeout(&url, timeout);
-            match method {
-                "POST" => admin.post(&path),
-                _ => admin.delete(&path),
-            }
-        })
-        .await
-        .map_err(|e| anyhow!("admin call: {e}"))?
+        tokio::task::spawn_blocking(move || request(&AdminClient::with_timeout(&url, timeout)))
+            .await
+            .map_err(|e| anyhow!("admin call: {e}"))?
     }
 }
 
@@ -139,22 +149,12 @@ impl Members for AdminMembers {
     }
 
     async fn transfer_leader(&self, mc: &MeridianCluster, to: &str) -> anyhow::Result<()> {
-        let body = self
-            .members_json(mc)
-            .await
-            .ok_or_else(|| anyhow!("no member answered"))?;
-        let leader = parse_members(&body)
-            .leader()
-            .map(|l| l.name.clone())
-            .ok_or_else(|| anyhow!("no leader to transfer from"))?;
+        let (leader, url) = self.leader(mc).await?;
         if leader == to {
             return Ok(());
         }
-        let url = admin_url_of(&body, &leader)
-            .ok_or_else(|| anyhow!("the leader {leader} lists no admin address"))?;
-        let (status, reply) = self
-            .call(url, "POST", format!("/api/v1/leader/transfer/{to}"))
-            .await?;
+        let path = format!("/api/v1/leader/transfer/{to}");
+        let (status, reply) = self.call(url, move |a| a.post(&path)).await?;
         if status != 200 {
             bail!("transfer from {leader} to {to}: {status} {reply}");
         }
@@ -162,19 +162,10 @@ impl Members for AdminMembers {
     }
 
     async fn delete_member(&self, mc: &MeridianCluster, name: &str) -> anyhow::Result<()> {
-        let body = self
-            .members_json(mc)
-            .await
-            .ok_or_else(|| anyhow!("no member answered"))?;
-        // Any member on etcd can remove one; prefer the leader, which answers for sure.
-        let view = parse_members(&body);
-        let via = view
-            .leader()
-            .and_then(|l| admin_url_of(&body, &l.name))
-            .ok_or_else(|| anyhow!("no leader to remove {name} through"))?;
-        let (status, reply) = self
-            .call(via, "DELETE", format!("/api/v1/members/{name}"))
-            .await?;
+        // Any member on etcd can remove one; the leader answers for sure.
+        let (_, url) = self.leader(mc).await?;
+        let path = format!("/api/v1/members/{name}");
+        let (status, reply) = self.call(url, move |a| a.delete(&path)).await?;
         match status {
             // Already gone is what was wanted.
             200 | 404 => Ok(()),
