@@ -77,31 +77,27 @@ fn end_prefix(end: &[u8]) -> u128 {
     }
 }
 
-#[derive(Debug, Clone, Default)]
+/// Up to 2 * segment consecutive entries, packed for reading: the start prefixes and then the
+/// end prefixes in one allocation, the routes in another. A lookup reads the run of starts it
+/// searches, one end and one route pointer, and touches nothing else of the segment.
+#[derive(Debug, Clone)]
 struct Segment {
+    /// `len` start prefixes, then `len` end prefixes.
+    keys: Arc<[u128]>,
+    routes: Arc<[Arc<Route>]>,
+}
+
+/// A segment unpacked for the writer's edits.
+#[derive(Debug, Default)]
+struct Entries {
     starts: Vec<u128>,
     ends: Vec<u128>,
     routes: Vec<Arc<Route>>,
 }
 
-impl Segment {
+impl Entries {
     fn len(&self) -> usize {
         self.routes.len()
-    }
-
-    /// How many entries start at or before `key`.
-    fn count_le(&self, key: &[u8], kp: u128) -> usize {
-        count_le(&self.starts, kp, |i| {
-            self.routes[i].region.start_key.as_slice() <= key
-        })
-    }
-
-    fn covers(&self, i: usize, key: &[u8], kp: u128) -> bool {
-        match kp.cmp(&self.ends[i]) {
-            Cmp::Less => true,
-            Cmp::Greater => false,
-            Cmp::Equal => self.routes[i].region.contains(key),
-        }
     }
 
     fn insert(&mut self, i: usize, route: Arc<Route>) {
@@ -116,33 +112,111 @@ impl Segment {
         self.routes.drain(range);
     }
 
-    fn split_off(&mut self, at: usize) -> Segment {
-        Segment {
+    fn split_off(&mut self, at: usize) -> Entries {
+        Entries {
             starts: self.starts.split_off(at),
             ends: self.ends.split_off(at),
             routes: self.routes.split_off(at),
         }
     }
-}
 
-/// Binary search for the number of sorted entries `<= key`, comparing prefixes and falling
-/// back to `le_full(i)` only when a prefix ties.
-fn count_le(prefixes: &[u128], kp: u128, le_full: impl Fn(usize) -> bool) -> usize {
-    let (mut lo, mut hi) = (0, prefixes.len());
-    while lo < hi {
-        let mid = (lo + hi) / 2;
-        let le = match prefixes[mid].cmp(&kp) {
-            Cmp::Less => true,
-            Cmp::Greater => false,
-            Cmp::Equal => le_full(mid),
-        };
-        if le {
-            lo = mid + 1;
-        } else {
-            hi = mid;
+    fn pack(self) -> Segment {
+        let mut keys = self.starts;
+        keys.extend_from_slice(&self.ends);
+        Segment {
+            keys: keys.into(),
+            routes: self.routes.into(),
         }
     }
-    lo
+}
+
+impl Segment {
+    fn len(&self) -> usize {
+        self.routes.len()
+    }
+
+    fn starts(&self) -> &[u128] {
+        &self.keys[..self.len()]
+    }
+
+    fn first(&self) -> u128 {
+        self.keys[0]
+    }
+
+    fn unpack(&self) -> Entries {
+        let (starts, ends) = self.keys.split_at(self.len());
+        Entries {
+            starts: starts.to_vec(),
+            ends: ends.to_vec(),
+            routes: self.routes.to_vec(),
+        }
+    }
+
+    /// How many entries start at or before `key`.
+    fn count_le(&self, key: &[u8], kp: u128) -> usize {
+        count_le(self.starts(), kp, |i| {
+            self.routes[i].region.start_key.as_slice() <= key
+        })
+    }
+
+    fn covers(&self, i: usize, key: &[u8], kp: u128) -> bool {
+        match kp.cmp(&self.keys[self.len() + i]) {
+            Cmp::Less => true,
+            Cmp::Greater => false,
+            Cmp::Equal => self.routes[i].region.contains(key),
+        }
+    }
+}
+
+/// Asks for the cache line at `at`; a no-op where there is no prefetch instruction.
+#[inline]
+fn prefetch_line<T>(at: *const T) {
+    // SAFETY: a prefetch is a hint: it never faults, whatever the address, and reads
+    // nothing into the program.
+    #[cfg(target_arch = "x86_64")]
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(at.cast())
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = at;
+}
+
+/// One halving step of the search for the number of sorted entries `<= kp`, which lies in
+/// `[base, base + size]`. No data-dependent branch: a mispredicted step would throw away
+/// the loads in flight.
+#[inline(always)]
+fn narrow(prefixes: &[u128], kp: u128, base: &mut usize, size: usize) {
+    let mid = *base + size / 2;
+    // Compiles to a conditional move (`select_unpredictable` says so outright, but is newer
+    // than the crate's minimum Rust).
+    *base = if prefixes[mid] <= kp { mid } else { *base };
+}
+
+/// The count once the search is down to one entry at `base`. Entries whose prefix equals
+/// the key's are contiguous and last among those counted; the rare tie is settled on full
+/// keys by `le_full(i)`.
+#[inline]
+fn settle(prefixes: &[u128], kp: u128, base: usize, le_full: impl Fn(usize) -> bool) -> usize {
+    let mut n = base + usize::from(prefixes[base] <= kp);
+    while n > 0 && prefixes[n - 1] == kp && !le_full(n - 1) {
+        n -= 1;
+    }
+    n
+}
+
+/// The number of sorted entries `<= key`, comparing prefixes and falling back to
+/// `le_full(i)` only when a prefix ties.
+#[inline]
+fn count_le(prefixes: &[u128], kp: u128, le_full: impl Fn(usize) -> bool) -> usize {
+    if prefixes.is_empty() {
+        return 0;
+    }
+    let (mut base, mut size) = (0, prefixes.len());
+    while size > 1 {
+        narrow(prefixes, kp, &mut base, size);
+        size -= size / 2;
+    }
+    settle(prefixes, kp, base, le_full)
 }
 
 /// One consistent view of the index. No segment is empty.
@@ -151,7 +225,7 @@ pub struct Snapshot {
     /// Target segment length (a segment splits at twice this).
     segment: usize,
     firsts: Vec<u128>,
-    segments: Vec<Arc<Segment>>,
+    segments: Vec<Segment>,
     len: usize,
 }
 
@@ -178,12 +252,17 @@ impl Snapshot {
         self.len == 0
     }
 
+    /// The segment holding the entry that starts last at or before `key`.
+    fn segment_of(&self, key: &[u8], kp: u128) -> Option<usize> {
+        count_le(&self.firsts, kp, |i| {
+            self.segments[i].routes[0].region.start_key.as_slice() <= key
+        })
+        .checked_sub(1)
+    }
+
     /// The entry that starts last at or before `key`.
     fn floor(&self, key: &[u8], kp: u128) -> Option<Pos> {
-        let s = count_le(&self.firsts, kp, |i| {
-            self.segments[i].routes[0].region.start_key.as_slice() <= key
-        });
-        let s = s.checked_sub(1)?;
+        let s = self.segment_of(key, kp)?;
         let i = self.segments[s].count_le(key, kp).checked_sub(1)?;
         Some((s, i))
     }
@@ -224,70 +303,93 @@ impl Snapshot {
         seg.covers(i, key, kp).then(|| &seg.routes[i])
     }
 
-    /// `locate` for many keys at once, answers in order. The searches advance in lockstep,
-    /// [`LANES`] keys at a time, so the memory reads of different keys overlap instead of
-    /// each key waiting out its own cache misses one after another.
+    /// `locate` for many keys at once, answers in order. [`LANES`] keys advance through the
+    /// searches together, one halving step for all of them before the next, so the cache
+    /// misses of different keys are in flight at the same time instead of one after another.
     pub fn locate_many<'a, K: AsRef<[u8]>>(
         &'a self,
         keys: &[K],
         out: &mut Vec<Option<&'a Arc<Route>>>,
     ) {
+        if self.segments.is_empty() {
+            out.extend(keys.iter().map(|_| None));
+            return;
+        }
         for chunk in keys.chunks(LANES) {
-            let n = chunk.len();
+            let lanes = 0..chunk.len();
             let mut kp = [0u128; LANES];
+            for (p, key) in kp.iter_mut().zip(chunk) {
+                *p = prefix(key.as_ref());
+            }
+            // The segment: the same sequence of step sizes for every key.
+            let mut base = [0usize; LANES];
+            let mut size = self.firsts.len();
+            while size > 1 {
+                let next = size - size / 2;
+                for i in lanes.clone() {
+                    narrow(&self.firsts, kp[i], &mut base[i], size);
+                    prefetch_line(self.firsts.as_ptr().wrapping_add(base[i] + next / 2));
+                }
+                size = next;
+            }
             let mut seg = [usize::MAX; LANES];
-            for (i, k) in chunk.iter().enumerate() {
-                let k = k.as_ref();
-                kp[i] = prefix(k);
-                let s = count_le(&self.firsts, kp[i], |j| {
-                    self.segments[j].routes[0].region.start_key.as_slice() <= k
+            let mut sizes = [0usize; LANES];
+            for i in lanes.clone() {
+                let key = chunk[i].as_ref();
+                let n = settle(&self.firsts, kp[i], base[i], |j| {
+                    self.segments[j].routes[0].region.start_key.as_slice() <= key
                 });
-                if let Some(s) = s.checked_sub(1) {
+                if let Some(s) = n.checked_sub(1) {
                     seg[i] = s;
+                    sizes[i] = self.segments[s].len();
+                    prefetch_line(&self.segments[s].keys[sizes[i] / 2]);
                 }
+                base[i] = 0;
             }
-            let mut lo = [0usize; LANES];
-            let mut hi = [0usize; LANES];
-            for i in 0..n {
-                if seg[i] != usize::MAX {
-                    hi[i] = self.segments[seg[i]].len();
-                }
-            }
-            loop {
-                let mut active = false;
-                for i in 0..n {
-                    if lo[i] >= hi[i] {
-                        continue;
-                    }
-                    active = true;
-                    let s = &self.segments[seg[i]];
-                    let mid = (lo[i] + hi[i]) / 2;
-                    let le = match s.starts[mid].cmp(&kp[i]) {
-                        Cmp::Less => true,
-                        Cmp::Greater => false,
-                        Cmp::Equal => {
-                            s.routes[mid].region.start_key.as_slice() <= chunk[i].as_ref()
-                        }
-                    };
-                    if le {
-                        lo[i] = mid + 1;
-                    } else {
-                        hi[i] = mid;
+            // The entry in the segment; segments differ in length, so each key stops on its own.
+            let mut active = true;
+            while active {
+                active = false;
+                for i in lanes.clone() {
+                    if sizes[i] > 1 {
+                        let starts = self.segments[seg[i]].starts();
+                        narrow(starts, kp[i], &mut base[i], sizes[i]);
+                        sizes[i] -= sizes[i] / 2;
+                        prefetch_line(starts.as_ptr().wrapping_add(base[i] + sizes[i] / 2));
+                        active = true;
                     }
                 }
-                if !active {
-                    break;
+            }
+            let mut at = [usize::MAX; LANES];
+            for i in lanes.clone() {
+                let Some(segment) = self.segments.get(seg[i]) else {
+                    continue;
+                };
+                let key = chunk[i].as_ref();
+                let n = settle(segment.starts(), kp[i], base[i], |j| {
+                    segment.routes[j].region.start_key.as_slice() <= key
+                });
+                if let Some(j) = n.checked_sub(1) {
+                    at[i] = j;
+                    prefetch_line(&segment.keys[segment.len() + j]);
+                    prefetch_line(&segment.routes[j]);
                 }
             }
-            for i in 0..n {
-                let found = (seg[i] != usize::MAX && lo[i] > 0)
-                    .then(|| {
-                        let s = &self.segments[seg[i]];
-                        let at = lo[i] - 1;
-                        s.covers(at, chunk[i].as_ref(), kp[i])
-                            .then(|| &s.routes[at])
-                    })
-                    .flatten();
+            for i in lanes.clone() {
+                if let Some(segment) = self.segments.get(seg[i]).filter(|_| at[i] != usize::MAX) {
+                    // The caller reads the route found: have it on the way too.
+                    prefetch_line(Arc::as_ptr(&segment.routes[at[i]]));
+                }
+            }
+            for i in lanes {
+                let found = self
+                    .segments
+                    .get(seg[i])
+                    .filter(|_| at[i] != usize::MAX)
+                    .and_then(|s| {
+                        s.covers(at[i], chunk[i].as_ref(), kp[i])
+                            .then(|| &s.routes[at[i]])
+                    });
                 out.push(found);
             }
         }
@@ -355,44 +457,49 @@ impl Snapshot {
 
     // ---- writer-side edits; they keep `firsts` and `len` in step ----
 
-    fn seg_mut(&mut self, s: usize) -> &mut Segment {
-        Arc::make_mut(&mut self.segments[s])
-    }
-
-    /// Restores the segment invariants after segment `s` was edited.
-    fn fix(&mut self, s: usize) {
-        if self.segments[s].len() == 0 {
+    /// Edits segment `s` (a copy: readers may hold the old one) and restores the segment
+    /// invariants: none empty, none over twice the target length, `firsts` in step.
+    fn edit(&mut self, s: usize, f: impl FnOnce(&mut Entries)) {
+        let mut entries = self.segments[s].unpack();
+        f(&mut entries);
+        if entries.len() == 0 {
             self.segments.remove(s);
             self.firsts.remove(s);
             return;
         }
-        self.firsts[s] = self.segments[s].starts[0];
-        if self.segments[s].len() > 2 * self.segment {
-            let at = self.segment;
-            let tail = self.seg_mut(s).split_off(at);
-            self.firsts.insert(s + 1, tail.starts[0]);
-            self.segments.insert(s + 1, Arc::new(tail));
+        if entries.len() > 2 * self.segment {
+            let tail = entries.split_off(self.segment).pack();
+            self.firsts.insert(s + 1, tail.first());
+            self.segments.insert(s + 1, tail);
         }
+        let seg = entries.pack();
+        self.firsts[s] = seg.first();
+        self.segments[s] = seg;
+    }
+
+    /// Appends a full run of entries (a load builds the snapshot in key order).
+    fn push(&mut self, entries: Entries) {
+        self.len += entries.len();
+        let seg = entries.pack();
+        self.firsts.push(seg.first());
+        self.segments.push(seg);
     }
 
     /// Removes the entries from `a` through `b` inclusive.
     fn remove_run(&mut self, a: Pos, b: Pos) {
         self.len -= self.count_between(a, b);
         if a.0 == b.0 {
-            self.seg_mut(a.0).drain(a.1..b.1 + 1);
-            self.fix(a.0);
+            self.edit(a.0, |e| e.drain(a.1..b.1 + 1));
             return;
         }
         // Tail of the last segment first, so earlier indices stay valid.
-        self.seg_mut(b.0).drain(0..b.1 + 1);
-        self.fix(b.0);
-        for s in (a.0 + 1..b.0).rev() {
-            self.segments.remove(s);
-            self.firsts.remove(s);
-        }
-        let len = self.segments[a.0].len();
-        self.seg_mut(a.0).drain(a.1..len);
-        self.fix(a.0);
+        self.edit(b.0, |e| e.drain(0..b.1 + 1));
+        self.segments.drain(a.0 + 1..b.0);
+        self.firsts.drain(a.0 + 1..b.0);
+        self.edit(a.0, |e| {
+            let len = e.len();
+            e.drain(a.1..len)
+        });
     }
 
     fn count_between(&self, a: Pos, b: Pos) -> usize {
@@ -405,23 +512,18 @@ impl Snapshot {
 
     /// Inserts a route whose range overlaps nothing in the snapshot.
     fn insert(&mut self, route: Arc<Route>) {
-        self.len += 1;
-        let start = route.region.start_key.clone();
-        let kp = prefix(&start);
         if self.segments.is_empty() {
-            let mut seg = Segment::default();
-            seg.insert(0, route);
-            self.firsts.push(seg.starts[0]);
-            self.segments.push(Arc::new(seg));
+            let mut entries = Entries::default();
+            entries.insert(0, route);
+            self.push(entries);
             return;
         }
-        let s = count_le(&self.firsts, kp, |i| {
-            self.segments[i].routes[0].region.start_key <= start
-        })
-        .saturating_sub(1);
-        let i = self.segments[s].count_le(&start, kp);
-        self.seg_mut(s).insert(i, route);
-        self.fix(s);
+        self.len += 1;
+        let start = &route.region.start_key;
+        let kp = prefix(start);
+        let s = self.segment_of(start, kp).unwrap_or(0);
+        let i = self.segments[s].count_le(start, kp);
+        self.edit(s, |e| e.insert(i, route));
     }
 
     /// Removes the entry holding exactly `route`, if the snapshot holds it.
@@ -541,7 +643,7 @@ impl RangeIndex {
             segment,
             ..Snapshot::default()
         };
-        let mut seg = Segment::default();
+        let mut seg = Entries::default();
         let mut rest = Vec::new();
         let mut last_end: Option<Vec<u8>> = None;
         for region in regions {
@@ -559,15 +661,11 @@ impl RangeIndex {
             let at = seg.len();
             seg.insert(at, route);
             if seg.len() == segment {
-                draft.firsts.push(seg.starts[0]);
-                draft.len += seg.len();
-                draft.segments.push(Arc::new(std::mem::take(&mut seg)));
+                draft.push(std::mem::take(&mut seg));
             }
         }
         if seg.len() > 0 {
-            draft.firsts.push(seg.starts[0]);
-            draft.len += seg.len();
-            draft.segments.push(Arc::new(seg));
+            draft.push(seg);
         }
         let mut retired = Vec::new();
         let refused = rest

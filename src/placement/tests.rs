@@ -365,7 +365,7 @@ fn routing_lookups() {
 /// whole key space: every key in exactly one region, each region ending where the next starts.
 #[test]
 fn readers_never_see_a_gap_or_an_overlap_during_splits() {
-    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
     use std::sync::Arc;
 
     let index = Arc::new(RangeIndex::with_segment_size(4));
@@ -375,9 +375,10 @@ fn readers_never_see_a_gap_or_an_overlap_during_splits() {
     };
     index.apply(region(1, b"", b"", e, &[1, 2, 3])).unwrap();
     let stop = Arc::new(AtomicBool::new(false));
+    let checks = Arc::new(AtomicU64::new(0));
     let readers: Vec<_> = (0..2)
         .map(|_| {
-            let (index, stop) = (index.clone(), stop.clone());
+            let (index, stop, checks) = (index.clone(), stop.clone(), checks.clone());
             std::thread::spawn(move || {
                 let mut checked = 0u64;
                 while !stop.load(Ordering::Relaxed) {
@@ -392,6 +393,7 @@ fn readers_never_see_a_gap_or_an_overlap_during_splits() {
                         assert!(snap.locate(&[k, 1]).is_some(), "no region for {k}");
                     }
                     checked += 1;
+                    checks.fetch_add(1, Ordering::Relaxed);
                 }
                 checked
             })
@@ -400,6 +402,12 @@ fn readers_never_see_a_gap_or_an_overlap_during_splits() {
     // Split every region at its midpoint byte until 200 exist.
     let mut next = 2u64;
     while index.len() < 200 {
+        // Each pass of splits starts only after a reader finished a check since the last one,
+        // however the threads are scheduled, so reads and writes interleave.
+        let seen = checks.load(Ordering::Relaxed);
+        while checks.load(Ordering::Relaxed) == seen {
+            std::thread::yield_now();
+        }
         let snap = index.snapshot();
         let regions: Vec<Region> = snap.iter().map(|r| r.region.clone()).collect();
         drop(snap);
