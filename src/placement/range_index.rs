@@ -5,9 +5,12 @@
 //! sees either all of a change set or none of it: never two regions for one key, never a gap a
 //! split did not create. The writer copies the snapshot's spine (one pointer per segment of up
 //! to 2 * [`SEGMENT`] regions), edits only the segments a change touches (copy-on-write), and
-//! publishes. Lookups binary-search 16-byte big-endian key prefixes held inline, so a lookup
-//! touches two small sorted arrays and then the one region it returns; full keys are compared
-//! only when prefixes tie.
+//! publishes. Lookups search 16-byte big-endian key prefixes without data-dependent branches:
+//! the segments' first starts (a small array that stays in cache), then the segment's group
+//! pivots, then one group of 8 starts, then the route, whose end prefix it carries.
+//! Memory is what a lookup waits on (a cache miss costs 110-230 ns on the machines this runs
+//! on, see tuning.md), so the layout keeps the dependent misses to those three and prefetches
+//! within each; full keys are compared only when prefixes tie.
 //!
 //! Owns: the range -> region mapping and P1/P2. Must not hold per-region statistics, pending
 //! operators or anything a heartbeat changes without changing the route: those belong to the
@@ -32,15 +35,28 @@ pub const LANES: usize = 16;
 #[derive(Debug)]
 pub struct Route {
     pub region: Region,
+    /// The end key's prefix, beside the region a lookup reads anyway, so the index need not
+    /// hold ends and the end check rarely follows the end key to its own allocation.
+    end: u128,
     retired: AtomicBool,
 }
 
 impl Route {
     pub fn new(region: Region) -> Arc<Route> {
         Arc::new(Route {
+            end: end_prefix(&region.end_key),
             region,
             retired: AtomicBool::new(false),
         })
+    }
+
+    /// Whether the region holds `key`, whose prefix is `kp`.
+    fn covers(&self, key: &[u8], kp: u128) -> bool {
+        match kp.cmp(&self.end) {
+            Cmp::Less => true,
+            Cmp::Greater => false,
+            Cmp::Equal => self.region.contains(key),
+        }
     }
 
     /// False once a later change replaced or displaced this route in the index.
@@ -77,12 +93,19 @@ fn end_prefix(end: &[u8]) -> u128 {
     }
 }
 
-/// Up to 2 * segment consecutive entries, packed for reading: the start prefixes and then the
-/// end prefixes in one allocation, the routes in another. A lookup reads the run of starts it
-/// searches, one end and one route pointer, and touches nothing else of the segment.
+/// Entries per group: a group's starts are 128 contiguous bytes.
+const GROUP: usize = 8;
+
+/// Up to 2 * segment consecutive entries, packed for reading in groups of [`GROUP`]. One
+/// allocation holds the first start of every group (the pivots), then each group's starts;
+/// the routes are in a second one. A lookup reads the pivots, then one group and the route
+/// pointers beside it, both requested at once: two waits on memory inside the segment
+/// however long it is, where a binary search over its starts waits once for every cache
+/// line it lands on.
 #[derive(Debug, Clone)]
 struct Segment {
-    /// `len` start prefixes, then `len` end prefixes.
+    /// `groups` pivots, then per group `GROUP` starts (a short last group padded with
+    /// `u128::MAX`, which no search reads).
     keys: Arc<[u128]>,
     routes: Arc<[Arc<Route>]>,
 }
@@ -91,7 +114,6 @@ struct Segment {
 #[derive(Debug, Default)]
 struct Entries {
     starts: Vec<u128>,
-    ends: Vec<u128>,
     routes: Vec<Arc<Route>>,
 }
 
@@ -102,27 +124,31 @@ impl Entries {
 
     fn insert(&mut self, i: usize, route: Arc<Route>) {
         self.starts.insert(i, prefix(&route.region.start_key));
-        self.ends.insert(i, end_prefix(&route.region.end_key));
         self.routes.insert(i, route);
     }
 
     fn drain(&mut self, range: std::ops::Range<usize>) {
         self.starts.drain(range.clone());
-        self.ends.drain(range.clone());
         self.routes.drain(range);
     }
 
     fn split_off(&mut self, at: usize) -> Entries {
         Entries {
             starts: self.starts.split_off(at),
-            ends: self.ends.split_off(at),
             routes: self.routes.split_off(at),
         }
     }
 
     fn pack(self) -> Segment {
-        let mut keys = self.starts;
-        keys.extend_from_slice(&self.ends);
+        let groups = self.len().div_ceil(GROUP);
+        let mut keys = Vec::with_capacity(groups * (1 + GROUP));
+        keys.extend(self.starts.iter().step_by(GROUP));
+        for g in 0..groups {
+            let run = g * GROUP..self.len().min((g + 1) * GROUP);
+            let pad = GROUP - run.len();
+            keys.extend_from_slice(&self.starts[run]);
+            keys.extend(std::iter::repeat_n(u128::MAX, pad));
+        }
         Segment {
             keys: keys.into(),
             routes: self.routes.into(),
@@ -135,8 +161,18 @@ impl Segment {
         self.routes.len()
     }
 
-    fn starts(&self) -> &[u128] {
-        &self.keys[..self.len()]
+    fn groups(&self) -> usize {
+        self.len().div_ceil(GROUP)
+    }
+
+    fn pivots(&self) -> &[u128] {
+        &self.keys[..self.groups()]
+    }
+
+    /// Group `g`'s starts.
+    fn group(&self, g: usize) -> &[u128] {
+        let at = self.groups() + g * GROUP;
+        &self.keys[at..at + GROUP.min(self.len() - g * GROUP)]
     }
 
     fn first(&self) -> u128 {
@@ -144,27 +180,66 @@ impl Segment {
     }
 
     fn unpack(&self) -> Entries {
-        let (starts, ends) = self.keys.split_at(self.len());
-        Entries {
-            starts: starts.to_vec(),
-            ends: ends.to_vec(),
+        let mut entries = Entries {
             routes: self.routes.to_vec(),
+            ..Entries::default()
+        };
+        for g in 0..self.groups() {
+            entries.starts.extend_from_slice(self.group(g));
         }
+        entries
+    }
+
+    fn start_le(&self, i: usize, key: &[u8]) -> bool {
+        self.routes[i].region.start_key.as_slice() <= key
+    }
+
+    /// The group holding the entry that starts last at or before `key`.
+    fn group_of(&self, key: &[u8], kp: u128) -> Option<usize> {
+        count_le(self.pivots(), kp, |g| self.start_le(g * GROUP, key)).checked_sub(1)
+    }
+
+    /// How many entries of group `g` start at or before `key` (all of the group's entries
+    /// before it do).
+    fn count_le_in(&self, g: usize, key: &[u8], kp: u128) -> usize {
+        g * GROUP + count_le(self.group(g), kp, |i| self.start_le(g * GROUP + i, key))
     }
 
     /// How many entries start at or before `key`.
     fn count_le(&self, key: &[u8], kp: u128) -> usize {
-        count_le(self.starts(), kp, |i| {
-            self.routes[i].region.start_key.as_slice() <= key
-        })
+        prefetch(self.pivots());
+        let Some(g) = self.group_of(key, kp) else {
+            return 0;
+        };
+        self.prefetch_group(g);
+        self.count_le_in(g, key, kp)
+    }
+
+    /// Requests group `g`'s starts and route pointers, all of which a lookup in it may read.
+    fn prefetch_group(&self, g: usize) {
+        prefetch(self.group(g));
+        let routes = &self.routes[g * GROUP..self.len().min((g + 1) * GROUP)];
+        if let (Some(first), Some(last)) = (routes.first(), routes.last()) {
+            prefetch_line(first);
+            prefetch_line(last);
+        }
     }
 
     fn covers(&self, i: usize, key: &[u8], kp: u128) -> bool {
-        match kp.cmp(&self.keys[self.len() + i]) {
-            Cmp::Less => true,
-            Cmp::Greater => false,
-            Cmp::Equal => self.routes[i].region.contains(key),
+        self.routes[i].covers(key, kp)
+    }
+}
+
+/// Requests every cache line of `prefixes`, so a search over them waits on memory once.
+#[inline]
+fn prefetch(prefixes: &[u128]) {
+    if let (Some(first), Some(last)) = (prefixes.first(), prefixes.last()) {
+        let (mut at, last) = (first as *const u128 as usize, last as *const u128 as usize);
+        while at <= last {
+            prefetch_line(at as *const u8);
+            at += 64;
         }
+        prefetch_line(last as *const u8);
     }
 }
 
@@ -332,65 +407,41 @@ impl Snapshot {
                 }
                 size = next;
             }
-            let mut seg = [usize::MAX; LANES];
-            let mut sizes = [0usize; LANES];
+            let mut seg: [Option<&Segment>; LANES] = [None; LANES];
             for i in lanes.clone() {
                 let key = chunk[i].as_ref();
                 let n = settle(&self.firsts, kp[i], base[i], |j| {
-                    self.segments[j].routes[0].region.start_key.as_slice() <= key
+                    self.segments[j].start_le(0, key)
                 });
-                if let Some(s) = n.checked_sub(1) {
-                    seg[i] = s;
-                    sizes[i] = self.segments[s].len();
-                    prefetch_line(&self.segments[s].keys[sizes[i] / 2]);
+                seg[i] = n.checked_sub(1).map(|s| &self.segments[s]);
+                if let Some(segment) = seg[i] {
+                    prefetch(segment.pivots());
                 }
-                base[i] = 0;
             }
-            // The entry in the segment; segments differ in length, so each key stops on its own.
-            let mut active = true;
-            while active {
-                active = false;
-                for i in lanes.clone() {
-                    if sizes[i] > 1 {
-                        let starts = self.segments[seg[i]].starts();
-                        narrow(starts, kp[i], &mut base[i], sizes[i]);
-                        sizes[i] -= sizes[i] / 2;
-                        prefetch_line(starts.as_ptr().wrapping_add(base[i] + sizes[i] / 2));
-                        active = true;
+            // Within the segment: the group, then the entry, every key a step at a time.
+            let mut group = [None; LANES];
+            for i in lanes.clone() {
+                group[i] = seg[i].and_then(|s| s.group_of(chunk[i].as_ref(), kp[i]));
+                if let (Some(segment), Some(g)) = (seg[i], group[i]) {
+                    segment.prefetch_group(g);
+                }
+            }
+            let mut at = [None; LANES];
+            for i in lanes.clone() {
+                if let (Some(segment), Some(g)) = (seg[i], group[i]) {
+                    at[i] = segment
+                        .count_le_in(g, chunk[i].as_ref(), kp[i])
+                        .checked_sub(1);
+                    if let Some(j) = at[i] {
+                        // The caller reads the route found: have it on the way too.
+                        prefetch_line(Arc::as_ptr(&segment.routes[j]));
                     }
                 }
             }
-            let mut at = [usize::MAX; LANES];
-            for i in lanes.clone() {
-                let Some(segment) = self.segments.get(seg[i]) else {
-                    continue;
-                };
-                let key = chunk[i].as_ref();
-                let n = settle(segment.starts(), kp[i], base[i], |j| {
-                    segment.routes[j].region.start_key.as_slice() <= key
-                });
-                if let Some(j) = n.checked_sub(1) {
-                    at[i] = j;
-                    prefetch_line(&segment.keys[segment.len() + j]);
-                    prefetch_line(&segment.routes[j]);
-                }
-            }
-            for i in lanes.clone() {
-                if let Some(segment) = self.segments.get(seg[i]).filter(|_| at[i] != usize::MAX) {
-                    // The caller reads the route found: have it on the way too.
-                    prefetch_line(Arc::as_ptr(&segment.routes[at[i]]));
-                }
-            }
             for i in lanes {
-                let found = self
-                    .segments
-                    .get(seg[i])
-                    .filter(|_| at[i] != usize::MAX)
-                    .and_then(|s| {
-                        s.covers(at[i], chunk[i].as_ref(), kp[i])
-                            .then(|| &s.routes[at[i]])
-                    });
-                out.push(found);
+                out.push(seg[i].zip(at[i]).and_then(|(s, j)| {
+                    s.covers(j, chunk[i].as_ref(), kp[i]).then(|| &s.routes[j])
+                }));
             }
         }
     }

@@ -67,7 +67,7 @@ proptest! {
     fn histories_keep_p1_and_p2(
         ops in proptest::collection::vec(op(), 1..80),
         split_right_first in any::<bool>(),
-        segment in 1usize..5,
+        segment in 1usize..20,
         probes in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..3), 8),
     ) {
         let mut truth = vec![region(1, b"", b"", Epoch { conf_ver: 1, version: 1 }, &[1, 2, 3])];
