@@ -9,7 +9,7 @@ use meridian::harness::{EtcdProcess, ServerProcess};
 use meridian::placement::{
     Epoch, Operator, Peer, PeerRole, Region, RegionStats, Store, StoreState, StoreStats,
 };
-use meridian::proto::ErrorReply;
+use meridian::proto::{ErrorReply, Reply, Request, Response};
 use meridian::tls::Trust;
 
 fn bin() -> &'static std::path::Path {
@@ -339,6 +339,93 @@ async fn placement_end_to_end_with_bad_input_and_restart() {
         .collect();
     assert_eq!(stored, stores);
     assert!(client.alloc_id().await.unwrap() > last_id);
+    server.stop().unwrap();
+}
+
+/// The region each response of a pipelined exchange names.
+fn located(responses: Vec<Response>) -> Vec<Option<u64>> {
+    responses
+        .into_iter()
+        .map(|r| match r {
+            Response::Ok(Reply::Region(r)) => r.map(|r| r.id),
+            other => panic!("expected a region, got {other:?}"),
+        })
+        .collect()
+}
+
+/// Lookups sent together on one stream are answered together (one snapshot for all), yet
+/// each sees every request before it on its stream: a split reported between two lookups
+/// of the same key is visible to the second.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pipelined_lookups_agree_with_single_ones_and_see_earlier_requests() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let server = ServerProcess::start(bin(), &data, "127.0.0.1:0", Some(2)).unwrap();
+    let client = connect(&server.client_addr, &data.join("tls/ca.pem")).await;
+    let (_, regions) = build(&client).await;
+    let keys: Vec<&[u8]> = vec![b"", b"a", b"b", b"c", b"dd", b"f", b"zzz", b"c"];
+    let mut stream = client.open_stream().await.unwrap();
+    let lookups: Vec<Request> = keys
+        .iter()
+        .map(|k| Request::GetRegion { key: k.to_vec() })
+        .collect();
+    let together = located(stream.call_many(&lookups).await.unwrap());
+    let mut one_by_one = Vec::new();
+    for key in &keys {
+        one_by_one.push(client.get_region_uncached(key).await.unwrap().map(|r| r.id));
+    }
+    assert_eq!(together, one_by_one);
+    let expected: Vec<_> = keys
+        .iter()
+        .map(|k| regions.iter().find(|r| r.contains(k)).map(|r| r.id))
+        .collect();
+    assert_eq!(together, expected);
+
+    // Split [b, d) at c; the report travels between two lookups of c in one write.
+    let parent = regions[1].clone();
+    let split = client.ask_batch_split(parent.clone(), 1).await.unwrap();
+    let epoch = Epoch {
+        version: parent.epoch.version + 1,
+        ..parent.epoch
+    };
+    let left = Region {
+        id: split[0].region_id,
+        end_key: b"c".to_vec(),
+        epoch,
+        peers: vec![Peer {
+            id: split[0].peer_ids[0],
+            ..parent.peers[0].clone()
+        }],
+        leader: Some(split[0].peer_ids[0]),
+        ..parent.clone()
+    };
+    let right = Region {
+        start_key: b"c".to_vec(),
+        epoch,
+        ..parent.clone()
+    };
+    let exchange = stream
+        .call_many(&[
+            Request::GetRegion {
+                key: b"bb".to_vec(),
+            },
+            Request::ReportBatchSplit {
+                regions: vec![left.clone(), right.clone()],
+            },
+            Request::GetRegion {
+                key: b"bb".to_vec(),
+            },
+            Request::GetRegion { key: b"c".to_vec() },
+        ])
+        .await
+        .unwrap();
+    assert!(matches!(exchange[1], Response::Ok(_)), "{:?}", exchange[1]);
+    let ids = located(vec![
+        exchange[0].clone(),
+        exchange[2].clone(),
+        exchange[3].clone(),
+    ]);
+    assert_eq!(ids, vec![Some(parent.id), Some(left.id), Some(right.id)]);
     server.stop().unwrap();
 }
 

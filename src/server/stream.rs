@@ -13,7 +13,7 @@ use crate::admin::RequestKind;
 use crate::proto::{self, ErrorReply, FrameDecoder, FrameError, Request, Response, StreamCode};
 
 use super::dispatch::{execute, Action};
-use super::placement::heartbeats;
+use super::placement::{get_regions, handle, heartbeats};
 use super::Shared;
 
 enum DecodeFailure {
@@ -36,6 +36,8 @@ enum Pending {
     Later(Action),
     /// The next of the read's heartbeat replies.
     Beat,
+    /// The next of the read's GetRegion replies.
+    Located,
 }
 
 const READ_CHUNK: usize = 64 * 1024;
@@ -96,6 +98,7 @@ pub async fn serve_stream(
         // A read's region heartbeats are handled together (their own shard inline, the
         // others forwarded in one batch per core); replies still go out in request order.
         let mut beats = Vec::new();
+        let mut keys = Vec::new();
         for action in actions.drain(..) {
             pending.push(match action {
                 Ok(Action::Placement(req)) if shared.placement.is_ready() => match *req {
@@ -103,6 +106,11 @@ pub async fn serve_stream(
                         metrics.request(RequestKind::RegionHeartbeat);
                         beats.push((region, stats));
                         Pending::Beat
+                    }
+                    Request::GetRegion { key } => {
+                        metrics.request(RequestKind::Placement);
+                        keys.push(key);
+                        Pending::Located
                     }
                     other => Pending::Later(Action::Placement(Box::new(other))),
                 },
@@ -120,10 +128,19 @@ pub async fn serve_stream(
             heartbeats(&shared.placement, core, beats).await
         }
         .into_iter();
+        // Lookups are answered together from one snapshot, taken at the first of them and
+        // again after any other request ran (it may have changed a route: a lookup sees
+        // every request before it on its stream). Placement that does not serve reads yet
+        // answers each one through the request path, which says why.
+        let mut located: Option<std::vec::IntoIter<Response>> = None;
+        let mut next_key = 0;
         for p in pending.drain(..) {
             let response = match p {
                 Pending::Now(r) => r,
-                Pending::Later(action) => execute(action, &shared, metrics).await,
+                Pending::Later(action) => {
+                    located = None;
+                    execute(action, &shared, metrics).await
+                }
                 Pending::Beat => {
                     let r = beat_replies.next().unwrap_or_else(|| {
                         Response::Err(ErrorReply::Unavailable("shutting down".into()))
@@ -132,6 +149,24 @@ pub async fn serve_stream(
                         metrics.error();
                     }
                     r
+                }
+                Pending::Located => {
+                    if located.is_none() {
+                        located =
+                            get_regions(&shared.placement, &keys[next_key..]).map(Vec::into_iter);
+                    }
+                    let key = std::mem::take(&mut keys[next_key]);
+                    next_key += 1;
+                    match located.as_mut().and_then(Iterator::next) {
+                        Some(r) => r,
+                        None => {
+                            let r = handle(Request::GetRegion { key }, &shared).await;
+                            if matches!(r, Response::Err(_)) {
+                                metrics.error();
+                            }
+                            r
+                        }
+                    }
                 }
             };
             if let Err(e) = proto::encode(&response, &mut scratch, &mut out) {

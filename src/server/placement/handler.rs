@@ -28,6 +28,25 @@ fn unavailable(why: impl Into<String>) -> Response {
     Response::Err(ErrorReply::Unavailable(why.into()))
 }
 
+/// GetRegion for the keys of one read, answered in order: one snapshot, and the searches
+/// for all keys advance together so their cache misses overlap (`Snapshot::locate_many`).
+/// `None` when placement does not serve reads yet (the caller answers each request alone,
+/// which says why).
+pub fn get_regions(state: &PlacementState, keys: &[Vec<u8>]) -> Option<Vec<Response>> {
+    if !state.is_ready() || !state.bootstrapped.load(Ordering::Acquire) {
+        return None;
+    }
+    let snapshot = state.index.snapshot();
+    let mut found = Vec::with_capacity(keys.len());
+    snapshot.locate_many(keys, &mut found);
+    Some(
+        found
+            .into_iter()
+            .map(|r| Response::Ok(Reply::Region(r.map(|r| r.region.clone()))))
+            .collect(),
+    )
+}
+
 /// Region heartbeats from one read, answered in order: those for this core's shard inline,
 /// the rest forwarded as one batch per owning core (waiting for room when a queue is full),
 /// handled there while this core does its own.

@@ -8,7 +8,7 @@ mod persist;
 mod shard_task;
 mod state;
 
-pub use handler::{handle, heartbeats};
+pub use handler::{get_regions, handle, heartbeats};
 pub use persist::serve_term;
 pub use shard_task::{run_shard, ShardMsg};
 pub use state::PlacementState;
