@@ -3,12 +3,12 @@
 //!
 //! Readers load one immutable [`Snapshot`] through an atomic pointer (`arc-swap`), so a reader
 //! sees either all of a change set or none of it: never two regions for one key, never a gap a
-//! split did not create. The writer copies the snapshot's spine (one pointer per segment of up
-//! to 2 * [`SEGMENT`] regions), edits only the segments a change touches (copy-on-write), and
+//! split did not create. The writer copies the snapshot's spine (a first start and two shared
+//! pointers per segment of up to 2 * [`SEGMENT`] regions), edits only the segments a change touches (copy-on-write), and
 //! publishes. Lookups search 16-byte big-endian key prefixes without data-dependent branches:
 //! the segments' first starts (a small array that stays in cache), then the segment's group
 //! pivots, then one group of 8 starts, then the route, whose end prefix it carries.
-//! Memory is what a lookup waits on (a cache miss costs 110-230 ns on the machines this runs
+//! Memory is what a lookup waits on (a cache miss costs 100-215 ns on the machines this runs
 //! on, see tuning.md), so the layout keeps the dependent misses to those three and prefetches
 //! within each; full keys are compared only when prefixes tie.
 //!
