@@ -5,6 +5,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use crate::datagram;
 use crate::placement::ScheduleConfig;
 use crate::tso::WindowConfig;
 
@@ -56,6 +57,10 @@ pub struct ServerConfig {
     /// Pin each core's thread to one CPU. Right on a dedicated machine; on one shared with
     /// other busy processes, unpinned threads can move to an idle CPU instead of waiting.
     pub pin_cores: bool,
+    /// Largest UDP payload a QUIC datagram may have, in and out (1200..=65527). Path MTU
+    /// discovery finds what the network carries below it; lower it only for a path that loses
+    /// large datagrams without failing the discovery probes.
+    pub max_udp_payload: u16,
 }
 
 impl Default for ServerConfig {
@@ -65,6 +70,7 @@ impl Default for ServerConfig {
             max_streams_per_connection: 4096,
             shutdown_grace_ms: 2_000,
             pin_cores: true,
+            max_udp_payload: datagram::MAX_UDP_PAYLOAD,
         }
     }
 }
@@ -88,6 +94,15 @@ impl Config {
                 "election.lease_ttl_secs must be >= 1 and exceed election.safety_margin_ms"
             );
         }
+        if !(datagram::MIN_UDP_PAYLOAD..=datagram::MAX_UDP_PAYLOAD)
+            .contains(&config.server.max_udp_payload)
+        {
+            anyhow::bail!(
+                "server.max_udp_payload must be within {}..={}",
+                datagram::MIN_UDP_PAYLOAD,
+                datagram::MAX_UDP_PAYLOAD
+            );
+        }
         if config.server.tick_interval_ms == 0 {
             anyhow::bail!("server.tick_interval_ms must be at least 1");
         }
@@ -105,5 +120,24 @@ mod tests {
         assert_eq!(c.tso.window_ms, 5000);
         assert_eq!(c.tso.max_lead_ms, WindowConfig::default().max_lead_ms);
         assert!(toml::from_str::<Config>("[tso]\nwindow = 1\n").is_err());
+    }
+
+    #[test]
+    fn udp_payload_outside_what_quic_allows_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("meridian.toml");
+        for (payload, ok) in [(1199, false), (1200, true), (65527, true), (65535, false)] {
+            std::fs::write(&file, format!("[server]\nmax_udp_payload = {payload}\n")).unwrap();
+            let loaded = Config::load(Some(&file));
+            assert_eq!(
+                loaded.is_ok(),
+                ok,
+                "max_udp_payload = {payload}: {loaded:?}"
+            );
+        }
+        assert_eq!(
+            Config::load(None).unwrap().server.max_udp_payload,
+            datagram::MAX_UDP_PAYLOAD
+        );
     }
 }

@@ -6,6 +6,8 @@ pub mod admin;
 pub mod client;
 /// Runtime configuration: file format and defaults.
 pub mod config;
+/// QUIC datagram size: the UDP payload accepted and path MTU discovery's bound.
+pub mod datagram;
 /// Leadership on etcd: campaign, lease keepalive, lease proof (T4).
 pub mod election;
 /// Runs `meridian serve` and `etcd` as child processes (demo, tests).

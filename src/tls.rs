@@ -9,6 +9,7 @@ use anyhow::Context;
 use quinn::crypto::rustls::{QuicClientConfig, QuicServerConfig};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
 
+use crate::datagram;
 use crate::proto::ALPN;
 
 /// How a client decides to trust the server.
@@ -103,7 +104,10 @@ fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 /// and the connection-id check. After a crash and restart on the same address, the node still
 /// recognises its old connection ids as its own and answers their packets with a reset the
 /// clients accept, so they reconnect at once instead of waiting for the idle timeout.
-pub fn endpoint_config(data_dir: &Path) -> anyhow::Result<quinn::EndpointConfig> {
+pub fn endpoint_config(
+    data_dir: &Path,
+    max_udp_payload: u16,
+) -> anyhow::Result<quinn::EndpointConfig> {
     let path = data_dir.join("tls").join("stateless_reset.key");
     let secret = match std::fs::read(&path) {
         Ok(bytes) if bytes.len() == 64 => bytes,
@@ -125,6 +129,7 @@ pub fn endpoint_config(data_dir: &Path) -> anyhow::Result<quinn::EndpointConfig>
     let cid_key = u64::from_le_bytes(secret[..8].try_into().context("secret is 64 bytes")?);
     let reset_key = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, &secret[8..]);
     let mut config = quinn::EndpointConfig::new(Arc::new(reset_key));
+    datagram::accept_up_to(&mut config, max_udp_payload)?;
     config.cid_generator(move || {
         Box::new(quinn_proto::HashedConnectionIdGenerator::from_key(cid_key))
     });
@@ -133,7 +138,11 @@ pub fn endpoint_config(data_dir: &Path) -> anyhow::Result<quinn::EndpointConfig>
 
 /// QUIC server config: TLS 1.3 with ALPN, migration off (SO_REUSEPORT routes by 4-tuple, so a
 /// migrated path could land on another core's endpoint).
-pub fn server_config(identity: Identity, max_streams: u32) -> anyhow::Result<quinn::ServerConfig> {
+pub fn server_config(
+    identity: Identity,
+    max_streams: u32,
+    max_udp_payload: u16,
+) -> anyhow::Result<quinn::ServerConfig> {
     let mut tls = rustls::ServerConfig::builder_with_provider(provider())
         .with_protocol_versions(&[&rustls::version::TLS13])?
         .with_no_client_auth()
@@ -147,6 +156,7 @@ pub fn server_config(identity: Identity, max_streams: u32) -> anyhow::Result<qui
     transport.max_concurrent_bidi_streams(max_streams.into());
     transport.max_concurrent_uni_streams(0u32.into());
     transport.keep_alive_interval(Some(std::time::Duration::from_secs(5)));
+    datagram::discover_up_to(transport, max_udp_payload);
     Ok(config)
 }
 
@@ -177,6 +187,7 @@ pub fn client_config(trust: &Trust) -> anyhow::Result<quinn::ClientConfig> {
     let mut transport = quinn::TransportConfig::default();
     transport.keep_alive_interval(Some(std::time::Duration::from_secs(5)));
     transport.max_idle_timeout(Some(std::time::Duration::from_secs(10).try_into()?));
+    datagram::discover_up_to(&mut transport, datagram::MAX_UDP_PAYLOAD);
     config.transport_config(Arc::new(transport));
     Ok(config)
 }

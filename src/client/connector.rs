@@ -5,9 +5,11 @@ use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use anyhow::Context;
 use tokio::sync::Mutex;
 
 use super::error::ClientError;
+use crate::datagram;
 use crate::tls::{self, Trust};
 
 #[derive(Clone)]
@@ -47,7 +49,7 @@ impl Connector {
         }
         .parse()
         .map_err(|e| ClientError::Config(format!("{e}")))?;
-        let mut endpoint = quinn::Endpoint::client(bind)
+        let mut endpoint = client_endpoint(bind)
             .map_err(|e| ClientError::Config(format!("client socket: {e}")))?;
         endpoint.set_default_client_config(
             tls::client_config(trust).map_err(|e| ClientError::Config(e.to_string()))?,
@@ -192,4 +194,14 @@ async fn resolve(endpoint: &str) -> Result<Target, ClientError> {
         addr,
         server_name: host.to_string(),
     })
+}
+
+/// A client endpoint that accepts datagrams as large as QUIC allows, so replies can grow with
+/// the path (`quinn::Endpoint::client` would cap them at Ethernet's 1472 bytes).
+fn client_endpoint(bind: SocketAddr) -> anyhow::Result<quinn::Endpoint> {
+    let mut config = quinn::EndpointConfig::default();
+    datagram::accept_up_to(&mut config, datagram::MAX_UDP_PAYLOAD)?;
+    let runtime = quinn::default_runtime().context("no async runtime for the client endpoint")?;
+    let socket = std::net::UdpSocket::bind(bind)?;
+    Ok(quinn::Endpoint::new(config, None, socket, runtime)?)
 }

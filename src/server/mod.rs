@@ -109,8 +109,11 @@ async fn serve(opts: ServeOptions) -> anyhow::Result<()> {
         opts.tls_key.as_deref(),
         &names,
     )?;
-    let server_config =
-        tls::server_config(identity, opts.config.server.max_streams_per_connection)?;
+    let server_config = tls::server_config(
+        identity,
+        opts.config.server.max_streams_per_connection,
+        opts.config.server.max_udp_payload,
+    )?;
 
     let me = MemberInfo {
         name: opts.name.clone(),
@@ -222,7 +225,7 @@ async fn serve(opts: ServeOptions) -> anyhow::Result<()> {
 
     // One EndpointConfig (and so one stateless-reset key) for all cores: a packet the kernel
     // hands to the wrong core is answered with a reset the client accepts, not ignored.
-    let endpoint_config = tls::endpoint_config(&opts.data_dir)?;
+    let endpoint_config = tls::endpoint_config(&opts.data_dir, opts.config.server.max_udp_payload)?;
     let mut threads = Vec::with_capacity(cores);
     for (index, (socket, shard_queue)) in sockets.into_iter().zip(shard_queues).enumerate() {
         threads.push(core::spawn(core::CoreSetup {

@@ -1,0 +1,40 @@
+//! How large a QUIC datagram may grow: the UDP payload an endpoint accepts and the bound that
+//! path MTU discovery searches up to, for server and client alike. It owns only those two
+//! settings; certificates and the rest of the transport stay in `tls`.
+//!
+//! Every QUIC packet costs a fixed amount of work on both ends (a send or receive, AEAD and header
+//! protection, acknowledgement bookkeeping) whatever it carries. Pipelined heartbeats and TSO
+//! batches fill packets, so fewer, larger packets are less work per request. quinn starts at
+//! 1200 bytes and stops its discovery at 1452 (Ethernet); letting discovery go on to the UDP
+//! maximum costs nothing where the path is Ethernet (the probes that do not fit are lost, and
+//! the connection stays at what did fit) and lets loopback, jumbo-frame networks and same-host
+//! clients use what they have. The measurements are in tuning.md.
+
+use anyhow::Context;
+
+/// The largest UDP payload over IPv4 and IPv6 alike (65535 minus the IPv6 headers' 8 bytes
+/// beyond the UDP header), and quinn's own ceiling.
+pub const MAX_UDP_PAYLOAD: u16 = 65_527;
+
+/// The smallest payload QUIC allows (RFC 9000 section 14): every path must carry it.
+pub const MIN_UDP_PAYLOAD: u16 = 1_200;
+
+/// Lets path MTU discovery search up to `max_payload` bytes per datagram.
+pub fn discover_up_to(transport: &mut quinn::TransportConfig, max_payload: u16) {
+    let mut discovery = quinn::MtuDiscoveryConfig::default();
+    discovery.upper_bound(max_payload);
+    transport.mtu_discovery_config(Some(discovery));
+}
+
+/// Accepts datagrams of up to `max_payload` bytes (advertised to peers as the
+/// `max_udp_payload_size` transport parameter, so they never send larger ones).
+pub fn accept_up_to(endpoint: &mut quinn::EndpointConfig, max_payload: u16) -> anyhow::Result<()> {
+    endpoint
+        .max_udp_payload_size(max_payload)
+        .map(|_| ())
+        .with_context(|| {
+            format!(
+                "max UDP payload {max_payload} is outside {MIN_UDP_PAYLOAD}..={MAX_UDP_PAYLOAD}"
+            )
+        })
+}
