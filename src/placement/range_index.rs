@@ -26,10 +26,10 @@ use arc_swap::ArcSwap;
 use super::region::{Region, RegionError};
 
 /// Regions per segment; a segment splits at twice this.
-pub const SEGMENT: usize = 64;
+pub const SEGMENT: usize = 16;
 
 /// Keys searched in lockstep by `locate_many`.
-pub const LANES: usize = 16;
+pub const LANES: usize = 8;
 
 /// A region as routing sees it, shared by the index and the shard that owns the region.
 #[derive(Debug)]
@@ -262,9 +262,41 @@ fn prefetch_line<T>(at: *const T) {
 #[inline(always)]
 fn narrow(prefixes: &[u128], kp: u128, base: &mut usize, size: usize) {
     let mid = *base + size / 2;
-    // Compiles to a conditional move (`select_unpredictable` says so outright, but is newer
-    // than the crate's minimum Rust).
-    *base = if prefixes[mid] <= kp { mid } else { *base };
+    *base = select_le(prefixes[mid], kp, mid, *base);
+}
+
+/// `if p <= kp { mid } else { base }` without a branch. LLVM turned every spelling of it in
+/// Rust (`if`, a mask, `select_unpredictable`) into a jump on the u128 compare inside the
+/// lockstep loop, which mispredicts half the time; hence the three instructions by hand.
+#[inline(always)]
+fn select_le(p: u128, kp: u128, mid: usize, base: usize) -> usize {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let mut out = base;
+        // SAFETY: register-only arithmetic: kp - p computed for its borrow, then a
+        // conditional move; no memory, no stack.
+        unsafe {
+            std::arch::asm!(
+                "cmp {klo}, {plo}",
+                "sbb {khi}, {phi}",
+                "cmovae {out}, {mid}",
+                klo = in(reg) kp as u64,
+                plo = in(reg) p as u64,
+                khi = inout(reg) (kp >> 64) as u64 => _,
+                phi = in(reg) (p >> 64) as u64,
+                mid = in(reg) mid,
+                out = inout(reg) out,
+                options(pure, nomem, nostack),
+            );
+        }
+        out
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    if p <= kp {
+        mid
+    } else {
+        base
+    }
 }
 
 /// The count once the search is down to one entry at `base`. Entries whose prefix equals
@@ -799,4 +831,25 @@ fn apply_one(
         removed,
         epoch_changed,
     })
+}
+
+#[cfg(test)]
+mod select_tests {
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The hand-written conditional move picks what the plain comparison picks, including
+        /// prefixes that differ only in the low half or only in the high half.
+        #[test]
+        fn select_le_matches_the_comparison(
+            hi in 0u64..4, lo in any::<u64>(), khi in 0u64..4, klo in any::<u64>(),
+            mid in any::<usize>(), base in any::<usize>(),
+        ) {
+            let p = (u128::from(hi) << 64) | u128::from(lo);
+            for kp in [(u128::from(khi) << 64) | u128::from(klo), p, p.wrapping_sub(1), p.wrapping_add(1)] {
+                let want = if p <= kp { mid } else { base };
+                prop_assert_eq!(super::select_le(p, kp, mid, base), want);
+            }
+        }
+    }
 }
