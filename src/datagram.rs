@@ -12,8 +12,8 @@
 
 use anyhow::Context;
 
-/// The largest UDP payload over IPv4 and IPv6 alike (65535 minus the IPv6 headers' 8 bytes
-/// beyond the UDP header), and quinn's own ceiling.
+/// The largest UDP payload IPv6 can carry (its 65535-byte payload length minus the 8-byte UDP
+/// header), and quinn's own ceiling. IPv4 carries 20 bytes less; discovery finds that too.
 pub const MAX_UDP_PAYLOAD: u16 = 65_527;
 
 /// The smallest payload QUIC allows (RFC 9000 section 14): every path must carry it.

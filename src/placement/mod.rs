@@ -4,10 +4,12 @@
 mod id_alloc;
 mod id_hash;
 mod operator;
+mod prefix_search;
 mod range_index;
 mod region;
 mod region_map;
 mod schedule;
+mod segment;
 mod shard;
 mod store;
 
