@@ -20,19 +20,6 @@ pub(super) fn end_prefix(end: &[u8]) -> u128 {
     }
 }
 
-/// Requests every cache line of `prefixes`, so a search over them waits on memory once.
-#[inline]
-pub(super) fn prefetch(prefixes: &[u128]) {
-    if let (Some(first), Some(last)) = (prefixes.first(), prefixes.last()) {
-        let (mut at, last) = (first as *const u128 as usize, last as *const u128 as usize);
-        while at <= last {
-            prefetch_line(at as *const u8);
-            at += 64;
-        }
-        prefetch_line(last as *const u8);
-    }
-}
-
 /// Asks for the cache line at `at`; a no-op where there is no prefetch instruction.
 #[inline]
 pub(super) fn prefetch_line<T>(at: *const T) {

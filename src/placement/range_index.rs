@@ -3,14 +3,16 @@
 //!
 //! Readers load one immutable [`Snapshot`] through an atomic pointer (`arc-swap`), so a reader
 //! sees either all of a change set or none of it: never two regions for one key, never a gap a
-//! split did not create. The writer copies the snapshot's spine (a first start and two shared
-//! pointers per segment of up to 2 * [`SEGMENT`] regions), edits only the segments a change touches (copy-on-write), and
-//! publishes. Lookups search 16-byte big-endian key prefixes without data-dependent branches:
-//! the segments' first starts (a small array that stays in cache), then the segment's group
-//! pivots, then one group of 8 starts, then the route, whose end prefix it carries.
-//! Memory is what a lookup waits on (a cache miss costs 100-215 ns on the machines this runs
-//! on, see tuning.md), so the layout keeps the dependent misses to those three and prefetches
-//! within each; full keys are compared only when prefixes tie.
+//! split did not create. The writer copies the snapshot's spine (per segment of up to 2 *
+//! [`SEGMENT`] regions a first start and a one-line `Segment`), edits only the segments a
+//! change touches (copy-on-write), and publishes. Lookups search 16-byte big-endian key
+//! prefixes without data-dependent branches: the segments' first starts (a dense array that
+//! mostly stays in cache), then the segment's line (its group pivots and blocks pointer), then
+//! one group's block (8 starts and their route pointers), then the route, whose end prefix it
+//! carries. Memory is what a lookup waits on (a cache miss costs 100-215 ns on the machines
+//! this runs on, and a core has about ten misses in flight at most, see tuning.md), so past
+//! the spine a lookup reads five cache lines in three dependent steps, each requested whole;
+//! full keys are compared only when prefixes tie.
 //!
 //! Owns: the range -> region mapping and P1/P2. Must not hold per-region statistics, pending
 //! operators or anything a heartbeat changes without changing the route: those belong to the
@@ -18,8 +20,8 @@
 
 use std::cmp::Ordering as Cmp;
 
-use super::prefix_search::{count_le, end_prefix, narrow, prefetch, prefetch_line, prefix, settle};
-use super::segment::{Entries, Segment};
+use super::prefix_search::{count_le, end_prefix, narrow, prefetch_line, prefix, settle};
+use super::segment::{Block, Entries, Segment, MAX_SEGMENT};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -30,6 +32,7 @@ use super::region::{Region, RegionError};
 
 /// Regions per segment; a segment splits at twice this.
 pub const SEGMENT: usize = 16;
+const _: () = assert!(SEGMENT <= MAX_SEGMENT);
 
 /// Keys searched in lockstep by `locate_many`.
 pub const LANES: usize = 8;
@@ -115,10 +118,7 @@ impl Snapshot {
 
     /// The segment holding the entry that starts last at or before `key`.
     fn segment_of(&self, key: &[u8], kp: u128) -> Option<usize> {
-        count_le(&self.firsts, kp, |i| {
-            self.segments[i].routes[0].region.start_key.as_slice() <= key
-        })
-        .checked_sub(1)
+        count_le(&self.firsts, kp, |i| self.segments[i].start_le(0, key)).checked_sub(1)
     }
 
     /// The entry that starts last at or before `key`.
@@ -129,7 +129,7 @@ impl Snapshot {
     }
 
     fn route(&self, (s, i): Pos) -> &Arc<Route> {
-        &self.segments[s].routes[i]
+        self.segments[s].route(i)
     }
 
     fn next(&self, (s, i): Pos) -> Option<Pos> {
@@ -161,7 +161,7 @@ impl Snapshot {
         let kp = prefix(key);
         let (s, i) = self.floor(key, kp)?;
         let seg = &self.segments[s];
-        seg.covers(i, key, kp).then(|| &seg.routes[i])
+        seg.covers(i, key, kp).then(|| seg.route(i))
     }
 
     /// `locate` for many keys at once, answers in order. [`LANES`] keys advance through the
@@ -201,33 +201,31 @@ impl Snapshot {
                 });
                 seg[i] = n.checked_sub(1).map(|s| &self.segments[s]);
                 if let Some(segment) = seg[i] {
-                    prefetch(segment.pivots());
+                    prefetch_line(segment);
                 }
             }
-            // Within the segment: the group, then the entry, every key a step at a time.
-            let mut group = [None; LANES];
+            // Within the segment: the group's block, then the entry, every key a step at a
+            // time. A key here is at or after its segment's first start.
+            let mut block: [Option<&Block>; LANES] = [None; LANES];
             for i in lanes.clone() {
-                group[i] = seg[i].and_then(|s| s.group_of(chunk[i].as_ref(), kp[i]));
-                if let (Some(segment), Some(g)) = (seg[i], group[i]) {
-                    segment.prefetch_group(g);
+                block[i] = seg[i].map(|s| s.block(s.group_of(chunk[i].as_ref(), kp[i])));
+                if let Some(b) = block[i] {
+                    b.prefetch();
                 }
             }
-            let mut at = [None; LANES];
+            let mut route = [None; LANES];
             for i in lanes.clone() {
-                if let (Some(segment), Some(g)) = (seg[i], group[i]) {
-                    at[i] = segment
-                        .count_le_in(g, chunk[i].as_ref(), kp[i])
-                        .checked_sub(1);
-                    if let Some(j) = at[i] {
+                if let Some(b) = block[i] {
+                    let n = b.count_le(chunk[i].as_ref(), kp[i]);
+                    route[i] = n.checked_sub(1).and_then(|j| b.route(j));
+                    if let Some(r) = route[i] {
                         // The caller reads the route found: have it on the way too.
-                        prefetch_line(Arc::as_ptr(&segment.routes[j]));
+                        prefetch_line(Arc::as_ptr(r));
                     }
                 }
             }
             for i in lanes {
-                out.push(seg[i].zip(at[i]).and_then(|(s, j)| {
-                    s.covers(j, chunk[i].as_ref(), kp[i]).then(|| &s.routes[j])
-                }));
+                out.push(route[i].filter(|r| r.covers(chunk[i].as_ref(), kp[i])));
             }
         }
     }
@@ -270,7 +268,7 @@ impl Snapshot {
 
     /// Every route in key order.
     pub fn iter(&self) -> impl Iterator<Item = &Arc<Route>> {
-        self.segments.iter().flat_map(|s| s.routes.iter())
+        self.segments.iter().flat_map(|s| s.routes())
     }
 
     /// Positions of the entries overlapping `region`'s range, first and last.
@@ -391,12 +389,12 @@ impl RangeIndex {
         Self::default()
     }
 
-    /// An index with segments of `segment` regions (tests use small ones to exercise
-    /// segment boundaries).
+    /// An index with segments of `segment` regions, at most [`MAX_SEGMENT`] (tests use small
+    /// ones to exercise segment boundaries).
     pub fn with_segment_size(segment: usize) -> Self {
         let index = Self::default();
         index.current.store(Arc::new(Snapshot {
-            segment: segment.max(1),
+            segment: segment.clamp(1, MAX_SEGMENT),
             ..Snapshot::default()
         }));
         index

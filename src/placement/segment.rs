@@ -1,29 +1,47 @@
-//! A segment of the range index: up to 2 * `SEGMENT` consecutive routes packed for reading
-//! (group pivots, then groups of 8 start prefixes, the route pointers beside them), the
-//! searches inside one, and its unpacked form for the writer's copy-on-write edits. It knows
-//! nothing of the spine, snapshots or the heartbeat rules (those are `range_index`).
+//! A segment of the range index: up to [`MAX_GROUPS`] groups of [`GROUP`] consecutive routes,
+//! packed so that a lookup inside one reads three places, each requested whole: the segment's
+//! own cache line, one group's block, and the route found. Also the searches inside a segment
+//! and its unpacked form for the writer's copy-on-write edits. It knows nothing of the spine,
+//! snapshots or the heartbeat rules (those are `range_index`).
 
 use std::sync::Arc;
 
-use super::prefix_search::{count_le, prefetch, prefetch_line, prefix};
+use super::prefix_search::{count_le, prefetch_line, prefix};
 use super::range_index::Route;
 
-/// Entries per group: a group's starts are 128 contiguous bytes.
+/// Entries per group: a group's starts are two cache lines, its route pointers a third.
 pub(super) const GROUP: usize = 8;
 
-/// Up to 2 * segment consecutive entries, packed for reading in groups of [`GROUP`]. One
-/// allocation holds the first start of every group (the pivots), then each group's starts;
-/// the routes are in a second one. A lookup reads the pivots, then one group and the route
-/// pointers beside it, both requested at once: two waits on memory inside the segment
-/// however long it is, where a binary search over its starts waits once for every cache
-/// line it lands on.
-#[derive(Debug, Clone)]
-pub(super) struct Segment {
-    /// `groups` pivots, then per group `GROUP` starts (a short last group padded with
-    /// `u128::MAX`, which no search reads).
-    pub(super) keys: Arc<[u128]>,
-    pub(super) routes: Arc<[Arc<Route>]>,
+/// Groups per segment: the first starts of all but the first fill the segment's line beside
+/// the pointer to its blocks (the first group's is the spine's copy of the segment's first).
+pub(super) const MAX_GROUPS: usize = 4;
+
+/// The largest target segment length: a segment splits at twice its target.
+pub const MAX_SEGMENT: usize = GROUP * MAX_GROUPS / 2;
+
+/// One group: its starts (a short last group padded with `u128::MAX`) and, beside them, its
+/// routes (padding: `None`). Aligned so the 192 bytes are exactly three cache lines: the
+/// unaligned layout this replaced spread a group over five (starts and pointers in two
+/// allocations, each straddling a line).
+#[derive(Debug)]
+#[repr(C, align(64))]
+pub(super) struct Block {
+    starts: [u128; GROUP],
+    routes: [Option<Arc<Route>>; GROUP],
 }
+
+/// A segment as the spine holds it: exactly one cache line.
+#[derive(Debug, Clone)]
+#[repr(C, align(64))]
+pub(super) struct Segment {
+    /// The first starts of groups 1.. (`u128::MAX` past the last group).
+    pivots: [u128; MAX_GROUPS - 1],
+    /// Never empty.
+    blocks: Arc<[Block]>,
+}
+
+const _: () = assert!(std::mem::size_of::<Segment>() == 64);
+const _: () = assert!(std::mem::size_of::<Block>() == 192);
 
 /// A segment unpacked for the writer's edits.
 #[derive(Debug, Default)]
@@ -54,93 +72,183 @@ impl Entries {
         }
     }
 
+    /// Packs one to `GROUP * MAX_GROUPS` entries (the caller splits longer runs).
     pub(super) fn pack(self) -> Segment {
-        let groups = self.len().div_ceil(GROUP);
-        let mut keys = Vec::with_capacity(groups * (1 + GROUP));
-        keys.extend(self.starts.iter().step_by(GROUP));
-        for g in 0..groups {
-            let run = g * GROUP..self.len().min((g + 1) * GROUP);
-            let pad = GROUP - run.len();
-            keys.extend_from_slice(&self.starts[run]);
-            keys.extend(std::iter::repeat_n(u128::MAX, pad));
-        }
+        debug_assert!((1..=GROUP * MAX_GROUPS).contains(&self.len()));
+        let blocks: Vec<Block> = self
+            .starts
+            .chunks(GROUP)
+            .zip(self.routes.chunks(GROUP))
+            .map(|(starts, routes)| Block {
+                starts: std::array::from_fn(|i| starts.get(i).copied().unwrap_or(u128::MAX)),
+                routes: std::array::from_fn(|i| routes.get(i).cloned()),
+            })
+            .collect();
         Segment {
-            keys: keys.into(),
-            routes: self.routes.into(),
+            pivots: std::array::from_fn(|g| blocks.get(g + 1).map_or(u128::MAX, |b| b.starts[0])),
+            blocks: blocks.into(),
+        }
+    }
+}
+
+impl Block {
+    /// How many of the group's entries start at or before `key`, whose prefix is `kp`.
+    pub(super) fn count_le(&self, key: &[u8], kp: u128) -> usize {
+        count_le(&self.starts, kp, |i| self.start_le(i, key))
+    }
+
+    /// Whether entry `i` exists and starts at or before `key`.
+    fn start_le(&self, i: usize, key: &[u8]) -> bool {
+        self.routes[i]
+            .as_ref()
+            .is_some_and(|r| r.region.start_key.as_slice() <= key)
+    }
+
+    pub(super) fn route(&self, i: usize) -> Option<&Arc<Route>> {
+        self.routes.get(i)?.as_ref()
+    }
+
+    /// Requests the whole block: a lookup reads a start in either line and a route pointer.
+    pub(super) fn prefetch(&self) {
+        let at = self as *const Block as *const u8;
+        for line in 0..3 {
+            prefetch_line(at.wrapping_add(line * 64));
         }
     }
 }
 
 impl Segment {
     pub(super) fn len(&self) -> usize {
-        self.routes.len()
-    }
-
-    pub(super) fn groups(&self) -> usize {
-        self.len().div_ceil(GROUP)
-    }
-
-    pub(super) fn pivots(&self) -> &[u128] {
-        &self.keys[..self.groups()]
-    }
-
-    /// Group `g`'s starts.
-    pub(super) fn group(&self, g: usize) -> &[u128] {
-        let at = self.groups() + g * GROUP;
-        &self.keys[at..at + GROUP.min(self.len() - g * GROUP)]
+        let full = (self.blocks.len() - 1) * GROUP;
+        full + self.blocks[self.blocks.len() - 1]
+            .routes
+            .iter()
+            .flatten()
+            .count()
     }
 
     pub(super) fn first(&self) -> u128 {
-        self.keys[0]
+        self.blocks[0].starts[0]
+    }
+
+    pub(super) fn block(&self, g: usize) -> &Block {
+        &self.blocks[g]
+    }
+
+    /// Entry `i`. Positions come from `len` and the searches, which count only entries.
+    pub(super) fn route(&self, i: usize) -> &Arc<Route> {
+        self.blocks[i / GROUP]
+            .route(i % GROUP)
+            .expect("a position counts only entries, never padding")
+    }
+
+    pub(super) fn routes(&self) -> impl Iterator<Item = &Arc<Route>> {
+        self.blocks.iter().flat_map(|b| b.routes.iter().flatten())
     }
 
     pub(super) fn unpack(&self) -> Entries {
-        let mut entries = Entries {
-            routes: self.routes.to_vec(),
-            ..Entries::default()
-        };
-        for g in 0..self.groups() {
-            entries.starts.extend_from_slice(self.group(g));
+        let mut entries = Entries::default();
+        for block in self.blocks.iter() {
+            for (start, route) in block.starts.iter().zip(&block.routes) {
+                if let Some(route) = route {
+                    entries.starts.push(*start);
+                    entries.routes.push(route.clone());
+                }
+            }
         }
         entries
     }
 
     pub(super) fn start_le(&self, i: usize, key: &[u8]) -> bool {
-        self.routes[i].region.start_key.as_slice() <= key
+        self.route(i).region.start_key.as_slice() <= key
     }
 
-    /// The group holding the entry that starts last at or before `key`.
-    pub(super) fn group_of(&self, key: &[u8], kp: u128) -> Option<usize> {
-        count_le(self.pivots(), kp, |g| self.start_le(g * GROUP, key)).checked_sub(1)
-    }
-
-    /// How many entries of group `g` start at or before `key` (all of the group's entries
-    /// before it do).
-    pub(super) fn count_le_in(&self, g: usize, key: &[u8], kp: u128) -> usize {
-        g * GROUP + count_le(self.group(g), kp, |i| self.start_le(g * GROUP + i, key))
+    /// The group holding the entry that starts last at or before `key`, for a key at or
+    /// after the segment's first start.
+    pub(super) fn group_of(&self, key: &[u8], kp: u128) -> usize {
+        let later = &self.pivots[..self.blocks.len() - 1];
+        count_le(later, kp, |g| self.blocks[g + 1].start_le(0, key))
     }
 
     /// How many entries start at or before `key`.
     pub(super) fn count_le(&self, key: &[u8], kp: u128) -> usize {
-        prefetch(self.pivots());
-        let Some(g) = self.group_of(key, kp) else {
+        let first = self.first();
+        if kp < first || (kp == first && !self.start_le(0, key)) {
             return 0;
-        };
-        self.prefetch_group(g);
-        self.count_le_in(g, key, kp)
-    }
-
-    /// Requests group `g`'s starts and route pointers, all of which a lookup in it may read.
-    pub(super) fn prefetch_group(&self, g: usize) {
-        prefetch(self.group(g));
-        let routes = &self.routes[g * GROUP..self.len().min((g + 1) * GROUP)];
-        if let (Some(first), Some(last)) = (routes.first(), routes.last()) {
-            prefetch_line(first);
-            prefetch_line(last);
         }
+        let g = self.group_of(key, kp);
+        g * GROUP + self.blocks[g].count_le(key, kp)
     }
 
     pub(super) fn covers(&self, i: usize, key: &[u8], kp: u128) -> bool {
-        self.routes[i].covers(key, kp)
+        self.route(i).covers(key, kp)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::placement::{Epoch, Region};
+
+    fn route(start: &[u8]) -> Arc<Route> {
+        Route::new(Region {
+            id: 1,
+            start_key: start.to_vec(),
+            end_key: Vec::new(),
+            epoch: Epoch {
+                conf_ver: 1,
+                version: 1,
+            },
+            peers: Vec::new(),
+            leader: None,
+        })
+    }
+
+    /// Every length a segment can have: the count of starts at or before a key matches a
+    /// plain count, including keys on the padding's `u128::MAX` prefix, and unpack undoes pack.
+    #[test]
+    fn packed_counts_match_a_plain_count() {
+        for len in 1..=GROUP * MAX_GROUPS {
+            // Pairs of entries share a 16-byte prefix, so ties go to full keys; the last
+            // ones sit on the all-ones prefix the padding uses.
+            let starts: Vec<Vec<u8>> = (0..len)
+                .map(|i| {
+                    let mut k = if i + 2 >= len {
+                        vec![0xff; 16]
+                    } else {
+                        vec![i as u8 / 2; 16]
+                    };
+                    k.push(i as u8);
+                    k
+                })
+                .collect();
+            let mut entries = Entries::default();
+            for (i, s) in starts.iter().enumerate() {
+                entries.insert(i, route(s));
+            }
+            let segment = entries.pack();
+            assert_eq!(segment.len(), len);
+            let back = segment.unpack();
+            assert_eq!(back.len(), len);
+            assert!(back
+                .routes
+                .iter()
+                .zip(segment.routes())
+                .all(|(a, b)| Arc::ptr_eq(a, b)));
+            let mut probes = starts.clone();
+            probes.extend(starts.iter().map(|s| [s.as_slice(), &[0]].concat()));
+            probes.extend([vec![], vec![0xff; 20], vec![0xff; 16]]);
+            for probe in probes {
+                let want = starts
+                    .iter()
+                    .filter(|s| s.as_slice() <= probe.as_slice())
+                    .count();
+                assert_eq!(
+                    segment.count_le(&probe, prefix(&probe)),
+                    want,
+                    "len {len}, {probe:?}"
+                );
+            }
+        }
     }
 }
