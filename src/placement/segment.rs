@@ -93,6 +93,7 @@ impl Entries {
 
 impl Block {
     /// How many of the group's entries start at or before `key`, whose prefix is `kp`.
+    #[inline]
     pub(super) fn count_le(&self, key: &[u8], kp: u128) -> usize {
         count_le(&self.starts, kp, |i| self.start_le(i, key))
     }
@@ -165,6 +166,7 @@ impl Segment {
 
     /// The group holding the entry that starts last at or before `key`, for a key at or
     /// after the segment's first start.
+    #[inline]
     pub(super) fn group_of(&self, key: &[u8], kp: u128) -> usize {
         let later = &self.pivots[..self.blocks.len() - 1];
         count_le(later, kp, |g| self.blocks[g + 1].start_le(0, key))
