@@ -50,17 +50,19 @@ fn regions() -> Vec<Region> {
         .collect()
 }
 
-fn keys() -> Vec<Vec<u8>> {
-    // Keys spread over all regions; a fixed xorshift sequence keeps runs comparable.
+/// `n` keys spread over all regions, and the id of the region holding each; a fixed xorshift
+/// sequence keeps runs comparable.
+fn random_keys(n: usize) -> (Vec<Vec<u8>>, Vec<u64>) {
     let mut x = 0x9E37_79B9_7F4A_7C15u64;
-    (0..4096)
+    (0..n)
         .map(|_| {
             x ^= x << 13;
             x ^= x >> 7;
             x ^= x << 17;
-            key(x % REGIONS).into_iter().chain([7u8]).collect()
+            let i = x % REGIONS;
+            (key(i).into_iter().chain([7u8]).collect(), i + 1)
         })
-        .collect()
+        .unzip()
 }
 
 /// Runs `lookup` on a second thread over the same keys until dropped.
@@ -70,7 +72,7 @@ impl Contender {
     fn start(lookup: impl Fn(&[u8]) -> u64 + Send + 'static) -> Self {
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
-        let keys = keys();
+        let (keys, _) = random_keys(4096);
         let handle = std::thread::spawn(move || {
             let mut i = 0;
             while !flag.load(Ordering::Relaxed) {
@@ -92,9 +94,19 @@ impl Drop for Contender {
 }
 
 fn bench(c: &mut Criterion) {
-    let keys = keys();
+    let (keys, want) = random_keys(4096);
     let index = Arc::new(RangeIndex::new());
     assert_eq!(index.reset(regions()), 0);
+    // What is timed must also be right: every key's region, one at a time and batched.
+    let snap = index.snapshot();
+    for (k, id) in keys.iter().zip(&want) {
+        assert_eq!(snap.locate(k).map(|r| r.region.id), Some(*id));
+    }
+    let mut found = Vec::new();
+    snap.locate_many(&keys, &mut found);
+    let found: Vec<_> = found.iter().map(|r| r.map(|r| r.region.id)).collect();
+    assert_eq!(found, want.iter().map(|&id| Some(id)).collect::<Vec<_>>());
+    drop(snap);
     let mut map = RegionMap::new();
     for r in regions() {
         map.apply(r).expect("regions are disjoint");
@@ -124,6 +136,21 @@ fn bench(c: &mut Criterion) {
             let mut out = Vec::with_capacity(64);
             let snap = index.snapshot();
             snap.locate_many(black_box(&keys[at..at + 64]), &mut out);
+            out.iter()
+                .map(|r| r.map_or(0, |r| r.region.id))
+                .sum::<u64>()
+        })
+    });
+    // The same over 2^20 keys, so that what one pass reads (~2^20 routes and their index
+    // lines) cannot stay in the caches from the pass before: every lookup goes to memory.
+    let (cold, _) = random_keys(1 << 20);
+    let mut at = 0;
+    batched.bench_function("range index, batches of 64, 1 thread, 2^20 keys", |b| {
+        b.iter(|| {
+            at = (at + 64) & ((1 << 20) - 1);
+            let mut out = Vec::with_capacity(64);
+            let snap = index.snapshot();
+            snap.locate_many(black_box(&cold[at..at + 64]), &mut out);
             out.iter()
                 .map(|r| r.map_or(0, |r| r.region.id))
                 .sum::<u64>()
