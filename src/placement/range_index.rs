@@ -6,8 +6,8 @@
 //! split did not create. The writer copies the snapshot's spine (per segment of up to 2 *
 //! [`SEGMENT`] regions a first start and a one-line `Segment`), edits only the segments a
 //! change touches (copy-on-write), and publishes. Lookups search 16-byte big-endian key
-//! prefixes without data-dependent branches: the segments' first starts (a dense array that
-//! mostly stays in cache), then the segment's line (its group pivots and blocks pointer), then
+//! prefixes without data-dependent branches: the segments' first starts (a dense array, 1 MB
+//! at 1M regions), then the segment's line (its group pivots and blocks pointer), then
 //! one group's block (8 starts and their route pointers), then the route, whose end prefix it
 //! carries. Memory is what a lookup waits on (a cache miss costs 100-215 ns on the machines
 //! this runs on, and a core has about ten misses in flight at most, see tuning.md), so past
@@ -19,16 +19,15 @@
 //! owning shard, so the index is written only when a route changes.
 
 use std::cmp::Ordering as Cmp;
-
-use super::prefix_search::{count_le, end_prefix, narrow, prefetch_line, prefix, settle};
-use super::segment::{Block, Entries, Segment, MAX_SEGMENT};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use arc_swap::ArcSwap;
 
+use super::prefix_search::{count_le, end_prefix, narrow, prefetch_line, prefix, settle};
 use super::region::{Region, RegionError};
+use super::segment::{Block, Entries, Segment, MAX_SEGMENT};
 
 /// Regions per segment; a segment splits at twice this.
 pub const SEGMENT: usize = 16;

@@ -161,7 +161,7 @@ impl Segment {
     }
 
     pub(super) fn start_le(&self, i: usize, key: &[u8]) -> bool {
-        self.route(i).region.start_key.as_slice() <= key
+        self.blocks[i / GROUP].start_le(i % GROUP, key)
     }
 
     /// The group holding the entry that starts last at or before `key`, for a key at or
