@@ -10,6 +10,10 @@ use std::sync::{Arc, Mutex};
 
 use meridian::placement::{Epoch, Peer, PeerRole, RangeIndex, Region, RegionMap};
 
+// The server's allocator: where routes and blocks live decides how many page walks a lookup
+// pays (tuning.md).
+meridian::install_allocator!();
+
 const REGIONS: u64 = 1_000_000;
 
 fn key(i: u64) -> Vec<u8> {

@@ -2,6 +2,8 @@
 
 /// Admin HTTP API: health, readiness, members, Prometheus metrics.
 pub mod admin;
+/// The process allocator (jemalloc with huge pages) a binary installs.
+pub mod alloc;
 /// Rust client: connection, TSO batching dispatcher, typed errors.
 pub mod client;
 /// Runtime configuration: file format and defaults.

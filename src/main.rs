@@ -10,6 +10,8 @@ use meridian::config::Config;
 use meridian::server::{self, ServeOptions};
 use meridian::tls::Trust;
 
+meridian::install_allocator!();
+
 #[derive(Parser)]
 #[command(
     name = "meridian",

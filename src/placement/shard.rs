@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use super::id_hash::IdMap;
+use super::id_hash::IdIndexMap;
 use super::operator::{Operator, Pending};
 use super::range_index::{RangeIndex, Route};
 use super::region::{Region, RegionError, RegionStats};
@@ -31,7 +31,7 @@ pub struct Outcome {
 
 #[derive(Debug, Default)]
 pub struct Shard {
-    regions: IdMap<Entry>,
+    regions: IdIndexMap<Entry>,
     cfg: ScheduleConfig,
     leader_moves: usize,
     replica_moves: usize,
@@ -169,7 +169,7 @@ impl Shard {
                 return;
             }
         }
-        if let Some(e) = self.regions.remove(&id) {
+        if let Some(e) = self.regions.swap_remove(&id) {
             release(&mut self.leader_moves, &mut self.replica_moves, e.pending);
         }
     }

@@ -1,0 +1,45 @@
+//! The process allocator: jemalloc, with transparent huge pages asked for on its memory.
+//!
+//! A placement lookup at 1M regions touches a block and a route that are almost never in the
+//! TLB: with 4 KiB pages the index and routes span ~50k pages, and every such step added a page
+//! walk to the cache miss. jemalloc marks its extents `MADV_HUGEPAGE`, which this machine's
+//! kernel (THP in `madvise` mode, the common default) honours, and its small size classes carry
+//! no per-chunk header, which a region's two short keys and its route pay for under glibc.
+//! Huge pages cost resident memory (449 B per region without them, 542-558 B with them, at 1M
+//! regions); tuning.md has the measurements. `_RJEM_MALLOC_CONF` still overrides these
+//! defaults at start (`thp:default,metadata_thp:disabled` turns the huge pages off).
+//!
+//! Owns: the allocator statics a binary installs with [`install_allocator!`]. Must not be
+//! installed by the library itself: which allocator a process runs is its binary's choice.
+
+/// The allocator [`install_allocator!`] installs.
+#[cfg(all(target_os = "linux", not(target_env = "musl")))]
+pub use tikv_jemallocator::Jemalloc;
+
+/// A C string pointer jemalloc reads as its compiled-in `malloc_conf`.
+#[repr(transparent)]
+pub struct MallocConf(pub *const std::ffi::c_char);
+
+// SAFETY: the pointer is to a `'static` C string literal, never written.
+unsafe impl Sync for MallocConf {}
+
+/// jemalloc's defaults for Meridian: huge pages for data and for jemalloc's own metadata, and
+/// freed pages returned at once. Holding freed pages for jemalloc's default 10 s kept the
+/// index's replaced copies resident: 578-586 B per region at 1M regions against 542-558 B.
+pub const MALLOC_CONF: MallocConf =
+    MallocConf(c"thp:always,metadata_thp:always,dirty_decay_ms:0".as_ptr());
+
+/// Installs jemalloc with [`MALLOC_CONF`] as the process allocator; once, in a binary's root.
+#[macro_export]
+macro_rules! install_allocator {
+    () => {
+        #[cfg(all(target_os = "linux", not(target_env = "musl")))]
+        #[global_allocator]
+        static GLOBAL: $crate::alloc::Jemalloc = $crate::alloc::Jemalloc;
+
+        /// Read by jemalloc at its first allocation (tikv-jemalloc-sys prefixes its symbols).
+        #[cfg(all(target_os = "linux", not(target_env = "musl")))]
+        #[export_name = "_rjem_malloc_conf"]
+        static MALLOC_CONF: $crate::alloc::MallocConf = $crate::alloc::MALLOC_CONF;
+    };
+}
