@@ -290,6 +290,44 @@ mod tests {
     }
 
     #[test]
+    fn forgetting_regions_in_the_middle_keeps_the_rest_reachable() {
+        // Entries are dense and a removal moves the last one into the hole: the moved
+        // region must still be found under its id, with its own route.
+        let index = RangeIndex::new();
+        let stores = view(&[(1, 0), (2, 0), (3, 0)]);
+        let mut shard = Shard::new(ScheduleConfig::default());
+        let stats = RegionStats::default();
+        let bounds: [&[u8]; 5] = [b"", b"b", b"c", b"d", b""];
+        for id in 1..=4u64 {
+            let i = id as usize;
+            let r = region(id, bounds[i - 1], bounds[i], 1, &[1, 2, 3]);
+            shard
+                .heartbeat(r, stats, 0, &index, &stores, &mut || None)
+                .unwrap();
+        }
+        let merged = region(5, b"b", b"d", 2, &[1, 2, 3]);
+        let out = shard
+            .heartbeat(merged.clone(), stats, 1, &index, &stores, &mut || None)
+            .unwrap();
+        let mut removed = out.removed.clone();
+        removed.sort_unstable();
+        assert_eq!(removed, vec![2, 3]);
+        assert_eq!(shard.len(), 3);
+        assert!(shard.get(2).is_none() && shard.get(3).is_none());
+        for (id, start, end) in [(1, &b""[..], &b"b"[..]), (4, b"d", b""), (5, b"b", b"d")] {
+            let route = shard
+                .get(id)
+                .expect("a region not displaced is still owned");
+            assert_eq!(route.region.id, id);
+            assert_eq!(
+                (&route.region.start_key[..], &route.region.end_key[..]),
+                (start, end)
+            );
+        }
+        assert_eq!(shard.get(5).map(|r| r.region.clone()), Some(merged));
+    }
+
+    #[test]
     fn bad_reports_change_nothing() {
         let index = RangeIndex::new();
         let stores = view(&[(1, 0), (2, 0), (3, 0)]);
