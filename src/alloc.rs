@@ -5,7 +5,7 @@
 //! walk to the cache miss. jemalloc marks its extents `MADV_HUGEPAGE`, which this machine's
 //! kernel (THP in `madvise` mode, the common default) honours, and its small size classes carry
 //! no per-chunk header: a region's two 9-byte keys take 16 B each, 32 B each under glibc.
-//! Huge pages cost resident memory (449 B per region without them, 542-558 B with them, at 1M
+//! Huge pages cost resident memory (449 B per region without them, 542-592 B with them, at 1M
 //! regions); tuning.md has the measurements. `_RJEM_MALLOC_CONF` still overrides these
 //! defaults at start (`thp:default,metadata_thp:disabled` turns the huge pages off).
 //!
@@ -24,8 +24,9 @@ pub struct MallocConf(pub *const std::ffi::c_char);
 unsafe impl Sync for MallocConf {}
 
 /// jemalloc's defaults for Meridian: huge pages for data and for jemalloc's own metadata, and
-/// freed pages returned at once. Holding freed pages for jemalloc's default 10 s kept the
-/// index's replaced copies resident: 578-586 B per region at 1M regions against 542-558 B.
+/// freed pages returned at once, because the index's copy-on-write edits keep freeing
+/// replaced copies. The resident set moves too much between runs to show what this setting
+/// saves (tuning.md), and the lookup bench saw no cost.
 pub const MALLOC_CONF: MallocConf =
     MallocConf(c"thp:always,metadata_thp:always,dirty_decay_ms:0".as_ptr());
 
