@@ -12,6 +12,8 @@ pub mod config;
 pub mod datagram;
 /// Leadership on etcd: campaign, lease keepalive, lease proof (T4).
 pub mod election;
+/// GC safe points: the cluster's and per-service ones with a TTL (pure rules).
+pub mod gc;
 /// Runs `meridian serve` and `etcd` as child processes (demo, tests).
 pub mod harness;
 /// Durable metadata behind the `MetaStore` trait; the embedded `local` backend.

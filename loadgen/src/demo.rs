@@ -2,8 +2,7 @@
 //! dir, runs `loadgen tso` against it over verified TLS, prints the report and stops the server
 //! with SIGTERM, checking that it exits cleanly.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::PathBuf;
 
 use anyhow::Context;
 
@@ -21,19 +20,8 @@ pub fn meridian_binary() -> anyhow::Result<PathBuf> {
     let exe = std::env::current_exe()?;
     let dir = exe.parent().context("executable has no directory")?;
     let binary = dir.join("meridian");
-    if let Some(cargo) = std::env::var_os("CARGO") {
-        let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("../Cargo.toml");
-        let release = dir.file_name().is_some_and(|n| n == "release");
-        let mut cmd = Command::new(cargo);
-        cmd.args(["build", "--quiet", "--bin", "meridian", "--manifest-path"])
-            .arg(&manifest);
-        if release {
-            cmd.arg("--release");
-        }
-        let status = cmd.status().context("building the meridian binary")?;
-        if !status.success() {
-            anyhow::bail!("building the meridian binary failed");
-        }
+    if std::env::var_os("CARGO").is_some() {
+        meridian::harness::build_meridian(dir).context("building the meridian binary")?;
     }
     if !binary.exists() {
         anyhow::bail!(

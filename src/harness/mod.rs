@@ -7,24 +7,46 @@ mod server;
 pub use etcd::EtcdProcess;
 pub use server::ServerProcess;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
 
 /// The `meridian` binary of the build a test binary belongs to: `$MERIDIAN_BIN`, else
-/// `target/<profile>/meridian` beside the test's `deps/`.
+/// `target/<profile>/meridian` beside the test's `deps/`, built first when it is missing and
+/// the test runs under Cargo (`cargo test -p meridian-operator` does not build it).
 pub fn test_binary() -> PathBuf {
     if let Some(p) = std::env::var_os("MERIDIAN_BIN") {
         return p.into();
     }
-    let bin = std::env::current_exe()
+    let Some(profile_dir) = std::env::current_exe()
         .ok()
-        .and_then(|exe| Some(exe.parent()?.parent()?.join("meridian")))
-        .unwrap_or_else(|| PathBuf::from("meridian"));
-    assert!(
-        bin.exists(),
-        "{} missing: build the workspace (cargo build --workspace) first",
-        bin.display()
-    );
+        .and_then(|exe| Some(exe.parent()?.parent()?.to_path_buf()))
+    else {
+        return PathBuf::from("meridian");
+    };
+    let bin = profile_dir.join("meridian");
+    if !bin.exists() {
+        if let Err(e) = build_meridian(&profile_dir) {
+            panic!("{} missing and building it failed: {e:#}", bin.display());
+        }
+    }
     bin
+}
+
+/// Builds the `meridian` binary into `profile_dir` (`target/debug` or `target/release`) with
+/// the Cargo that started this process (`$CARGO`); without one there is nothing to build with.
+pub fn build_meridian(profile_dir: &Path) -> anyhow::Result<()> {
+    let cargo = std::env::var_os("CARGO").context("$CARGO not set: not started by Cargo")?;
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml");
+    let mut cmd = std::process::Command::new(cargo);
+    cmd.args(["build", "--quiet", "--bin", "meridian", "--manifest-path"])
+        .arg(&manifest);
+    if profile_dir.file_name().is_some_and(|n| n == "release") {
+        cmd.arg("--release");
+    }
+    let status = cmd.status().context("running cargo build")?;
+    anyhow::ensure!(status.success(), "cargo build --bin meridian failed");
+    Ok(())
 }
 
 /// A UDP port free on loopback right now.

@@ -1,7 +1,7 @@
 //! The etcd backend: the same `MetaStore` on an etcd cluster. A store handle may carry a
 //! leader guard; every write through a guarded handle is one transaction that compares the
 //! leader key with this node's value first, so a node that lost leadership cannot overwrite
-//! what its successor wrote (invariant T4 of DESIGN.md).
+//! what its successor wrote (invariant T4, ARCHITECTURE.md).
 
 use etcd_client::{Compare, CompareOp, DeleteOptions, Txn, TxnOp};
 

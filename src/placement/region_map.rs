@@ -1,7 +1,7 @@
 //! The region map: every known region by id, and an ordered index from start key to region, so
-//! a key finds its region in one ordered lookup. Owns the heartbeat rules P1 and P2 of
-//! DESIGN.md: a report older than what it would replace changes nothing; a newer one replaces
-//! every region it overlaps, so no key is ever covered twice.
+//! a key finds its region in one ordered lookup. Owns the heartbeat rules P1 and P2
+//! (ARCHITECTURE.md): a report older than what it would replace changes nothing; a newer one
+//! replaces every region it overlaps, so no key is ever covered twice.
 
 use std::collections::{BTreeMap, HashMap};
 use std::ops::Bound;

@@ -6,6 +6,7 @@ mod clock;
 mod control;
 mod core;
 mod dispatch;
+mod exclusive;
 mod identity;
 mod leadership;
 mod placement;
@@ -31,7 +32,7 @@ use crate::tso::Allocator;
 pub use clock::WallClock;
 pub use socket::available_cores;
 
-/// `meridian serve` options (the CLI contract in DESIGN.md).
+/// `meridian serve` options (the CLI contract; see the README).
 #[derive(Debug, Clone)]
 pub struct ServeOptions {
     pub name: String,
@@ -71,6 +72,9 @@ async fn serve(opts: ServeOptions) -> anyhow::Result<()> {
     let cores = opts.cores.max(1);
     std::fs::create_dir_all(&opts.data_dir)
         .with_context(|| format!("creating {}", opts.data_dir.display()))?;
+    // Both before anything is read or bound: a second process must change nothing.
+    let _data_dir_lock = exclusive::DataDirLock::acquire(&opts.data_dir)?;
+    let (_address_guard, sockets) = bind_client_address(opts.listen, cores)?;
     let backend = if opts.etcd.is_empty() {
         Backend::Local(
             LocalStore::open(&opts.data_dir.join("meta")).context("opening the meta store")?,
@@ -88,8 +92,6 @@ async fn serve(opts: ServeOptions) -> anyhow::Result<()> {
     };
     let keys = Keys::new(cluster_id);
 
-    let sockets = socket::bind_reuseport(opts.listen, cores)
-        .with_context(|| format!("binding {}", opts.listen))?;
     let client_addr = sockets[0].local_addr()?;
     let admin_listener = tokio::net::TcpListener::bind(opts.admin_listen)
         .await
@@ -269,6 +271,26 @@ async fn serve(opts: ServeOptions) -> anyhow::Result<()> {
     admin.await??;
     tracing::info!("stopped");
     Ok(())
+}
+
+/// Binds the client address: first the exclusive TCP guard (a second process fails here),
+/// then the per-core UDP sockets on the same port. With port 0 the guard picks the port; if
+/// that port's UDP side is taken, another is tried.
+fn bind_client_address(
+    listen: SocketAddr,
+    cores: usize,
+) -> anyhow::Result<(exclusive::AddressGuard, Vec<std::net::UdpSocket>)> {
+    let attempts = if listen.port() == 0 { 16 } else { 1 };
+    let mut last = None;
+    for _ in 0..attempts {
+        let guard = exclusive::AddressGuard::bind(listen)?;
+        let addr = guard.local_addr()?;
+        match socket::bind_reuseport(addr, cores) {
+            Ok(sockets) => return Ok((guard, sockets)),
+            Err(e) => last = Some(anyhow::Error::new(e).context(format!("binding UDP {addr}"))),
+        }
+    }
+    Err(last.unwrap_or_else(|| anyhow::anyhow!("binding {listen}")))
 }
 
 enum Backend {
