@@ -16,6 +16,8 @@ pub mod election;
 pub mod gc;
 /// Runs `meridian serve` and `etcd` as child processes (demo, tests).
 pub mod harness;
+/// kvproto's PD types and service, generated from proto/kvproto.
+pub mod kvproto;
 /// Durable metadata behind the `MetaStore` trait; the embedded `local` backend.
 pub mod meta;
 /// Stores and regions: the region map and the heartbeat rules (pure).

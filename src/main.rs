@@ -67,6 +67,10 @@ struct ServeArgs {
     /// PEM private key for --tls-cert.
     #[arg(long, requires = "tls_cert")]
     tls_key: Option<PathBuf>,
+    /// The PD-compatible gRPC front end (`pdpb.PD`): `client` (TCP at --listen), an address,
+    /// or `off`.
+    #[arg(long, default_value = "client")]
+    grpc_listen: server::GrpcListen,
 }
 
 #[derive(clap::Args)]
@@ -136,6 +140,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         tls_cert: args.tls_cert,
         tls_key: args.tls_key,
         etcd: args.etcd,
+        grpc_listen: args.grpc_listen,
     })
 }
 

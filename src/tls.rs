@@ -24,6 +24,9 @@ pub enum Trust {
 pub struct Identity {
     pub certs: Vec<CertificateDer<'static>>,
     pub key: PrivateKeyDer<'static>,
+    /// The same pair as PEM, for the gRPC front end's TLS.
+    pub cert_pem: Vec<u8>,
+    pub key_pem: Vec<u8>,
 }
 
 fn provider() -> Arc<rustls::crypto::CryptoProvider> {
@@ -50,22 +53,25 @@ pub fn load_or_create_identity(
         }
         _ => anyhow::bail!("--tls-cert and --tls-key go together"),
     };
-    let certs = rustls_pemfile::certs(&mut std::io::BufReader::new(
-        std::fs::File::open(&cert_path)
-            .with_context(|| format!("opening {}", cert_path.display()))?,
-    ))
-    .collect::<Result<Vec<_>, _>>()
-    .with_context(|| format!("parsing {}", cert_path.display()))?;
+    let cert_pem =
+        std::fs::read(&cert_path).with_context(|| format!("opening {}", cert_path.display()))?;
+    let key_pem =
+        std::fs::read(&key_path).with_context(|| format!("opening {}", key_path.display()))?;
+    let certs = rustls_pemfile::certs(&mut cert_pem.as_slice())
+        .collect::<Result<Vec<_>, _>>()
+        .with_context(|| format!("parsing {}", cert_path.display()))?;
     if certs.is_empty() {
         anyhow::bail!("{} holds no certificate", cert_path.display());
     }
-    let key = rustls_pemfile::private_key(&mut std::io::BufReader::new(
-        std::fs::File::open(&key_path)
-            .with_context(|| format!("opening {}", key_path.display()))?,
-    ))
-    .with_context(|| format!("parsing {}", key_path.display()))?
-    .with_context(|| format!("{} holds no private key", key_path.display()))?;
-    Ok(Identity { certs, key })
+    let key = rustls_pemfile::private_key(&mut key_pem.as_slice())
+        .with_context(|| format!("parsing {}", key_path.display()))?
+        .with_context(|| format!("{} holds no private key", key_path.display()))?;
+    Ok(Identity {
+        certs,
+        key,
+        cert_pem,
+        key_pem,
+    })
 }
 
 fn create_self_signed(dir: &Path, names: &[String]) -> anyhow::Result<()> {

@@ -14,6 +14,7 @@ fn member(name: &str, id: u64) -> MemberInfo {
         id,
         client_url: format!("127.0.0.1:{id}"),
         admin_url: String::new(),
+        grpc_url: String::new(),
     }
 }
 

@@ -4,6 +4,8 @@
 
 mod connector;
 mod error;
+/// kvproto's PD client over a verified TLS channel.
+pub mod pd_grpc;
 mod placement;
 mod region_cache;
 mod rpc;

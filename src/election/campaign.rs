@@ -59,6 +59,7 @@ impl Drop for Term {
 pub fn encode_member(m: &MemberInfo) -> Vec<u8> {
     serde_json::to_vec(&serde_json::json!({
         "name": m.name, "id": m.id, "client_url": m.client_url, "admin_url": m.admin_url,
+        "grpc_url": m.grpc_url,
     }))
     .unwrap_or_default()
 }
@@ -70,6 +71,8 @@ pub fn decode_member(bytes: &[u8]) -> Option<MemberInfo> {
         id: v["id"].as_u64()?,
         client_url: v["client_url"].as_str()?.to_string(),
         admin_url: v["admin_url"].as_str()?.to_string(),
+        // Absent in records of members that predate the gRPC front end.
+        grpc_url: v["grpc_url"].as_str().unwrap_or_default().to_string(),
     })
 }
 
@@ -376,6 +379,7 @@ mod tests {
             id: 7,
             client_url: "127.0.0.1:1".into(),
             admin_url: "http://x".into(),
+            grpc_url: "https://127.0.0.1:1".into(),
         };
         assert_eq!(decode_member(&encode_member(&m)), Some(m));
         assert_eq!(decode_member(b"not json"), None);

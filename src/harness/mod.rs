@@ -49,10 +49,14 @@ pub fn build_meridian(profile_dir: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// A UDP port free on loopback right now.
+/// A port free on loopback right now for both UDP (QUIC) and TCP (the address guard and the
+/// gRPC front end): a node binds both on its client port.
 pub fn free_udp_port() -> u16 {
-    std::net::UdpSocket::bind("127.0.0.1:0")
-        .and_then(|s| s.local_addr())
-        .map(|a| a.port())
-        .expect("binding a loopback UDP port")
+    loop {
+        let tcp = std::net::TcpListener::bind("127.0.0.1:0").expect("binding a loopback TCP port");
+        let port = tcp.local_addr().expect("a bound port").port();
+        if std::net::UdpSocket::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
 }

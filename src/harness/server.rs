@@ -13,6 +13,8 @@ pub struct ServerProcess {
     child: Option<Child>,
     pub client_addr: String,
     pub admin_addr: String,
+    /// The PD-compatible gRPC address, unless it is off.
+    pub grpc_addr: Option<String>,
     pub data_dir: PathBuf,
     log: PathBuf,
 }
@@ -82,6 +84,7 @@ impl ServerProcess {
             child: Some(child),
             client_addr,
             admin_addr,
+            grpc_addr: field("grpc=").filter(|g| g != "off"),
             data_dir: data_dir.to_path_buf(),
             log,
         })

@@ -74,6 +74,20 @@ impl Keys {
         format!("{}/placement/regions/", self.root).into_bytes()
     }
 
+    /// The cluster's GC safe point (decimal).
+    pub fn gc_safe_point(&self) -> Vec<u8> {
+        format!("{}/gc/safe_point", self.root).into_bytes()
+    }
+
+    /// A service's GC safe point (JSON), keyed by its service id.
+    pub fn service_safe_point(&self, service_id: &str) -> Vec<u8> {
+        format!("{}/gc/service/{service_id}", self.root).into_bytes()
+    }
+
+    pub fn service_safe_points_prefix(&self) -> Vec<u8> {
+        format!("{}/gc/service/", self.root).into_bytes()
+    }
+
     /// The persisted TSO window limit (physical milliseconds, decimal).
     pub fn tso_limit(&self) -> Vec<u8> {
         format!("{}/tso/limit", self.root).into_bytes()

@@ -69,6 +69,17 @@ pub enum Request {
     ReportBatchSplit {
         regions: Vec<Region>,
     },
+    GetGcSafePoint,
+    /// Moves the GC safe point forward; a smaller value leaves it (answered with the current).
+    UpdateGcSafePoint {
+        safe_point: u64,
+    },
+    /// Sets (TTL > 0) or removes (TTL <= 0) a service's safe point; answered with the minimum.
+    UpdateServiceGcSafePoint {
+        service_id: String,
+        ttl_secs: i64,
+        safe_point: u64,
+    },
 }
 
 #[derive(Archive, Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
@@ -98,6 +109,13 @@ pub enum Reply {
     Region(Option<Region>),
     Regions(Vec<Region>),
     Splits(Vec<SplitIds>),
+    GcSafePoint(u64),
+    /// The smallest live service safe point after an update, and how long it has to live.
+    ServiceSafePoint {
+        service_id: String,
+        ttl_secs: i64,
+        safe_point: u64,
+    },
 }
 
 /// Ids for one new region of a batch split.
@@ -114,6 +132,8 @@ pub struct MemberInfo {
     pub id: u64,
     pub client_url: String,
     pub admin_url: String,
+    /// The PD-compatible gRPC front end (`https://host:port`); empty when it is off.
+    pub grpc_url: String,
 }
 
 #[derive(Archive, Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]

@@ -7,6 +7,7 @@ mod control;
 mod core;
 mod dispatch;
 mod exclusive;
+mod grpc;
 mod identity;
 mod leadership;
 mod placement;
@@ -30,6 +31,7 @@ use crate::tls;
 use crate::tso::Allocator;
 
 pub use clock::WallClock;
+pub use grpc::GrpcListen;
 pub use socket::available_cores;
 
 /// `meridian serve` options (the CLI contract; see the README).
@@ -48,6 +50,8 @@ pub struct ServeOptions {
     pub tls_key: Option<PathBuf>,
     /// etcd endpoints; empty for the single node on the embedded store.
     pub etcd: Vec<String>,
+    /// Where the PD-compatible gRPC front end listens.
+    pub grpc_listen: GrpcListen,
 }
 
 /// What every core reads; written only by the control thread.
@@ -74,7 +78,7 @@ async fn serve(opts: ServeOptions) -> anyhow::Result<()> {
         .with_context(|| format!("creating {}", opts.data_dir.display()))?;
     // Both before anything is read or bound: a second process must change nothing.
     let _data_dir_lock = exclusive::DataDirLock::acquire(&opts.data_dir)?;
-    let (_address_guard, sockets) = bind_client_address(opts.listen, cores)?;
+    let (address_guard, sockets) = bind_client_address(opts.listen, cores)?;
     let backend = if opts.etcd.is_empty() {
         Backend::Local(
             LocalStore::open(&opts.data_dir.join("meta")).context("opening the meta store")?,
@@ -93,6 +97,21 @@ async fn serve(opts: ServeOptions) -> anyhow::Result<()> {
     let keys = Keys::new(cluster_id);
 
     let client_addr = sockets[0].local_addr()?;
+    // The guard keeps the client address whatever happens to gRPC; when gRPC serves there, the
+    // guard's socket is its listener.
+    let grpc_listener = match &opts.grpc_listen {
+        GrpcListen::Off => None,
+        GrpcListen::SameAsClient => {
+            address_guard.socket.listen(1024)?;
+            Some(std::net::TcpListener::from(
+                address_guard.socket.try_clone()?,
+            ))
+        }
+        GrpcListen::At(addr) => Some(
+            std::net::TcpListener::bind(addr).with_context(|| format!("binding gRPC {addr}"))?,
+        ),
+    };
+    let grpc_addr = grpc_listener.as_ref().map(|l| l.local_addr()).transpose()?;
     let admin_listener = tokio::net::TcpListener::bind(opts.admin_listen)
         .await
         .with_context(|| format!("binding admin {}", opts.admin_listen))?;
@@ -111,6 +130,7 @@ async fn serve(opts: ServeOptions) -> anyhow::Result<()> {
         opts.tls_key.as_deref(),
         &names,
     )?;
+    let grpc_tls = Some((identity.cert_pem.clone(), identity.key_pem.clone()));
     let server_config = tls::server_config(
         identity,
         opts.config.server.max_streams_per_connection,
@@ -130,9 +150,18 @@ async fn serve(opts: ServeOptions) -> anyhow::Result<()> {
                 .clone()
                 .unwrap_or_else(|| admin_addr.to_string())
         ),
+        grpc_url: grpc_addr
+            .map(|a| {
+                format!(
+                    "https://{}",
+                    advertised(opts.advertise_client.as_deref(), a)
+                )
+            })
+            .unwrap_or_default(),
     };
     let allocator = Arc::new(Allocator::new(opts.config.tso.max_lead_ms));
-    let metrics = Arc::new(Metrics::new(cores));
+    // One metrics slot per core, and one for the gRPC front end.
+    let metrics = Arc::new(Metrics::new(cores + 1));
     let (stop_tx, stop_rx) = watch::channel(false);
     let (leader_tx, leader_rx) = watch::channel(None);
     let membership = Membership::new(cluster_id, me.clone(), leader_rx);
@@ -240,6 +269,18 @@ async fn serve(opts: ServeOptions) -> anyhow::Result<()> {
         })?);
     }
 
+    let grpc = match grpc_listener {
+        Some(listener) => Some(grpc::spawn(grpc::GrpcSetup {
+            listener,
+            tls: grpc_tls,
+            shared: shared.clone(),
+            metrics_slot: cores,
+            threads: cores.min(4),
+            shutdown: stop_rx.clone(),
+        })?),
+        None => None,
+    };
+
     let admin_state = AdminState {
         membership,
         metrics,
@@ -253,14 +294,15 @@ async fn serve(opts: ServeOptions) -> anyhow::Result<()> {
     }));
 
     // Tests and scripts read this line to learn the ports picked for `:0`.
-    println!("meridian ready name={} client={client_addr} admin={admin_addr} cores={cores} cluster_id={cluster_id}", opts.name);
+    let grpc_shown = grpc_addr.map_or("off".to_string(), |a| a.to_string());
+    println!("meridian ready name={} client={client_addr} admin={admin_addr} grpc={grpc_shown} cores={cores} cluster_id={cluster_id}", opts.name);
     tracing::info!(%client_addr, %admin_addr, cores, "serving");
 
     wait_for_signal().await?;
     tracing::info!("shutting down: no new connections; answering requests in flight");
     let _ = stop_tx.send(true);
     let joined = tokio::task::spawn_blocking(move || {
-        for t in threads {
+        for t in threads.into_iter().chain(grpc) {
             let _ = t.join();
         }
     });
@@ -271,6 +313,14 @@ async fn serve(opts: ServeOptions) -> anyhow::Result<()> {
     admin.await??;
     tracing::info!("stopped");
     Ok(())
+}
+
+/// `host:port` for a listener bound at `bound`: the advertised client host if one is given.
+fn advertised(advertise_client: Option<&str>, bound: SocketAddr) -> String {
+    match advertise_client.and_then(|a| a.rsplit_once(':')) {
+        Some((host, _)) => format!("{host}:{}", bound.port()),
+        None => bound.to_string(),
+    }
 }
 
 /// Binds the client address: first the exclusive TCP guard (a second process fails here),

@@ -10,6 +10,7 @@ use tokio::sync::oneshot;
 use super::persist::{encode_regions, encode_store, PersistOp, BUCKET_IDS};
 use super::shard_task::{forget_elsewhere, heartbeat_local, region_error, ShardMsg};
 use super::state::PlacementState;
+use crate::gc::{encode_service, GcUpdate, ServiceChange};
 use crate::placement::{Region, RegionStats, Store};
 use crate::proto::{
     ErrorReply, Reply, Request, Response, SplitIds, MAX_BATCH_SPLIT, MAX_SCAN_REGIONS,
@@ -205,6 +206,13 @@ pub async fn handle(req: Request, shared: &Shared) -> Response {
         }
         Request::AskBatchSplit { region, count } => ask_batch_split(state, region, count).await,
         Request::ReportBatchSplit { regions } => report_batch_split(state, regions),
+        Request::GetGcSafePoint => Response::Ok(Reply::GcSafePoint(state.gc.lock().await.gc())),
+        Request::UpdateGcSafePoint { safe_point } => update_gc_safe_point(state, safe_point).await,
+        Request::UpdateServiceGcSafePoint {
+            service_id,
+            ttl_secs,
+            safe_point,
+        } => update_service_safe_point(state, &service_id, ttl_secs, safe_point).await,
         Request::Ping
         | Request::Tso { .. }
         | Request::GetMembers
@@ -341,6 +349,58 @@ async fn ask_batch_split(state: &PlacementState, region: Region, count: u32) -> 
         });
     }
     Response::Ok(Reply::Splits(splits))
+}
+
+async fn update_gc_safe_point(state: &PlacementState, proposed: u64) -> Response {
+    let mut gc = state.gc.lock().await;
+    let decision = gc.update_gc(proposed);
+    if let GcUpdate::Advanced(value) = decision {
+        let op = (
+            state.keys.gc_safe_point(),
+            Some(value.to_string().into_bytes()),
+        );
+        if let Err(r) = persist_now(state, vec![op]).await {
+            return r;
+        }
+    }
+    gc.apply_gc(decision);
+    Response::Ok(Reply::GcSafePoint(gc.gc()))
+}
+
+async fn update_service_safe_point(
+    state: &PlacementState,
+    service_id: &str,
+    ttl_secs: i64,
+    safe_point: u64,
+) -> Response {
+    let now = (state.clock.now_ms() / 1000) as i64;
+    let mut gc = state.gc.lock().await;
+    let update = match gc.update_service(service_id, ttl_secs, safe_point, now) {
+        Ok(u) => u,
+        Err(why) => return invalid(why),
+    };
+    let ops = update
+        .changes
+        .iter()
+        .map(|c| match c {
+            ServiceChange::Put(s) => (
+                state.keys.service_safe_point(&s.service_id),
+                Some(encode_service(s)),
+            ),
+            ServiceChange::Remove(id) => (state.keys.service_safe_point(id), None),
+        })
+        .collect::<Vec<_>>();
+    if !ops.is_empty() {
+        if let Err(r) = persist_now(state, ops).await {
+            return r;
+        }
+    }
+    gc.apply_service(&update);
+    Response::Ok(Reply::ServiceSafePoint {
+        ttl_secs: update.min.expired_at.saturating_sub(now),
+        service_id: update.min.service_id,
+        safe_point: update.min.safe_point,
+    })
 }
 
 fn report_batch_split(state: &PlacementState, regions: Vec<Region>) -> Response {

@@ -180,6 +180,20 @@ async fn load<M: MetaStore>(
     state.ids.reset(Some(id_end));
     persist_id_block(state, store, keys).await?;
 
+    let gc = load_decimal(store, &keys.gc_safe_point())
+        .await?
+        .unwrap_or(0);
+    let mut services = Vec::new();
+    for (key, value) in store.scan(&keys.service_safe_points_prefix(), 1024).await? {
+        match crate::gc::decode_service(&value) {
+            Ok(s) => services.push(s),
+            Err(e) => {
+                tracing::warn!(key = %String::from_utf8_lossy(&key), "skipping a service safe point: {e}")
+            }
+        }
+    }
+    *state.gc.lock().await = crate::gc::SafePoints::new(gc, services);
+
     let now = state.clock.now_ms();
     let mut stores = Vec::new();
     for (key, value) in store.scan(&keys.stores_prefix(), 10_000).await? {
@@ -241,6 +255,7 @@ async fn load<M: MetaStore>(
 /// Drops a term's state so a follower holds (and serves) nothing stale.
 async fn clear(state: &PlacementState) {
     state.ids.reset(None);
+    *state.gc.lock().await = crate::gc::SafePoints::default();
     state.index.reset(Vec::new());
     {
         let mut map = state.stores();

@@ -11,6 +11,7 @@ use tokio::sync::{mpsc, Notify};
 
 use super::persist::PersistOp;
 use super::shard_task::ShardMsg;
+use crate::gc::SafePoints;
 use crate::meta::Keys;
 use crate::placement::{IdAllocator, RangeIndex, ScheduleConfig, StoreMap, StoreView};
 use crate::server::WallClock;
@@ -35,6 +36,10 @@ pub struct PlacementState {
     pub keys: Keys,
     /// Serializes bootstrap attempts.
     pub bootstrap_lock: tokio::sync::Mutex<()>,
+    /// GC safe points, loaded with the term. Held across the durable write of an update, so
+    /// updates are persisted in the order they were decided and no reader sees a value that
+    /// is not durable yet.
+    pub gc: tokio::sync::Mutex<SafePoints>,
 }
 
 /// Capacity of each shard's queue; a full queue makes the sender wait (backpressure).
@@ -65,6 +70,7 @@ impl PlacementState {
             clock,
             keys,
             bootstrap_lock: tokio::sync::Mutex::new(()),
+            gc: tokio::sync::Mutex::new(SafePoints::default()),
         };
         (Arc::new(state), receivers)
     }

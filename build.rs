@@ -1,0 +1,20 @@
+//! Generates the kvproto types and the `pdpb.PD` gRPC service from `proto/kvproto/`, with the
+//! protoc binary vendored in `protoc-bin-vendored`: no system protoc is needed.
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let protos = [
+        "proto/kvproto/eraftpb.proto",
+        "proto/kvproto/metapb.proto",
+        "proto/kvproto/pdpb.proto",
+    ];
+    for p in &protos {
+        println!("cargo:rerun-if-changed={p}");
+    }
+    let mut config = tonic_prost_build::Config::new();
+    config.protoc_executable(protoc_bin_vendored::protoc_bin_path()?);
+    tonic_prost_build::configure()
+        .build_server(true)
+        .build_client(true)
+        .compile_with_config(config, &protos, &["proto/kvproto"])?;
+    Ok(())
+}

@@ -1,0 +1,45 @@
+//! A channel to a member's PD-compatible gRPC front end, for kvproto's generated `PdClient`
+//! (loadgen's `--protocol grpc`, the interoperability tests). TLS verifies against the given CA
+//! file; `Trust::Insecure` has no meaning here, since tonic cannot skip verification.
+
+use std::path::Path;
+
+use anyhow::Context;
+use tonic::transport::{Certificate, Channel, ClientTlsConfig};
+
+use crate::kvproto::pdpb::pd_client::PdClient;
+use crate::tls::Trust;
+
+/// Connects to `addr` (`host:port`), verifying the server's certificate for `localhost` or the
+/// host given, against `trust`'s CA file.
+pub async fn connect(addr: &str, trust: &Trust) -> anyhow::Result<PdClient<Channel>> {
+    Ok(PdClient::new(channel(addr, trust).await?)
+        .max_decoding_message_size(64 << 20)
+        .max_encoding_message_size(64 << 20))
+}
+
+/// The TLS channel alone, for raw calls.
+pub async fn channel(addr: &str, trust: &Trust) -> anyhow::Result<Channel> {
+    let Trust::Ca(ca) = trust else {
+        anyhow::bail!("gRPC needs --ca: the front end is always TLS");
+    };
+    channel_to(addr, ca).await
+}
+
+async fn channel_to(addr: &str, ca: &Path) -> anyhow::Result<Channel> {
+    let pem = std::fs::read(ca).with_context(|| format!("reading {}", ca.display()))?;
+    let host = addr
+        .rsplit_once(':')
+        .map(|(h, _)| h.trim_start_matches('[').trim_end_matches(']'))
+        .unwrap_or(addr);
+    let tls = ClientTlsConfig::new()
+        .ca_certificate(Certificate::from_pem(pem))
+        .domain_name(host.to_string());
+    Channel::from_shared(format!("https://{addr}"))
+        .context("gRPC address")?
+        .tls_config(tls)?
+        .tcp_nodelay(true)
+        .connect()
+        .await
+        .with_context(|| format!("connecting to gRPC {addr}"))
+}

@@ -1,0 +1,322 @@
+//! Translation between kvproto's messages and Meridian's placement types, both ways. Pure.
+//! Owns the mapping choices (which kvproto states Meridian keeps, which it folds); must not
+//! touch the engine.
+
+use crate::kvproto::{eraftpb, metapb, pdpb};
+use crate::placement::{
+    Epoch, Label, Operator, Peer, PeerRole, Region, RegionStats, Store, StoreState, StoreStats,
+    StoreStatus,
+};
+
+/// A kvproto message that cannot be a Meridian one.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Malformed(pub String);
+
+fn malformed(why: impl Into<String>) -> Malformed {
+    Malformed(why.into())
+}
+
+pub fn peer_from(p: &metapb::Peer) -> Result<Peer, Malformed> {
+    // A joint-consensus voter (incoming or demoting) still votes: Meridian keeps it a voter.
+    let role = match metapb::PeerRole::try_from(p.role) {
+        Ok(metapb::PeerRole::Learner) => PeerRole::Learner,
+        Ok(_) => PeerRole::Voter,
+        Err(_) => return Err(malformed(format!("peer {}: unknown role {}", p.id, p.role))),
+    };
+    Ok(Peer {
+        id: p.id,
+        store_id: p.store_id,
+        role,
+    })
+}
+
+pub fn peer_to(p: &Peer) -> metapb::Peer {
+    metapb::Peer {
+        id: p.id,
+        store_id: p.store_id,
+        role: match p.role {
+            PeerRole::Voter => metapb::PeerRole::Voter,
+            PeerRole::Learner => metapb::PeerRole::Learner,
+        } as i32,
+        ..Default::default()
+    }
+}
+
+/// A region as a store reports it; `leader` is the peer the report names as leader (a region
+/// heartbeat's `leader` field), if any.
+pub fn region_from(r: &metapb::Region, leader: Option<&metapb::Peer>) -> Result<Region, Malformed> {
+    let epoch = r
+        .region_epoch
+        .as_ref()
+        .map(|e| Epoch {
+            conf_ver: e.conf_ver,
+            version: e.version,
+        })
+        .ok_or_else(|| malformed(format!("region {}: no epoch", r.id)))?;
+    let peers = r
+        .peers
+        .iter()
+        .map(peer_from)
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Region {
+        id: r.id,
+        start_key: r.start_key.clone(),
+        end_key: r.end_key.clone(),
+        epoch,
+        peers,
+        leader: leader.map(|l| l.id).filter(|id| *id != 0),
+    })
+}
+
+pub fn region_to(r: &Region) -> metapb::Region {
+    metapb::Region {
+        id: r.id,
+        start_key: r.start_key.clone(),
+        end_key: r.end_key.clone(),
+        region_epoch: Some(metapb::RegionEpoch {
+            conf_ver: r.epoch.conf_ver,
+            version: r.epoch.version,
+        }),
+        peers: r.peers.iter().map(peer_to).collect(),
+        ..Default::default()
+    }
+}
+
+/// The leader peer of `r` in kvproto form, if it has one.
+pub fn leader_to(r: &Region) -> Option<metapb::Peer> {
+    r.leader_peer().map(peer_to)
+}
+
+pub fn region_stats_from(req: &pdpb::RegionHeartbeatRequest) -> RegionStats {
+    RegionStats {
+        approximate_size: req.approximate_size,
+        approximate_keys: req.approximate_keys,
+        written_bytes: req.bytes_written,
+        written_keys: req.keys_written,
+    }
+}
+
+pub fn store_from(s: &metapb::Store) -> Result<Store, Malformed> {
+    let state = match metapb::StoreState::try_from(s.state) {
+        Ok(metapb::StoreState::Up) => StoreState::Up,
+        Ok(metapb::StoreState::Offline) => StoreState::Offline,
+        Ok(metapb::StoreState::Tombstone) => StoreState::Tombstone,
+        Err(_) => {
+            return Err(malformed(format!(
+                "store {}: unknown state {}",
+                s.id, s.state
+            )))
+        }
+    };
+    Ok(Store {
+        id: s.id,
+        address: s.address.clone(),
+        labels: s
+            .labels
+            .iter()
+            .map(|l| Label {
+                key: l.key.clone(),
+                value: l.value.clone(),
+            })
+            .collect(),
+        state,
+    })
+}
+
+pub fn store_to(s: &StoreStatus) -> metapb::Store {
+    let store = &s.store;
+    metapb::Store {
+        id: store.id,
+        address: store.address.clone(),
+        // kvproto has no Down state: PD reports a down store as Up with an old heartbeat.
+        state: match store.state {
+            StoreState::Up | StoreState::Down => metapb::StoreState::Up,
+            StoreState::Offline => metapb::StoreState::Offline,
+            StoreState::Tombstone => metapb::StoreState::Tombstone,
+        } as i32,
+        labels: store
+            .labels
+            .iter()
+            .map(|l| metapb::StoreLabel {
+                key: l.key.clone(),
+                value: l.value.clone(),
+            })
+            .collect(),
+        last_heartbeat: (s.last_heartbeat_ms as i64).saturating_mul(1_000_000),
+        ..Default::default()
+    }
+}
+
+pub fn store_stats_from(s: &pdpb::StoreStats) -> StoreStats {
+    StoreStats {
+        capacity: s.capacity,
+        available: s.available,
+        used_size: s.used_size,
+        region_count: u64::from(s.region_count),
+        // kvproto's StoreStats carries no leader count; PD counts leaders from region heartbeats.
+        leader_count: 0,
+    }
+}
+
+pub fn store_stats_to(s: &StoreStatus) -> pdpb::StoreStats {
+    pdpb::StoreStats {
+        store_id: s.store.id,
+        capacity: s.stats.capacity,
+        available: s.stats.available,
+        used_size: s.stats.used_size,
+        region_count: u32::try_from(s.stats.region_count).unwrap_or(u32::MAX),
+        ..Default::default()
+    }
+}
+
+/// The heartbeat reply that asks `region`'s leader to carry out `op`, as PD words it.
+pub fn operator_to(region: &Region, op: &Operator) -> pdpb::RegionHeartbeatResponse {
+    let mut resp = pdpb::RegionHeartbeatResponse {
+        region_id: region.id,
+        region_epoch: Some(metapb::RegionEpoch {
+            conf_ver: region.epoch.conf_ver,
+            version: region.epoch.version,
+        }),
+        target_peer: leader_to(region),
+        ..Default::default()
+    };
+    match op {
+        Operator::AddPeer(p) => {
+            resp.change_peer = Some(pdpb::ChangePeer {
+                peer: Some(peer_to(p)),
+                change_type: match p.role {
+                    PeerRole::Voter => eraftpb::ConfChangeType::AddNode,
+                    PeerRole::Learner => eraftpb::ConfChangeType::AddLearnerNode,
+                } as i32,
+            })
+        }
+        Operator::RemovePeer(p) => {
+            resp.change_peer = Some(pdpb::ChangePeer {
+                peer: Some(peer_to(p)),
+                change_type: eraftpb::ConfChangeType::RemoveNode as i32,
+            })
+        }
+        Operator::TransferLeader(p) => {
+            resp.transfer_leader = Some(pdpb::TransferLeader {
+                peer: Some(peer_to(p)),
+                ..Default::default()
+            })
+        }
+    }
+    resp
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn arb_region() -> impl Strategy<Value = Region> {
+        (
+            1u64..u64::MAX,
+            proptest::collection::vec(any::<u8>(), 0..8),
+            proptest::collection::vec(any::<u8>(), 0..8),
+            any::<u64>(),
+            any::<u64>(),
+            proptest::collection::vec((1u64..1000, 1u64..1000, any::<bool>()), 1..5),
+            any::<Option<prop::sample::Index>>(),
+        )
+            .prop_map(|(id, start, end, conf_ver, version, peers, leader)| {
+                let peers: Vec<Peer> = peers
+                    .into_iter()
+                    .map(|(id, store_id, learner)| Peer {
+                        id,
+                        store_id,
+                        role: if learner {
+                            PeerRole::Learner
+                        } else {
+                            PeerRole::Voter
+                        },
+                    })
+                    .collect();
+                let leader = leader.map(|i| peers[i.index(peers.len())].id);
+                Region {
+                    id,
+                    start_key: start,
+                    end_key: end,
+                    epoch: Epoch { conf_ver, version },
+                    peers,
+                    leader,
+                }
+            })
+    }
+
+    proptest! {
+        #[test]
+        fn a_region_survives_the_round_trip_through_kvproto(r in arb_region()) {
+            let wire = region_to(&r);
+            let leader = r.leader.and_then(|id| wire.peers.iter().find(|p| p.id == id).cloned());
+            let back = region_from(&wire, leader.as_ref()).unwrap();
+            prop_assert_eq!(back, r);
+        }
+    }
+
+    #[test]
+    fn a_region_without_an_epoch_or_with_an_unknown_role_is_malformed() {
+        let mut r = region_to(&Region {
+            id: 2,
+            start_key: vec![],
+            end_key: vec![],
+            epoch: Epoch::default(),
+            peers: vec![Peer {
+                id: 3,
+                store_id: 1,
+                role: PeerRole::Voter,
+            }],
+            leader: None,
+        });
+        r.peers[0].role = 99;
+        assert!(region_from(&r, None).is_err());
+        r.peers[0].role = 0;
+        r.region_epoch = None;
+        assert!(region_from(&r, None).unwrap_err().0.contains("no epoch"));
+    }
+
+    #[test]
+    fn operators_become_pd_replies_for_their_region() {
+        let region = Region {
+            id: 9,
+            start_key: b"a".to_vec(),
+            end_key: b"b".to_vec(),
+            epoch: Epoch {
+                conf_ver: 3,
+                version: 4,
+            },
+            peers: vec![Peer {
+                id: 10,
+                store_id: 1,
+                role: PeerRole::Voter,
+            }],
+            leader: Some(10),
+        };
+        let add = Peer {
+            id: 11,
+            store_id: 2,
+            role: PeerRole::Learner,
+        };
+        let r = operator_to(&region, &Operator::AddPeer(add.clone()));
+        assert_eq!(r.region_id, 9);
+        assert_eq!(r.region_epoch.unwrap().version, 4);
+        assert_eq!(r.target_peer.unwrap().id, 10);
+        let cp = r.change_peer.unwrap();
+        assert_eq!(
+            cp.change_type,
+            eraftpb::ConfChangeType::AddLearnerNode as i32
+        );
+        assert_eq!(cp.peer.unwrap().id, 11);
+        let r = operator_to(&region, &Operator::RemovePeer(add));
+        assert_eq!(
+            r.change_peer.unwrap().change_type,
+            eraftpb::ConfChangeType::RemoveNode as i32
+        );
+        let r = operator_to(&region, &Operator::TransferLeader(region.peers[0].clone()));
+        assert_eq!(r.transfer_leader.unwrap().peer.unwrap().id, 10);
+        assert!(r.change_peer.is_none());
+    }
+}

@@ -1,0 +1,100 @@
+//! The PD-compatible front end: kvproto's `pdpb.PD` over gRPC (HTTP/2, TLS with the node's
+//! certificate), on TCP at the client address by default, on its own thread and runtime so the
+//! QUIC cores stay as they are. The translation lives in `service` and `convert`; this module
+//! only binds, serves and stops.
+
+mod convert;
+mod service;
+
+use std::net::{SocketAddr, TcpListener};
+use std::sync::Arc;
+
+use anyhow::Context;
+use tokio::sync::watch;
+use tonic::transport::server::TcpIncoming;
+use tonic::transport::{Identity, Server, ServerTlsConfig};
+
+use crate::kvproto::pdpb::pd_server::PdServer;
+
+use super::Shared;
+pub use service::PdService;
+
+/// Largest gRPC message accepted (a batch split report of 256 regions fits many times over).
+const MAX_MESSAGE: usize = 16 << 20;
+
+/// Where the front end listens.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GrpcListen {
+    /// TCP at the client (`--listen`) address.
+    SameAsClient,
+    At(SocketAddr),
+    Off,
+}
+
+impl std::str::FromStr for GrpcListen {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "off" => Ok(GrpcListen::Off),
+            "client" | "" => Ok(GrpcListen::SameAsClient),
+            addr => addr
+                .parse()
+                .map(GrpcListen::At)
+                .map_err(|e| format!("--grpc-listen {addr}: {e} (an address, `client` or `off`)")),
+        }
+    }
+}
+
+pub struct GrpcSetup {
+    pub listener: TcpListener,
+    /// PEM certificate chain and key; `None` serves plaintext (an explicit opt-out).
+    pub tls: Option<(Vec<u8>, Vec<u8>)>,
+    pub shared: Arc<Shared>,
+    pub metrics_slot: usize,
+    pub threads: usize,
+    pub shutdown: watch::Receiver<bool>,
+}
+
+/// Starts the front end on its own thread; it returns when `shutdown` turns true.
+pub fn spawn(setup: GrpcSetup) -> anyhow::Result<std::thread::JoinHandle<()>> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(setup.threads.max(1))
+        .thread_name("meridian-grpc")
+        .enable_all()
+        .build()
+        .context("building the gRPC runtime")?;
+    let addr = setup.listener.local_addr()?;
+    Ok(std::thread::Builder::new()
+        .name("meridian-grpc-main".into())
+        .spawn(move || {
+            if let Err(e) = runtime.block_on(serve(setup)) {
+                tracing::error!(%addr, "gRPC front end stopped: {e:#}");
+            }
+        })?)
+}
+
+async fn serve(setup: GrpcSetup) -> anyhow::Result<()> {
+    setup.listener.set_nonblocking(true)?;
+    let listener = tokio::net::TcpListener::from_std(setup.listener)?;
+    let incoming = TcpIncoming::from(listener).with_nodelay(Some(true));
+    let mut builder = Server::builder();
+    if let Some((cert, key)) = setup.tls {
+        builder = builder
+            .tls_config(ServerTlsConfig::new().identity(Identity::from_pem(cert, key)))
+            .context("gRPC TLS config")?;
+    }
+    let service = Arc::new(PdService::new(setup.shared, setup.metrics_slot));
+    let mut shutdown = setup.shutdown;
+    builder
+        .add_service(
+            PdServer::new(service)
+                .max_decoding_message_size(MAX_MESSAGE)
+                .max_encoding_message_size(MAX_MESSAGE),
+        )
+        .serve_with_incoming_shutdown(incoming, async move {
+            let _ = shutdown.wait_for(|s| *s).await;
+        })
+        .await
+        .context("serving gRPC")?;
+    Ok(())
+}
