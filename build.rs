@@ -12,7 +12,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     let mut config = tonic_prost_build::Config::new();
     config.protoc_executable(protoc_bin_vendored::protoc_bin_path()?);
+    let descriptors = std::path::PathBuf::from(std::env::var("OUT_DIR")?).join("kvproto.bin");
     tonic_prost_build::configure()
+        .file_descriptor_set_path(descriptors)
         .build_server(true)
         .build_client(true)
         .compile_with_config(config, &protos, &["proto/kvproto"])?;

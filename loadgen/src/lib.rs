@@ -6,6 +6,7 @@ pub mod cluster;
 pub mod compare;
 pub mod demo;
 pub mod duration;
+pub mod grpc_tso;
 pub mod latency;
 pub mod pacer;
 pub mod progress;

@@ -11,6 +11,7 @@ use meridian::proto::{Reply, Request, Response};
 use meridian::tls::Trust;
 
 use crate::checker::{count_duplicates, Checker};
+use crate::grpc_tso::GrpcTso;
 use crate::latency::Latencies;
 use crate::pacer::{Pacer, Schedule};
 use crate::progress::Progress;
@@ -25,6 +26,16 @@ pub enum Op {
     TsoRaw,
     /// One `Ping` in flight per stream: the bare round trip of the same path.
     Ping,
+}
+
+/// How loadgen reaches the server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Protocol {
+    /// Meridian's own protocol: QUIC with rkyv frames.
+    Quic,
+    /// kvproto's `pdpb.PD` over gRPC, batched as PD's client batches (`--op tso` only).
+    Grpc,
 }
 
 #[derive(Debug, Clone, clap::Args)]
@@ -46,6 +57,8 @@ pub struct TsoArgs {
     pub streams: usize,
     #[arg(long, value_enum, default_value_t = Op::Tso)]
     pub op: Op,
+    #[arg(long, value_enum, default_value_t = Protocol::Quic)]
+    pub protocol: Protocol,
     /// Offer this many operations per second (open loop); latency counts from each operation's
     /// scheduled time, so a stall is not hidden.
     #[arg(long)]
@@ -84,6 +97,7 @@ impl TsoArgs {
             connections: 2,
             streams: 1,
             op: Op::Tso,
+            protocol: Protocol::Quic,
             rate: None,
             json: None,
             ca: Some(ca),
@@ -120,6 +134,9 @@ pub async fn run(args: &TsoArgs) -> anyhow::Result<Report> {
         anyhow::bail!("--concurrency and --connections must be at least 1");
     }
     let trust = args.trust()?;
+    if args.protocol == Protocol::Grpc && args.op != Op::Tso {
+        anyhow::bail!("--protocol grpc drives --op tso only");
+    }
     let shared = Arc::new(Shared {
         checker: Checker::default(),
         latencies: Latencies::default(),
@@ -140,8 +157,9 @@ pub async fn run(args: &TsoArgs) -> anyhow::Result<Report> {
         let mut opts = ClientOptions::new(args.endpoints.clone(), trust.clone());
         opts.tso_streams = args.streams;
         let (shared, ready, go, op) = (shared.clone(), ready.clone(), go.clone(), args.op);
+        let protocol = args.protocol;
         threads.push(std::thread::spawn(move || {
-            connection_thread(opts, op, workers, schedule, shared, &ready, &go)
+            connection_thread(opts, protocol, op, workers, schedule, shared, &ready, &go)
         }));
     }
     tokio::task::spawn_blocking({
@@ -203,9 +221,18 @@ impl Shared {
     }
 }
 
+/// What a worker calls: Meridian's client, or the PD-style gRPC one.
+#[derive(Clone)]
+enum TsoClient {
+    Quic(Client),
+    Grpc(GrpcTso),
+}
+
 /// One connection's thread: connect, wait for every other connection, run the workers.
+#[allow(clippy::too_many_arguments)]
 fn connection_thread(
     opts: ClientOptions,
+    protocol: Protocol,
     op: Op,
     workers: usize,
     schedule: Option<Schedule>,
@@ -218,6 +245,13 @@ fn connection_thread(
         .build();
     let setup = match &runtime {
         Ok(rt) => rt.block_on(async {
+            if protocol == Protocol::Grpc {
+                let client = GrpcTso::connect(opts.endpoints, opts.trust).await?;
+                return anyhow::Ok((
+                    TsoClient::Grpc(client),
+                    (0..workers).map(|_| None).collect(),
+                ));
+            }
             let client = Client::connect(opts).await?;
             let mut streams = Vec::new();
             for _ in 0..workers {
@@ -227,7 +261,7 @@ fn connection_thread(
                     Op::TsoRaw | Op::Ping => Some(client.open_stream().await?),
                 });
             }
-            anyhow::Ok((client, streams))
+            anyhow::Ok((TsoClient::Quic(client), streams))
         }),
         Err(e) => Err(anyhow::anyhow!("building a runtime: {e}")),
     };
@@ -260,7 +294,7 @@ fn connection_thread(
 
 async fn worker(
     op: Op,
-    client: Client,
+    client: TsoClient,
     mut stream: Option<meridian::client::RpcStream>,
     pace: Option<Arc<Pacer>>,
     shared: Arc<Shared>,
@@ -290,11 +324,14 @@ async fn worker(
         }
         let floor = shared.checker.floor();
         let result = match (op, stream.as_mut()) {
-            (Op::Tso, _) => client
-                .get_ts()
-                .await
-                .map(|ts| Some(ts.as_u64()))
-                .map_err(|e| e.to_string()),
+            (Op::Tso, _) => match &client {
+                TsoClient::Quic(c) => c
+                    .get_ts()
+                    .await
+                    .map(|ts| Some(ts.as_u64()))
+                    .map_err(|e| e.to_string()),
+                TsoClient::Grpc(c) => c.get_ts().await.map(Some),
+            },
             (Op::TsoRaw, Some(s)) => match s.call(&Request::Tso { count: 1 }).await {
                 Ok(Response::Ok(Reply::Tso { first, .. })) => Ok(Some(first)),
                 Ok(other) => Err(format!("{other:?}")),

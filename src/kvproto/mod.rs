@@ -16,3 +16,7 @@ pub mod metapb {
 pub mod pdpb {
     tonic::include_proto!("pdpb");
 }
+
+/// The compiled descriptors of `proto/kvproto/` (a serialized `FileDescriptorSet`): what the
+/// field-number test compares against an independent copy of kvproto.
+pub const FILE_DESCRIPTOR_SET: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/kvproto.bin"));

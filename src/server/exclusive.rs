@@ -68,9 +68,10 @@ impl DataDirLock {
     }
 }
 
-/// A TCP socket bound (not listening) to the client address, exclusively: while it lives, no
-/// other process can bind that TCP address, so no other meridian can start on it. The
-/// PD-compatible gRPC front end listens on this same socket when it serves on `--listen`.
+/// A TCP socket listening on the client address: while it lives, no other process can bind
+/// that TCP address, so no other meridian can start on it. The PD-compatible gRPC front end
+/// serves on this same socket when it serves on `--listen`; with gRPC off or elsewhere,
+/// connections to it are accepted and closed.
 #[derive(Debug)]
 pub struct AddressGuard {
     pub socket: Socket,
@@ -84,6 +85,10 @@ impl AddressGuard {
         if addr.is_ipv6() {
             socket.set_only_v6(false)?;
         }
+        // SO_REUSEADDR lets a restarted node bind while its killed predecessor's connections sit
+        // in TIME_WAIT; it never lets two sockets bind one address while one of them listens,
+        // which is why the guard listens at once.
+        socket.set_reuse_address(true)?;
         socket.bind(&addr.into()).map_err(|e| {
             if e.kind() == std::io::ErrorKind::AddrInUse {
                 anyhow::anyhow!(
@@ -94,6 +99,7 @@ impl AddressGuard {
                 anyhow::Error::new(e).context(format!("binding TCP {addr}"))
             }
         })?;
+        socket.listen(1024)?;
         Ok(AddressGuard { socket })
     }
 

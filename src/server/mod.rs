@@ -99,17 +99,26 @@ async fn serve(opts: ServeOptions) -> anyhow::Result<()> {
     let client_addr = sockets[0].local_addr()?;
     // The guard keeps the client address whatever happens to gRPC; when gRPC serves there, the
     // guard's socket is its listener.
+    let guard_listener = std::net::TcpListener::from(address_guard.socket.try_clone()?);
     let grpc_listener = match &opts.grpc_listen {
-        GrpcListen::Off => None,
-        GrpcListen::SameAsClient => {
-            address_guard.socket.listen(1024)?;
-            Some(std::net::TcpListener::from(
-                address_guard.socket.try_clone()?,
-            ))
+        GrpcListen::SameAsClient => Some(guard_listener),
+        other => {
+            // Nobody serves TCP here: close what connects rather than leave it hanging.
+            guard_listener.set_nonblocking(true)?;
+            let refuse = tokio::net::TcpListener::from_std(guard_listener)?;
+            tokio::spawn(async move {
+                while let Ok((conn, _)) = refuse.accept().await {
+                    drop(conn);
+                }
+            });
+            match other {
+                GrpcListen::At(addr) => Some(
+                    std::net::TcpListener::bind(addr)
+                        .with_context(|| format!("binding gRPC {addr}"))?,
+                ),
+                _ => None,
+            }
         }
-        GrpcListen::At(addr) => Some(
-            std::net::TcpListener::bind(addr).with_context(|| format!("binding gRPC {addr}"))?,
-        ),
     };
     let grpc_addr = grpc_listener.as_ref().map(|l| l.local_addr()).transpose()?;
     let admin_listener = tokio::net::TcpListener::bind(opts.admin_listen)

@@ -22,6 +22,9 @@ pub use service::PdService;
 /// Largest gRPC message accepted (a batch split report of 256 regions fits many times over).
 const MAX_MESSAGE: usize = 16 << 20;
 
+/// How long a stopping node lets gRPC connections close on their own.
+const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// Where the front end listens.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum GrpcListen {
@@ -84,8 +87,9 @@ async fn serve(setup: GrpcSetup) -> anyhow::Result<()> {
             .context("gRPC TLS config")?;
     }
     let service = Arc::new(PdService::new(setup.shared, setup.metrics_slot));
-    let mut shutdown = setup.shutdown;
-    builder
+    let mut shutdown = setup.shutdown.clone();
+    let mut stopped = setup.shutdown;
+    let server = builder
         .add_service(
             PdServer::new(service)
                 .max_decoding_message_size(MAX_MESSAGE)
@@ -93,8 +97,15 @@ async fn serve(setup: GrpcSetup) -> anyhow::Result<()> {
         )
         .serve_with_incoming_shutdown(incoming, async move {
             let _ = shutdown.wait_for(|s| *s).await;
-        })
-        .await
-        .context("serving gRPC")?;
+        });
+    // A graceful stop waits for every connection to close, and a client may hold one open
+    // for ever: after the grace, what is left is dropped.
+    tokio::select! {
+        served = server => served.context("serving gRPC")?,
+        _ = async {
+            let _ = stopped.wait_for(|s| *s).await;
+            tokio::time::sleep(SHUTDOWN_GRACE).await;
+        } => tracing::info!("gRPC connections still open after the grace period; closing them"),
+    }
     Ok(())
 }

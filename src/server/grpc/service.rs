@@ -204,9 +204,15 @@ impl Pd for Arc<PdService> {
         let mut inbound = request.into_inner();
         let (tx, rx) = mpsc::channel(STREAM_BACKLOG);
         let this = self.clone();
+        let mut shutdown = self.shared.shutdown.clone();
         tokio::spawn(async move {
             loop {
-                let req = match inbound.message().await {
+                // On shutdown the stream ends, so the client reconnects to whoever leads next.
+                let next = tokio::select! {
+                    next = inbound.message() => next,
+                    _ = shutdown.wait_for(|s| *s) => return,
+                };
+                let req = match next {
                     Ok(Some(req)) => req,
                     Ok(None) => return,
                     Err(status) => {
@@ -784,8 +790,9 @@ impl PdService {
         mut inbound: Streaming<pdpb::RegionHeartbeatRequest>,
         tx: mpsc::Sender<Result<pdpb::RegionHeartbeatResponse, Status>>,
     ) {
+        let mut shutdown = self.shared.shutdown.clone();
         loop {
-            let (batch, ended) = std::future::poll_fn(|cx| {
+            let next_batch = std::future::poll_fn(|cx| {
                 let mut batch = Vec::new();
                 loop {
                     match Pin::new(&mut inbound).poll_next(cx) {
@@ -800,8 +807,11 @@ impl PdService {
                         Poll::Pending => return Poll::Ready((batch, false)),
                     }
                 }
-            })
-            .await;
+            });
+            let (batch, ended) = tokio::select! {
+                next = next_batch => next,
+                _ = shutdown.wait_for(|s| *s) => return,
+            };
             let mut items: Vec<(Region, RegionStats)> = Vec::with_capacity(batch.len());
             for item in batch {
                 let req = match item {

@@ -1,0 +1,159 @@
+//! A PD-style TSO client over the gRPC front end (`--protocol grpc`): concurrent `get_ts()`
+//! callers are merged into one `TsoRequest{count}` per stream round trip, and the reply (the
+//! last timestamp of the batch, as PD answers) is split back into one timestamp per caller, in
+//! order: what PD's Go client and pd-tso-bench do. One batch in flight per connection; on a
+//! failed stream the next batch finds the leader again through `GetMembers`.
+
+use tokio::sync::{mpsc, oneshot};
+
+use meridian::client::pd_grpc;
+use meridian::kvproto::pdpb;
+use meridian::tls::Trust;
+
+/// Most callers merged into one request (PD's client caps a batch at 10,000).
+const MAX_BATCH: usize = 10_000;
+
+type Waiter = oneshot::Sender<Result<u64, String>>;
+
+#[derive(Clone)]
+pub struct GrpcTso {
+    waiters: mpsc::UnboundedSender<Waiter>,
+}
+
+impl GrpcTso {
+    /// Connects to the leader (found through `GetMembers` on the endpoints) and starts the
+    /// dispatcher on the current runtime.
+    pub async fn connect(endpoints: Vec<String>, trust: Trust) -> anyhow::Result<GrpcTso> {
+        let stream = TsoStream::open(&endpoints, &trust).await?;
+        let (tx, rx) = mpsc::unbounded_channel();
+        tokio::spawn(dispatch(rx, stream, endpoints, trust));
+        Ok(GrpcTso { waiters: tx })
+    }
+
+    pub async fn get_ts(&self) -> Result<u64, String> {
+        let (tx, rx) = oneshot::channel();
+        self.waiters
+            .send(tx)
+            .map_err(|_| "dispatcher stopped".to_string())?;
+        rx.await.map_err(|_| "dispatcher stopped".to_string())?
+    }
+}
+
+struct TsoStream {
+    cluster_id: u64,
+    requests: mpsc::Sender<pdpb::TsoRequest>,
+    replies: tonic::Streaming<pdpb::TsoResponse>,
+}
+
+impl TsoStream {
+    async fn open(endpoints: &[String], trust: &Trust) -> anyhow::Result<TsoStream> {
+        let mut last_error = anyhow::anyhow!("no endpoints");
+        for endpoint in endpoints {
+            match Self::open_via(endpoint, trust).await {
+                Ok(s) => return Ok(s),
+                Err(e) => last_error = e,
+            }
+        }
+        Err(last_error)
+    }
+
+    async fn open_via(endpoint: &str, trust: &Trust) -> anyhow::Result<TsoStream> {
+        let mut pd = pd_grpc::connect(endpoint, trust).await?;
+        let members = pd
+            .get_members(pdpb::GetMembersRequest::default())
+            .await?
+            .into_inner();
+        let cluster_id = members.header.map(|h| h.cluster_id).unwrap_or(0);
+        let leader_url = members
+            .leader
+            .and_then(|l| l.client_urls.into_iter().next())
+            .ok_or_else(|| anyhow::anyhow!("{endpoint} knows no leader"))?;
+        let leader = leader_url
+            .trim_start_matches("https://")
+            .trim_start_matches("http://");
+        let mut pd = pd_grpc::connect(leader, trust).await?;
+        let (requests, rx) = mpsc::channel(16);
+        let replies = pd
+            .tso(tokio_stream::wrappers::ReceiverStream::new(rx))
+            .await?
+            .into_inner();
+        Ok(TsoStream {
+            cluster_id,
+            requests,
+            replies,
+        })
+    }
+
+    /// One batch: `count` timestamps, returned as the first of them.
+    async fn batch(&mut self, count: u32) -> Result<u64, String> {
+        let req = pdpb::TsoRequest {
+            header: Some(pdpb::RequestHeader {
+                cluster_id: self.cluster_id,
+                ..Default::default()
+            }),
+            count,
+            ..Default::default()
+        };
+        self.requests
+            .send(req)
+            .await
+            .map_err(|_| "tso stream closed".to_string())?;
+        let reply = match self.replies.message().await {
+            Ok(Some(r)) => r,
+            Ok(None) => return Err("tso stream ended".into()),
+            Err(status) => return Err(status.to_string()),
+        };
+        let ts = reply.timestamp.ok_or("reply without a timestamp")?;
+        if reply.count != count || ts.logical + 1 < i64::from(count) || ts.physical < 0 {
+            return Err(format!("malformed reply for {count}: {reply:?}"));
+        }
+        let last = ((ts.physical as u64) << 18) | ts.logical as u64;
+        Ok(last + 1 - u64::from(count))
+    }
+}
+
+async fn dispatch(
+    mut waiters: mpsc::UnboundedReceiver<Waiter>,
+    mut stream: TsoStream,
+    endpoints: Vec<String>,
+    trust: Trust,
+) {
+    let mut batch: Vec<Waiter> = Vec::with_capacity(MAX_BATCH);
+    let mut broken = false;
+    while let Some(first) = waiters.recv().await {
+        batch.push(first);
+        while batch.len() < MAX_BATCH {
+            match waiters.try_recv() {
+                Ok(w) => batch.push(w),
+                Err(_) => break,
+            }
+        }
+        if broken {
+            match TsoStream::open(&endpoints, &trust).await {
+                Ok(s) => {
+                    stream = s;
+                    broken = false;
+                }
+                Err(e) => {
+                    for w in batch.drain(..) {
+                        let _ = w.send(Err(format!("reconnecting: {e}")));
+                    }
+                    continue;
+                }
+            }
+        }
+        match stream.batch(batch.len() as u32).await {
+            Ok(first) => {
+                for (i, w) in batch.drain(..).enumerate() {
+                    let _ = w.send(Ok(first + i as u64));
+                }
+            }
+            Err(e) => {
+                broken = true;
+                for w in batch.drain(..) {
+                    let _ = w.send(Err(e.clone()));
+                }
+            }
+        }
+    }
+}
