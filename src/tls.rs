@@ -81,29 +81,48 @@ fn create_self_signed(dir: &Path, names: &[String]) -> anyhow::Result<()> {
     sans.dedup();
     let pair =
         rcgen::generate_simple_self_signed(sans).context("generating a self-signed certificate")?;
-    std::fs::create_dir_all(dir)?;
+    create_dir_durably(dir)?;
     let cert_pem = pair.cert.pem();
-    write_private(
+    write_atomic(
         &dir.join("key.pem"),
         pair.signing_key.serialize_pem().as_bytes(),
+        0o600,
     )?;
-    std::fs::write(dir.join("ca.pem"), &cert_pem)?;
+    write_atomic(&dir.join("ca.pem"), cert_pem.as_bytes(), 0o644)?;
     // cert.pem last: its presence marks the pair complete.
-    std::fs::write(dir.join("cert.pem"), &cert_pem)?;
+    write_atomic(&dir.join("cert.pem"), cert_pem.as_bytes(), 0o644)?;
     Ok(())
 }
 
-fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+fn create_dir_durably(dir: &Path) -> std::io::Result<()> {
+    if !dir.exists() {
+        std::fs::create_dir_all(dir)?;
+        if let Some(parent) = dir.parent() {
+            std::fs::File::open(parent)?.sync_all()?;
+        }
+    }
+    Ok(())
+}
+
+/// Writes a file the node needs to start so that a crash leaves either the old file or the
+/// whole new one, never an empty or partial one: temp file, fsync, rename, fsync of the dir.
+fn write_atomic(path: &Path, bytes: &[u8], mode: u32) -> std::io::Result<()> {
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(".tmp");
+    let tmp = dir.join(name);
     let mut f = std::fs::OpenOptions::new()
         .create(true)
         .truncate(true)
         .write(true)
-        .mode(0o600)
-        .open(path)?;
+        .mode(mode)
+        .open(&tmp)?;
     f.write_all(bytes)?;
-    f.sync_all()
+    f.sync_all()?;
+    std::fs::rename(&tmp, path)?;
+    std::fs::File::open(dir)?.sync_all()
 }
 
 /// The endpoint secret, created once in `DATA_DIR/tls` and kept: it keys the stateless resets
@@ -126,8 +145,8 @@ pub fn endpoint_config(
             let mut secret = vec![0u8; 64];
             ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut secret)
                 .map_err(|_| anyhow::anyhow!("no randomness for the stateless-reset key"))?;
-            std::fs::create_dir_all(path.parent().context("key path has a parent")?)?;
-            write_private(&path, &secret)?;
+            create_dir_durably(path.parent().context("key path has a parent")?)?;
+            write_atomic(&path, &secret, 0o600)?;
             secret
         }
         Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),

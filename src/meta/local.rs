@@ -1,8 +1,18 @@
 //! The embedded store: an in-memory map made durable by a write-ahead log (`meta.wal`, every
 //! record checksummed and fsynced before `put` returns) and a snapshot (`meta.snap`, replaced
-//! atomically by write, fsync, rename, fsync of the directory). A torn record at the log's tail,
-//! left by a crash in the middle of a write, is cut off on open; damage anywhere else is an error,
-//! never silently dropped data.
+//! atomically by write, fsync, rename, fsync of the directory).
+//!
+//! On open, a damaged record is cut off only when it is a torn tail: nothing valid follows it,
+//! as after a crash in the middle of an append. A damaged record with a valid one after it is
+//! damage in the middle, and opening fails with its offset: cutting there would drop records
+//! that were acknowledged.
+//!
+//! Fail-stop: once a write, fsync or compaction step fails, the store is poisoned and every
+//! later write fails. Retrying is not safe: after a failed fsync the kernel may have dropped
+//! the dirty pages and still report the next fsync as a success (PostgreSQL's fsync lesson), and
+//! a half-written record left in the log would hide every record appended after it. A poisoned
+//! node cannot renew its TSO window or id blocks, so it stops serving once they run out; a
+//! restart replays the log and cuts the torn tail.
 
 use std::collections::BTreeMap;
 use std::fs::{self, File, OpenOptions};
@@ -30,12 +40,19 @@ struct Inner {
     map: BTreeMap<Vec<u8>, Vec<u8>>,
     wal: File,
     wal_records: usize,
+    /// Why writes are refused, once one failed.
+    poisoned: Option<String>,
 }
 
 impl LocalStore {
     /// Opens (creating if needed) the store in `dir`.
     pub fn open(dir: &Path) -> Result<Self, MetaError> {
-        fs::create_dir_all(dir)?;
+        if !dir.exists() {
+            fs::create_dir_all(dir)?;
+            if let Some(parent) = dir.parent() {
+                sync_dir(parent)?;
+            }
+        }
         let mut map = BTreeMap::new();
         let snap = dir.join(SNAP);
         if snap.exists() {
@@ -50,27 +67,39 @@ impl LocalStore {
             records.into_iter().for_each(|r| r.apply(&mut map));
         }
         let wal_path = dir.join(WAL);
+        let created = !wal_path.exists();
         let mut wal = OpenOptions::new()
             .create(true)
             .read(true)
             .append(true)
             .open(&wal_path)?;
+        if created {
+            sync_dir(dir)?;
+        }
         let mut bytes = Vec::new();
         wal.read_to_end(&mut bytes)?;
         let (records, good) = parse_records(&bytes);
-        let wal_records = records.len();
-        records.into_iter().for_each(|r| r.apply(&mut map));
         if good != bytes.len() {
-            tracing::warn!(path = %wal_path.display(), cut = bytes.len() - good, "cutting a torn record off the log tail");
+            if let Some(at) = next_valid_record(&bytes, good) {
+                return Err(MetaError::Corrupt(format!(
+                    "{} is damaged at byte {good}, and a valid record follows at byte {at}: \
+                     not a torn tail; refusing to cut acknowledged records",
+                    wal_path.display()
+                )));
+            }
+            tracing::warn!(path = %wal_path.display(), at = good, cut = bytes.len() - good, "cutting a torn record off the log tail");
             wal.set_len(good as u64)?;
             wal.sync_all()?;
         }
+        let wal_records = records.len();
+        records.into_iter().for_each(|r| r.apply(&mut map));
         Ok(LocalStore {
             inner: Arc::new(Mutex::new(Inner {
                 dir: dir.to_path_buf(),
                 map,
                 wal,
                 wal_records,
+                poisoned: None,
             })),
         })
     }
@@ -183,15 +212,20 @@ impl Inner {
         self.write_many(std::iter::once(record))
     }
 
-    /// Appends the records with one sync, then applies them.
+    /// Appends the records with one sync, then applies them. A failure poisons the store.
     fn write_many(&mut self, records: impl Iterator<Item = Record>) -> Result<(), MetaError> {
+        if let Some(why) = &self.poisoned {
+            return Err(MetaError::Io(format!(
+                "store poisoned by an earlier failure ({why}); restart the node"
+            )));
+        }
         let mut buf = Vec::new();
         let records: Vec<Record> = records.collect();
         for record in &records {
             record.encode(&mut buf);
         }
-        self.wal.write_all(&buf)?;
-        self.wal.sync_data()?;
+        self.append(&buf)
+            .map_err(|e| self.poison("log append", e))?;
         self.wal_records += records.len();
         for record in records {
             record.apply(&mut self.map);
@@ -199,12 +233,26 @@ impl Inner {
         // Compaction rewrites the whole map: wait until the log is as large as the map so
         // its cost stays proportional to what was written.
         if self.wal_records >= COMPACT_AFTER.max(self.map.len()) {
-            self.compact()?;
+            self.compact().map_err(|e| self.poison("compaction", e))?;
         }
         Ok(())
     }
 
-    fn compact(&mut self) -> Result<(), MetaError> {
+    fn append(&mut self, buf: &[u8]) -> std::io::Result<()> {
+        failpoint("wal-write")?;
+        self.wal.write_all(buf)?;
+        failpoint("wal-fsync")?;
+        self.wal.sync_data()
+    }
+
+    fn poison(&mut self, step: &str, e: impl std::fmt::Display) -> MetaError {
+        let why = format!("{step} failed: {e}");
+        tracing::error!("meta store: {why}; refusing every later write (fail-stop)");
+        self.poisoned = Some(why.clone());
+        MetaError::Io(why)
+    }
+
+    fn compact(&mut self) -> std::io::Result<()> {
         let mut buf = Vec::new();
         for (key, value) in &self.map {
             Record {
@@ -216,17 +264,41 @@ impl Inner {
         }
         let tmp = self.dir.join(SNAP_TMP);
         let mut file = File::create(&tmp)?;
+        failpoint("snapshot-write")?;
         file.write_all(&buf)?;
         file.sync_all()?;
+        failpoint("snapshot-rename")?;
         fs::rename(&tmp, self.dir.join(SNAP))?;
-        File::open(&self.dir)?.sync_all()?;
+        sync_dir(&self.dir)?;
         // Replaying the old log over the new snapshot reaches the same state, so a crash
         // between the rename and this truncation loses nothing.
+        failpoint("wal-truncate")?;
         self.wal.set_len(0)?;
         self.wal.sync_all()?;
         self.wal_records = 0;
         Ok(())
     }
+}
+
+/// Makes a directory's entries (a created or renamed file) durable.
+fn sync_dir(dir: &Path) -> std::io::Result<()> {
+    File::open(dir)?.sync_all()
+}
+
+/// Fault injection for this module's unit tests: a step named in the test thread's failpoint
+/// list fails with its errno. Outside unit tests it compiles to nothing.
+#[cfg(test)]
+fn failpoint(point: &str) -> std::io::Result<()> {
+    tests::FAILPOINTS.with(|f| match f.borrow().iter().find(|(p, _)| p == point) {
+        Some((_, errno)) => Err(std::io::Error::from_raw_os_error(*errno)),
+        None => Ok(()),
+    })
+}
+
+#[cfg(not(test))]
+#[inline(always)]
+fn failpoint(_point: &str) -> std::io::Result<()> {
+    Ok(())
 }
 
 struct Record {
@@ -280,27 +352,155 @@ impl Record {
 fn parse_records(bytes: &[u8]) -> (Vec<Record>, usize) {
     let mut records = Vec::new();
     let mut pos = 0;
-    while let Some(header) = bytes.get(pos..pos + 8) {
-        let crc = u32::from_le_bytes([header[0], header[1], header[2], header[3]]);
-        let len = u32::from_le_bytes([header[4], header[5], header[6], header[7]]) as usize;
-        let Some(body) = bytes.get(pos + 8..pos + 8 + len) else {
-            break;
-        };
-        if crc32fast::hash(body) != crc {
-            break;
-        }
-        let Some(record) = Record::decode(body) else {
-            break;
-        };
+    while let Some((record, len)) = record_at(bytes, pos) {
         records.push(record);
-        pos += 8 + len;
+        pos += len;
     }
     (records, pos)
+}
+
+/// The record starting at `pos` and its encoded length, if one is there, whole and checksummed.
+fn record_at(bytes: &[u8], pos: usize) -> Option<(Record, usize)> {
+    let header = bytes.get(pos..pos.checked_add(8)?)?;
+    let crc = u32::from_le_bytes([header[0], header[1], header[2], header[3]]);
+    let len = u32::from_le_bytes([header[4], header[5], header[6], header[7]]) as usize;
+    let body = bytes.get(pos + 8..(pos + 8).checked_add(len)?)?;
+    if crc32fast::hash(body) != crc {
+        return None;
+    }
+    Some((Record::decode(body)?, 8 + len))
+}
+
+/// The offset of the first whole, checksummed record after `damaged`, if any: a torn tail has
+/// none (zero-filled or cut pages never checksum as a record, since an empty body is invalid).
+fn next_valid_record(bytes: &[u8], damaged: usize) -> Option<usize> {
+    (damaged + 1..bytes.len()).find(|&at| record_at(bytes, at).is_some())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::cell::RefCell;
+
+    thread_local! {
+        /// Steps that fail on this thread, with the errno they fail with.
+        pub static FAILPOINTS: RefCell<Vec<(String, i32)>> = const { RefCell::new(Vec::new()) };
+    }
+
+    fn fail(point: &str, errno: i32) {
+        FAILPOINTS.with(|f| f.borrow_mut().push((point.to_string(), errno)));
+    }
+
+    fn heal() {
+        FAILPOINTS.with(|f| f.borrow_mut().clear());
+    }
+
+    #[test]
+    fn a_failed_write_or_fsync_poisons_the_store_and_loses_nothing_acknowledged() {
+        for (point, errno) in [("wal-write", libc::ENOSPC), ("wal-fsync", libc::EIO)] {
+            let dir = tempfile::tempdir().unwrap();
+            let store = LocalStore::open(dir.path()).unwrap();
+            store.put_blocking(b"limit", b"100").unwrap();
+            fail(point, errno);
+            let err = store.put_blocking(b"limit", b"200").unwrap_err();
+            assert!(
+                err.to_string().contains("log append failed"),
+                "{point}: {err}"
+            );
+            heal();
+            // The step works again, but the store stays poisoned: no write after a failure.
+            let err = store.put_blocking(b"other", b"1").unwrap_err();
+            assert!(err.to_string().contains("poisoned"), "{err}");
+            // What was acknowledged is what a reader sees, and what a restart finds.
+            assert_eq!(store.get_blocking(b"limit").unwrap(), Some(b"100".to_vec()));
+            drop(store);
+            // After a restart: the acknowledged value, or the refused one if its bytes did
+            // reach the disk (a failed fsync promises nothing either way), never anything else.
+            let store = LocalStore::open(dir.path()).unwrap();
+            let found = store.get_blocking(b"limit").unwrap().unwrap();
+            assert!(found == b"100" || found == b"200", "{point}: {found:?}");
+            store.put_blocking(b"limit", b"300").unwrap();
+            drop(store);
+            let store = LocalStore::open(dir.path()).unwrap();
+            assert_eq!(store.get_blocking(b"limit").unwrap(), Some(b"300".to_vec()));
+        }
+    }
+
+    #[test]
+    fn a_failure_at_any_compaction_step_poisons_and_reopen_keeps_every_write() {
+        for point in ["snapshot-write", "snapshot-rename", "wal-truncate"] {
+            let dir = tempfile::tempdir().unwrap();
+            let store = LocalStore::open(dir.path()).unwrap();
+            for i in 0..COMPACT_AFTER - 1 {
+                store
+                    .put_blocking(format!("k{i}").as_bytes(), b"v")
+                    .unwrap();
+            }
+            fail(point, libc::EIO);
+            // This write is in the log (fsynced) but the compaction it triggers fails.
+            let err = store.put_blocking(b"last", b"v").unwrap_err();
+            assert!(err.to_string().contains("compaction"), "{point}: {err}");
+            heal();
+            assert!(
+                store.put_blocking(b"after", b"v").is_err(),
+                "{point}: not poisoned"
+            );
+            drop(store);
+            let store = LocalStore::open(dir.path()).unwrap();
+            assert_eq!(
+                store.get_blocking(b"last").unwrap(),
+                Some(b"v".to_vec()),
+                "{point}"
+            );
+            let last = format!("k{}", COMPACT_AFTER - 2);
+            assert_eq!(
+                store.get_blocking(last.as_bytes()).unwrap(),
+                Some(b"v".to_vec())
+            );
+            assert_eq!(store.get_blocking(b"after").unwrap(), None);
+        }
+    }
+
+    #[test]
+    fn damage_in_the_middle_of_the_log_is_an_error_naming_the_offset() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = LocalStore::open(dir.path()).unwrap();
+        store.put_blocking(b"a", b"1").unwrap();
+        let first_end = fs::metadata(dir.path().join(WAL)).unwrap().len();
+        store.put_blocking(b"b", b"2").unwrap();
+        store.put_blocking(b"c", b"3").unwrap();
+        drop(store);
+        let wal = dir.path().join(WAL);
+        let mut bytes = fs::read(&wal).unwrap();
+        // Flip a byte inside the second record's body: the third stays valid after it.
+        bytes[first_end as usize + 10] ^= 0xff;
+        fs::write(&wal, &bytes).unwrap();
+        match LocalStore::open(dir.path()) {
+            Err(MetaError::Corrupt(why)) => {
+                assert!(
+                    why.contains(&format!("damaged at byte {first_end}")),
+                    "{why}"
+                )
+            }
+            other => panic!("opened a log damaged in the middle: {:?}", other.err()),
+        }
+        // Nothing was cut: the bytes are as they were.
+        assert_eq!(fs::read(&wal).unwrap(), bytes);
+    }
+
+    #[test]
+    fn a_zero_filled_tail_is_torn_not_damage() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = LocalStore::open(dir.path()).unwrap();
+        store.put_blocking(b"a", b"1").unwrap();
+        drop(store);
+        let wal = dir.path().join(WAL);
+        let mut bytes = fs::read(&wal).unwrap();
+        bytes.extend_from_slice(&[0u8; 4096]);
+        fs::write(&wal, &bytes).unwrap();
+        let store = LocalStore::open(dir.path()).unwrap();
+        assert_eq!(store.get_blocking(b"a").unwrap(), Some(b"1".to_vec()));
+    }
 
     #[test]
     fn survives_reopen_and_compaction() {

@@ -4,7 +4,8 @@
 use std::collections::HashMap;
 
 /// Region ids are allocated, not chosen by a client, so a flood of colliding ids cannot be
-/// crafted: one multiply spreads them, where SipHash cost a measurable share of a heartbeat.
+/// crafted: one multiply spreads them, where SipHash (the std default) costs a measurable
+/// share of a heartbeat.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct IdHasher(u64);
 

@@ -42,9 +42,9 @@ pub(super) fn narrow(prefixes: &[u128], kp: u128, base: &mut usize, size: usize)
     *base = select_le(prefixes[mid], kp, mid, *base);
 }
 
-/// `if p <= kp { mid } else { base }` without a branch. LLVM turned every spelling of it in
-/// Rust (`if`, a mask, `select_unpredictable`) into a jump on the u128 compare inside the
-/// lockstep loop, which mispredicts half the time; hence the three instructions by hand.
+/// `if p <= kp { mid } else { base }` without a branch. LLVM compiles every Rust spelling of
+/// it (`if`, a mask, `select_unpredictable`) to a jump on the u128 compare inside the lockstep
+/// loop, which mispredicts half the time; hence the three instructions by hand.
 #[inline(always)]
 pub(super) fn select_le(p: u128, kp: u128, mid: usize, base: usize) -> usize {
     #[cfg(target_arch = "x86_64")]

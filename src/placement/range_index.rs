@@ -33,8 +33,8 @@ use super::segment::{Block, Entries, Segment, MAX_SEGMENT};
 pub const SEGMENT: usize = 16;
 const _: () = assert!(SEGMENT <= MAX_SEGMENT);
 
-/// Keys searched in lockstep by `locate_many`: with a lookup down to 5 lines past the spine,
-/// 12 keep more of them in flight than 8 did (tuning.md).
+/// Keys searched in lockstep by `locate_many`: a lookup reads 5 lines past the spine, and 12
+/// keys keep more of those misses in flight than 8 (measured in tuning.md).
 pub const LANES: usize = 12;
 
 /// A region as routing sees it, shared by the index and the shard that owns the region.
@@ -43,8 +43,10 @@ pub struct Route {
     pub region: Region,
     /// The end key's prefix (high, low), beside the region a lookup reads anyway, so the index
     /// need not hold ends and the end check rarely follows the end key to its own allocation.
-    /// Two u64s, not a u128: the u128's 16-byte alignment padded a route to 144 bytes, which
-    /// glibc serves from 176-byte chunks (with the reference counts), 136 from 160.
+    /// Two u64s, not a u128: a route then needs only 8-byte alignment and is 136 bytes, 152
+    /// with the `Arc`'s reference counts (a u128 pads it to 144 and 160). jemalloc serves
+    /// both from its 160-byte size class, so this keeps one word of room before a route
+    /// spills into the 192-byte class.
     end: [u64; 2],
     retired: AtomicBool,
 }
@@ -421,8 +423,13 @@ impl RangeIndex {
         self.len() == 0
     }
 
-    /// The current route of region `id`. Takes the writer's lock: for the control path and
-    /// tests, not for request routing (which asks the owning shard).
+    /// The current route of region `id`: one hash lookup, but under the writer's (blocking)
+    /// lock, so it waits while a change set is built (a copy of the spine, 5 MB at 1M regions,
+    /// and its edits) or the persister reads a bucket, and stalls the calling core meanwhile.
+    /// Routing by key never comes here (`snapshot` does not block). Request handlers call it
+    /// only on rare paths, where an occasional wait costs little: GetRegionById when the
+    /// owning shard has not seen the region since this leader loaded, and AskBatchSplit, once
+    /// per split.
     pub fn get(&self, id: u64) -> Option<Arc<Route>> {
         self.writer().by_id.get(&id).cloned()
     }

@@ -1,7 +1,9 @@
-//! The region map: every known region by id, and an ordered index from start key to region, so
-//! a key finds its region in one ordered lookup. Owns the heartbeat rules P1 and P2
-//! (ARCHITECTURE.md): a report older than what it would replace changes nothing; a newer one
-//! replaces every region it overlaps, so no key is ever covered twice.
+//! The reference model of the range index: every known region by id and an ordered map from
+//! start key to region, applying the heartbeat rules P1 and P2 (ARCHITECTURE.md) in the
+//! plainest form: a report older than what it would replace changes nothing; a newer one
+//! replaces every region it overlaps, so no key is ever covered twice. The property tests
+//! check `RangeIndex` against it, and the lookup bench times it as the one-mutex baseline.
+//! Serves no request: the server routes with `RangeIndex`, which owns P1 and P2.
 
 use std::collections::{BTreeMap, HashMap};
 use std::ops::Bound;

@@ -175,8 +175,9 @@ impl Allocator {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Control> {
-        // The guarded data is two integers that are always consistent; a panic elsewhere while
-        // holding the lock cannot leave them half-written, so poisoning carries no information.
+        // The guarded data is three integers, each stored whole, and `advance` needs no relation
+        // between them; a panic while holding the lock cannot leave them half-written, so
+        // poisoning carries no information.
         self.control.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
