@@ -1,7 +1,8 @@
 //! The PD-compatible gRPC front end against the real binary, with kvproto's generated client:
 //! every RPC, PD's error conventions (cluster id, not bootstrapped, already bootstrapped,
 //! region not found, invalid counts, unimplemented methods, malformed protobuf), operators
-//! pushed back on the heartbeat stream, and GC safe points that survive a SIGKILL.
+//! pushed back on the heartbeat stream, GC safe points that survive a SIGKILL, the router
+//! client's batched `QueryRegion` stream, `GetGCState`, and the standard gRPC health service.
 
 use std::path::Path;
 use std::time::Duration;
@@ -688,4 +689,392 @@ async fn the_front_end_can_be_turned_off_or_moved() {
         vec![format!("https://{grpc}")]
     );
     moved.stop().unwrap();
+}
+
+impl Node {
+    /// Bootstraps with one store and one region over every key; returns (store, region, peer).
+    async fn bootstrap(&mut self) -> (u64, u64, u64) {
+        let (s1, r1, p1) = (
+            self.alloc_id().await,
+            self.alloc_id().await,
+            self.alloc_id().await,
+        );
+        let r = self
+            .pd
+            .bootstrap(pdpb::BootstrapRequest {
+                header: self.h(),
+                store: Some(store(s1, "tikv-1:20160")),
+                region: Some(region(r1, b"", b"", (1, 1), vec![peer(p1, s1)])),
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        assert_eq!(error_type(&r.header), None, "{:?}", r.header);
+        (s1, r1, p1)
+    }
+
+    /// Splits the bootstrap region at `at`: returns the new left half's id (the right half
+    /// keeps the old id).
+    async fn split(&mut self, (s1, r1, p1): (u64, u64, u64), at: &[u8]) -> u64 {
+        let ask = self
+            .pd
+            .ask_batch_split(pdpb::AskBatchSplitRequest {
+                header: self.h(),
+                region: Some(region(r1, b"", b"", (1, 1), vec![peer(p1, s1)])),
+                split_count: 1,
+                ..Default::default()
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        let split = &ask.ids[0];
+        let left = region(
+            split.new_region_id,
+            b"",
+            at,
+            (1, 2),
+            vec![peer(split.new_peer_ids[0], s1)],
+        );
+        let right = region(r1, at, b"", (1, 2), vec![peer(p1, s1)]);
+        let r = self
+            .pd
+            .report_batch_split(pdpb::ReportBatchSplitRequest {
+                header: self.h(),
+                regions: vec![left, right],
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        assert_eq!(error_type(&r.header), None, "{:?}", r.header);
+        split.new_region_id
+    }
+
+    async fn gc_state(&mut self, req: pdpb::GetGcStateRequest) -> pdpb::GetGcStateResponse {
+        self.pd.get_gc_state(req).await.unwrap().into_inner()
+    }
+}
+
+async fn next_query(
+    replies: &mut tonic::Streaming<pdpb::QueryRegionResponse>,
+) -> pdpb::QueryRegionResponse {
+    tokio::time::timeout(Duration::from_secs(10), replies.message())
+        .await
+        .expect("a reply within 10 s")
+        .unwrap()
+        .expect("the stream goes on")
+}
+
+/// `QueryRegion`, the router client's batched lookups, as PD answers it: ids in request order
+/// for keys and previous keys (0 for none), each region found once in `regions_by_id`, an empty
+/// entry for an id not found, one reply per message on a stream that outlives a header error;
+/// a header for another cluster ends the stream.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn query_region_answers_keys_prev_keys_and_ids_as_pd_does() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let mut n = start(&data).await;
+
+    let (tx, rx) = tokio::sync::mpsc::channel(8);
+    let mut replies =
+        n.pd.query_region(tokio_stream::wrappers::ReceiverStream::new(rx))
+            .await
+            .unwrap()
+            .into_inner();
+
+    // Not bootstrapped yet: PD's leader says so in the header, and the stream goes on.
+    tx.send(pdpb::QueryRegionRequest {
+        header: n.h(),
+        keys: vec![b"a".to_vec()],
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    let r = next_query(&mut replies).await;
+    assert_eq!(
+        error_type(&r.header),
+        Some(pdpb::ErrorType::NotBootstrapped)
+    );
+    assert!(r.key_id_map.is_empty() && r.regions_by_id.is_empty());
+
+    // Two regions: left = ["", "m"), right = ["m", "") (the bootstrap region's id).
+    let boot = n.bootstrap().await;
+    let right_id = boot.1;
+    let left_id = n.split(boot, b"m").await;
+    let left = n.get_region(b"a").await;
+    let right = n.get_region(b"z").await;
+    assert_eq!(left.region.as_ref().unwrap().id, left_id);
+    assert_eq!(right.region.as_ref().unwrap().id, right_id);
+
+    let missing = 424_242;
+    tx.send(pdpb::QueryRegionRequest {
+        header: n.h(),
+        need_buckets: true,
+        keys: vec![b"a".to_vec(), b"z".to_vec(), b"m".to_vec(), b"".to_vec()],
+        // "z" and "m" are in the right region, whose previous is the left one; "a" is in the
+        // first region, which has none.
+        prev_keys: vec![b"z".to_vec(), b"a".to_vec(), b"m".to_vec()],
+        ids: vec![right_id, missing, 0, left_id],
+    })
+    .await
+    .unwrap();
+    let r = next_query(&mut replies).await;
+    assert_eq!(error_type(&r.header), None, "{:?}", r.header);
+    assert_eq!(r.header.as_ref().unwrap().cluster_id, n.cluster_id);
+    assert_eq!(r.key_id_map, vec![left_id, right_id, right_id, left_id]);
+    assert_eq!(r.prev_key_id_map, vec![left_id, 0, left_id]);
+    let mut ids: Vec<u64> = r.regions_by_id.keys().copied().collect();
+    ids.sort();
+    let mut want = vec![left_id, right_id, missing];
+    want.sort();
+    assert_eq!(ids, want, "each region once, the missing id, no id 0");
+    for (id, unary) in [(left_id, &left), (right_id, &right)] {
+        let found = &r.regions_by_id[&id];
+        assert_eq!(
+            found.region, unary.region,
+            "region {id} as GetRegion has it"
+        );
+        assert_eq!(
+            found.leader, unary.leader,
+            "leader of {id} as GetRegion has it"
+        );
+        assert!(found.buckets.is_none(), "Meridian keeps no buckets");
+    }
+    assert_eq!(
+        r.regions_by_id[&left_id].region.as_ref().unwrap().end_key,
+        b"m"
+    );
+    assert_eq!(
+        r.regions_by_id[&right_id]
+            .region
+            .as_ref()
+            .unwrap()
+            .start_key,
+        b"m"
+    );
+    let absent = &r.regions_by_id[&missing];
+    assert!(
+        absent.region.is_none() && absent.leader.is_none(),
+        "{absent:?}"
+    );
+
+    // One reply per message, in order; ids alone.
+    for ids in [vec![left_id], vec![missing]] {
+        tx.send(pdpb::QueryRegionRequest {
+            header: n.h(),
+            ids: ids.clone(),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    }
+    let r = next_query(&mut replies).await;
+    assert!(r.key_id_map.is_empty() && r.prev_key_id_map.is_empty());
+    assert_eq!(r.regions_by_id.len(), 1);
+    assert_eq!(r.regions_by_id[&left_id].region, left.region);
+    let r = next_query(&mut replies).await;
+    assert_eq!(r.regions_by_id.len(), 1);
+    assert!(r.regions_by_id[&missing].region.is_none());
+
+    // Another cluster's header: the stream ends with a failed precondition.
+    tx.send(pdpb::QueryRegionRequest {
+        header: header(n.cluster_id + 1),
+        keys: vec![b"a".to_vec()],
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    let err = tokio::time::timeout(Duration::from_secs(10), replies.message())
+        .await
+        .expect("an answer within 10 s")
+        .unwrap_err();
+    assert_eq!(err.code(), Code::FailedPrecondition);
+    assert!(err.message().contains("mismatch cluster id"), "{err}");
+    drop(tx);
+    n.server.stop().unwrap();
+}
+
+/// `GetGCState` over Meridian's GC state: the GC safe point reported as both safe points, the
+/// null keyspace's scope, service safe points as GC barriers (without gc_worker's), global
+/// barriers present-empty only when asked for, and PD's errors.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gc_state_reports_the_gc_safe_point_and_service_barriers() {
+    const NULL_KEYSPACE: u32 = 0xFFFF_FFFF;
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let mut n = start(&data).await;
+    let scope = |id: u32| {
+        Some(pdpb::KeyspaceScope {
+            keyspace: Some(pdpb::keyspace_scope::Keyspace::KeyspaceId(id)),
+        })
+    };
+
+    let r = n
+        .gc_state(pdpb::GetGcStateRequest {
+            header: n.h(),
+            ..Default::default()
+        })
+        .await;
+    assert_eq!(
+        error_type(&r.header),
+        Some(pdpb::ErrorType::NotBootstrapped)
+    );
+    assert!(r.gc_state.is_none());
+    let err =
+        n.pd.get_gc_state(pdpb::GetGcStateRequest {
+            header: header(n.cluster_id + 1),
+            ..Default::default()
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Code::FailedPrecondition);
+
+    n.bootstrap().await;
+    let r = n
+        .gc_state(pdpb::GetGcStateRequest {
+            header: n.h(),
+            exclude_gc_barriers: true,
+            ..Default::default()
+        })
+        .await;
+    assert_eq!(error_type(&r.header), None, "{:?}", r.header);
+    let state = r.gc_state.unwrap();
+    assert_eq!((state.gc_safe_point, state.txn_safe_point), (0, 0));
+
+    let r =
+        n.pd.update_gc_safe_point(pdpb::UpdateGcSafePointRequest {
+            header: n.h(),
+            safe_point: 100,
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(r.new_safe_point, 100);
+    let r =
+        n.pd.update_service_gc_safe_point(pdpb::UpdateServiceGcSafePointRequest {
+            header: n.h(),
+            service_id: b"br".to_vec(),
+            ttl: 3600,
+            safe_point: 120,
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(error_type(&r.header), None, "{:?}", r.header);
+
+    // Barriers excluded, globals not asked for (client-go's defaults).
+    let r = n
+        .gc_state(pdpb::GetGcStateRequest {
+            header: n.h(),
+            keyspace_scope: scope(NULL_KEYSPACE),
+            exclude_gc_barriers: true,
+            include_global_gc_barriers: false,
+        })
+        .await;
+    assert_eq!(error_type(&r.header), None, "{:?}", r.header);
+    assert_eq!(r.header.unwrap().cluster_id, n.cluster_id);
+    assert!(r.global_gc_barriers.is_none());
+    let state = r.gc_state.unwrap();
+    assert_eq!(state.gc_safe_point, 100);
+    assert_eq!(state.txn_safe_point, 100);
+    assert!(!state.is_keyspace_level_gc);
+    assert_eq!(state.keyspace_scope, scope(NULL_KEYSPACE));
+    assert!(state.gc_barriers.is_empty());
+
+    // Barriers and globals asked for; no scope, the DEFAULT keyspace and an id outside the
+    // keyspace range all read the null keyspace's state.
+    for keyspace_scope in [None, scope(0), scope(0x0100_0000)] {
+        let r = n
+            .gc_state(pdpb::GetGcStateRequest {
+                header: n.h(),
+                keyspace_scope,
+                exclude_gc_barriers: false,
+                include_global_gc_barriers: true,
+            })
+            .await;
+        assert_eq!(error_type(&r.header), None, "{keyspace_scope:?}");
+        assert_eq!(
+            r.global_gc_barriers,
+            Some(pdpb::GlobalGcBarriersInfo::default()),
+            "asked for: present, and empty"
+        );
+        let state = r.gc_state.unwrap();
+        assert_eq!((state.gc_safe_point, state.txn_safe_point), (100, 100));
+        assert_eq!(state.keyspace_scope, scope(NULL_KEYSPACE));
+        assert_eq!(state.gc_barriers.len(), 1, "{:?}", state.gc_barriers);
+        let br = &state.gc_barriers[0];
+        assert_eq!((br.barrier_id.as_str(), br.barrier_ts), ("br", 120));
+        assert!(
+            br.ttl_seconds > 3500 && br.ttl_seconds <= 3600,
+            "{}",
+            br.ttl_seconds
+        );
+    }
+
+    // A keyspace that does not exist: PD's UNKNOWN error in the header.
+    let r = n
+        .gc_state(pdpb::GetGcStateRequest {
+            header: n.h(),
+            keyspace_scope: scope(7),
+            ..Default::default()
+        })
+        .await;
+    assert_eq!(error_type(&r.header), Some(pdpb::ErrorType::Unknown));
+    assert!(r.gc_state.is_none());
+
+    // The GC safe point moves on; GetGCState follows.
+    n.pd.update_gc_safe_point(pdpb::UpdateGcSafePointRequest {
+        header: n.h(),
+        safe_point: 150,
+    })
+    .await
+    .unwrap();
+    let r = n
+        .gc_state(pdpb::GetGcStateRequest {
+            header: n.h(),
+            exclude_gc_barriers: true,
+            ..Default::default()
+        })
+        .await;
+    let state = r.gc_state.unwrap();
+    assert_eq!((state.gc_safe_point, state.txn_safe_point), (150, 150));
+    n.server.stop().unwrap();
+}
+
+/// The standard gRPC health service: SERVING for the whole server (service ""), which pd's Go
+/// client checks before it uses a member; a service never registered is NOT_FOUND.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn grpc_health_check_reports_serving() {
+    use tonic_health::pb::health_check_response::ServingStatus;
+    use tonic_health::pb::health_client::HealthClient;
+    use tonic_health::pb::HealthCheckRequest;
+
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let n = start(&data).await;
+    let channel = pd_grpc::channel(
+        n.server.grpc_addr.as_deref().unwrap(),
+        &Trust::Ca(data.join("tls/ca.pem")),
+    )
+    .await
+    .unwrap();
+    let mut health = HealthClient::new(channel);
+    let r = health
+        .check(HealthCheckRequest {
+            service: String::new(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(
+        ServingStatus::try_from(r.status).unwrap(),
+        ServingStatus::Serving
+    );
+    let err = health
+        .check(HealthCheckRequest {
+            service: "no.such.Service".into(),
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Code::NotFound);
+    n.server.stop().unwrap();
 }

@@ -87,6 +87,11 @@ async fn serve(setup: GrpcSetup) -> anyhow::Result<()> {
             .context("gRPC TLS config")?;
     }
     let service = Arc::new(PdService::new(setup.shared, setup.metrics_slot));
+    // The standard `grpc.health.v1.Health`, which pd's Go client asks (`Check` with service "")
+    // before it uses a member. It reports SERVING for "" from every member, followers too (as
+    // PD's embedded etcd does): a member that answers is alive, and `pdpb.PD` itself tells a
+    // client who leads.
+    let (_health_reporter, health) = tonic_health::server::health_reporter();
     let mut shutdown = setup.shutdown.clone();
     let mut stopped = setup.shutdown;
     let server = builder
@@ -95,6 +100,7 @@ async fn serve(setup: GrpcSetup) -> anyhow::Result<()> {
                 .max_decoding_message_size(MAX_MESSAGE)
                 .max_encoding_message_size(MAX_MESSAGE),
         )
+        .add_service(health)
         .serve_with_incoming_shutdown(incoming, async move {
             let _ = shutdown.wait_for(|s| *s).await;
         });

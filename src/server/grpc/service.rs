@@ -6,6 +6,8 @@
 // a field added to `proto/kvproto` later defaults instead of breaking the build.
 #![allow(clippy::needless_update)]
 
+use std::collections::hash_map::{Entry, HashMap};
+use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::Poll;
@@ -22,7 +24,7 @@ use crate::kvproto::pdpb::{self, pd_server::Pd};
 use crate::placement::{Region, RegionStats};
 use crate::proto::{ErrorReply, MemberInfo, Reply, Request, Response};
 use crate::server::dispatch::{execute, Action};
-use crate::server::placement::heartbeats;
+use crate::server::placement::{get_regions, heartbeats};
 use crate::server::Shared;
 use crate::tso::{Timestamp, MAX_COUNT};
 
@@ -30,6 +32,14 @@ use crate::tso::{Timestamp, MAX_COUNT};
 const HEARTBEAT_BATCH: usize = 256;
 /// Replies a stream may have queued before its reader waits for the client to take them.
 const STREAM_BACKLOG: usize = 64;
+
+/// PD's `NullKeyspaceID`: the keyspace of a request that names none, whose GC state is the
+/// cluster-wide ("unified") one (tikv/pd pkg/keyspace/constant/constant.go).
+const NULL_KEYSPACE: u32 = 0xFFFF_FFFF;
+/// Keyspace ids PD can hold; an id with higher bits set is taken as the null keyspace.
+const VALID_KEYSPACE_ID_MASK: u32 = 0x00FF_FFFF;
+/// PD's `DefaultKeyspaceID`: the DEFAULT keyspace PD creates at bootstrap, GC'd cluster-wide.
+const DEFAULT_KEYSPACE: u32 = 0;
 
 pub struct PdService {
     shared: Arc<Shared>,
@@ -105,7 +115,16 @@ impl PdService {
         &self,
         req: Request,
     ) -> Result<Result<Reply, Option<pdpb::ResponseHeader>>, Status> {
-        match self.call(req).await {
+        let response = self.call(req).await;
+        self.answer(response)
+    }
+
+    /// A placement `Response` the way `placement` reports it.
+    fn answer(
+        &self,
+        response: Response,
+    ) -> Result<Result<Reply, Option<pdpb::ResponseHeader>>, Status> {
+        match response {
             Response::Ok(reply) => Ok(Ok(reply)),
             Response::Err(e) => self.refusal(e).map(Err),
         }
@@ -174,6 +193,47 @@ fn unexpected(reply: Reply) -> Status {
 
 type Stream<T> = Pin<Box<dyn tokio_stream::Stream<Item = Result<T, Status>> + Send>>;
 
+/// Answers a bidi stream one request at a time, in order, until the client closes it, an
+/// answer is an error (sent, then the stream ends), or the node stops: then the stream ends, so
+/// the client reconnects to whoever leads next.
+fn answer_each<Q, A, F, Fut>(
+    service: Arc<PdService>,
+    mut inbound: Streaming<Q>,
+    what: &'static str,
+    answer: F,
+) -> Stream<A>
+where
+    Q: Send + 'static,
+    A: Send + 'static,
+    F: Fn(Arc<PdService>, Q) -> Fut + Send + 'static,
+    Fut: Future<Output = Result<A, Status>> + Send,
+{
+    let (tx, rx) = mpsc::channel(STREAM_BACKLOG);
+    let mut shutdown = service.shared.shutdown.clone();
+    tokio::spawn(async move {
+        loop {
+            let next = tokio::select! {
+                next = inbound.message() => next,
+                _ = shutdown.wait_for(|s| *s) => return,
+            };
+            let req = match next {
+                Ok(Some(req)) => req,
+                Ok(None) => return,
+                Err(status) => {
+                    tracing::debug!("{what} stream ended: {status}");
+                    return;
+                }
+            };
+            let reply = answer(service.clone(), req).await;
+            let end = reply.is_err();
+            if tx.send(reply).await.is_err() || end {
+                return;
+            }
+        }
+    });
+    Box::pin(ReceiverStream::new(rx))
+}
+
 #[tonic::async_trait]
 impl Pd for Arc<PdService> {
     async fn get_members(
@@ -201,33 +261,12 @@ impl Pd for Arc<PdService> {
         &self,
         request: GrpcRequest<Streaming<pdpb::TsoRequest>>,
     ) -> Result<GrpcResponse<Self::TsoStream>, Status> {
-        let mut inbound = request.into_inner();
-        let (tx, rx) = mpsc::channel(STREAM_BACKLOG);
-        let this = self.clone();
-        let mut shutdown = self.shared.shutdown.clone();
-        tokio::spawn(async move {
-            loop {
-                // On shutdown the stream ends, so the client reconnects to whoever leads next.
-                let next = tokio::select! {
-                    next = inbound.message() => next,
-                    _ = shutdown.wait_for(|s| *s) => return,
-                };
-                let req = match next {
-                    Ok(Some(req)) => req,
-                    Ok(None) => return,
-                    Err(status) => {
-                        tracing::debug!("tso stream ended: {status}");
-                        return;
-                    }
-                };
-                let reply = this.tso_one(&req).await;
-                let end = reply.is_err();
-                if tx.send(reply).await.is_err() || end {
-                    return;
-                }
-            }
-        });
-        Ok(GrpcResponse::new(Box::pin(ReceiverStream::new(rx))))
+        Ok(GrpcResponse::new(answer_each(
+            self.clone(),
+            request.into_inner(),
+            "tso",
+            |this, req| async move { this.tso_one(&req).await },
+        )))
     }
 
     async fn bootstrap(
@@ -467,6 +506,22 @@ impl Pd for Arc<PdService> {
         self.check(req.header.as_ref())?;
         self.found(Request::GetRegionById { id: req.region_id })
             .await
+    }
+
+    type QueryRegionStream = Stream<pdpb::QueryRegionResponse>;
+
+    /// The router client's batched lookups (keys, previous keys and ids in one message), one
+    /// response per request message; see `query_one`.
+    async fn query_region(
+        &self,
+        request: GrpcRequest<Streaming<pdpb::QueryRegionRequest>>,
+    ) -> Result<GrpcResponse<Self::QueryRegionStream>, Status> {
+        Ok(GrpcResponse::new(answer_each(
+            self.clone(),
+            request.into_inner(),
+            "query region",
+            |this, req| async move { this.query_one(req).await },
+        )))
     }
 
     async fn scan_regions(
@@ -711,6 +766,99 @@ impl Pd for Arc<PdService> {
         }
     }
 
+    /// PD's `GetGCState` (tikv/pd server/gc_service.go) over Meridian's v1 GC state. Meridian has
+    /// no keyspaces, so every request reads the null keyspace's ("unified") state, as PD does for
+    /// a request without a keyspace, for an id outside the keyspace id range, and for the
+    /// DEFAULT keyspace (0, which PD GCs with the unified state); any other keyspace id does not
+    /// exist here, which PD answers with an UNKNOWN error in the header.
+    ///
+    /// Meridian keeps no txn safe point apart from the GC safe point (no `AdvanceTxnSafePoint`;
+    /// `gc_worker`'s service safe point is an ordinary one), so the GC safe point is reported as
+    /// both. PD keeps `gc_safe_point <= txn_safe_point`, so this is the lowest txn safe point its
+    /// invariant allows: clients refuse reads below the txn safe point, and below this one is
+    /// exactly what GC may already have collected.
+    ///
+    /// Service safe points (`UpdateServiceGCSafePoint`) are what PD now keeps as GC barriers
+    /// (its compatible path turns them into `SetGCBarrier`), so they are the reported barriers,
+    /// without `gc_worker`'s, as PD leaves it out. Global GC barriers cannot be set here
+    /// (`SetGlobalGCBarrier` is not served): when asked for, the answer is PD's "fulfilled, none
+    /// stored", an empty list.
+    async fn get_gc_state(
+        &self,
+        request: GrpcRequest<pdpb::GetGcStateRequest>,
+    ) -> Result<GrpcResponse<pdpb::GetGcStateResponse>, Status> {
+        let req = request.into_inner();
+        self.check(req.header.as_ref())?;
+        // The placement path first: it answers a cluster not bootstrapped as PD does, before
+        // the keyspace is looked at.
+        let mut gc_safe_point = match self.placement(Request::GetGcSafePoint).await? {
+            Ok(Reply::GcSafePoint(safe_point)) => safe_point,
+            Ok(other) => return Err(unexpected(other)),
+            Err(header) => {
+                return Ok(GrpcResponse::new(pdpb::GetGcStateResponse {
+                    header,
+                    ..Default::default()
+                }))
+            }
+        };
+        // PD's `getKeyspaceID`: no scope is the null keyspace; a scope whose oneof holds no
+        // `keyspace_id` reads as id 0.
+        let keyspace =
+            req.keyspace_scope
+                .as_ref()
+                .map_or(NULL_KEYSPACE, |scope| match scope.keyspace {
+                    Some(pdpb::keyspace_scope::Keyspace::KeyspaceId(id)) => id,
+                    None => DEFAULT_KEYSPACE,
+                });
+        if keyspace & !VALID_KEYSPACE_ID_MASK == 0 && keyspace != DEFAULT_KEYSPACE {
+            // PD's message for `errs.ErrKeyspaceNotFound`, with the id.
+            let message = format!(
+                "[PD:keyspace:ErrKeyspaceNotFound]keyspace does not exist (keyspace id {keyspace})"
+            );
+            return Ok(GrpcResponse::new(pdpb::GetGcStateResponse {
+                header: self.error_header(pdpb::ErrorType::Unknown, message),
+                ..Default::default()
+            }));
+        }
+        let mut gc_barriers = Vec::new();
+        if !req.exclude_gc_barriers {
+            let state = &*self.shared.placement;
+            let now_secs = (state.clock.now_ms() / 1000) as i64;
+            let gc = state.gc.lock().await;
+            // The safe point and the barriers from one look at the state.
+            gc_safe_point = gc.gc();
+            gc_barriers = gc
+                .services()
+                .filter(|s| s.service_id != crate::gc::GC_WORKER)
+                .map(|s| pdpb::GcBarrierInfo {
+                    barrier_id: s.service_id.clone(),
+                    barrier_ts: s.safe_point,
+                    // PD: the seconds left, rounded down, never below 0; i64::MAX never expires.
+                    ttl_seconds: if s.expired_at == i64::MAX {
+                        i64::MAX
+                    } else {
+                        s.expired_at.saturating_sub(now_secs).max(0)
+                    },
+                })
+                .collect();
+        }
+        Ok(GrpcResponse::new(pdpb::GetGcStateResponse {
+            header: self.header(),
+            gc_state: Some(pdpb::GcState {
+                keyspace_scope: Some(pdpb::KeyspaceScope {
+                    keyspace: Some(pdpb::keyspace_scope::Keyspace::KeyspaceId(NULL_KEYSPACE)),
+                }),
+                is_keyspace_level_gc: false,
+                txn_safe_point: gc_safe_point,
+                gc_safe_point,
+                gc_barriers,
+            }),
+            global_gc_barriers: req
+                .include_global_gc_barriers
+                .then(pdpb::GlobalGcBarriersInfo::default),
+        }))
+    }
+
     async fn get_cluster_info(
         &self,
         request: GrpcRequest<pdpb::GetClusterInfoRequest>,
@@ -736,6 +884,124 @@ impl PdService {
                 header,
                 ..Default::default()
             })),
+        }
+    }
+
+    /// One `QueryRegion` message, answered as PD does (tikv/pd server/grpc_service.go
+    /// `QueryRegion`; pkg/core/region.go `QueryRegions`): `key_id_map` and `prev_key_id_map`
+    /// hold, in request order, the id of the region holding each key (of the region just before
+    /// it, adjacent, for each previous key), or 0 when there is none; `regions_by_id` holds each
+    /// region found once, and an entry for every requested id not found (PD's nil entry).
+    /// Meridian keeps no buckets, so `need_buckets` is answered like PD with region buckets off.
+    async fn query_one(
+        &self,
+        req: pdpb::QueryRegionRequest,
+    ) -> Result<pdpb::QueryRegionResponse, Status> {
+        // PD checks the cluster id of every message first; a mismatch ends the stream.
+        self.check_cluster(req.header.as_ref())?;
+        if !self.shared.membership.is_leader() {
+            // A PD follower answers from the regions its region syncer copied, and with
+            // REGION_NOT_FOUND in the header while the syncer is not running. A Meridian follower
+            // keeps no regions: it is the latter, and the stream goes on (the client asks the
+            // members for the leader and reconnects).
+            return Ok(self.query_refused(
+                self.error_header(pdpb::ErrorType::RegionNotFound, "region not found".into()),
+            ));
+        }
+        let keys = &req.keys;
+        // Every key from one snapshot; placement that does not serve reads says why through the
+        // request path (PD's leader answers a cluster not bootstrapped with NOT_BOOTSTRAPPED).
+        let by_key = match get_regions(&self.shared.placement, keys) {
+            Some(found) => {
+                for _ in keys {
+                    self.metrics().request(RequestKind::Placement);
+                }
+                found
+            }
+            None => {
+                match self.placement(Request::IsBootstrapped).await? {
+                    Ok(Reply::Bootstrapped(true)) => {}
+                    Ok(Reply::Bootstrapped(false)) => {
+                        return Ok(self.query_refused(self.refusal(ErrorReply::NotBootstrapped)?))
+                    }
+                    Ok(other) => return Err(unexpected(other)),
+                    Err(header) => return Ok(self.query_refused(header)),
+                }
+                let mut found = Vec::with_capacity(keys.len());
+                for key in keys {
+                    found.push(self.call(Request::GetRegion { key: key.clone() }).await);
+                }
+                found
+            }
+        };
+        let mut out = pdpb::QueryRegionResponse {
+            header: self.header(),
+            key_id_map: Vec::with_capacity(keys.len()),
+            prev_key_id_map: Vec::with_capacity(req.prev_keys.len()),
+            ..Default::default()
+        };
+        for response in by_key {
+            match self.region_of(response)? {
+                Ok(found) => out
+                    .key_id_map
+                    .push(add_found(&mut out.regions_by_id, found.as_ref())),
+                Err(header) => return Ok(self.query_refused(header)),
+            }
+        }
+        for key in &req.prev_keys {
+            let response = self.call(Request::GetPrevRegion { key: key.clone() }).await;
+            match self.region_of(response)? {
+                Ok(found) => out
+                    .prev_key_id_map
+                    .push(add_found(&mut out.regions_by_id, found.as_ref())),
+                Err(header) => return Ok(self.query_refused(header)),
+            }
+        }
+        for &id in &req.ids {
+            // PD skips id 0 and ids already found through a key.
+            if id == 0
+                || out
+                    .regions_by_id
+                    .get(&id)
+                    .is_some_and(|r| r.region.is_some())
+            {
+                continue;
+            }
+            let response = self.call(Request::GetRegionById { id }).await;
+            match self.region_of(response)? {
+                Ok(Some(region)) => {
+                    add_found(&mut out.regions_by_id, Some(&region));
+                }
+                // PD puts a nil value under the id, which gogoproto sends as a map entry with
+                // no value; prost cannot leave a message value out, so it is an empty
+                // `RegionResponse`. Go decodes either as a response without a region, which
+                // pd's router client turns into "not found".
+                Ok(None) => {
+                    out.regions_by_id.entry(id).or_default();
+                }
+                Err(header) => return Ok(self.query_refused(header)),
+            }
+        }
+        Ok(out)
+    }
+
+    /// A `QueryRegion` answer that is only its header.
+    fn query_refused(&self, header: Option<pdpb::ResponseHeader>) -> pdpb::QueryRegionResponse {
+        pdpb::QueryRegionResponse {
+            header,
+            ..Default::default()
+        }
+    }
+
+    /// A region lookup's `Response`: the region (or none), or a header-only refusal.
+    fn region_of(
+        &self,
+        response: Response,
+    ) -> Result<Result<Option<Region>, Option<pdpb::ResponseHeader>>, Status> {
+        match self.answer(response)? {
+            Ok(Reply::Region(found)) => Ok(Ok(found)),
+            Ok(other) => Err(unexpected(other)),
+            Err(header) => Ok(Err(header)),
         }
     }
 
@@ -925,4 +1191,29 @@ impl PdService {
         }
         true
     }
+}
+
+/// Records a region a `QueryRegion` lookup found in `regions_by_id` (once) and returns its id;
+/// 0 for none (PD's `sortOutKeyIDMap`).
+fn add_found(
+    regions_by_id: &mut HashMap<u64, pdpb::RegionResponse>,
+    found: Option<&Region>,
+) -> u64 {
+    let Some(region) = found else { return 0 };
+    let entry = pdpb::RegionResponse {
+        region: Some(convert::region_to(region)),
+        leader: convert::leader_to(region),
+        ..Default::default()
+    };
+    match regions_by_id.entry(region.id) {
+        Entry::Occupied(mut slot) => {
+            if slot.get().region.is_none() {
+                slot.insert(entry);
+            }
+        }
+        Entry::Vacant(slot) => {
+            slot.insert(entry);
+        }
+    }
+    region.id
 }
