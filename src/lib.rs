@@ -8,6 +8,8 @@ pub mod alloc;
 pub mod client;
 /// Runtime configuration: file format and defaults.
 pub mod config;
+/// `meridian ctl`'s pd-ctl-level verbs and how they print (JSON or tables).
+pub mod ctl;
 /// QUIC datagram size: the UDP payload accepted and path MTU discovery's bound.
 pub mod datagram;
 /// Leadership on etcd: campaign, lease keepalive, lease proof (T4).

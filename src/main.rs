@@ -7,8 +7,10 @@ use clap::{Parser, Subcommand};
 use meridian::admin::AdminClient;
 use meridian::client::{Client, ClientOptions};
 use meridian::config::Config;
+use meridian::ctl;
 use meridian::server::{self, ServeOptions};
 use meridian::tls::Trust;
+use meridian::tso::Timestamp;
 
 meridian::install_allocator!();
 
@@ -75,10 +77,11 @@ struct ServeArgs {
 
 #[derive(clap::Args)]
 struct CtlArgs {
-    /// A member's admin HTTP address (host:port), for members and leader.
+    /// A member's admin HTTP address (host:port), for members, transfer-leader, resign and
+    /// delete-member (and leader, when given).
     #[arg(long)]
     admin: Option<String>,
-    /// Members' client addresses (host:port), for tso.
+    /// Members' client addresses (host:port), for the verbs that read the cluster.
     #[arg(long, value_delimiter = ',')]
     endpoints: Vec<String>,
     /// The server's certificate or its CA (DATA_DIR/tls/ca.pem for a self-signed server).
@@ -87,15 +90,18 @@ struct CtlArgs {
     /// Skip certificate verification.
     #[arg(long)]
     insecure: bool,
+    /// Print JSON instead of a table.
+    #[arg(long, global = true)]
+    json: bool,
     #[command(subcommand)]
     command: CtlCommand,
 }
 
 #[derive(Subcommand)]
 enum CtlCommand {
-    /// List the members and which one leads (admin API).
+    /// List the members with their health and which one leads (admin API).
     Members,
-    /// Show the leader (admin API).
+    /// Show the leader (admin API with --admin, else asked over --endpoints).
     Leader,
     /// Hand leadership to the named member (send to the leader's admin API).
     TransferLeader { name: String },
@@ -103,8 +109,56 @@ enum CtlCommand {
     Resign,
     /// Remove a member from the cluster for good (it stops campaigning).
     DeleteMember { name: String },
-    /// Ask the cluster for one timestamp (QUIC, through the client).
-    Tso,
+    /// Take one timestamp, or `tso decode TS` to split one into wall time and logical.
+    Tso {
+        #[command(subcommand)]
+        action: Option<TsoAction>,
+    },
+    /// The region holding KEY; `region id N`; `region scan START [END] --limit N`.
+    Region(RegionArgs),
+    /// One store by id.
+    Store { id: u64 },
+    /// Every store.
+    Stores,
+    /// The members as the cluster reports them, and the leader.
+    Member,
+    /// Cluster id, whether it is bootstrapped, and the counts of members, stores and regions.
+    Cluster,
+}
+
+#[derive(Subcommand)]
+enum TsoAction {
+    /// Physical time (UTC) and logical counter of a timestamp.
+    Decode { ts: u64 },
+}
+
+#[derive(clap::Args)]
+#[command(args_conflicts_with_subcommands = true)]
+struct RegionArgs {
+    /// The key (text; hex with --hex).
+    key: Option<String>,
+    /// Keys are hex.
+    #[arg(long)]
+    hex: bool,
+    #[command(subcommand)]
+    by: Option<RegionBy>,
+}
+
+#[derive(Subcommand)]
+enum RegionBy {
+    /// A region by its id.
+    Id { id: u64 },
+    /// Regions overlapping [START, END) (no END: to the end of the key space).
+    Scan {
+        start: String,
+        #[arg(default_value = "")]
+        end: String,
+        #[arg(long, default_value_t = 16)]
+        limit: usize,
+        /// Keys are hex.
+        #[arg(long)]
+        hex: bool,
+    },
 }
 
 fn main() -> std::process::ExitCode {
@@ -145,47 +199,69 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
 }
 
 fn ctl(args: CtlArgs) -> anyhow::Result<()> {
-    match args.command {
-        CtlCommand::Tso => tso(args),
-        command => {
-            let admin = args
-                .admin
-                .ok_or_else(|| anyhow::anyhow!("pass --admin HOST:PORT"))?;
-            let client = AdminClient::new(&admin);
-            let (path, (status, body)) = match command {
-                CtlCommand::Members => (
-                    "/api/v1/members".to_string(),
-                    client.get("/api/v1/members")?,
-                ),
-                CtlCommand::TransferLeader { name } => {
-                    let path = format!("/api/v1/leader/transfer/{name}");
-                    let answer = client.post(&path)?;
-                    (path, answer)
-                }
-                CtlCommand::DeleteMember { name } => {
-                    let path = format!("/api/v1/members/{name}");
-                    let answer = client.delete(&path)?;
-                    (path, answer)
-                }
-                CtlCommand::Resign => (
-                    "/api/v1/leader/resign".to_string(),
-                    client.post("/api/v1/leader/resign")?,
-                ),
-                _ => ("/api/v1/leader".to_string(), client.get("/api/v1/leader")?),
-            };
-            match serde_json::from_str::<serde_json::Value>(&body) {
-                Ok(json) => println!("{}", serde_json::to_string_pretty(&json)?),
-                Err(_) => println!("{body}"),
-            }
-            if status != 200 {
-                anyhow::bail!("{path} answered {status}");
-            }
-            Ok(())
-        }
+    match &args.command {
+        CtlCommand::Tso {
+            action: Some(TsoAction::Decode { ts }),
+        } => return print(args.json, ctl::tso_decode(Timestamp::from_u64(*ts))),
+        CtlCommand::Leader if args.admin.is_none() => return cluster_read(args),
+        CtlCommand::Tso { .. }
+        | CtlCommand::Region(_)
+        | CtlCommand::Store { .. }
+        | CtlCommand::Stores
+        | CtlCommand::Member
+        | CtlCommand::Cluster => return cluster_read(args),
+        CtlCommand::Members
+        | CtlCommand::Leader
+        | CtlCommand::TransferLeader { .. }
+        | CtlCommand::Resign
+        | CtlCommand::DeleteMember { .. } => {}
     }
+    let admin = args
+        .admin
+        .ok_or_else(|| anyhow::anyhow!("pass --admin HOST:PORT"))?;
+    let client = AdminClient::new(&admin);
+    let (path, (status, body)) = match args.command {
+        CtlCommand::Members => (
+            "/api/v1/members".to_string(),
+            client.get("/api/v1/members")?,
+        ),
+        CtlCommand::TransferLeader { name } => {
+            let path = format!("/api/v1/leader/transfer/{name}");
+            let answer = client.post(&path)?;
+            (path, answer)
+        }
+        CtlCommand::DeleteMember { name } => {
+            let path = format!("/api/v1/members/{name}");
+            let answer = client.delete(&path)?;
+            (path, answer)
+        }
+        CtlCommand::Resign => (
+            "/api/v1/leader/resign".to_string(),
+            client.post("/api/v1/leader/resign")?,
+        ),
+        _ => ("/api/v1/leader".to_string(), client.get("/api/v1/leader")?),
+    };
+    match serde_json::from_str::<serde_json::Value>(&body) {
+        Ok(json) => println!("{}", serde_json::to_string_pretty(&json)?),
+        Err(_) => println!("{body}"),
+    }
+    if status != 200 {
+        anyhow::bail!("{path} answered {status}");
+    }
+    Ok(())
 }
 
-fn tso(args: CtlArgs) -> anyhow::Result<()> {
+fn print(json: bool, shown: ctl::Shown) -> anyhow::Result<()> {
+    if json {
+        println!("{}", serde_json::to_string_pretty(&shown.json)?);
+    } else {
+        println!("{}", shown.text);
+    }
+    Ok(())
+}
+
+/// The verbs that read the cluster over the QUIC client.
+fn cluster_read(args: CtlArgs) -> anyhow::Result<()> {
     let trust = match (args.ca, args.insecure) {
         (Some(ca), false) => Trust::Ca(ca),
         (None, true) => Trust::Insecure,
@@ -199,15 +275,41 @@ fn tso(args: CtlArgs) -> anyhow::Result<()> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    rt.block_on(async {
-        let client = Client::connect(ClientOptions::new(args.endpoints, trust)).await?;
-        let ts = client.get_ts().await?;
-        println!(
-            "{} (physical_ms={} logical={})",
-            ts.as_u64(),
-            ts.physical_ms(),
-            ts.logical()
-        );
-        anyhow::Ok(())
+    let json = args.json;
+    let command = args.command;
+    let endpoints = args.endpoints;
+    rt.block_on(async move {
+        let client = Client::connect(ClientOptions::new(endpoints, trust)).await?;
+        let shown = match command {
+            CtlCommand::Tso { .. } => ctl::tso(&client).await?,
+            CtlCommand::Region(r) => match r.by {
+                Some(RegionBy::Id { id }) => ctl::region_by_id(&client, id).await?,
+                Some(RegionBy::Scan {
+                    start,
+                    end,
+                    limit,
+                    hex,
+                }) => {
+                    let (start, end) = (ctl::parse_key(&start, hex)?, ctl::parse_key(&end, hex)?);
+                    ctl::region_scan(&client, &start, &end, limit).await?
+                }
+                None => {
+                    let key = r
+                        .key
+                        .ok_or_else(|| anyhow::anyhow!("pass a KEY, `id N` or `scan START`"))?;
+                    ctl::region_by_key(&client, &ctl::parse_key(&key, r.hex)?).await?
+                }
+            },
+            CtlCommand::Store { id } => ctl::store(&client, id).await?,
+            CtlCommand::Stores => ctl::stores(&client).await?,
+            CtlCommand::Member => ctl::members(&client).await?,
+            CtlCommand::Leader => ctl::leader(&client).await?,
+            CtlCommand::Cluster => ctl::cluster(&client).await?,
+            CtlCommand::Members
+            | CtlCommand::TransferLeader { .. }
+            | CtlCommand::Resign
+            | CtlCommand::DeleteMember { .. } => anyhow::bail!("an admin API verb"),
+        };
+        print(json, shown)
     })
 }

@@ -96,7 +96,7 @@ async fn admin_api_reports_membership_health_and_metrics() {
         ca_path.to_str().unwrap(),
         "tso",
     ]);
-    assert!(tso.contains("physical_ms="), "{tso}");
+    assert!(tso.contains("system:") && tso.contains("logical:"), "{tso}");
     server.stop().unwrap();
 }
 
