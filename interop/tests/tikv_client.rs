@@ -221,6 +221,33 @@ async fn tikv_client_timestamps_never_step_back_across_leader_sigkills() {
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+    // A follower answers GetMembers with the leader, and refuses the rest as PD's followers do.
+    let leader_id = pd
+        .get_members(pdpb::GetMembersRequest::default())
+        .await
+        .unwrap()
+        .into_inner()
+        .leader
+        .unwrap()
+        .member_id;
+    let follower = &nodes[(first + 1) % 3];
+    let mut to_follower = pd_grpc::connect(&follower.listen, &Trust::Ca(tls.join("ca.pem")))
+        .await
+        .unwrap();
+    let seen = to_follower
+        .get_members(pdpb::GetMembersRequest::default())
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(seen.leader.unwrap().member_id, leader_id);
+    let refused = to_follower
+        .is_bootstrapped(pdpb::IsBootstrappedRequest {
+            header: header(seen.header.unwrap().cluster_id),
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code(), tonic::Code::Unavailable);
+    assert_eq!(refused.message(), "not leader");
 
     let txn = TransactionClient::new_with_config(endpoints, config(&tls))
         .await
