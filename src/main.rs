@@ -21,8 +21,18 @@ meridian::install_allocator!();
     about = "Meridian placement driver and timestamp oracle"
 )]
 struct Cli {
+    /// Log lines as text, or as one JSON object per line for log shippers. The level comes
+    /// from RUST_LOG (default `info`).
+    #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text)]
+    log_format: LogFormat,
     #[command(subcommand)]
     command: Command,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum LogFormat {
+    Text,
+    Json,
 }
 
 #[derive(Subcommand)]
@@ -162,13 +172,17 @@ enum RegionBy {
 }
 
 fn main() -> std::process::ExitCode {
-    tracing_subscriber::fmt()
+    let cli = Cli::parse();
+    let logs = tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
         )
-        .with_writer(std::io::stderr)
-        .init();
-    let result = match Cli::parse().command {
+        .with_writer(std::io::stderr);
+    match cli.log_format {
+        LogFormat::Text => logs.init(),
+        LogFormat::Json => logs.json().init(),
+    }
+    let result = match cli.command {
         Command::Serve(args) => serve(args),
         Command::Ctl(args) => ctl(args),
     };
