@@ -108,7 +108,8 @@ async fn ready(State(s): State<AdminState>) -> Response {
 async fn metrics(State(s): State<AdminState>) -> Response {
     (
         [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
-        s.metrics.render(s.allocator.is_serving()),
+        s.metrics
+            .render(s.allocator.is_serving(), s.membership.is_leader()),
     )
         .into_response()
 }

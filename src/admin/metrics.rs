@@ -24,6 +24,29 @@ const KINDS: [(&str, RequestKind); 6] = [
     ("region_heartbeat", RequestKind::RegionHeartbeat),
     ("placement", RequestKind::Placement),
 ];
+/// Kinds of error replies, as labelled in `meridian_request_errors_total{kind}`.
+const ERROR_KINDS: [&str; 6] = [
+    "not_leader",
+    "invalid_argument",
+    "stale_epoch",
+    "not_bootstrapped",
+    "unavailable",
+    "internal",
+];
+
+/// The label of an error reply.
+pub fn error_kind(e: &crate::proto::ErrorReply) -> usize {
+    use crate::proto::ErrorReply::*;
+    match e {
+        NotLeader { .. } => 0,
+        InvalidArgument(_) => 1,
+        StaleEpoch(_) => 2,
+        NotBootstrapped => 3,
+        Unavailable(_) => 4,
+        Internal(_) => 5,
+    }
+}
+
 /// Batch size buckets: `count <= 2^i` for i in 0..=18.
 const BATCH_BUCKETS: usize = 19;
 /// Latency buckets: `<= 2^i` microseconds for i in 0..24 (up to ~8 s).
@@ -33,7 +56,7 @@ const LATENCY_BUCKETS: usize = 24;
 #[derive(Default)]
 pub struct CoreMetrics {
     requests: [AtomicU64; KINDS.len()],
-    errors: AtomicU64,
+    errors: [AtomicU64; ERROR_KINDS.len()],
     timestamps: AtomicU64,
     batch: [AtomicU64; BATCH_BUCKETS],
     latency: [AtomicU64; LATENCY_BUCKETS],
@@ -48,11 +71,11 @@ impl CoreMetrics {
     }
 
     #[inline]
-    pub fn error(&self) {
-        self.errors.fetch_add(1, Relaxed);
+    /// Counts an error reply by its kind.
+    pub fn error(&self, e: &crate::proto::ErrorReply) {
+        self.errors[error_kind(e)].fetch_add(1, Relaxed);
     }
 
-    #[inline]
     pub fn tso_batch(&self, count: u32) {
         self.timestamps.fetch_add(u64::from(count), Relaxed);
         let bucket =
@@ -75,11 +98,30 @@ impl CoreMetrics {
     }
 }
 
+/// One store's counts for the per-store series.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StoreCounts {
+    pub id: u64,
+    pub regions: u64,
+    pub leaders: u64,
+}
+
+/// What the placement side publishes once a second (the persister's tick).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PlacementGauges {
+    pub regions: u64,
+    pub stores: u64,
+    /// Changes queued and not yet persisted.
+    pub persist_backlog: u64,
+    pub per_store: Vec<StoreCounts>,
+}
+
 #[derive(Default)]
 pub struct Metrics {
     cores: Vec<CoreMetrics>,
     pub window_renewals: AtomicU64,
     pub window_renewal_failures: AtomicU64,
+    placement: std::sync::Mutex<PlacementGauges>,
 }
 
 impl Metrics {
@@ -87,6 +129,12 @@ impl Metrics {
         Metrics {
             cores: (0..cores).map(|_| CoreMetrics::default()).collect(),
             ..Default::default()
+        }
+    }
+
+    pub fn set_placement(&self, gauges: PlacementGauges) {
+        if let Ok(mut g) = self.placement.lock() {
+            *g = gauges;
         }
     }
 
@@ -99,7 +147,7 @@ impl Metrics {
     }
 
     /// Prometheus text exposition format, version 0.0.4.
-    pub fn render(&self, serving: bool) -> String {
+    pub fn render(&self, serving: bool, is_leader: bool) -> String {
         let mut out = String::with_capacity(4096);
         let _ = writeln!(
             out,
@@ -113,12 +161,18 @@ impl Metrics {
                 self.sum(|c| &c.requests[kind as usize])
             );
         }
-        counter(
-            &mut out,
-            "meridian_request_errors_total",
-            "Requests answered with an error.",
-            self.sum(|c| &c.errors),
+        let _ = writeln!(
+            out,
+            "# HELP meridian_request_errors_total Requests answered with an error, by kind."
         );
+        let _ = writeln!(out, "# TYPE meridian_request_errors_total counter");
+        for (i, kind) in ERROR_KINDS.iter().enumerate() {
+            let _ = writeln!(
+                out,
+                "meridian_request_errors_total{{kind=\"{kind}\"}} {}",
+                self.sum(|c| &c.errors[i])
+            );
+        }
         counter(
             &mut out,
             "meridian_tso_timestamps_total",
@@ -149,6 +203,55 @@ impl Metrics {
         );
         let _ = writeln!(out, "# TYPE meridian_tso_serving gauge");
         let _ = writeln!(out, "meridian_tso_serving {}", u8::from(serving));
+        gauge(
+            &mut out,
+            "meridian_is_leader",
+            "Whether this node holds the leader lease.",
+            u64::from(is_leader),
+        );
+        let placement = self.placement.lock().map(|g| g.clone()).unwrap_or_default();
+        gauge(
+            &mut out,
+            "meridian_regions",
+            "Regions in this leader's map (0 on a follower).",
+            placement.regions,
+        );
+        gauge(
+            &mut out,
+            "meridian_stores",
+            "Stores known to this leader (0 on a follower).",
+            placement.stores,
+        );
+        gauge(
+            &mut out,
+            "meridian_persist_backlog",
+            "Placement changes queued and not yet persisted.",
+            placement.persist_backlog,
+        );
+        let _ = writeln!(
+            out,
+            "# HELP meridian_store_regions Regions each store reported in its last heartbeat."
+        );
+        let _ = writeln!(out, "# TYPE meridian_store_regions gauge");
+        for s in &placement.per_store {
+            let _ = writeln!(
+                out,
+                "meridian_store_regions{{store=\"{}\"}} {}",
+                s.id, s.regions
+            );
+        }
+        let _ = writeln!(
+            out,
+            "# HELP meridian_store_leaders Region leaders each store reported in its last heartbeat."
+        );
+        let _ = writeln!(out, "# TYPE meridian_store_leaders gauge");
+        for s in &placement.per_store {
+            let _ = writeln!(
+                out,
+                "meridian_store_leaders{{store=\"{}\"}} {}",
+                s.id, s.leaders
+            );
+        }
 
         let batch: Vec<u64> = (0..BATCH_BUCKETS)
             .map(|i| self.sum(|c| &c.batch[i]))
@@ -174,6 +277,12 @@ impl Metrics {
         );
         out
     }
+}
+
+fn gauge(out: &mut String, name: &str, help: &str, value: u64) {
+    let _ = writeln!(out, "# HELP {name} {help}");
+    let _ = writeln!(out, "# TYPE {name} gauge");
+    let _ = writeln!(out, "{name} {value}");
 }
 
 fn counter(out: &mut String, name: &str, help: &str, value: u64) {
@@ -214,7 +323,7 @@ mod tests {
         m.core(0).tso_batch(1);
         m.core(1).tso_batch(3);
         m.core(1).latency(Duration::from_micros(3), 2);
-        let text = m.render(true);
+        let text = m.render(true, true);
         assert!(text.contains("meridian_requests_total{kind=\"tso\"} 2"));
         assert!(text.contains("meridian_tso_timestamps_total 4"));
         assert!(text.contains("meridian_tso_batch_size_bucket{le=\"1\"} 1"));

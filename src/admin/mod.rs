@@ -8,4 +8,4 @@ mod metrics;
 
 pub use client::AdminClient;
 pub use http::{serve, AdminControl, AdminState};
-pub use metrics::{CoreMetrics, Metrics, RequestKind};
+pub use metrics::{CoreMetrics, Metrics, PlacementGauges, RequestKind, StoreCounts};

@@ -47,7 +47,7 @@ pub async fn execute(action: Action, shared: &Shared, metrics: &CoreMetrics) -> 
             let response = tso(count, shared).await;
             match &response {
                 Response::Ok(_) => metrics.tso_batch(count),
-                Response::Err(_) => metrics.error(),
+                Response::Err(e) => metrics.error(e),
             }
             response
         }
@@ -61,8 +61,8 @@ pub async fn execute(action: Action, shared: &Shared, metrics: &CoreMetrics) -> 
                 _ => RequestKind::Placement,
             });
             let response = super::placement::handle(*req, shared).await;
-            if matches!(response, Response::Err(_)) {
-                metrics.error();
+            if let Response::Err(e) = &response {
+                metrics.error(e);
             }
             response
         }

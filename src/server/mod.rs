@@ -176,8 +176,13 @@ async fn serve(opts: ServeOptions) -> anyhow::Result<()> {
     let membership = Membership::new(cluster_id, me.clone(), leader_rx);
     let tick = Duration::from_millis(opts.config.server.tick_interval_ms);
     let clock = Arc::new(WallClock::default());
-    let (placement, shard_queues) =
-        placement::PlacementState::new(cores, opts.config.schedule, clock.clone(), keys.clone());
+    let (placement, shard_queues) = placement::PlacementState::new(
+        cores,
+        opts.config.schedule,
+        clock.clone(),
+        keys.clone(),
+        metrics.clone(),
+    );
 
     let mut admin_control = None;
     // The node starts serving only once the control side says so: the embedded store starts the

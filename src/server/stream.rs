@@ -117,8 +117,9 @@ pub async fn serve_stream(
                 Ok(action) => Pending::Later(action),
                 Err(e) => {
                     metrics.request(RequestKind::Malformed);
-                    metrics.error();
-                    Pending::Now(Response::Err(ErrorReply::InvalidArgument(e.to_string())))
+                    let reply = ErrorReply::InvalidArgument(e.to_string());
+                    metrics.error(&reply);
+                    Pending::Now(Response::Err(reply))
                 }
             });
         }
@@ -145,8 +146,8 @@ pub async fn serve_stream(
                     let r = beat_replies.next().unwrap_or_else(|| {
                         Response::Err(ErrorReply::Unavailable("shutting down".into()))
                     });
-                    if matches!(r, Response::Err(_)) {
-                        metrics.error();
+                    if let Response::Err(e) = &r {
+                        metrics.error(e);
                     }
                     r
                 }
@@ -161,8 +162,8 @@ pub async fn serve_stream(
                         Some(r) => r,
                         None => {
                             let r = handle(Request::GetRegion { key }, &shared).await;
-                            if matches!(r, Response::Err(_)) {
-                                metrics.error();
+                            if let Response::Err(e) = &r {
+                                metrics.error(e);
                             }
                             r
                         }

@@ -1167,8 +1167,9 @@ impl PdService {
                 Response::Ok(_) => {}
                 // A stale or malformed report changes nothing (P1). PD answers it with an UNKNOWN
                 // error header addressed to the reporting leader, and the stream goes on.
-                Response::Err(ErrorReply::StaleEpoch(m) | ErrorReply::InvalidArgument(m)) => {
-                    metrics.error();
+                Response::Err(e @ (ErrorReply::StaleEpoch(_) | ErrorReply::InvalidArgument(_))) => {
+                    metrics.error(&e);
+                    let m = e.to_string();
                     tracing::debug!(region = region.id, "region heartbeat refused: {m}");
                     let reply = pdpb::RegionHeartbeatResponse {
                         header: self.error_header(pdpb::ErrorType::Unknown, m),
@@ -1181,7 +1182,7 @@ impl PdService {
                     }
                 }
                 Response::Err(e) => {
-                    metrics.error();
+                    metrics.error(&e);
                     if let Err(status) = self.refusal(e) {
                         let _ = tx.send(Err(status)).await;
                         return false;

@@ -72,7 +72,10 @@ pub async fn serve_term<M: MetaStore + Clone>(
                     }
                 }
                 _ = state.ids.want_block.notified() => {}
-                _ = tick.tick() => stores.extend(mark_down(&state)),
+                _ = tick.tick() => {
+                    stores.extend(mark_down(&state));
+                    state.publish_gauges(regions.len() + stores.len());
+                }
             }
             for (ops, reply) in sync {
                 let result = store.batch(ops).await;
@@ -96,6 +99,7 @@ pub async fn serve_term<M: MetaStore + Clone>(
     .await;
     state.set_ready(false);
     clear(&state).await;
+    state.publish_gauges(0);
     result
 }
 

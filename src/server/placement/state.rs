@@ -11,6 +11,7 @@ use tokio::sync::{mpsc, Notify};
 
 use super::persist::PersistOp;
 use super::shard_task::ShardMsg;
+use crate::admin::{Metrics, PlacementGauges, StoreCounts};
 use crate::gc::SafePoints;
 use crate::meta::Keys;
 use crate::placement::{IdAllocator, RangeIndex, ScheduleConfig, StoreMap, StoreView};
@@ -40,6 +41,7 @@ pub struct PlacementState {
     /// updates are persisted in the order they were decided and no reader sees a value that
     /// is not durable yet.
     pub gc: tokio::sync::Mutex<SafePoints>,
+    metrics: Arc<Metrics>,
 }
 
 /// Capacity of each shard's queue; a full queue makes the sender wait (backpressure).
@@ -52,6 +54,7 @@ impl PlacementState {
         cfg: ScheduleConfig,
         clock: Arc<WallClock>,
         keys: Keys,
+        metrics: Arc<Metrics>,
     ) -> (Arc<PlacementState>, Vec<mpsc::Receiver<ShardMsg>>) {
         let (senders, receivers): (Vec<_>, Vec<_>) =
             (0..cores).map(|_| mpsc::channel(SHARD_QUEUE)).unzip();
@@ -71,6 +74,7 @@ impl PlacementState {
             keys,
             bootstrap_lock: tokio::sync::Mutex::new(()),
             gc: tokio::sync::Mutex::new(SafePoints::default()),
+            metrics,
         };
         (Arc::new(state), receivers)
     }
@@ -92,6 +96,26 @@ impl PlacementState {
         // Store edits are single calls on the pure map that leave it valid even if a
         // panic interrupted the caller afterwards.
         self.stores.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Publishes the counts the metrics show: regions, stores (with what each reported), and
+    /// `backlog` changes not yet persisted.
+    pub fn publish_gauges(&self, backlog: usize) {
+        let per_store: Vec<StoreCounts> = self
+            .stores()
+            .iter()
+            .map(|s| StoreCounts {
+                id: s.store.id,
+                regions: s.stats.region_count,
+                leaders: s.stats.leader_count,
+            })
+            .collect();
+        self.metrics.set_placement(PlacementGauges {
+            regions: self.index.len() as u64,
+            stores: per_store.len() as u64,
+            persist_backlog: backlog as u64,
+            per_store,
+        });
     }
 
     /// Republishes the scheduler's view after a store change.
