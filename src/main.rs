@@ -9,7 +9,7 @@ use meridian::client::{Client, ClientOptions};
 use meridian::config::Config;
 use meridian::ctl;
 use meridian::server::{self, ServeOptions};
-use meridian::tls::Trust;
+use meridian::tls::{cert, Trust};
 use meridian::tso::Timestamp;
 
 meridian::install_allocator!();
@@ -41,6 +41,41 @@ enum Command {
     Serve(ServeArgs),
     /// Query a running node.
     Ctl(CtlArgs),
+    /// Make a cluster's certificates: a CA, node certificates, client certificates with a role.
+    Cert(CertArgs),
+}
+
+#[derive(clap::Args)]
+struct CertArgs {
+    /// Where ca.pem and the certificates made are written.
+    #[arg(long)]
+    certs_dir: PathBuf,
+    /// The CA's private key: written by create-ca, read by the others. Keep it off the nodes.
+    #[arg(long)]
+    ca_key: PathBuf,
+    #[command(subcommand)]
+    command: CertCommand,
+}
+
+// The verbs are CockroachDB's (`cert create-ca`, ...), which users of secure clusters know.
+#[allow(clippy::enum_variant_names)]
+#[derive(Subcommand)]
+enum CertCommand {
+    /// A new CA: CERTS_DIR/ca.pem and the key at --ca-key.
+    CreateCa,
+    /// A member's certificate for HOSTS (names or addresses clients dial): node.pem, node-key.pem.
+    CreateNode {
+        #[arg(required = true)]
+        hosts: Vec<String>,
+    },
+    /// A client certificate carrying ROLE: <name>.pem and <name>-key.pem (default name `client`,
+    /// the file names PD clients' TLS settings use).
+    CreateClient {
+        #[arg(long, value_enum)]
+        role: cert::Role,
+        #[arg(long, default_value = "client")]
+        name: String,
+    },
 }
 
 #[derive(clap::Args)]
@@ -185,6 +220,7 @@ fn main() -> std::process::ExitCode {
     let result = match cli.command {
         Command::Serve(args) => serve(args),
         Command::Ctl(args) => ctl(args),
+        Command::Cert(args) => cert_command(args),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,
@@ -326,4 +362,61 @@ fn cluster_read(args: CtlArgs) -> anyhow::Result<()> {
         };
         print(json, shown)
     })
+}
+
+fn cert_command(args: CertArgs) -> anyhow::Result<()> {
+    let ca_cert = args.certs_dir.join("ca.pem");
+    match args.command {
+        CertCommand::CreateCa => {
+            anyhow::ensure!(
+                !args.ca_key.exists(),
+                "{} exists: a CA is made once",
+                args.ca_key.display()
+            );
+            let ca = cert::create_ca("Meridian CA")?;
+            let key_dir = args.ca_key.parent().unwrap_or(std::path::Path::new("."));
+            let key_name = args
+                .ca_key
+                .file_name()
+                .and_then(|n| n.to_str())
+                .and_then(|n| n.strip_suffix("-key.pem"))
+                .ok_or_else(|| anyhow::anyhow!("--ca-key must name a file ending in -key.pem"))?;
+            // The key goes to --ca-key, the certificate to CERTS_DIR/ca.pem.
+            cert::write_pair(
+                key_dir,
+                key_name,
+                &cert::Pem {
+                    cert: ca.cert.clone(),
+                    key: ca.key,
+                },
+            )?;
+            if key_dir.join(format!("{key_name}.pem")) != ca_cert {
+                meridian::tls::write_file(&args.certs_dir, "ca.pem", ca.cert.as_bytes())?;
+            }
+            println!("{} and {}", ca_cert.display(), args.ca_key.display());
+        }
+        CertCommand::CreateNode { hosts } => {
+            let ca = cert::read_pem(&ca_cert, &args.ca_key)?;
+            cert::write_pair(&args.certs_dir, "node", &cert::create_node(&ca, &hosts)?)?;
+            println!(
+                "{}/node.pem for {}",
+                args.certs_dir.display(),
+                hosts.join(", ")
+            );
+        }
+        CertCommand::CreateClient { role, name } => {
+            let ca = cert::read_pem(&ca_cert, &args.ca_key)?;
+            cert::write_pair(
+                &args.certs_dir,
+                &name,
+                &cert::create_client(&ca, &name, role)?,
+            )?;
+            println!(
+                "{}/{name}.pem with role {}",
+                args.certs_dir.display(),
+                role.name()
+            );
+        }
+    }
+    Ok(())
 }

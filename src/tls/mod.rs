@@ -2,6 +2,8 @@
 //! created once in the data dir and kept), and client configs that verify against a CA file or,
 //! only when asked explicitly, skip verification. TLS 1.3 only, ALPN `meridian/1`.
 
+pub mod cert;
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -94,7 +96,13 @@ fn create_self_signed(dir: &Path, names: &[String]) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn create_dir_durably(dir: &Path) -> std::io::Result<()> {
+/// Writes `<dir>/<name>` atomically, creating the directory if needed.
+pub fn write_file(dir: &Path, name: &str, bytes: &[u8]) -> std::io::Result<()> {
+    create_dir_durably(dir)?;
+    write_atomic(&dir.join(name), bytes, 0o644)
+}
+
+pub(crate) fn create_dir_durably(dir: &Path) -> std::io::Result<()> {
     if !dir.exists() {
         std::fs::create_dir_all(dir)?;
         if let Some(parent) = dir.parent() {
@@ -106,7 +114,7 @@ fn create_dir_durably(dir: &Path) -> std::io::Result<()> {
 
 /// Writes a file the node needs to start so that a crash leaves either the old file or the
 /// whole new one, never an empty or partial one: temp file, fsync, rename, fsync of the dir.
-fn write_atomic(path: &Path, bytes: &[u8], mode: u32) -> std::io::Result<()> {
+pub(crate) fn write_atomic(path: &Path, bytes: &[u8], mode: u32) -> std::io::Result<()> {
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
     let dir = path.parent().unwrap_or(Path::new("."));

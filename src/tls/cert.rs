@@ -1,0 +1,310 @@
+//! A cluster's certificates, as `meridian cert` makes them (CockroachDB's `cert` commands are
+//! the model): a CA, node certificates for the members, and client certificates, each carrying
+//! a role. Owns the role encoding; must not decide what a role may do (that is the front ends'
+//! authorization).
+//!
+//! The role is a URI subject alternative name, `meridian://role/<role>`: SANs are the part of a
+//! certificate every TLS library exposes and no other check reads this scheme, so a role never
+//! passes for a host name, and one certificate may carry several roles.
+
+use std::path::Path;
+
+use anyhow::Context;
+use rcgen::{
+    BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa,
+    Issuer, KeyPair, KeyUsagePurpose, SanType,
+};
+
+/// The scheme and path prefix of a role SAN.
+pub const ROLE_URI_PREFIX: &str = "meridian://role/";
+
+/// Who a certificate speaks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, clap::ValueEnum)]
+pub enum Role {
+    /// Timestamps and placement reads.
+    Client,
+    /// A storage node: heartbeats, store registration, bootstrap, splits, id allocation.
+    Store,
+    /// Operators of the cluster: leader transfer, resign, member deletion.
+    Admin,
+    /// Another member of the cluster (node to node).
+    Member,
+}
+
+impl Role {
+    pub const ALL: [Role; 4] = [Role::Client, Role::Store, Role::Admin, Role::Member];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Role::Client => "client",
+            Role::Store => "store",
+            Role::Admin => "admin",
+            Role::Member => "member",
+        }
+    }
+
+    pub fn uri(self) -> String {
+        format!("{ROLE_URI_PREFIX}{}", self.name())
+    }
+
+    fn of_uri(uri: &str) -> Option<Role> {
+        let name = uri.strip_prefix(ROLE_URI_PREFIX)?;
+        Role::ALL.into_iter().find(|r| r.name() == name)
+    }
+}
+
+/// A certificate and its private key, PEM.
+#[derive(Debug, Clone)]
+pub struct Pem {
+    pub cert: String,
+    pub key: String,
+}
+
+fn named(common_name: &str) -> DistinguishedName {
+    let mut dn = DistinguishedName::new();
+    dn.push(DnType::OrganizationName, "Meridian");
+    dn.push(DnType::CommonName, common_name);
+    dn
+}
+
+/// A new CA: self-signed, allowed to sign certificates and nothing else.
+pub fn create_ca(common_name: &str) -> anyhow::Result<Pem> {
+    let mut params = CertificateParams::new(Vec::<String>::new())?;
+    params.distinguished_name = named(common_name);
+    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    params.key_usages = vec![
+        KeyUsagePurpose::KeyCertSign,
+        KeyUsagePurpose::CrlSign,
+        KeyUsagePurpose::DigitalSignature,
+    ];
+    let key = KeyPair::generate()?;
+    let cert = params.self_signed(&key)?;
+    Ok(Pem {
+        cert: cert.pem(),
+        key: key.serialize_pem(),
+    })
+}
+
+fn signed(
+    ca: &Pem,
+    common_name: &str,
+    hosts: &[String],
+    roles: &[Role],
+    usages: Vec<ExtendedKeyUsagePurpose>,
+) -> anyhow::Result<Pem> {
+    let ca_key = KeyPair::from_pem(&ca.key).context("reading the CA key")?;
+    let issuer =
+        Issuer::from_ca_cert_pem(&ca.cert, ca_key).context("reading the CA certificate")?;
+    // Host names become DNS SANs, addresses IP SANs.
+    let mut params = CertificateParams::new(hosts.to_vec())?;
+    params.distinguished_name = named(common_name);
+    for role in roles {
+        params
+            .subject_alt_names
+            .push(SanType::URI(role.uri().try_into()?));
+    }
+    params.key_usages = vec![
+        KeyUsagePurpose::DigitalSignature,
+        KeyUsagePurpose::KeyEncipherment,
+    ];
+    params.extended_key_usages = usages;
+    let key = KeyPair::generate()?;
+    let cert = params.signed_by(&key, &issuer)?;
+    Ok(Pem {
+        cert: cert.pem(),
+        key: key.serialize_pem(),
+    })
+}
+
+/// A member's certificate: serves clients under `hosts` and speaks to other members (role
+/// `member`).
+pub fn create_node(ca: &Pem, hosts: &[String]) -> anyhow::Result<Pem> {
+    anyhow::ensure!(
+        !hosts.is_empty(),
+        "a node certificate names at least one host"
+    );
+    signed(
+        ca,
+        &hosts[0],
+        hosts,
+        &[Role::Member],
+        vec![
+            ExtendedKeyUsagePurpose::ServerAuth,
+            ExtendedKeyUsagePurpose::ClientAuth,
+        ],
+    )
+}
+
+/// A client's certificate with `role`, for TLS client authentication only.
+pub fn create_client(ca: &Pem, name: &str, role: Role) -> anyhow::Result<Pem> {
+    signed(
+        ca,
+        name,
+        &[],
+        &[role],
+        vec![ExtendedKeyUsagePurpose::ClientAuth],
+    )
+}
+
+/// The roles a certificate (DER) carries, in order, without duplicates. Unknown role names are
+/// ignored: they grant nothing.
+pub fn roles_of(cert_der: &[u8]) -> anyhow::Result<Vec<Role>> {
+    let (_, cert) = x509_parser::parse_x509_certificate(cert_der)
+        .map_err(|e| anyhow::anyhow!("not a certificate: {e}"))?;
+    let mut roles = Vec::new();
+    if let Ok(Some(san)) = cert.subject_alternative_name() {
+        for name in &san.value.general_names {
+            if let x509_parser::extensions::GeneralName::URI(uri) = name {
+                if let Some(role) = Role::of_uri(uri) {
+                    roles.push(role);
+                }
+            }
+        }
+    }
+    roles.sort();
+    roles.dedup();
+    Ok(roles)
+}
+
+/// Reads a PEM pair back.
+pub fn read_pem(cert: &Path, key: &Path) -> anyhow::Result<Pem> {
+    Ok(Pem {
+        cert: std::fs::read_to_string(cert)
+            .with_context(|| format!("reading {}", cert.display()))?,
+        key: std::fs::read_to_string(key).with_context(|| format!("reading {}", key.display()))?,
+    })
+}
+
+/// Writes a pair as `<dir>/<name>.pem` and `<dir>/<name>-key.pem` (the key readable by the
+/// owner only), each atomically; refuses to overwrite an existing key.
+pub fn write_pair(dir: &Path, name: &str, pem: &Pem) -> anyhow::Result<()> {
+    let key = dir.join(format!("{name}-key.pem"));
+    anyhow::ensure!(
+        !key.exists(),
+        "{} exists: remove it first to replace it",
+        key.display()
+    );
+    super::create_dir_durably(dir)?;
+    super::write_atomic(&key, pem.key.as_bytes(), 0o600)?;
+    super::write_atomic(&dir.join(format!("{name}.pem")), pem.cert.as_bytes(), 0o644)?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rustls::client::danger::ServerCertVerifier;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
+    use std::sync::Arc;
+
+    fn der(pem: &str) -> CertificateDer<'static> {
+        rustls_pemfile::certs(&mut pem.as_bytes())
+            .next()
+            .unwrap()
+            .unwrap()
+    }
+
+    fn roots(ca: &Pem) -> Arc<rustls::RootCertStore> {
+        let mut roots = rustls::RootCertStore::empty();
+        roots.add(der(&ca.cert)).unwrap();
+        Arc::new(roots)
+    }
+
+    fn provider() -> Arc<rustls::crypto::CryptoProvider> {
+        Arc::new(rustls::crypto::ring::default_provider())
+    }
+
+    #[test]
+    fn a_node_certificate_verifies_for_its_hosts_under_the_ca_and_carries_member() {
+        let ca = create_ca("test CA").unwrap();
+        let node = create_node(&ca, &["localhost".into(), "127.0.0.1".into()]).unwrap();
+        let verifier =
+            rustls::client::WebPkiServerVerifier::builder_with_provider(roots(&ca), provider())
+                .build()
+                .unwrap();
+        let now = UnixTime::now();
+        for host in ["localhost", "127.0.0.1"] {
+            let name = ServerName::try_from(host).unwrap();
+            verifier
+                .verify_server_cert(&der(&node.cert), &[], &name, &[], now)
+                .unwrap_or_else(|e| panic!("{host}: {e}"));
+        }
+        let other = ServerName::try_from("example.com").unwrap();
+        assert!(verifier
+            .verify_server_cert(&der(&node.cert), &[], &other, &[], now)
+            .is_err());
+        assert_eq!(roles_of(&der(&node.cert)).unwrap(), vec![Role::Member]);
+        // The key is the certificate's.
+        let key = rustls_pemfile::private_key(&mut node.key.as_bytes())
+            .unwrap()
+            .unwrap();
+        let signer = provider().key_provider.load_private_key(key).unwrap();
+        assert!(signer
+            .choose_scheme(&[rustls::SignatureScheme::ECDSA_NISTP256_SHA256])
+            .is_some());
+        let _: PrivateKeyDer = rustls_pemfile::private_key(&mut ca.key.as_bytes())
+            .unwrap()
+            .unwrap();
+    }
+
+    #[test]
+    fn client_certificates_carry_their_role_and_verify_as_clients_only_under_their_ca() {
+        let ca = create_ca("test CA").unwrap();
+        let now = UnixTime::now();
+        let verifier =
+            rustls::server::WebPkiClientVerifier::builder_with_provider(roots(&ca), provider())
+                .build()
+                .unwrap();
+        for role in Role::ALL {
+            let client = create_client(&ca, "someone", role).unwrap();
+            assert_eq!(roles_of(&der(&client.cert)).unwrap(), vec![role]);
+            verifier
+                .verify_client_cert(&der(&client.cert), &[], now)
+                .unwrap_or_else(|e| panic!("{role:?}: {e}"));
+        }
+        // Signed by another CA: refused.
+        let stranger = create_client(&create_ca("other").unwrap(), "x", Role::Admin).unwrap();
+        assert!(verifier
+            .verify_client_cert(&der(&stranger.cert), &[], now)
+            .is_err());
+        // A client certificate cannot serve: it lacks the server usage.
+        let client = create_client(&ca, "someone", Role::Client).unwrap();
+        let server_verifier =
+            rustls::client::WebPkiServerVerifier::builder_with_provider(roots(&ca), provider())
+                .build()
+                .unwrap();
+        let name = ServerName::try_from("someone").unwrap();
+        assert!(server_verifier
+            .verify_server_cert(&der(&client.cert), &[], &name, &[], now)
+            .is_err());
+    }
+
+    #[test]
+    fn unknown_role_names_and_plain_certificates_grant_nothing() {
+        assert_eq!(Role::of_uri("meridian://role/root"), None);
+        assert_eq!(Role::of_uri("https://role/admin"), None);
+        assert_eq!(Role::of_uri("meridian://role/admin"), Some(Role::Admin));
+        let plain = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
+        assert!(roles_of(plain.cert.der()).unwrap().is_empty());
+        assert!(roles_of(b"not a certificate").is_err());
+    }
+
+    #[test]
+    fn pairs_are_written_once_with_a_private_key_file() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let ca = create_ca("test CA").unwrap();
+        write_pair(dir.path(), "ca", &ca).unwrap();
+        let mode = std::fs::metadata(dir.path().join("ca-key.pem"))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600);
+        let back = read_pem(&dir.path().join("ca.pem"), &dir.path().join("ca-key.pem")).unwrap();
+        assert_eq!(back.cert, ca.cert);
+        assert!(
+            write_pair(dir.path(), "ca", &ca).is_err(),
+            "overwrote a key"
+        );
+    }
+}

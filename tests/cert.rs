@@ -1,0 +1,98 @@
+//! `meridian cert`: a CA, a node certificate and client certificates made by the binary; a
+//! node started with the node certificate serves QUIC and gRPC clients that trust only the
+//! CA, and the client certificates carry the roles asked for.
+
+use std::path::Path;
+use std::process::Command;
+
+use meridian::client::{pd_grpc, Client, ClientOptions};
+use meridian::harness::ServerProcess;
+use meridian::kvproto::pdpb;
+use meridian::tls::cert::{roles_of, Role};
+use meridian::tls::Trust;
+
+fn bin() -> &'static Path {
+    env!("CARGO_BIN_EXE_meridian").as_ref()
+}
+
+fn cert(dir: &Path, args: &[&str]) -> std::process::Output {
+    Command::new(bin())
+        .args(["cert", "--certs-dir"])
+        .arg(dir.join("certs"))
+        .arg("--ca-key")
+        .arg(dir.join("safe/ca-key.pem"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn roles(pem_path: &Path) -> Vec<Role> {
+    let pem = std::fs::read(pem_path).unwrap();
+    let der = rustls_pemfile::certs(&mut pem.as_slice())
+        .next()
+        .unwrap()
+        .unwrap();
+    roles_of(&der).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_with_a_ca_signed_certificate_serves_clients_that_trust_the_ca() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    for args in [
+        vec!["create-ca"],
+        vec!["create-node", "localhost", "127.0.0.1"],
+        vec!["create-client", "--role", "store"],
+        vec!["create-client", "--role", "admin", "--name", "ops"],
+    ] {
+        let out = cert(dir, &args);
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    // A CA is made once; a key is never overwritten.
+    assert!(!cert(dir, &["create-ca"]).status.success());
+    assert!(!cert(dir, &["create-client", "--role", "store"])
+        .status
+        .success());
+
+    let certs = dir.join("certs");
+    assert_eq!(roles(&certs.join("node.pem")), vec![Role::Member]);
+    assert_eq!(roles(&certs.join("client.pem")), vec![Role::Store]);
+    assert_eq!(roles(&certs.join("ops.pem")), vec![Role::Admin]);
+    assert!(
+        !certs.join("ca-key.pem").exists(),
+        "the CA key stays where --ca-key says"
+    );
+
+    let data = dir.join("data");
+    let server = ServerProcess::start_with(
+        bin(),
+        &data,
+        "127.0.0.1:0",
+        &[
+            "--tls-cert".into(),
+            certs.join("node.pem").display().to_string(),
+            "--tls-key".into(),
+            certs.join("node-key.pem").display().to_string(),
+        ],
+    )
+    .unwrap();
+    let trust = Trust::Ca(certs.join("ca.pem"));
+    let client = Client::connect(ClientOptions::new(
+        vec![server.client_addr.clone()],
+        trust.clone(),
+    ))
+    .await
+    .unwrap();
+    client.get_ts().await.unwrap();
+    let mut pd = pd_grpc::connect(server.grpc_addr.as_deref().unwrap(), &trust)
+        .await
+        .unwrap();
+    pd.get_members(pdpb::GetMembersRequest::default())
+        .await
+        .unwrap();
+    server.stop().unwrap();
+}
