@@ -7,8 +7,9 @@
 use tokio::sync::{mpsc, oneshot};
 
 use meridian::client::pd_grpc;
-use meridian::kvproto::pdpb;
+use meridian::kvproto::pdpb::{self, pd_client::PdClient};
 use meridian::tls::Trust;
+use tonic::transport::Channel;
 
 /// Most callers merged into one request (PD's client caps a batch at 10,000).
 const MAX_BATCH: usize = 10_000;
@@ -58,20 +59,7 @@ impl TsoStream {
     }
 
     async fn open_via(endpoint: &str, trust: &Trust) -> anyhow::Result<TsoStream> {
-        let mut pd = pd_grpc::connect(endpoint, trust).await?;
-        let members = pd
-            .get_members(pdpb::GetMembersRequest::default())
-            .await?
-            .into_inner();
-        let cluster_id = members.header.map(|h| h.cluster_id).unwrap_or(0);
-        let leader_url = members
-            .leader
-            .and_then(|l| l.client_urls.into_iter().next())
-            .ok_or_else(|| anyhow::anyhow!("{endpoint} knows no leader"))?;
-        let leader = leader_url
-            .trim_start_matches("https://")
-            .trim_start_matches("http://");
-        let mut pd = pd_grpc::connect(leader, trust).await?;
+        let (mut pd, cluster_id) = leader_via(endpoint, trust).await?;
         let (requests, rx) = mpsc::channel(16);
         let replies = pd
             .tso(tokio_stream::wrappers::ReceiverStream::new(rx))
@@ -110,6 +98,39 @@ impl TsoStream {
         let last = ((ts.physical as u64) << 18) | ts.logical as u64;
         Ok(last + 1 - u64::from(count))
     }
+}
+
+/// A PD client on the leader, found through `GetMembers` on the first endpoint that answers,
+/// and the cluster id.
+pub async fn leader_client(
+    endpoints: &[String],
+    trust: &Trust,
+) -> anyhow::Result<(PdClient<Channel>, u64)> {
+    let mut last_error = anyhow::anyhow!("no endpoints");
+    for endpoint in endpoints {
+        match leader_via(endpoint, trust).await {
+            Ok(found) => return Ok(found),
+            Err(e) => last_error = e,
+        }
+    }
+    Err(last_error)
+}
+
+async fn leader_via(endpoint: &str, trust: &Trust) -> anyhow::Result<(PdClient<Channel>, u64)> {
+    let mut pd = pd_grpc::connect(endpoint, trust).await?;
+    let members = pd
+        .get_members(pdpb::GetMembersRequest::default())
+        .await?
+        .into_inner();
+    let cluster_id = members.header.map(|h| h.cluster_id).unwrap_or(0);
+    let leader_url = members
+        .leader
+        .and_then(|l| l.client_urls.into_iter().next())
+        .ok_or_else(|| anyhow::anyhow!("{endpoint} knows no leader"))?;
+    let leader = leader_url
+        .trim_start_matches("https://")
+        .trim_start_matches("http://");
+    Ok((pd_grpc::connect(leader, trust).await?, cluster_id))
 }
 
 async fn dispatch(

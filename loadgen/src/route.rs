@@ -11,6 +11,7 @@ use serde::Serialize;
 use crate::latency::Latencies;
 use crate::progress::Progress;
 use crate::report::Latency;
+use crate::run::Protocol;
 use crate::target::TargetArgs;
 
 #[derive(Debug, Clone, clap::Args)]
@@ -28,6 +29,10 @@ pub struct RouteArgs {
     pub depth: usize,
     #[arg(long)]
     pub json: Option<std::path::PathBuf>,
+    /// QUIC (pipelined GetRegion frames) or the PD-compatible gRPC front end (`depth` unary
+    /// GetRegion calls in flight per stream, as PD clients issue them).
+    #[arg(long, value_enum, default_value_t = Protocol::Quic)]
+    pub protocol: Protocol,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -48,6 +53,69 @@ struct Counters {
     latencies: Latencies,
 }
 
+/// The next key of a stream's xorshift sequence, in the simulated key space (`t` + 8 bytes).
+fn next_key(x: &mut u64) -> Vec<u8> {
+    *x ^= *x << 13;
+    *x ^= *x >> 7;
+    *x ^= *x << 17;
+    let mut key = b"t".to_vec();
+    key.extend_from_slice(&x.to_be_bytes());
+    key
+}
+
+/// `depth` callers, each one unary GetRegion at a time, over one HTTP/2 connection.
+async fn drive_grpc(
+    target: TargetArgs,
+    depth: usize,
+    seed: u64,
+    deadline: Instant,
+    c: Arc<Counters>,
+) -> anyhow::Result<()> {
+    use meridian::kvproto::pdpb;
+    let (pd, cluster_id) =
+        crate::grpc_tso::leader_client(&target.endpoints, &target.trust()?).await?;
+    let mut callers = tokio::task::JoinSet::new();
+    for i in 0..depth {
+        let (mut pd, c) = (pd.clone(), c.clone());
+        let mut x = seed.wrapping_add((i as u64).wrapping_mul(0x2545_F491_4F6C_DD1D)) | 1;
+        callers.spawn(async move {
+            let recorder = c.latencies.recorder();
+            let header = Some(pdpb::RequestHeader {
+                cluster_id,
+                ..Default::default()
+            });
+            while Instant::now() < deadline {
+                let req = pdpb::GetRegionRequest {
+                    header: header.clone(),
+                    region_key: next_key(&mut x),
+                    ..Default::default()
+                };
+                let t = Instant::now();
+                match pd.get_region(req).await {
+                    Ok(r) => {
+                        recorder.record(t.elapsed().as_nanos() as u64);
+                        let r = r.into_inner();
+                        if r.header.and_then(|h| h.error).is_some() {
+                            c.errors.fetch_add(1, Relaxed);
+                        } else if r.region.is_none() {
+                            c.misses.fetch_add(1, Relaxed);
+                        }
+                        c.lookups.fetch_add(1, Relaxed);
+                    }
+                    Err(_) => {
+                        c.errors.fetch_add(1, Relaxed);
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                    }
+                }
+            }
+        });
+    }
+    while let Some(r) = callers.join_next().await {
+        r?;
+    }
+    Ok(())
+}
+
 async fn drive(
     target: TargetArgs,
     depth: usize,
@@ -63,12 +131,9 @@ async fn drive(
     while Instant::now() < deadline {
         batch.clear();
         for _ in 0..depth {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            let mut key = b"t".to_vec();
-            key.extend_from_slice(&x.to_be_bytes());
-            batch.push(Request::GetRegion { key });
+            batch.push(Request::GetRegion {
+                key: next_key(&mut x),
+            });
         }
         let t = Instant::now();
         match stream.call_many(&batch).await {
@@ -112,11 +177,12 @@ pub async fn run(args: &RouteArgs) -> anyhow::Result<RouteReport> {
     };
     let mut threads = Vec::new();
     for conn in 0..args.connections.max(1) {
-        let (target, c, depth, streams) = (
+        let (target, c, depth, streams, protocol) = (
             args.target.clone(),
             c.clone(),
             args.depth.max(1),
             args.streams.max(1),
+            args.protocol,
         );
         threads.push(std::thread::spawn(move || -> anyhow::Result<()> {
             let rt = tokio::runtime::Builder::new_current_thread()
@@ -127,7 +193,18 @@ pub async fn run(args: &RouteArgs) -> anyhow::Result<RouteReport> {
                 for s in 0..streams {
                     let seed =
                         0x9E37_79B9_7F4A_7C15u64.wrapping_mul((conn * streams + s + 1) as u64);
-                    tasks.spawn(drive(target.clone(), depth, seed, deadline, c.clone()));
+                    match protocol {
+                        Protocol::Quic => {
+                            tasks.spawn(drive(target.clone(), depth, seed, deadline, c.clone()))
+                        }
+                        Protocol::Grpc => tasks.spawn(drive_grpc(
+                            target.clone(),
+                            depth,
+                            seed,
+                            deadline,
+                            c.clone(),
+                        )),
+                    };
                 }
                 while let Some(r) = tasks.join_next().await {
                     r??;

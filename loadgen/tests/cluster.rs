@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use loadgen::cluster::{self, ClusterArgs};
 use loadgen::route::{self, RouteArgs};
+use loadgen::run::Protocol;
 use loadgen::target::TargetArgs;
 use meridian::harness::{test_binary, ServerProcess};
 use meridian::placement::{Operator, RegionStats, StoreState};
@@ -56,11 +57,30 @@ async fn simulated_cluster_heartbeats_routes_and_sees_stores_go_down() {
         streams: 2,
         depth: 16,
         json: None,
+        protocol: Protocol::Quic,
     })
     .await
     .unwrap();
     assert!(routed.lookups > 0);
     assert_eq!((routed.misses, routed.errors), (0, 0), "{routed:?}");
+    // The same lookups through the PD-compatible gRPC front end (same address, over TCP).
+    let over_grpc = route::run(&RouteArgs {
+        target: target.clone(),
+        duration: Duration::from_millis(500),
+        connections: 1,
+        streams: 1,
+        depth: 8,
+        json: None,
+        protocol: Protocol::Grpc,
+    })
+    .await
+    .unwrap();
+    assert!(over_grpc.lookups > 0);
+    assert_eq!(
+        (over_grpc.misses, over_grpc.errors),
+        (0, 0),
+        "{over_grpc:?}"
+    );
 
     // The simulated stores are silent now: Down after 1.5 s, and their peers get removed.
     tokio::time::sleep(Duration::from_millis(3_500)).await;
