@@ -96,3 +96,39 @@ async fn a_node_with_a_ca_signed_certificate_serves_clients_that_trust_the_ca() 
         .unwrap();
     server.stop().unwrap();
 }
+
+/// With no certificate given, a node makes a local CA, its own certificate signed by it, and a
+/// client certificate (roles client, store, admin) under DATA_DIR/tls, with the names PD
+/// clients' TLS settings use.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_without_certificates_makes_a_local_ca_and_a_client_certificate() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let server = ServerProcess::start(bin(), &data, "127.0.0.1:0", Some(1)).unwrap();
+    let tls = data.join("tls");
+    for f in [
+        "ca.pem",
+        "cert.pem",
+        "key.pem",
+        "client.pem",
+        "client-key.pem",
+    ] {
+        assert!(tls.join(f).exists(), "{f} missing");
+    }
+    assert_ne!(
+        std::fs::read(tls.join("ca.pem")).unwrap(),
+        std::fs::read(tls.join("cert.pem")).unwrap(),
+        "ca.pem is a CA, not the node's own certificate"
+    );
+    assert_eq!(roles(&tls.join("cert.pem")), vec![Role::Member]);
+    assert_eq!(
+        roles(&tls.join("client.pem")),
+        vec![Role::Client, Role::Store, Role::Admin]
+    );
+    let trust = Trust::Ca(tls.join("ca.pem"));
+    let client = Client::connect(ClientOptions::new(vec![server.client_addr.clone()], trust))
+        .await
+        .unwrap();
+    client.get_ts().await.unwrap();
+    server.stop().unwrap();
+}

@@ -14,14 +14,14 @@ use meridian::kvproto::{metapb, pdpb};
 use meridian::tls::Trust;
 use tikv_client::{Config, RawClient, TimestampExt, TransactionClient};
 
-/// tikv-client's TLS always presents a client certificate; the node's own pair serves as one
-/// (the server does not ask for client certificates yet).
+/// tikv-client's TLS always presents a client certificate: the one a node makes for local use
+/// beside its CA, under the names PD clients' TLS settings use.
 fn config(tls_dir: &Path) -> Config {
     Config::default()
         .with_security(
             tls_dir.join("ca.pem"),
-            tls_dir.join("cert.pem"),
-            tls_dir.join("key.pem"),
+            tls_dir.join("client.pem"),
+            tls_dir.join("client-key.pem"),
         )
         .with_timeout(Duration::from_secs(5))
 }

@@ -137,11 +137,16 @@ pub fn create_node(ca: &Pem, hosts: &[String]) -> anyhow::Result<Pem> {
 
 /// A client's certificate with `role`, for TLS client authentication only.
 pub fn create_client(ca: &Pem, name: &str, role: Role) -> anyhow::Result<Pem> {
+    create_client_with(ca, name, &[role])
+}
+
+/// A client's certificate carrying several roles.
+pub fn create_client_with(ca: &Pem, name: &str, roles: &[Role]) -> anyhow::Result<Pem> {
     signed(
         ca,
         name,
         &[],
-        &[role],
+        roles,
         vec![ExtendedKeyUsagePurpose::ClientAuth],
     )
 }

@@ -1,5 +1,5 @@
-//! TLS material and QUIC crypto configs: the server's certificate (given, or a self-signed pair
-//! created once in the data dir and kept), and client configs that verify against a CA file or,
+//! TLS material and QUIC crypto configs: the server's certificate (given, or a local CA with a
+//! node and a client certificate created once in the data dir and kept), and client configs that verify against a CA file or,
 //! only when asked explicitly, skip verification. TLS 1.3 only, ALPN `meridian/1`.
 
 pub mod cert;
@@ -76,23 +76,31 @@ pub fn load_or_create_identity(
     })
 }
 
+/// A node started with no certificate makes a local CA and, signed by it, its own certificate
+/// (`cert.pem`, `key.pem`, naming `names` and the loopback host) and a client certificate for
+/// whoever runs it locally (`client.pem`, `client-key.pem`, roles client, store and admin): the
+/// file names PD clients' TLS settings use. `ca.pem` is what clients trust.
 fn create_self_signed(dir: &Path, names: &[String]) -> anyhow::Result<()> {
     let mut sans: Vec<String> = vec!["localhost".into(), "127.0.0.1".into(), "::1".into()];
     sans.extend(names.iter().filter(|n| !n.is_empty()).cloned());
     sans.sort();
     sans.dedup();
-    let pair =
-        rcgen::generate_simple_self_signed(sans).context("generating a self-signed certificate")?;
+    let ca = cert::create_ca("Meridian local CA").context("making the local CA")?;
+    let node = cert::create_node(&ca, &sans).context("making the node certificate")?;
+    let client = cert::create_client_with(
+        &ca,
+        "local",
+        &[cert::Role::Client, cert::Role::Store, cert::Role::Admin],
+    )
+    .context("making the client certificate")?;
     create_dir_durably(dir)?;
-    let cert_pem = pair.cert.pem();
-    write_atomic(
-        &dir.join("key.pem"),
-        pair.signing_key.serialize_pem().as_bytes(),
-        0o600,
-    )?;
-    write_atomic(&dir.join("ca.pem"), cert_pem.as_bytes(), 0o644)?;
-    // cert.pem last: its presence marks the pair complete.
-    write_atomic(&dir.join("cert.pem"), cert_pem.as_bytes(), 0o644)?;
+    write_atomic(&dir.join("ca-key.pem"), ca.key.as_bytes(), 0o600)?;
+    write_atomic(&dir.join("ca.pem"), ca.cert.as_bytes(), 0o644)?;
+    write_atomic(&dir.join("client-key.pem"), client.key.as_bytes(), 0o600)?;
+    write_atomic(&dir.join("client.pem"), client.cert.as_bytes(), 0o644)?;
+    write_atomic(&dir.join("key.pem"), node.key.as_bytes(), 0o600)?;
+    // cert.pem last: its presence marks the set complete.
+    write_atomic(&dir.join("cert.pem"), node.cert.as_bytes(), 0o644)?;
     Ok(())
 }
 
