@@ -208,8 +208,9 @@ impl Sim {
         }
     }
 
+    /// The CA that signed the pods' shared certificate (`ca.pem` beside it).
     pub fn ca(&self) -> PathBuf {
-        self.env.cert.clone()
+        self.env.cert.with_file_name("ca.pem")
     }
 }
 
