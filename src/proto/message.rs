@@ -6,6 +6,9 @@ use crate::placement::{Operator, Region, RegionStats, Store, StoreStats, StoreSt
 
 /// Most regions one `ScanRegions` reply carries (more is asked again from the last end).
 pub const MAX_SCAN_REGIONS: u32 = 1024;
+/// The most regions one gRPC `BatchScanRegions` answer carries, whatever limit was asked (PD's
+/// "no limit", 0, included): a map of millions is never sent in one message.
+pub const MAX_BATCH_SCAN_REGIONS: u32 = 4 * MAX_SCAN_REGIONS;
 /// Most splits one `AskBatchSplit` may ask for.
 pub const MAX_BATCH_SPLIT: u32 = 256;
 

@@ -9,7 +9,7 @@ pub use frame::{
 };
 pub use message::{
     ArchivedRequest, ArchivedResponse, ErrorReply, MemberInfo, MembersReply, Reply, Request,
-    Response, SplitIds, MAX_BATCH_SPLIT, MAX_SCAN_REGIONS,
+    Response, SplitIds, MAX_BATCH_SCAN_REGIONS, MAX_BATCH_SPLIT, MAX_SCAN_REGIONS,
 };
 
 /// ALPN protocol id every connection must negotiate.

@@ -22,7 +22,7 @@ use crate::admin::{CoreMetrics, RequestKind};
 use crate::kvproto::metapb;
 use crate::kvproto::pdpb::{self, pd_server::Pd};
 use crate::placement::{Region, RegionStats};
-use crate::proto::{ErrorReply, MemberInfo, Reply, Request, Response};
+use crate::proto::{ErrorReply, MemberInfo, Reply, Request, Response, MAX_BATCH_SCAN_REGIONS};
 use crate::server::dispatch::{execute, Action};
 use crate::server::placement::{get_regions, heartbeats};
 use crate::server::Shared;
@@ -562,10 +562,11 @@ impl Pd for Arc<PdService> {
     ) -> Result<GrpcResponse<pdpb::BatchScanRegionsResponse>, Status> {
         let req = request.into_inner();
         self.check(req.header.as_ref())?;
-        let mut limit = if req.limit <= 0 {
-            u32::MAX
-        } else {
-            u32::try_from(req.limit).unwrap_or(u32::MAX)
+        // PD reads a limit of 0 as "no limit"; here it is the most one answer carries, so a
+        // million-region map cannot be asked for in one message.
+        let mut limit = match u32::try_from(req.limit) {
+            Ok(n) if n > 0 => n.min(MAX_BATCH_SCAN_REGIONS),
+            _ => MAX_BATCH_SCAN_REGIONS,
         };
         let mut out: Vec<Region> = Vec::new();
         let mut last_end: Option<Vec<u8>> = None;
