@@ -4,6 +4,8 @@
 pub mod admin;
 /// The process allocator (jemalloc with huge pages) a binary installs.
 pub mod alloc;
+/// Authorization: the role each call needs and what a client certificate grants.
+pub mod auth;
 /// Rust client: connection, TSO batching dispatcher, typed errors.
 pub mod client;
 /// Runtime configuration: file format and defaults.

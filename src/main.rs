@@ -114,6 +114,18 @@ struct ServeArgs {
     /// PEM private key for --tls-cert.
     #[arg(long, requires = "tls_cert")]
     tls_key: Option<PathBuf>,
+    /// The CA whose client certificates are let in, on every port (default: ca.pem beside
+    /// --tls-cert, or DATA_DIR/tls/ca.pem for the local CA).
+    #[arg(long)]
+    tls_ca: Option<PathBuf>,
+    /// Turn client authentication off on every port: anyone who reaches the node may do
+    /// anything. For experiments only; the node says so loudly.
+    #[arg(long, conflicts_with = "tls_ca")]
+    insecure_no_client_auth: bool,
+    /// Let /health, /ready and /metrics answer admin clients that present no certificate
+    /// (kubelet probes, scrapers); every other admin route still needs one.
+    #[arg(long)]
+    admin_open_probes: bool,
     /// The PD-compatible gRPC front end (`pdpb.PD`): `client` (TCP at --listen), an address,
     /// or `off`.
     #[arg(long, default_value = "client")]
@@ -129,10 +141,16 @@ struct CtlArgs {
     /// Members' client addresses (host:port), for the verbs that read the cluster.
     #[arg(long, value_delimiter = ',')]
     endpoints: Vec<String>,
-    /// The server's certificate or its CA (DATA_DIR/tls/ca.pem for a self-signed server).
+    /// The server's certificate or its CA (DATA_DIR/tls/ca.pem for a local node).
     #[arg(long, conflicts_with = "insecure")]
     ca: Option<PathBuf>,
-    /// Skip certificate verification.
+    /// The client certificate to present (default: client.pem beside --ca, if there).
+    #[arg(long, requires = "key")]
+    cert: Option<PathBuf>,
+    /// The key of --cert (default: client-key.pem beside --ca).
+    #[arg(long, requires = "cert")]
+    key: Option<PathBuf>,
+    /// Skip certificate verification (and present no certificate).
     #[arg(long)]
     insecure: bool,
     /// Print JSON instead of a table.
@@ -243,6 +261,9 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         config: Config::load(args.config.as_deref())?,
         tls_cert: args.tls_cert,
         tls_key: args.tls_key,
+        tls_ca: args.tls_ca,
+        insecure_no_client_auth: args.insecure_no_client_auth,
+        admin_open_probes: args.admin_open_probes,
         etcd: args.etcd,
         grpc_listen: args.grpc_listen,
     })
@@ -269,7 +290,8 @@ fn ctl(args: CtlArgs) -> anyhow::Result<()> {
     let admin = args
         .admin
         .ok_or_else(|| anyhow::anyhow!("pass --admin HOST:PORT"))?;
-    let client = AdminClient::new(&admin);
+    let trust = Trust::from_flags(args.ca, args.cert, args.key, args.insecure)?;
+    let client = AdminClient::new(&admin, &trust)?;
     let (path, (status, body)) = match args.command {
         CtlCommand::Members => (
             "/api/v1/members".to_string(),
@@ -312,13 +334,7 @@ fn print(json: bool, shown: ctl::Shown) -> anyhow::Result<()> {
 
 /// The verbs that read the cluster over the QUIC client.
 fn cluster_read(args: CtlArgs) -> anyhow::Result<()> {
-    let trust = match (args.ca, args.insecure) {
-        (Some(ca), false) => Trust::Ca(ca),
-        (None, true) => Trust::Insecure,
-        _ => {
-            anyhow::bail!("pass --ca FILE (the server's DATA_DIR/tls/ca.pem) or --insecure")
-        }
-    };
+    let trust = Trust::from_flags(args.ca, args.cert, args.key, args.insecure)?;
     if args.endpoints.is_empty() {
         anyhow::bail!("pass --endpoints HOST:PORT");
     }

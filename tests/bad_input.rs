@@ -187,7 +187,7 @@ async fn garbage_gets_typed_errors_and_costs_only_its_stream() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn wrong_ca_is_refused_and_insecure_needs_asking() {
+async fn wrong_ca_is_refused_and_insecure_needs_asking_on_both_sides() {
     let tmp = tempfile::tempdir().unwrap();
     let server = ServerProcess::start(
         env!("CARGO_BIN_EXE_meridian").as_ref(),
@@ -210,13 +210,37 @@ async fn wrong_ca_is_refused_and_insecure_needs_asking() {
     );
     opts.retry_budget = Duration::from_millis(300);
     assert!(Client::connect(opts).await.is_err());
-    let insecure = ClientOptions::new(vec![server.client_addr.clone()], Trust::Insecure);
+    // A client that verifies nothing presents nothing: a node that authenticates clients (the
+    // default) refuses it; one run with the explicit opt-out serves it.
+    let mut insecure = ClientOptions::new(vec![server.client_addr.clone()], Trust::Insecure);
+    insecure.retry_budget = Duration::from_millis(300);
+    // TLS 1.3 lets the client finish its side before the server judges its certificate: the
+    // refusal may come at connect or at the first call, never as an answer.
+    if let Ok(client) = Client::connect(insecure).await {
+        assert!(
+            client.get_ts().await.is_err(),
+            "served a client without a certificate"
+        );
+    }
+    let open = ServerProcess::start_with(
+        env!("CARGO_BIN_EXE_meridian").as_ref(),
+        &tmp.path().join("c"),
+        "127.0.0.1:0",
+        &[
+            "--insecure-no-client-auth".into(),
+            "--cores".into(),
+            "1".into(),
+        ],
+    )
+    .unwrap();
+    let insecure = ClientOptions::new(vec![open.client_addr.clone()], Trust::Insecure);
     Client::connect(insecure)
         .await
         .unwrap()
         .get_ts()
         .await
         .unwrap();
+    open.stop().unwrap();
     other.stop().unwrap();
     server.stop().unwrap();
 }

@@ -7,7 +7,6 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use meridian::admin::AdminClient;
 use meridian::client::{Client, ClientOptions};
 use meridian::harness::ServerProcess;
 use meridian::placement::{Epoch, Peer, PeerRole, Region, Store, StoreState};
@@ -105,9 +104,9 @@ async fn every_metric_the_dashboard_queries_is_exposed() {
     assert!(wanted.len() >= 12, "{wanted:?}");
     // Placement gauges are published once a second.
     let deadline = Instant::now() + Duration::from_secs(10);
-    let admin = server.admin_addr.clone();
+    let admin = server.admin().unwrap();
     loop {
-        let text = tokio::task::block_in_place(|| AdminClient::new(&admin).get("/metrics"))
+        let text = tokio::task::block_in_place(|| admin.get("/metrics"))
             .unwrap()
             .1;
         let have = exposed(&text);

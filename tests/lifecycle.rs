@@ -5,7 +5,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use meridian::admin::AdminClient;
 use meridian::client::{Client, ClientOptions};
 use meridian::harness::ServerProcess;
 use meridian::proto::{self, FrameDecoder, Reply, Request, Response};
@@ -30,9 +29,8 @@ async fn admin_api_reports_membership_health_and_metrics() {
     // Long enough for the control loop to renew the 3 s window at least once.
     tokio::time::sleep(Duration::from_millis(1_500)).await;
 
-    let admin_addr = server.admin_addr.clone();
+    let admin = server.admin().unwrap();
     let (health, ready, members, leader, metrics) = tokio::task::spawn_blocking(move || {
-        let admin = AdminClient::new(&admin_addr);
         (
             admin.get_json("/health").unwrap(),
             admin.get_json("/ready").unwrap(),
@@ -86,9 +84,12 @@ async fn admin_api_reports_membership_health_and_metrics() {
         );
         String::from_utf8(out.stdout).unwrap()
     };
-    assert!(ctl(&["--admin", &server.admin_addr, "members"]).contains("\"is_leader\": true"));
-    assert!(ctl(&["--admin", &server.admin_addr, "leader"]).contains("\"name\": \"harness\""));
     let ca_path = data.join("tls/ca.pem");
+    let ca = ca_path.to_str().unwrap();
+    assert!(ctl(&["--admin", &server.admin_addr, "--ca", ca, "members"])
+        .contains("\"is_leader\": true"));
+    assert!(ctl(&["--admin", &server.admin_addr, "--ca", ca, "leader"])
+        .contains("\"name\": \"harness\""));
     let tso = ctl(&[
         "--endpoints",
         &server.client_addr,
@@ -193,14 +194,12 @@ fn advertised_addresses_are_what_members_publish_and_the_certificate_names() {
     .map(String::from)
     .to_vec();
     let server = ServerProcess::start_with(bin(), &data, "127.0.0.1:0", &args).unwrap();
-    let (status, members) = AdminClient::new(&server.admin_addr)
-        .get_json("/api/v1/members")
-        .unwrap();
+    let (status, members) = server.admin().unwrap().get_json("/api/v1/members").unwrap();
     assert_eq!(status, 200);
     let me = &members["members"][0];
     assert_eq!(me["client_url"], "pd-0.pd-peer.db.svc:2379", "{members}");
     assert_eq!(
-        me["admin_url"], "http://pd-0.pd-peer.db.svc:2380",
+        me["admin_url"], "https://pd-0.pd-peer.db.svc:2380",
         "{members}"
     );
     // The self-signed certificate names the advertised host, which is what peers dial.

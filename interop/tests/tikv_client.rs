@@ -138,11 +138,13 @@ impl Node {
     }
 }
 
-/// Whether `node` says it leads and serves (its admin API).
-fn serves(node: &Node) -> bool {
+/// Whether `node` says it leads and serves (its admin API, trusted through node 0's CA, which
+/// signed every node's certificate).
+fn serves(node: &Node, ca: &Path) -> bool {
     let Some(p) = &node.process else { return false };
     matches!(
-        meridian::admin::AdminClient::new(&p.admin_addr).get_json("/health"),
+        meridian::admin::AdminClient::new(&p.admin_addr, &Trust::Ca(ca.to_path_buf()))
+            .and_then(|a| a.get_json("/health")),
         Ok((200, body)) if body["is_leader"] == true && body["serving"] == true
     )
 }
@@ -150,7 +152,8 @@ fn serves(node: &Node) -> bool {
 fn leader(nodes: &[Node]) -> usize {
     let deadline = Instant::now() + Duration::from_secs(15);
     loop {
-        if let Some(i) = nodes.iter().position(serves) {
+        let ca = nodes[0].data.join("tls").join("ca.pem");
+        if let Some(i) = nodes.iter().position(|n| serves(n, &ca)) {
             return i;
         }
         assert!(Instant::now() < deadline, "no leader within 15 s");

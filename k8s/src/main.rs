@@ -5,6 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use meridian::tls::Trust;
 use meridian_operator::shell::controller::{self, Context};
 use meridian_operator::shell::kube_api::KubeApi;
 use meridian_operator::shell::lease::Elector;
@@ -27,6 +28,21 @@ fn main() -> anyhow::Result<()> {
     }
 }
 
+/// The operator's `admin` client certificate and the cluster CA, from the Secret mounted at
+/// `MERIDIAN_ADMIN_TLS_DIR` (default `/etc/meridian-admin-tls`: `ca.crt`, `tls.crt`, `tls.key`,
+/// the names cert-manager and `kubectl create secret tls` use).
+fn admin_trust() -> Trust {
+    let dir = std::path::PathBuf::from(
+        std::env::var("MERIDIAN_ADMIN_TLS_DIR")
+            .unwrap_or_else(|_| "/etc/meridian-admin-tls".into()),
+    );
+    Trust::Mutual {
+        ca: dir.join("ca.crt"),
+        cert: dir.join("tls.crt"),
+        key: dir.join("tls.key"),
+    }
+}
+
 async fn run() -> anyhow::Result<()> {
     tracing_subscriber::fmt()
         .with_env_filter(
@@ -42,7 +58,7 @@ async fn run() -> anyhow::Result<()> {
     tracing::info!("{me}: holding lease {namespace}/{LEASE}; reconciling");
     let ctx = Arc::new(Context {
         platform: KubeApi::new(client.clone(), Some(me)),
-        members: AdminMembers::in_cluster(),
+        members: AdminMembers::in_cluster(admin_trust()),
         client,
     });
     tokio::select! {

@@ -463,7 +463,7 @@ async fn the_finalizer_is_added_first_and_cleanup_removes_what_the_operator_crea
     let (client, server) = mock_api(Table::for_cluster(&mc));
     let ctx = Arc::new(Context {
         platform: KubeApi::new(client.clone(), None),
-        members: AdminMembers::new(|_| vec![]),
+        members: AdminMembers::new(|_| vec![], meridian::tls::Trust::Insecure),
         client,
     });
     controller::reconcile(Arc::new(mc.clone()), ctx)
@@ -502,7 +502,7 @@ async fn the_finalizer_is_added_first_and_cleanup_removes_what_the_operator_crea
     let (client, server) = mock_api(table);
     let ctx = Arc::new(Context {
         platform: KubeApi::new(client.clone(), None),
-        members: AdminMembers::new(|_| vec![]),
+        members: AdminMembers::new(|_| vec![], meridian::tls::Trust::Insecure),
         client,
     });
     controller::reconcile(Arc::new(deleting), ctx)

@@ -15,6 +15,7 @@ use loadgen::report::Report;
 use loadgen::run::{self, TsoArgs};
 use meridian::admin::AdminClient;
 use meridian::harness::EtcdProcess;
+use meridian::tls::Trust;
 use meridian_operator::crd::{Failover, MeridianCluster, MeridianClusterSpec};
 use meridian_operator::shell::members::AdminMembers;
 use meridian_operator::shell::reconciler::reconcile_once;
@@ -65,7 +66,7 @@ async fn world(spec: MeridianClusterSpec) -> World {
     let mut mc = MeridianCluster::new("pd", spec);
     mc.spec.etcd_endpoints = vec![etcd.endpoint()];
     let sim = Arc::new(Sim::start(mc, env));
-    let members = AdminMembers::new(sim.addresses());
+    let members = AdminMembers::new(sim.addresses(), Trust::Ca(sim.ca()));
     let (stop, stopped) = watch::channel(false);
     let operator = tokio::spawn(operate(sim.clone(), members.clone(), stopped));
     let w = World {
@@ -164,8 +165,12 @@ fn watch_leaders(
         let mut seen: Vec<String> = Vec::new();
         while !*stop.borrow() {
             for admin in sim.admin_addrs() {
-                if let Ok((200, h)) = AdminClient::with_timeout(&admin, Duration::from_millis(200))
-                    .get_json("/health")
+                if let Ok((200, h)) = AdminClient::with_timeout(
+                    &admin,
+                    &Trust::Ca(sim.ca()),
+                    Duration::from_millis(200),
+                )
+                .and_then(|c| c.get_json("/health"))
                 {
                     if h["is_leader"] == true && h["serving"] == true {
                         let name = h["name"].as_str().unwrap_or_default().to_string();

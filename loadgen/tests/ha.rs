@@ -108,7 +108,7 @@ fn leader(nodes: &[Node]) -> usize {
             if node.process.is_none() {
                 continue;
             }
-            if let Ok((200, body)) = AdminClient::new(&node.admin()).get_json("/health") {
+            if let Ok((200, body)) = admin_of(nodes, i).get_json("/health") {
                 if body["is_leader"] == true && body["serving"] == true {
                     return i;
                 }
@@ -192,7 +192,7 @@ async fn graceful_transfer_to_each_member_in_turn() {
         let current = tokio::task::block_in_place(|| leader(&nodes));
         let target = (current + 1) % 3;
         let started = Instant::now();
-        let admin = AdminClient::new(&nodes[current].admin());
+        let admin = admin_of(&nodes, current);
         let path = format!("/api/v1/leader/transfer/{}", nodes[target].name);
         let (status, body) = tokio::task::block_in_place(|| admin.post(&path)).unwrap();
         let took = started.elapsed();
@@ -206,11 +206,11 @@ async fn graceful_transfer_to_each_member_in_turn() {
     }
     // A follower refuses to transfer, and so does a leader asked for an unknown member.
     let current = tokio::task::block_in_place(|| leader(&nodes));
-    let follower = AdminClient::new(&nodes[(current + 1) % 3].admin());
+    let follower = admin_of(&nodes, (current + 1) % 3);
     let (status, _) =
         tokio::task::block_in_place(|| follower.post("/api/v1/leader/transfer/n0")).unwrap();
     assert_eq!(status, 409);
-    let admin = AdminClient::new(&nodes[current].admin());
+    let admin = admin_of(&nodes, current);
     let (status, _) =
         tokio::task::block_in_place(|| admin.post("/api/v1/leader/transfer/nobody")).unwrap();
     assert_eq!(status, 404);
@@ -232,21 +232,29 @@ async fn graceful_transfer_to_each_member_in_turn() {
     stop_all(&mut nodes);
 }
 
-/// One counter from the Prometheus text at `addr` (etcd's client URL or a node's admin address).
-fn counter(addr: &str, name: &str) -> f64 {
-    let (_, text) = AdminClient::new(addr).get("/metrics").unwrap();
+/// Node `i`'s admin API, with the client certificate beside node 0's CA (roles client, store
+/// and admin), which every node of [`cluster`] trusts.
+fn admin_of(nodes: &[Node], i: usize) -> AdminClient {
+    let ca = nodes[0].data.join("tls").join("ca.pem");
+    AdminClient::new(&nodes[i].admin(), &Trust::Ca(ca)).unwrap()
+}
+
+/// One counter from the Prometheus text `client` answers (etcd's or a node's).
+fn counter(client: &AdminClient, name: &str) -> f64 {
+    let (_, text) = client.get("/metrics").unwrap();
     text.lines()
         .find_map(|l| l.strip_prefix(name).and_then(|v| v.trim().parse().ok()))
-        .unwrap_or_else(|| panic!("{name} missing from {addr}/metrics"))
+        .unwrap_or_else(|| panic!("{name} missing from /metrics"))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn steady_state_writes_etcd_once_per_window_renewal_and_never_per_request() {
     let (_tmp, etcd, mut nodes, ca) = tokio::task::block_in_place(start_cluster);
-    let leader_admin = nodes[tokio::task::block_in_place(|| leader(&nodes))].admin();
+    let leader_admin = admin_of(&nodes, tokio::task::block_in_place(|| leader(&nodes)));
+    let etcd_metrics = AdminClient::plain(&etcd.endpoint());
     let writes = || {
-        counter(&etcd.endpoint(), "etcd_mvcc_put_total")
-            + counter(&etcd.endpoint(), "etcd_mvcc_txn_total")
+        counter(&etcd_metrics, "etcd_mvcc_put_total")
+            + counter(&etcd_metrics, "etcd_mvcc_txn_total")
     };
     let (writes_before, renewals_before, requests_before) = tokio::task::block_in_place(|| {
         (
@@ -338,7 +346,7 @@ async fn removed_member_refuses_tso_and_never_campaigns() {
     let (_tmp, _etcd, mut nodes, ca) = tokio::task::block_in_place(start_cluster);
     let first = tokio::task::block_in_place(|| leader(&nodes));
     let (removed, other) = ((first + 1) % 3, (first + 2) % 3);
-    let admin = AdminClient::new(&nodes[first].admin());
+    let admin = admin_of(&nodes, first);
     let (status, _) = tokio::task::block_in_place(|| {
         admin.delete(&format!("/api/v1/members/{}", nodes[first].name))
     })
@@ -364,7 +372,7 @@ async fn removed_member_refuses_tso_and_never_campaigns() {
     .unwrap();
     assert_eq!(status, 200, "{body}");
 
-    let removed_admin = AdminClient::new(&nodes[removed].admin());
+    let removed_admin = admin_of(&nodes, removed);
     let deadline = Instant::now() + Duration::from_secs(3);
     loop {
         let (_, health) =
@@ -401,7 +409,7 @@ async fn removed_member_refuses_tso_and_never_campaigns() {
     // new id: it is listed, not removed, and may lead.
     nodes[removed].process.take().unwrap().stop().unwrap();
     tokio::task::block_in_place(|| nodes[removed].start());
-    let rejoined_admin = AdminClient::new(&nodes[removed].admin());
+    let rejoined_admin = admin_of(&nodes, removed);
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
         let (_, listed) =
@@ -443,7 +451,7 @@ async fn leader_clock_jumping_back_10s_never_steps_back() {
     );
     let load = tokio::spawn(async move { run::run(&args).await });
     tokio::time::sleep(Duration::from_millis(1_500)).await;
-    let admin = AdminClient::new(&nodes[first].admin());
+    let admin = admin_of(&nodes, first);
     let (status, body) =
         tokio::task::block_in_place(|| admin.post("/api/v1/debug/clock/shift/-10000")).unwrap();
     assert_eq!(status, 200, "{body}");

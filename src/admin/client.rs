@@ -1,30 +1,63 @@
-//! A small blocking client for the admin HTTP API, used by `meridian ctl` and the tests.
+//! A small blocking client for the admin HTTPS API, used by `meridian ctl`, the members'
+//! health probes of each other, the operator and the tests. It verifies the member against the
+//! CA of its [`Trust`] and presents the client certificate the trust names.
 
+use std::sync::Arc;
 use std::time::Duration;
 
+use anyhow::Context;
+use ureq::tls::{ClientCert, PemItem, PrivateKey, RootCerts, TlsConfig, TlsProvider};
+
+use crate::tls::Trust;
+
+#[derive(Clone)]
 pub struct AdminClient {
     agent: ureq::Agent,
     base: String,
 }
 
 impl AdminClient {
-    /// `addr` is `host:port` or a full `http://host:port` URL.
-    pub fn new(addr: &str) -> AdminClient {
-        Self::with_timeout(addr, Duration::from_secs(5))
+    /// `addr` is `host:port` (HTTPS) or a full `https://host:port` URL.
+    pub fn new(addr: &str, trust: &Trust) -> anyhow::Result<AdminClient> {
+        Self::with_timeout(addr, trust, Duration::from_secs(5))
     }
 
-    pub fn with_timeout(addr: &str, timeout: Duration) -> AdminClient {
-        let base = if addr.starts_with("http://") || addr.starts_with("https://") {
-            addr.trim_end_matches('/').to_string()
-        } else {
-            format!("http://{addr}")
-        };
+    pub fn with_timeout(
+        addr: &str,
+        trust: &Trust,
+        timeout: Duration,
+    ) -> anyhow::Result<AdminClient> {
         let agent = ureq::Agent::config_builder()
             .http_status_as_error(false)
             .timeout_global(Some(timeout))
+            .tls_config(tls_config(trust)?)
             .build()
             .into();
-        AdminClient { agent, base }
+        Ok(AdminClient {
+            agent,
+            base: base_url(addr),
+        })
+    }
+
+    /// A plain-HTTP client for `url` (etcd's own `/health` in the test harness).
+    pub fn plain(url: &str) -> AdminClient {
+        let agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .timeout_global(Some(Duration::from_secs(5)))
+            .build()
+            .into();
+        AdminClient {
+            agent,
+            base: base_url(url),
+        }
+    }
+
+    /// The same client (TLS settings, timeout) for another member's address.
+    pub fn at(&self, addr: &str) -> AdminClient {
+        AdminClient {
+            agent: self.agent.clone(),
+            base: base_url(addr),
+        }
     }
 
     /// Status code and body of a GET.
@@ -58,4 +91,44 @@ impl AdminClient {
             serde_json::from_str(&body).map_err(|e| anyhow::anyhow!("GET {path}: {e}: {body}"))?;
         Ok((status, json))
     }
+}
+
+fn base_url(addr: &str) -> String {
+    if addr.starts_with("http://") || addr.starts_with("https://") {
+        addr.trim_end_matches('/').to_string()
+    } else {
+        format!("https://{addr}")
+    }
+}
+
+fn tls_config(trust: &Trust) -> anyhow::Result<TlsConfig> {
+    let mut tls = TlsConfig::builder()
+        .provider(TlsProvider::Rustls)
+        .unversioned_rustls_crypto_provider(Arc::new(rustls::crypto::ring::default_provider()));
+    tls = match trust.ca() {
+        Some(ca) => {
+            let pem = std::fs::read(ca).with_context(|| format!("reading {}", ca.display()))?;
+            let roots = ureq::tls::parse_pem(&pem)
+                .filter_map(|item| match item {
+                    Ok(PemItem::Certificate(c)) => Some(c),
+                    _ => None,
+                })
+                .collect::<Vec<_>>();
+            anyhow::ensure!(!roots.is_empty(), "{} holds no certificate", ca.display());
+            tls.root_certs(RootCerts::Specific(Arc::new(roots)))
+        }
+        None => tls.disable_verification(true),
+    };
+    if let Some((cert, key)) = trust.identity_pem()? {
+        let chain = ureq::tls::parse_pem(&cert)
+            .filter_map(|item| match item {
+                Ok(PemItem::Certificate(c)) => Some(c),
+                _ => None,
+            })
+            .collect::<Vec<_>>();
+        anyhow::ensure!(!chain.is_empty(), "the client certificate file holds none");
+        let key = PrivateKey::from_pem(&key).context("reading the client key")?;
+        tls = tls.client_cert(Some(ClientCert::new_with_certs(&chain, key)));
+    }
+    Ok(tls.build())
 }

@@ -1,16 +1,21 @@
-//! Admin HTTP routes: health, readiness, membership and leader as this node knows them, and
-//! Prometheus metrics.
+//! Admin API routes: health, readiness, membership and leader as this node knows them, and
+//! Prometheus metrics; and which of them a client certificate may reach (probes and reads: any
+//! role, or no certificate at all for probes with `--admin-open-probes`; anything that is not
+//! a GET: `admin`). The transport and its limits are `listener`'s.
 
 use std::sync::Arc;
 
-use axum::extract::State;
-use axum::http::{header, StatusCode};
+use axum::extract::{MatchedPath, Request, State};
+use axum::http::{header, Method, StatusCode};
+use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde_json::json;
 
+use super::client::AdminClient;
 use super::metrics::Metrics;
+use crate::auth::Call;
 use crate::election::{Command, Membership};
 use crate::meta::{EtcdStore, Keys};
 use crate::proto::MemberInfo;
@@ -27,7 +32,17 @@ pub struct AdminState {
     pub control: Option<AdminControl>,
     /// The TSO clock, when `[debug] clock_injection` is on.
     pub clock: Option<Arc<WallClock>>,
+    /// Probes answer clients without a certificate.
+    pub open_probes: bool,
+    /// How this member reaches the others' admin APIs to probe their health.
+    pub peers: Option<AdminClient>,
+    /// The last member list with health, and when it was made: one etcd read and one round of
+    /// probes a second at most, however often it is asked.
+    pub members_cache: Arc<tokio::sync::Mutex<Option<(std::time::Instant, serde_json::Value)>>>,
 }
+
+/// How long a member list with health is answered from the cache.
+const MEMBERS_FRESH: std::time::Duration = std::time::Duration::from_secs(1);
 
 #[derive(Clone)]
 pub struct AdminControl {
@@ -53,18 +68,53 @@ pub fn router(state: AdminState) -> Router {
             "/api/v1/leader/transfer/{name}",
             post(super::leadership::transfer),
         )
+        .route_layer(middleware::from_fn_with_state(state.clone(), authorize))
         .with_state(state)
 }
 
-/// Serves until `shutdown` resolves.
-pub async fn serve(
-    listener: tokio::net::TcpListener,
+/// Serves the admin API over HTTPS on its own thread until `shutdown` turns true.
+pub fn spawn(
+    setup: super::listener::AdminListener,
     state: AdminState,
-    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
-) -> std::io::Result<()> {
-    axum::serve(listener, router(state))
-        .with_graceful_shutdown(shutdown)
-        .await
+) -> anyhow::Result<std::thread::JoinHandle<()>> {
+    super::listener::spawn(setup, router(state))
+}
+
+/// Runs the route only if the connection's certificate allows it; a refusal is 403 with the
+/// missing role named, and the route does not run.
+async fn authorize(State(s): State<AdminState>, req: Request, next: Next) -> Response {
+    let route = req
+        .extensions()
+        .get::<MatchedPath>()
+        .map(|p| p.as_str().to_string())
+        .unwrap_or_default();
+    let call = match (req.method(), route.as_str()) {
+        (&Method::GET, "/health" | "/ready" | "/metrics") => Call::AdminProbe,
+        (&Method::GET | &Method::HEAD, _) => Call::AdminRead,
+        _ => Call::AdminChange,
+    };
+    if call == Call::AdminProbe && s.open_probes {
+        return next.run(req).await;
+    }
+    match call.permitted(super::listener::grants_of(&req)) {
+        Ok(()) if call == Call::AdminChange => {
+            let answer = next.run(req).await;
+            // Whatever changed, the next member list is made anew.
+            *s.members_cache.lock().await = None;
+            answer
+        }
+        Ok(()) => next.run(req).await,
+        Err(denied) => {
+            s.metrics.core(s.metrics.cores() - 1).error(
+                &crate::proto::ErrorReply::PermissionDenied(denied.to_string()),
+            );
+            (
+                StatusCode::FORBIDDEN,
+                Json(json!({"error": format!("permission denied: {denied}")})),
+            )
+                .into_response()
+        }
+    }
 }
 
 pub(super) fn member_json(m: &MemberInfo) -> serde_json::Value {
@@ -116,7 +166,16 @@ async fn metrics(State(s): State<AdminState>) -> Response {
 
 async fn members(State(s): State<AdminState>) -> Json<serde_json::Value> {
     if let Some(control) = &s.control {
-        if let Ok(listed) = super::leadership::registered_members(control, &s.membership).await {
+        let mut cache = s.members_cache.lock().await;
+        if let Some((made, listed)) = cache.as_ref() {
+            if made.elapsed() < MEMBERS_FRESH {
+                return Json(listed.clone());
+            }
+        }
+        if let Ok(listed) =
+            super::leadership::registered_members(control, &s.membership, s.peers.as_ref()).await
+        {
+            *cache = Some((std::time::Instant::now(), listed.clone()));
             return Json(listed);
         }
     }

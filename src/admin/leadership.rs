@@ -137,11 +137,12 @@ pub async fn delete_member(State(s): State<AdminState>, Path(name): Path<String>
     }
 }
 
-/// The members API body from the registry, each member's health probed (300 ms) at its own
-/// `/health`.
+/// The members API body from the registry, each member's health probed at its own `/health`
+/// with `peers` (this member's certificate, a short timeout).
 pub async fn registered_members(
     control: &AdminControl,
     membership: &Membership,
+    peers: Option<&AdminClient>,
 ) -> Result<serde_json::Value, String> {
     let listed = control
         .store
@@ -157,13 +158,12 @@ pub async fn registered_members(
     let mut probes = Vec::new();
     for m in members {
         let me = m.id == membership.me.id;
-        let url = m.admin_url.clone();
+        let client = peers.map(|p| p.at(&m.admin_url));
         probes.push((
             m,
             tokio::task::spawn_blocking(move || {
-                me || AdminClient::with_timeout(&url, Duration::from_millis(300))
-                    .get("/health")
-                    .is_ok_and(|(status, _)| status == 200)
+                me || client
+                    .is_some_and(|c| c.get("/health").is_ok_and(|(status, _)| status == 200))
             }),
         ));
     }

@@ -25,13 +25,14 @@ const KINDS: [(&str, RequestKind); 6] = [
     ("placement", RequestKind::Placement),
 ];
 /// Kinds of error replies, as labelled in `meridian_request_errors_total{kind}`.
-const ERROR_KINDS: [&str; 6] = [
+const ERROR_KINDS: [&str; 7] = [
     "not_leader",
     "invalid_argument",
     "stale_epoch",
     "not_bootstrapped",
     "unavailable",
     "internal",
+    "permission_denied",
 ];
 
 /// The label of an error reply.
@@ -44,6 +45,7 @@ pub fn error_kind(e: &crate::proto::ErrorReply) -> usize {
         NotBootstrapped => 3,
         Unavailable(_) => 4,
         Internal(_) => 5,
+        PermissionDenied(_) => 6,
     }
 }
 
@@ -136,6 +138,11 @@ impl Metrics {
         if let Ok(mut g) = self.placement.lock() {
             *g = gauges;
         }
+    }
+
+    /// How many slots there are (cores, then the gRPC front end's).
+    pub fn cores(&self) -> usize {
+        self.cores.len()
     }
 
     pub fn core(&self, i: usize) -> &CoreMetrics {

@@ -1,11 +1,14 @@
-//! The admin HTTP server and what it reports: health, readiness, membership and Prometheus
-//! metrics. It reads server state; it makes no serving decisions.
+//! The admin HTTPS server and what it reports: health, readiness, membership and Prometheus
+//! metrics, and the leadership changes an `admin` certificate may ask for. It reads server
+//! state; it makes no serving decisions.
 
 mod client;
 mod http;
 mod leadership;
+mod listener;
 mod metrics;
 
 pub use client::AdminClient;
-pub use http::{serve, AdminControl, AdminState};
+pub use http::{spawn, AdminControl, AdminState};
+pub use listener::{AdminLimits, AdminListener};
 pub use metrics::{CoreMetrics, Metrics, PlacementGauges, RequestKind, StoreCounts};

@@ -1,11 +1,10 @@
 //! A channel to a member's PD-compatible gRPC front end, for kvproto's generated `PdClient`
 //! (loadgen's `--protocol grpc`, the interoperability tests). TLS verifies against the given CA
-//! file; `Trust::Insecure` has no meaning here, since tonic cannot skip verification.
-
-use std::path::Path;
+//! file and presents the client certificate `trust` names; `Trust::Insecure` has no meaning
+//! here, since tonic cannot skip verification.
 
 use anyhow::Context;
-use tonic::transport::{Certificate, Channel, ClientTlsConfig};
+use tonic::transport::{Certificate, Channel, ClientTlsConfig, Identity};
 
 use crate::kvproto::pdpb::pd_client::PdClient;
 use crate::tls::Trust;
@@ -20,21 +19,20 @@ pub async fn connect(addr: &str, trust: &Trust) -> anyhow::Result<PdClient<Chann
 
 /// The TLS channel alone, for raw calls.
 pub async fn channel(addr: &str, trust: &Trust) -> anyhow::Result<Channel> {
-    let Trust::Ca(ca) = trust else {
+    let Some(ca) = trust.ca() else {
         anyhow::bail!("gRPC needs --ca: the front end is always TLS");
     };
-    channel_to(addr, ca).await
-}
-
-async fn channel_to(addr: &str, ca: &Path) -> anyhow::Result<Channel> {
     let pem = std::fs::read(ca).with_context(|| format!("reading {}", ca.display()))?;
     let host = addr
         .rsplit_once(':')
         .map(|(h, _)| h.trim_start_matches('[').trim_end_matches(']'))
         .unwrap_or(addr);
-    let tls = ClientTlsConfig::new()
+    let mut tls = ClientTlsConfig::new()
         .ca_certificate(Certificate::from_pem(pem))
         .domain_name(host.to_string());
+    if let Some((cert, key)) = trust.identity_pem()? {
+        tls = tls.identity(Identity::from_pem(cert, key));
+    }
     Channel::from_shared(format!("https://{addr}"))
         .context("gRPC address")?
         .tls_config(tls)?

@@ -70,7 +70,7 @@ impl EtcdProcess {
 
     fn wait_ready(&mut self) -> anyhow::Result<()> {
         let deadline = Instant::now() + Duration::from_secs(15);
-        let health = crate::admin::AdminClient::new(&self.endpoint());
+        let health = crate::admin::AdminClient::plain(&self.endpoint());
         while Instant::now() < deadline {
             if let Some(child) = self.child.as_mut() {
                 if let Some(status) = child.try_wait()? {

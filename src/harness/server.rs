@@ -110,6 +110,17 @@ impl ServerProcess {
 }
 
 impl ServerProcess {
+    /// The trust of a node that made its own certificates: its CA, and the local client
+    /// certificate beside it (roles client, store and admin).
+    pub fn trust(&self) -> crate::tls::Trust {
+        crate::tls::Trust::Ca(self.data_dir.join("tls").join("ca.pem"))
+    }
+
+    /// This node's admin API, with [`Self::trust`].
+    pub fn admin(&self) -> anyhow::Result<crate::admin::AdminClient> {
+        crate::admin::AdminClient::new(&self.admin_addr, &self.trust())
+    }
+
     /// SIGKILL: no shutdown, no flush; what is on disk is all the next start has.
     pub fn kill(mut self) -> anyhow::Result<()> {
         let mut child = self.child.take().context("already stopped")?;

@@ -161,4 +161,7 @@ pub enum ErrorReply {
     Unavailable(String),
     #[error("internal error: {0}")]
     Internal(String),
+    /// The connection's certificate lacks the role the request needs; nothing was changed.
+    #[error("permission denied: {0}")]
+    PermissionDenied(String),
 }

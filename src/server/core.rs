@@ -6,6 +6,7 @@ use std::net::UdpSocket;
 use std::sync::Arc;
 use std::time::Duration;
 
+use rustls::pki_types::CertificateDer;
 use tokio::task::JoinSet;
 
 use crate::proto::StreamCode;
@@ -104,6 +105,13 @@ async fn serve_connection(incoming: quinn::Incoming, shared: Arc<Shared>, core: 
         }
     };
     shared.metrics.core(core).connection_opened();
+    // The handshake verified the chain; what it may do is read once, here.
+    let chain = connection
+        .peer_identity()
+        .and_then(|id| id.downcast::<Vec<CertificateDer<'static>>>().ok());
+    let grants = shared
+        .client_auth
+        .grants(chain.as_deref().map(Vec::as_slice));
     let mut shutdown = shared.shutdown.clone();
     let mut streams = JoinSet::new();
     loop {
@@ -111,7 +119,7 @@ async fn serve_connection(incoming: quinn::Incoming, shared: Arc<Shared>, core: 
             _ = shutdown.wait_for(|stop| *stop) => break,
             stream = connection.accept_bi() => match stream {
                 Ok((send, recv)) => {
-                    streams.spawn(serve_stream(send, recv, shared.clone(), core));
+                    streams.spawn(serve_stream(send, recv, shared.clone(), core, grants));
                 }
                 Err(e) => {
                     tracing::debug!(core, "connection ended: {e}");

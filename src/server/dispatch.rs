@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use crate::admin::{CoreMetrics, RequestKind};
+use crate::auth::Call;
 use crate::proto::{ArchivedRequest, ErrorReply, Reply, Request, Response};
 use crate::tso::AllocError;
 
@@ -20,6 +21,15 @@ pub enum Action {
 }
 
 impl Action {
+    pub fn call(&self) -> Call {
+        match self {
+            Action::Ping => Call::Ping,
+            Action::Tso(_) => Call::Tso,
+            Action::GetMembers => Call::GetMembers,
+            Action::Placement(req) => req.call(),
+        }
+    }
+
     pub fn of(req: &ArchivedRequest) -> Result<Action, String> {
         Ok(match req {
             ArchivedRequest::Ping => Action::Ping,

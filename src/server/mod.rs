@@ -48,6 +48,13 @@ pub struct ServeOptions {
     pub config: Config,
     pub tls_cert: Option<PathBuf>,
     pub tls_key: Option<PathBuf>,
+    /// The CA that signs client certificates (see [`tls::client_ca_path`] for the default).
+    pub tls_ca: Option<PathBuf>,
+    /// `--insecure-no-client-auth`: every port lets anyone in with every role.
+    pub insecure_no_client_auth: bool,
+    /// `--admin-open-probes`: `/health`, `/ready` and `/metrics` answer clients that present
+    /// no certificate (kubelet, Prometheus without a client certificate).
+    pub admin_open_probes: bool,
     /// etcd endpoints; empty for the single node on the embedded store.
     pub etcd: Vec<String>,
     /// Where the PD-compatible gRPC front end listens.
@@ -62,6 +69,8 @@ pub struct Shared {
     pub membership: Membership,
     pub config: Config,
     pub shutdown: watch::Receiver<bool>,
+    /// Who may connect, and what a connection's certificate grants.
+    pub client_auth: tls::ClientAuth,
 }
 
 /// Runs the server until SIGTERM or ctrl-c, then shuts down gracefully.
@@ -121,8 +130,7 @@ async fn serve(opts: ServeOptions) -> anyhow::Result<()> {
         }
     };
     let grpc_addr = grpc_listener.as_ref().map(|l| l.local_addr()).transpose()?;
-    let admin_listener = tokio::net::TcpListener::bind(opts.admin_listen)
-        .await
+    let admin_listener = std::net::TcpListener::bind(opts.admin_listen)
         .with_context(|| format!("binding admin {}", opts.admin_listen))?;
     let admin_addr = admin_listener.local_addr()?;
 
@@ -139,9 +147,13 @@ async fn serve(opts: ServeOptions) -> anyhow::Result<()> {
         opts.tls_key.as_deref(),
         &names,
     )?;
+    let client_auth = client_auth(&opts)?;
     let grpc_tls = Some((identity.cert_pem.clone(), identity.key_pem.clone()));
+    let admin_tls =
+        tls::admin_server_config(identity.clone(), &client_auth, opts.admin_open_probes)?;
     let server_config = tls::server_config(
         identity,
+        &client_auth,
         opts.config.server.max_streams_per_connection,
         opts.config.server.max_udp_payload,
     )?;
@@ -154,7 +166,7 @@ async fn serve(opts: ServeOptions) -> anyhow::Result<()> {
             .clone()
             .unwrap_or_else(|| client_addr.to_string()),
         admin_url: format!(
-            "http://{}",
+            "https://{}",
             opts.advertise_admin
                 .clone()
                 .unwrap_or_else(|| admin_addr.to_string())
@@ -266,6 +278,7 @@ async fn serve(opts: ServeOptions) -> anyhow::Result<()> {
         membership: membership.clone(),
         config: opts.config.clone(),
         shutdown: stop_rx.clone(),
+        client_auth: client_auth.clone(),
     });
 
     // One EndpointConfig (and so one stateless-reset key) for all cores: a packet the kernel
@@ -295,28 +308,46 @@ async fn serve(opts: ServeOptions) -> anyhow::Result<()> {
         None => None,
     };
 
+    let peers = match &admin_control {
+        Some(_) => Some(peer_admin_client(&opts)?),
+        None => None,
+    };
     let admin_state = AdminState {
         membership,
         metrics,
         allocator: allocator.clone(),
         control: admin_control,
         clock: opts.config.debug.clock_injection.then(|| clock.clone()),
+        open_probes: opts.admin_open_probes,
+        peers,
+        members_cache: Default::default(),
     };
-    let mut admin_stop = stop_rx.clone();
-    let admin = tokio::spawn(admin::serve(admin_listener, admin_state, async move {
-        let _ = admin_stop.wait_for(|stop| *stop).await;
-    }));
+    let admin = admin::spawn(
+        admin::AdminListener {
+            listener: admin_listener,
+            tls: admin_tls,
+            client_auth,
+            limits: admin::AdminLimits::default(),
+            shutdown: stop_rx.clone(),
+        },
+        admin_state,
+    )?;
 
+    // Before the ready line: a SIGTERM sent the moment it is read must find the handler.
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     // Tests and scripts read this line to learn the ports picked for `:0`.
     let grpc_shown = grpc_addr.map_or("off".to_string(), |a| a.to_string());
     println!("meridian ready name={} client={client_addr} admin={admin_addr} grpc={grpc_shown} cores={cores} cluster_id={cluster_id}", opts.name);
     tracing::info!(%client_addr, %admin_addr, cores, "serving");
 
-    wait_for_signal().await?;
+    tokio::select! {
+        _ = term.recv() => {}
+        r = tokio::signal::ctrl_c() => r?,
+    }
     tracing::info!("shutting down: no new connections; answering requests in flight");
     let _ = stop_tx.send(true);
     let joined = tokio::task::spawn_blocking(move || {
-        for t in threads.into_iter().chain(grpc) {
+        for t in threads.into_iter().chain(grpc).chain([admin]) {
             let _ = t.join();
         }
     });
@@ -324,9 +355,48 @@ async fn serve(opts: ServeOptions) -> anyhow::Result<()> {
     // The control side suspends the allocator (and an etcd leader resigns) as it stops.
     allocator.suspend();
     control.await?;
-    admin.await??;
     tracing::info!("stopped");
     Ok(())
+}
+
+/// How this member probes the others' admin APIs: its own certificate (role `member`) as the
+/// client certificate, the cluster CA as the trust.
+fn peer_admin_client(opts: &ServeOptions) -> anyhow::Result<admin::AdminClient> {
+    let local = opts.data_dir.join("tls");
+    let (cert, key) = match (&opts.tls_cert, &opts.tls_key) {
+        (Some(c), Some(k)) => (c.clone(), k.clone()),
+        _ => (local.join("cert.pem"), local.join("key.pem")),
+    };
+    let ca = tls::client_ca_path(
+        &opts.data_dir,
+        opts.tls_cert.as_deref(),
+        opts.tls_ca.as_deref(),
+    );
+    let trust = if opts.insecure_no_client_auth && !ca.exists() {
+        tls::Trust::Insecure
+    } else {
+        tls::Trust::Mutual { ca, cert, key }
+    };
+    admin::AdminClient::with_timeout("localhost", &trust, Duration::from_millis(300))
+}
+
+/// Client authentication as the flags ask: the CA's certificates, or the loud opt-out.
+fn client_auth(opts: &ServeOptions) -> anyhow::Result<tls::ClientAuth> {
+    if opts.insecure_no_client_auth {
+        let warning =
+            "--insecure-no-client-auth: CLIENT AUTHENTICATION IS OFF. Anyone who can reach \
+                       this node's ports can bootstrap, rewrite routing, move GC safe points and \
+                       change leadership. Never run a reachable node like this.";
+        eprintln!("WARNING: {warning}");
+        tracing::warn!("{warning}");
+        return Ok(tls::ClientAuth::Off);
+    }
+    let ca = tls::client_ca_path(
+        &opts.data_dir,
+        opts.tls_cert.as_deref(),
+        opts.tls_ca.as_deref(),
+    );
+    tls::ClientAuth::required(&ca)
 }
 
 /// `host:port` for a listener bound at `bound`: the advertised client host if one is given.
@@ -366,15 +436,6 @@ async fn ids<M: crate::meta::MetaStore>(store: &M, name: &str) -> anyhow::Result
     let cluster_id = identity::cluster_id(store).await?;
     let member_id = identity::member_id(store, &Keys::new(cluster_id), name).await?;
     Ok((cluster_id, member_id))
-}
-
-async fn wait_for_signal() -> anyhow::Result<()> {
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
-    tokio::select! {
-        _ = term.recv() => {}
-        r = tokio::signal::ctrl_c() => r?,
-    }
-    Ok(())
 }
 
 /// Polls the member registry (for `GetMembers`, so clients learn every member) and this

@@ -10,6 +10,7 @@ use std::time::Instant;
 use rkyv::util::AlignedVec;
 
 use crate::admin::RequestKind;
+use crate::auth::{Denied, Grants};
 use crate::proto::{self, ErrorReply, FrameDecoder, FrameError, Request, Response, StreamCode};
 
 use super::dispatch::{execute, Action};
@@ -19,6 +20,8 @@ use super::Shared;
 enum DecodeFailure {
     Frame(FrameError),
     Request(String),
+    /// Read well, but the connection's certificate does not allow it.
+    Denied(Denied),
 }
 
 impl std::fmt::Display for DecodeFailure {
@@ -26,6 +29,7 @@ impl std::fmt::Display for DecodeFailure {
         match self {
             DecodeFailure::Frame(e) => write!(f, "{e}"),
             DecodeFailure::Request(e) => write!(f, "{e}"),
+            DecodeFailure::Denied(e) => write!(f, "{e}"),
         }
     }
 }
@@ -47,6 +51,7 @@ pub async fn serve_stream(
     mut recv: quinn::RecvStream,
     shared: std::sync::Arc<Shared>,
     core: usize,
+    grants: Grants,
 ) {
     let metrics = shared.metrics.core(core);
     let mut shutdown = shared.shutdown.clone();
@@ -86,7 +91,14 @@ pub async fn serve_stream(
         loop {
             match decoder.next_request() {
                 Ok(None) => break,
-                Ok(Some(Ok(req))) => actions.push(Action::of(req).map_err(DecodeFailure::Request)),
+                Ok(Some(Ok(req))) => actions.push(
+                    Action::of(req)
+                        .map_err(DecodeFailure::Request)
+                        .and_then(|a| match a.call().permitted(grants) {
+                            Ok(()) => Ok(a),
+                            Err(denied) => Err(DecodeFailure::Denied(denied)),
+                        }),
+                ),
                 Ok(Some(Err(e))) => actions.push(Err(DecodeFailure::Frame(e))),
                 Err(e) => {
                     fatal = Some(e);
@@ -115,6 +127,11 @@ pub async fn serve_stream(
                     other => Pending::Later(Action::Placement(Box::new(other))),
                 },
                 Ok(action) => Pending::Later(action),
+                Err(DecodeFailure::Denied(denied)) => {
+                    let reply = ErrorReply::PermissionDenied(denied.to_string());
+                    metrics.error(&reply);
+                    Pending::Now(Response::Err(reply))
+                }
                 Err(e) => {
                     metrics.request(RequestKind::Malformed);
                     let reply = ErrorReply::InvalidArgument(e.to_string());

@@ -1,6 +1,8 @@
-//! TLS material and QUIC crypto configs: the server's certificate (given, or a local CA with a
-//! node and a client certificate created once in the data dir and kept), and client configs that verify against a CA file or,
-//! only when asked explicitly, skip verification. TLS 1.3 only, ALPN `meridian/1`.
+//! TLS material and crypto configs: the server's certificate (given, or a local CA with a node
+//! and a client certificate created once in the data dir and kept), client authentication (the
+//! CA that signs client certificates, or the explicit opt-out), and client configs that verify
+//! against a CA file and present a client certificate. TLS 1.3 only, ALPN `meridian/1` on QUIC.
+//! What a verified certificate may do is `auth`'s business, not this module's.
 
 pub mod cert;
 
@@ -14,13 +16,159 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
 use crate::datagram;
 use crate::proto::ALPN;
 
-/// How a client decides to trust the server.
+/// How a client decides to trust the server, and which certificate it presents.
 #[derive(Debug, Clone)]
 pub enum Trust {
-    /// PEM file with the server's certificate or the CA that signed it.
+    /// PEM file with the server's certificate or the CA that signed it. The client presents
+    /// `client.pem` and `client-key.pem` from the same directory when both are there (a
+    /// node's `DATA_DIR/tls`, or a `meridian cert` directory), and no certificate otherwise.
     Ca(PathBuf),
-    /// No verification at all: for tests and local experiments only.
+    /// The CA file and the client certificate and key to present.
+    Mutual {
+        ca: PathBuf,
+        cert: PathBuf,
+        key: PathBuf,
+    },
+    /// No verification of the server at all, and no client certificate: for tests and local
+    /// experiments against a node run with `--insecure-no-client-auth`.
     Insecure,
+}
+
+impl Trust {
+    /// `--ca`, `--cert`, `--key` as the command lines take them.
+    pub fn from_flags(
+        ca: Option<PathBuf>,
+        cert: Option<PathBuf>,
+        key: Option<PathBuf>,
+        insecure: bool,
+    ) -> anyhow::Result<Trust> {
+        match (ca, cert, key, insecure) {
+            (Some(ca), None, None, false) => Ok(Trust::Ca(ca)),
+            (Some(ca), Some(cert), Some(key), false) => Ok(Trust::Mutual { ca, cert, key }),
+            (None, None, None, true) => Ok(Trust::Insecure),
+            (_, Some(_), None, _) | (_, None, Some(_), _) => {
+                anyhow::bail!("--cert and --key go together")
+            }
+            (None, _, _, false) => {
+                anyhow::bail!("pass --ca FILE (the server's DATA_DIR/tls/ca.pem) or --insecure")
+            }
+            (Some(_), _, _, true) | (None, Some(_), Some(_), true) => {
+                anyhow::bail!(
+                    "--insecure verifies nothing and presents nothing: drop --ca/--cert/--key"
+                )
+            }
+        }
+    }
+
+    /// The CA file, unless verification is off.
+    pub fn ca(&self) -> Option<&Path> {
+        match self {
+            Trust::Ca(ca) | Trust::Mutual { ca, .. } => Some(ca),
+            Trust::Insecure => None,
+        }
+    }
+
+    /// The client certificate and key to present, if any.
+    pub fn identity_files(&self) -> Option<(PathBuf, PathBuf)> {
+        match self {
+            Trust::Ca(ca) => {
+                let dir = ca.parent()?;
+                let (cert, key) = (dir.join("client.pem"), dir.join("client-key.pem"));
+                (cert.exists() && key.exists()).then_some((cert, key))
+            }
+            Trust::Mutual { cert, key, .. } => Some((cert.clone(), key.clone())),
+            Trust::Insecure => None,
+        }
+    }
+
+    /// The client identity as PEM (certificate chain, key), if any.
+    pub fn identity_pem(&self) -> anyhow::Result<Option<(Vec<u8>, Vec<u8>)>> {
+        let Some((cert, key)) = self.identity_files() else {
+            return Ok(None);
+        };
+        let cert_pem =
+            std::fs::read(&cert).with_context(|| format!("reading {}", cert.display()))?;
+        let key_pem = std::fs::read(&key).with_context(|| format!("reading {}", key.display()))?;
+        Ok(Some((cert_pem, key_pem)))
+    }
+}
+
+/// Who a server lets in.
+#[derive(Clone)]
+pub enum ClientAuth {
+    /// Every client presents a certificate that this CA signed and that is in date.
+    Required { ca_pem: Vec<u8> },
+    /// Anyone connects and is granted every role: `--insecure-no-client-auth`.
+    Off,
+}
+
+impl ClientAuth {
+    /// Client authentication against the CA in `path`.
+    pub fn required(path: &Path) -> anyhow::Result<ClientAuth> {
+        let ca_pem = std::fs::read(path).with_context(|| {
+            format!(
+                "reading {}, the CA that signs client certificates (--tls-ca; \
+                 --insecure-no-client-auth turns client authentication off)",
+                path.display()
+            )
+        })?;
+        roots_of(&ca_pem, path)?;
+        Ok(ClientAuth::Required { ca_pem })
+    }
+
+    /// The rustls verifier; `open` lets a client without a certificate finish the handshake
+    /// (it is then granted nothing, which the caller checks per request).
+    fn verifier(
+        &self,
+        open: bool,
+    ) -> anyhow::Result<Option<Arc<dyn rustls::server::danger::ClientCertVerifier>>> {
+        match self {
+            ClientAuth::Off => Ok(None),
+            ClientAuth::Required { ca_pem } => {
+                let roots = roots_of(ca_pem, Path::new("the client CA"))?;
+                let builder = rustls::server::WebPkiClientVerifier::builder_with_provider(
+                    Arc::new(roots),
+                    provider(),
+                );
+                let builder = if open {
+                    builder.allow_unauthenticated()
+                } else {
+                    builder
+                };
+                Ok(Some(builder.build()?))
+            }
+        }
+    }
+
+    /// What a connection whose verified chain is `chain` may do.
+    pub fn grants(&self, chain: Option<&[CertificateDer<'_>]>) -> crate::auth::Grants {
+        match (self, chain) {
+            (ClientAuth::Off, _) => crate::auth::Grants::all(),
+            (ClientAuth::Required { .. }, Some(chain)) => crate::auth::Grants::of_chain(chain),
+            (ClientAuth::Required { .. }, None) => crate::auth::Grants::NONE,
+        }
+    }
+}
+
+/// The CA that signs client certificates: `--tls-ca`, else `ca.pem` beside `--tls-cert` (a
+/// `meridian cert` directory), else the local CA in `DATA_DIR/tls`.
+pub fn client_ca_path(data_dir: &Path, tls_cert: Option<&Path>, tls_ca: Option<&Path>) -> PathBuf {
+    match (tls_ca, tls_cert) {
+        (Some(ca), _) => ca.to_path_buf(),
+        (None, Some(cert)) => cert.parent().unwrap_or(Path::new(".")).join("ca.pem"),
+        (None, None) => data_dir.join("tls").join("ca.pem"),
+    }
+}
+
+fn roots_of(pem: &[u8], origin: &Path) -> anyhow::Result<rustls::RootCertStore> {
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in rustls_pemfile::certs(&mut &pem[..]) {
+        roots.add(cert.with_context(|| format!("parsing {}", origin.display()))?)?;
+    }
+    if roots.is_empty() {
+        anyhow::bail!("{} holds no certificate", origin.display());
+    }
+    Ok(roots)
 }
 
 pub struct Identity {
@@ -177,17 +325,53 @@ pub fn endpoint_config(
     Ok(config)
 }
 
-/// QUIC server config: TLS 1.3 with ALPN, migration off (SO_REUSEPORT routes by 4-tuple, so a
-/// migrated path could land on another core's endpoint).
+impl Clone for Identity {
+    fn clone(&self) -> Identity {
+        Identity {
+            certs: self.certs.clone(),
+            key: self.key.clone_key(),
+            cert_pem: self.cert_pem.clone(),
+            key_pem: self.key_pem.clone(),
+        }
+    }
+}
+
+/// A TLS 1.3 server config presenting `identity` and checking clients as `auth` says.
+fn tls_server(
+    identity: Identity,
+    auth: &ClientAuth,
+    open: bool,
+) -> anyhow::Result<rustls::ServerConfig> {
+    let builder = rustls::ServerConfig::builder_with_provider(provider())
+        .with_protocol_versions(&[&rustls::version::TLS13])?;
+    let builder = match auth.verifier(open)? {
+        Some(verifier) => builder.with_client_cert_verifier(verifier),
+        None => builder.with_no_client_auth(),
+    };
+    Ok(builder.with_single_cert(identity.certs, identity.key)?)
+}
+
+/// The admin API's HTTPS config. With `open_probes`, a client without a certificate may finish
+/// the handshake (kubelet probes and scrapers present none) and reaches only the probe routes.
+pub fn admin_server_config(
+    identity: Identity,
+    auth: &ClientAuth,
+    open_probes: bool,
+) -> anyhow::Result<Arc<rustls::ServerConfig>> {
+    let mut tls = tls_server(identity, auth, open_probes)?;
+    tls.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(Arc::new(tls))
+}
+
+/// QUIC server config: TLS 1.3 with ALPN and client authentication, migration off (SO_REUSEPORT
+/// routes by 4-tuple, so a migrated path could land on another core's endpoint).
 pub fn server_config(
     identity: Identity,
+    auth: &ClientAuth,
     max_streams: u32,
     max_udp_payload: u16,
 ) -> anyhow::Result<quinn::ServerConfig> {
-    let mut tls = rustls::ServerConfig::builder_with_provider(provider())
-        .with_protocol_versions(&[&rustls::version::TLS13])?
-        .with_no_client_auth()
-        .with_single_cert(identity.certs, identity.key)?;
+    let mut tls = tls_server(identity, auth, false)?;
     tls.alpn_protocols = vec![ALPN.to_vec()];
     tls.max_early_data_size = 0;
     let mut config = quinn::ServerConfig::with_crypto(Arc::new(QuicServerConfig::try_from(tls)?));
@@ -203,26 +387,7 @@ pub fn server_config(
 
 /// QUIC client config for the given trust.
 pub fn client_config(trust: &Trust) -> anyhow::Result<quinn::ClientConfig> {
-    let builder = rustls::ClientConfig::builder_with_provider(provider())
-        .with_protocol_versions(&[&rustls::version::TLS13])?;
-    let mut tls = match trust {
-        Trust::Ca(path) => {
-            let mut roots = rustls::RootCertStore::empty();
-            let file = std::fs::File::open(path)
-                .with_context(|| format!("opening CA file {}", path.display()))?;
-            for cert in rustls_pemfile::certs(&mut std::io::BufReader::new(file)) {
-                roots.add(cert.with_context(|| format!("parsing {}", path.display()))?)?;
-            }
-            if roots.is_empty() {
-                anyhow::bail!("CA file {} holds no certificate", path.display());
-            }
-            builder.with_root_certificates(roots).with_no_client_auth()
-        }
-        Trust::Insecure => builder
-            .dangerous()
-            .with_custom_certificate_verifier(Arc::new(NoVerification(provider())))
-            .with_no_client_auth(),
-    };
+    let mut tls = client_tls(client_builder()?, trust)?;
     tls.alpn_protocols = vec![ALPN.to_vec()];
     let mut config = quinn::ClientConfig::new(Arc::new(QuicClientConfig::try_from(tls)?));
     let mut transport = quinn::TransportConfig::default();
@@ -231,6 +396,42 @@ pub fn client_config(trust: &Trust) -> anyhow::Result<quinn::ClientConfig> {
     datagram::discover_up_to(&mut transport, datagram::MAX_UDP_PAYLOAD);
     config.transport_config(Arc::new(transport));
     Ok(config)
+}
+
+/// A rustls client config for `trust` (the caller sets ALPN): the admin client uses it too.
+pub fn client_tls(
+    builder: rustls::ConfigBuilder<rustls::ClientConfig, rustls::WantsVerifier>,
+    trust: &Trust,
+) -> anyhow::Result<rustls::ClientConfig> {
+    let builder = match trust.ca() {
+        Some(path) => {
+            let pem = std::fs::read(path)
+                .with_context(|| format!("opening CA file {}", path.display()))?;
+            builder.with_root_certificates(roots_of(&pem, path)?)
+        }
+        None => builder
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(NoVerification(provider()))),
+    };
+    Ok(match trust.identity_pem()? {
+        Some((cert_pem, key_pem)) => {
+            let certs = rustls_pemfile::certs(&mut &cert_pem[..])
+                .collect::<Result<Vec<_>, _>>()
+                .context("parsing the client certificate")?;
+            let key = rustls_pemfile::private_key(&mut &key_pem[..])
+                .context("parsing the client key")?
+                .context("the client key file holds no private key")?;
+            builder.with_client_auth_cert(certs, key)?
+        }
+        None => builder.with_no_client_auth(),
+    })
+}
+
+/// TLS 1.3 client builder with the crate's crypto provider.
+pub fn client_builder(
+) -> anyhow::Result<rustls::ConfigBuilder<rustls::ClientConfig, rustls::WantsVerifier>> {
+    Ok(rustls::ClientConfig::builder_with_provider(provider())
+        .with_protocol_versions(&[&rustls::version::TLS13])?)
 }
 
 /// Accepts any certificate but still checks the handshake signatures, so the session keys are

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use anyhow::{anyhow, bail};
 use meridian::admin::AdminClient;
+use meridian::tls::Trust;
 
 use crate::crd::MeridianCluster;
 use crate::decide::snapshot::{MemberView, MembersView};
@@ -31,47 +32,62 @@ pub trait Members: Send + Sync {
 
 type Addresses = dyn Fn(&MeridianCluster) -> Vec<String> + Send + Sync;
 
-/// The admin API over HTTP, tried at each address in turn.
+/// The admin API over HTTPS, tried at each address in turn, with the operator's `admin`
+/// client certificate.
 #[derive(Clone)]
 pub struct AdminMembers {
     addresses: Arc<Addresses>,
+    trust: Trust,
     timeout: Duration,
 }
 
 impl AdminMembers {
     pub fn new(
         addresses: impl Fn(&MeridianCluster) -> Vec<String> + Send + Sync + 'static,
+        trust: Trust,
     ) -> Self {
         AdminMembers {
             addresses: Arc::new(addresses),
+            trust,
             timeout: Duration::from_secs(3),
         }
     }
 
-    /// The client Service of a cluster in Kubernetes.
-    pub fn in_cluster() -> Self {
-        Self::new(|mc| {
-            use kube::ResourceExt;
-            vec![format!(
-                "http://{}.{}.svc:{}",
-                mc.name_any(),
-                mc.namespace().unwrap_or_else(|| "default".into()),
-                crate::decide::resources::ADMIN_PORT
-            )]
-        })
+    /// The admin Service of a cluster in Kubernetes.
+    pub fn in_cluster(trust: Trust) -> Self {
+        Self::new(
+            |mc| {
+                use kube::ResourceExt;
+                vec![format!(
+                    "https://{}-admin.{}.svc:{}",
+                    mc.name_any(),
+                    mc.namespace().unwrap_or_else(|| "default".into()),
+                    crate::decide::resources::ADMIN_PORT
+                )]
+            },
+            trust,
+        )
     }
 
     /// The first address that answers `GET /api/v1/members`, with its body.
     async fn members_json(&self, mc: &MeridianCluster) -> Option<serde_json::Value> {
         let addresses = (self.addresses)(mc);
         let timeout = self.timeout;
+        let trust = self.trust.clone();
         tokio::task::spawn_blocking(move || {
-            addresses.iter().find_map(|a| {
-                match AdminClient::with_timeout(a, timeout).get_json("/api/v1/members") {
+            let client = match AdminClient::with_timeout("localhost", &trust, timeout) {
+                Ok(c) => c,
+                Err(e) => {
+                    tracing::warn!("admin client: {e:#}");
+                    return None;
+                }
+            };
+            addresses
+                .iter()
+                .find_map(|a| match client.at(a).get_json("/api/v1/members") {
                     Ok((200, body)) => Some(body),
                     _ => None,
-                }
-            })
+                })
         })
         .await
         .ok()
@@ -101,9 +117,12 @@ impl AdminMembers {
     ) -> anyhow::Result<(u16, String)> {
         // Long enough for a transfer, which the leader answers once the hand-over is done.
         let timeout = self.timeout.max(Duration::from_secs(12));
-        tokio::task::spawn_blocking(move || request(&AdminClient::with_timeout(&url, timeout)))
-            .await
-            .map_err(|e| anyhow!("admin call: {e}"))?
+        let trust = self.trust.clone();
+        tokio::task::spawn_blocking(move || {
+            request(&AdminClient::with_timeout(&url, &trust, timeout)?)
+        })
+        .await
+        .map_err(|e| anyhow!("admin call: {e}"))?
     }
 }
 

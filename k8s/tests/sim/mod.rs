@@ -20,6 +20,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use k8s_openapi::jiff::Timestamp;
 use meridian::admin::AdminClient;
 use meridian::harness::{free_udp_port, ServerProcess};
+use meridian::tls::Trust;
 use meridian_operator::crd::{MeridianCluster, MeridianClusterStatus};
 use meridian_operator::decide::snapshot::{pvc_name, DEFERRED_DELETE_ANNOTATION, REVISION_LABEL};
 use meridian_operator::shell::platform::{Note, Owned, Platform, Workload};
@@ -362,8 +363,10 @@ fn kubelet_round(state: &Mutex<State>, env: &Env) {
             .collect()
     };
     for (o, uid, admin) in probes {
-        let ready = AdminClient::with_timeout(&admin, Duration::from_millis(300))
-            .get("/ready")
+        // As kubelet probes: no client certificate, the server's not verified (the members
+        // run with --admin-open-probes, as the operator's StatefulSet has them).
+        let ready = AdminClient::with_timeout(&admin, &Trust::Insecure, Duration::from_millis(300))
+            .and_then(|c| c.get("/ready"))
             .is_ok_and(|(status, _)| status == 200);
         let mut s = state.lock().unwrap();
         if let Some(pod) = s
@@ -395,6 +398,7 @@ fn start_member(env: &Env, ordinal: u32, port: u16, dir: &Path) -> anyhow::Resul
         env.cert.display().to_string(),
         "--tls-key".into(),
         env.key.display().to_string(),
+        "--admin-open-probes".into(),
     ];
     ServerProcess::start_with(&env.bin, dir, &format!("127.0.0.1:{port}"), &args)
 }

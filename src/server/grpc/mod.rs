@@ -12,7 +12,7 @@ use std::sync::Arc;
 use anyhow::Context;
 use tokio::sync::watch;
 use tonic::transport::server::TcpIncoming;
-use tonic::transport::{Identity, Server, ServerTlsConfig};
+use tonic::transport::{Certificate, Identity, Server, ServerTlsConfig};
 
 use crate::kvproto::pdpb::pd_server::PdServer;
 
@@ -82,9 +82,13 @@ async fn serve(setup: GrpcSetup) -> anyhow::Result<()> {
     let incoming = TcpIncoming::from(listener).with_nodelay(Some(true));
     let mut builder = Server::builder();
     if let Some((cert, key)) = setup.tls {
-        builder = builder
-            .tls_config(ServerTlsConfig::new().identity(Identity::from_pem(cert, key)))
-            .context("gRPC TLS config")?;
+        let mut tls = ServerTlsConfig::new().identity(Identity::from_pem(cert, key));
+        // The same client authentication as QUIC: a certificate from the CA is required to
+        // finish the handshake; each call then checks the roles it carries.
+        if let crate::tls::ClientAuth::Required { ca_pem } = &setup.shared.client_auth {
+            tls = tls.client_ca_root(Certificate::from_pem(ca_pem));
+        }
+        builder = builder.tls_config(tls).context("gRPC TLS config")?;
     }
     let service = Arc::new(PdService::new(setup.shared, setup.metrics_slot));
     // The standard `grpc.health.v1.Health`, which pd's Go client asks (`Check` with service "")

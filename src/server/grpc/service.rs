@@ -19,6 +19,7 @@ use tonic::{Request as GrpcRequest, Response as GrpcResponse, Status, Streaming}
 
 use super::convert::{self, Malformed};
 use crate::admin::{CoreMetrics, RequestKind};
+use crate::auth::Call;
 use crate::kvproto::metapb;
 use crate::kvproto::pdpb::{self, pd_server::Pd};
 use crate::placement::{Region, RegionStats};
@@ -48,6 +49,21 @@ pub struct PdService {
 }
 
 impl PdService {
+    /// Refuses the call, counted and changing nothing, unless the connection's certificate
+    /// carries the role it needs.
+    fn authorize<T>(&self, request: &GrpcRequest<T>, call: Call) -> Result<(), Status> {
+        let chain = request.peer_certs();
+        let grants = self
+            .shared
+            .client_auth
+            .grants(chain.as_deref().map(Vec::as_slice));
+        call.permitted(grants).map_err(|denied| {
+            let reply = ErrorReply::PermissionDenied(denied.to_string());
+            self.metrics().error(&reply);
+            Status::permission_denied(denied.to_string())
+        })
+    }
+
     pub fn new(shared: Arc<Shared>, metrics_slot: usize) -> PdService {
         PdService {
             shared,
@@ -142,6 +158,7 @@ impl PdService {
             ErrorReply::InvalidArgument(m) => Err(Status::invalid_argument(m)),
             ErrorReply::Unavailable(m) => Err(Status::unavailable(m)),
             ErrorReply::Internal(m) => Err(Status::internal(m)),
+            ErrorReply::PermissionDenied(m) => Err(Status::permission_denied(m)),
         }
     }
 
@@ -240,6 +257,7 @@ impl Pd for Arc<PdService> {
         &self,
         request: GrpcRequest<pdpb::GetMembersRequest>,
     ) -> Result<GrpcResponse<pdpb::GetMembersResponse>, Status> {
+        self.authorize(&request, Call::GetMembers)?;
         self.metrics().request(RequestKind::GetMembers);
         // Every member answers, and clients discover the cluster id here: the header's cluster
         // id is not checked (PD does not either).
@@ -261,6 +279,7 @@ impl Pd for Arc<PdService> {
         &self,
         request: GrpcRequest<Streaming<pdpb::TsoRequest>>,
     ) -> Result<GrpcResponse<Self::TsoStream>, Status> {
+        self.authorize(&request, Call::Tso)?;
         Ok(GrpcResponse::new(answer_each(
             self.clone(),
             request.into_inner(),
@@ -273,6 +292,7 @@ impl Pd for Arc<PdService> {
         &self,
         request: GrpcRequest<pdpb::BootstrapRequest>,
     ) -> Result<GrpcResponse<pdpb::BootstrapResponse>, Status> {
+        self.authorize(&request, Call::Bootstrap)?;
         let req = request.into_inner();
         self.check(req.header.as_ref())?;
         let store = convert::store_from(
@@ -319,6 +339,7 @@ impl Pd for Arc<PdService> {
         &self,
         request: GrpcRequest<pdpb::IsBootstrappedRequest>,
     ) -> Result<GrpcResponse<pdpb::IsBootstrappedResponse>, Status> {
+        self.authorize(&request, Call::IsBootstrapped)?;
         self.check(request.get_ref().header.as_ref())?;
         match self.placement(Request::IsBootstrapped).await? {
             Ok(Reply::Bootstrapped(bootstrapped)) => {
@@ -339,6 +360,7 @@ impl Pd for Arc<PdService> {
         &self,
         request: GrpcRequest<pdpb::AllocIdRequest>,
     ) -> Result<GrpcResponse<pdpb::AllocIdResponse>, Status> {
+        self.authorize(&request, Call::AllocId)?;
         self.check(request.get_ref().header.as_ref())?;
         let request_count = request.get_ref().count;
         // One id per call whatever `count` asks for: the reply's `count` says how many were
@@ -362,6 +384,7 @@ impl Pd for Arc<PdService> {
         &self,
         request: GrpcRequest<pdpb::GetStoreRequest>,
     ) -> Result<GrpcResponse<pdpb::GetStoreResponse>, Status> {
+        self.authorize(&request, Call::GetStore)?;
         let req = request.into_inner();
         self.check(req.header.as_ref())?;
         let header = match self
@@ -392,6 +415,7 @@ impl Pd for Arc<PdService> {
         &self,
         request: GrpcRequest<pdpb::PutStoreRequest>,
     ) -> Result<GrpcResponse<pdpb::PutStoreResponse>, Status> {
+        self.authorize(&request, Call::PutStore)?;
         let req = request.into_inner();
         self.check(req.header.as_ref())?;
         let store = convert::store_from(
@@ -414,6 +438,7 @@ impl Pd for Arc<PdService> {
         &self,
         request: GrpcRequest<pdpb::GetAllStoresRequest>,
     ) -> Result<GrpcResponse<pdpb::GetAllStoresResponse>, Status> {
+        self.authorize(&request, Call::GetAllStores)?;
         let req = request.into_inner();
         self.check(req.header.as_ref())?;
         match self.placement(Request::GetAllStores).await? {
@@ -440,6 +465,7 @@ impl Pd for Arc<PdService> {
         &self,
         request: GrpcRequest<pdpb::StoreHeartbeatRequest>,
     ) -> Result<GrpcResponse<pdpb::StoreHeartbeatResponse>, Status> {
+        self.authorize(&request, Call::StoreHeartbeat)?;
         let req = request.into_inner();
         self.check(req.header.as_ref())?;
         let stats = req
@@ -468,6 +494,7 @@ impl Pd for Arc<PdService> {
         &self,
         request: GrpcRequest<Streaming<pdpb::RegionHeartbeatRequest>>,
     ) -> Result<GrpcResponse<Self::RegionHeartbeatStream>, Status> {
+        self.authorize(&request, Call::RegionHeartbeat)?;
         let inbound = request.into_inner();
         let (tx, rx) = mpsc::channel(STREAM_BACKLOG);
         tokio::spawn(self.clone().heartbeat_stream(inbound, tx));
@@ -478,6 +505,7 @@ impl Pd for Arc<PdService> {
         &self,
         request: GrpcRequest<pdpb::GetRegionRequest>,
     ) -> Result<GrpcResponse<pdpb::GetRegionResponse>, Status> {
+        self.authorize(&request, Call::GetRegion)?;
         let req = request.into_inner();
         self.check(req.header.as_ref())?;
         self.found(Request::GetRegion {
@@ -490,6 +518,7 @@ impl Pd for Arc<PdService> {
         &self,
         request: GrpcRequest<pdpb::GetRegionRequest>,
     ) -> Result<GrpcResponse<pdpb::GetRegionResponse>, Status> {
+        self.authorize(&request, Call::GetPrevRegion)?;
         let req = request.into_inner();
         self.check(req.header.as_ref())?;
         self.found(Request::GetPrevRegion {
@@ -502,6 +531,7 @@ impl Pd for Arc<PdService> {
         &self,
         request: GrpcRequest<pdpb::GetRegionByIdRequest>,
     ) -> Result<GrpcResponse<pdpb::GetRegionResponse>, Status> {
+        self.authorize(&request, Call::GetRegionById)?;
         let req = request.into_inner();
         self.check(req.header.as_ref())?;
         self.found(Request::GetRegionById { id: req.region_id })
@@ -516,6 +546,7 @@ impl Pd for Arc<PdService> {
         &self,
         request: GrpcRequest<Streaming<pdpb::QueryRegionRequest>>,
     ) -> Result<GrpcResponse<Self::QueryRegionStream>, Status> {
+        self.authorize(&request, Call::QueryRegion)?;
         Ok(GrpcResponse::new(answer_each(
             self.clone(),
             request.into_inner(),
@@ -528,6 +559,7 @@ impl Pd for Arc<PdService> {
         &self,
         request: GrpcRequest<pdpb::ScanRegionsRequest>,
     ) -> Result<GrpcResponse<pdpb::ScanRegionsResponse>, Status> {
+        self.authorize(&request, Call::ScanRegions)?;
         let req = request.into_inner();
         self.check(req.header.as_ref())?;
         let limit = u32::try_from(req.limit.max(0)).unwrap_or(u32::MAX);
@@ -560,6 +592,7 @@ impl Pd for Arc<PdService> {
         &self,
         request: GrpcRequest<pdpb::BatchScanRegionsRequest>,
     ) -> Result<GrpcResponse<pdpb::BatchScanRegionsResponse>, Status> {
+        self.authorize(&request, Call::ScanRegions)?;
         let req = request.into_inner();
         self.check(req.header.as_ref())?;
         // PD reads a limit of 0 as "no limit"; here it is the most one answer carries, so a
@@ -631,6 +664,7 @@ impl Pd for Arc<PdService> {
         &self,
         request: GrpcRequest<pdpb::AskBatchSplitRequest>,
     ) -> Result<GrpcResponse<pdpb::AskBatchSplitResponse>, Status> {
+        self.authorize(&request, Call::AskBatchSplit)?;
         let req = request.into_inner();
         self.check(req.header.as_ref())?;
         let region_pb = req
@@ -667,6 +701,7 @@ impl Pd for Arc<PdService> {
         &self,
         request: GrpcRequest<pdpb::ReportBatchSplitRequest>,
     ) -> Result<GrpcResponse<pdpb::ReportBatchSplitResponse>, Status> {
+        self.authorize(&request, Call::ReportBatchSplit)?;
         let req = request.into_inner();
         self.check(req.header.as_ref())?;
         // A split report names no leader; the regions' leaders say who leads in their next
@@ -691,6 +726,7 @@ impl Pd for Arc<PdService> {
         &self,
         request: GrpcRequest<pdpb::GetGcSafePointRequest>,
     ) -> Result<GrpcResponse<pdpb::GetGcSafePointResponse>, Status> {
+        self.authorize(&request, Call::GetGcSafePoint)?;
         self.check(request.get_ref().header.as_ref())?;
         match self.placement(Request::GetGcSafePoint).await? {
             Ok(Reply::GcSafePoint(safe_point)) => {
@@ -711,6 +747,7 @@ impl Pd for Arc<PdService> {
         &self,
         request: GrpcRequest<pdpb::UpdateGcSafePointRequest>,
     ) -> Result<GrpcResponse<pdpb::UpdateGcSafePointResponse>, Status> {
+        self.authorize(&request, Call::UpdateGcSafePoint)?;
         let req = request.into_inner();
         self.check(req.header.as_ref())?;
         match self
@@ -737,6 +774,7 @@ impl Pd for Arc<PdService> {
         &self,
         request: GrpcRequest<pdpb::UpdateServiceGcSafePointRequest>,
     ) -> Result<GrpcResponse<pdpb::UpdateServiceGcSafePointResponse>, Status> {
+        self.authorize(&request, Call::UpdateServiceGcSafePoint)?;
         let req = request.into_inner();
         self.check(req.header.as_ref())?;
         let service_id = String::from_utf8(req.service_id)
@@ -788,6 +826,7 @@ impl Pd for Arc<PdService> {
         &self,
         request: GrpcRequest<pdpb::GetGcStateRequest>,
     ) -> Result<GrpcResponse<pdpb::GetGcStateResponse>, Status> {
+        self.authorize(&request, Call::GetGcState)?;
         let req = request.into_inner();
         self.check(req.header.as_ref())?;
         // The placement path first: it answers a cluster not bootstrapped as PD does, before
@@ -864,6 +903,7 @@ impl Pd for Arc<PdService> {
         &self,
         request: GrpcRequest<pdpb::GetClusterInfoRequest>,
     ) -> Result<GrpcResponse<pdpb::GetClusterInfoResponse>, Status> {
+        self.authorize(&request, Call::GetClusterInfo)?;
         // Like GetMembers, any member answers and the cluster id is not checked: a client asks
         // this before it knows the id (kvproto even types this request's header as a response
         // header). One service mode: this process serves TSO itself.

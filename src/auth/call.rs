@@ -1,0 +1,211 @@
+//! The calls a client can make, whatever the transport, and the role each one needs. The
+//! match in [`need_of`] has no catch-all: a new call does not compile until it is given a
+//! rule here.
+//!
+//! The rules (SECURITY.md has the reasoning):
+//! - reads (timestamps, members, routes, stores, GC state): any role;
+//! - what a storage node reports or asks for (bootstrap, store registration, heartbeats,
+//!   splits, ids): `store`;
+//! - moving the GC safe points, which lets history be deleted: `client` (TiDB's GC worker, BR
+//!   and CDC run as clients);
+//! - leadership and membership changes, debug controls (every admin route that is not a
+//!   GET): `admin`.
+
+use crate::proto::Request;
+use crate::tls::cert::Role;
+
+use super::Grants;
+
+/// One kind of call, with no arguments.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Call {
+    Ping,
+    Tso,
+    GetMembers,
+    GetClusterInfo,
+    IsBootstrapped,
+    Bootstrap,
+    AllocId,
+    PutStore,
+    GetStore,
+    GetAllStores,
+    StoreHeartbeat,
+    RegionHeartbeat,
+    GetRegion,
+    GetPrevRegion,
+    GetRegionById,
+    ScanRegions,
+    QueryRegion,
+    AskBatchSplit,
+    ReportBatchSplit,
+    GetGcSafePoint,
+    GetGcState,
+    UpdateGcSafePoint,
+    UpdateServiceGcSafePoint,
+    /// Admin API probes: health, readiness, metrics.
+    AdminProbe,
+    /// Admin API reads: members, leader.
+    AdminRead,
+    /// Any admin API route that is not a GET: resign, leader transfer, member deletion, the
+    /// debug clock. A new route of that kind is covered before anyone thinks of it.
+    AdminChange,
+}
+
+/// What a call needs of the caller's certificate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Need {
+    /// Any role at all: a certificate from the cluster CA that names none grants nothing.
+    AnyRole,
+    Role(Role),
+}
+
+/// Why a call was refused; the message names the missing role.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Denied {
+    #[error("{0:?} needs a client certificate with the role `{1}`")]
+    Missing(Call, &'static str),
+    #[error("{0:?} needs a client certificate with a role (client, store, admin or member)")]
+    NoRole(Call),
+}
+
+pub fn need_of(call: Call) -> Need {
+    use Call::*;
+    match call {
+        Ping | Tso | GetMembers | GetClusterInfo | IsBootstrapped | GetStore | GetAllStores
+        | GetRegion | GetPrevRegion | GetRegionById | ScanRegions | QueryRegion
+        | GetGcSafePoint | GetGcState | AdminProbe | AdminRead => Need::AnyRole,
+        Bootstrap | AllocId | PutStore | StoreHeartbeat | RegionHeartbeat | AskBatchSplit
+        | ReportBatchSplit => Need::Role(Role::Store),
+        UpdateGcSafePoint | UpdateServiceGcSafePoint => Need::Role(Role::Client),
+        AdminChange => Need::Role(Role::Admin),
+    }
+}
+
+impl Call {
+    /// Whether `grants` may make this call.
+    pub fn permitted(self, grants: Grants) -> Result<(), Denied> {
+        match need_of(self) {
+            Need::AnyRole if grants.is_empty() => Err(Denied::NoRole(self)),
+            Need::AnyRole => Ok(()),
+            Need::Role(role) if grants.has(role) => Ok(()),
+            Need::Role(role) => Err(Denied::Missing(self, role.name())),
+        }
+    }
+}
+
+impl Request {
+    pub fn call(&self) -> Call {
+        match self {
+            Request::Ping => Call::Ping,
+            Request::Tso { .. } => Call::Tso,
+            Request::GetMembers => Call::GetMembers,
+            Request::Bootstrap { .. } => Call::Bootstrap,
+            Request::IsBootstrapped => Call::IsBootstrapped,
+            Request::AllocId => Call::AllocId,
+            Request::PutStore { .. } => Call::PutStore,
+            Request::GetStore { .. } => Call::GetStore,
+            Request::GetAllStores => Call::GetAllStores,
+            Request::StoreHeartbeat { .. } => Call::StoreHeartbeat,
+            Request::RegionHeartbeat { .. } => Call::RegionHeartbeat,
+            Request::GetRegion { .. } => Call::GetRegion,
+            Request::GetPrevRegion { .. } => Call::GetPrevRegion,
+            Request::GetRegionById { .. } => Call::GetRegionById,
+            Request::ScanRegions { .. } => Call::ScanRegions,
+            Request::AskBatchSplit { .. } => Call::AskBatchSplit,
+            Request::ReportBatchSplit { .. } => Call::ReportBatchSplit,
+            Request::GetGcSafePoint => Call::GetGcSafePoint,
+            Request::UpdateGcSafePoint { .. } => Call::UpdateGcSafePoint,
+            Request::UpdateServiceGcSafePoint { .. } => Call::UpdateServiceGcSafePoint,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const WRITES_BY_STORES: [Call; 7] = [
+        Call::Bootstrap,
+        Call::AllocId,
+        Call::PutStore,
+        Call::StoreHeartbeat,
+        Call::RegionHeartbeat,
+        Call::AskBatchSplit,
+        Call::ReportBatchSplit,
+    ];
+    const ADMIN: [Call; 1] = [Call::AdminChange];
+
+    #[test]
+    fn store_writes_need_store_and_admin_changes_need_admin() {
+        for call in WRITES_BY_STORES {
+            assert!(call.permitted(Grants::of_roles(&[Role::Store])).is_ok());
+            for other in [Role::Client, Role::Admin, Role::Member] {
+                let err = call.permitted(Grants::of_roles(&[other])).unwrap_err();
+                assert!(err.to_string().contains("`store`"), "{err}");
+            }
+        }
+        for call in ADMIN {
+            assert!(call.permitted(Grants::of_roles(&[Role::Admin])).is_ok());
+            let err = call
+                .permitted(Grants::of_roles(&[Role::Client, Role::Store, Role::Member]))
+                .unwrap_err();
+            assert!(err.to_string().contains("`admin`"), "{err}");
+        }
+        for call in [Call::UpdateGcSafePoint, Call::UpdateServiceGcSafePoint] {
+            assert!(call.permitted(Grants::of_roles(&[Role::Client])).is_ok());
+            assert!(call.permitted(Grants::of_roles(&[Role::Store])).is_err());
+        }
+    }
+
+    #[test]
+    fn reads_need_some_role_and_nothing_passes_without_one() {
+        for call in [
+            Call::Tso,
+            Call::GetRegion,
+            Call::GetMembers,
+            Call::AdminRead,
+        ] {
+            for role in Role::ALL {
+                assert!(call.permitted(Grants::of_roles(&[role])).is_ok());
+            }
+        }
+        for call in WRITES_BY_STORES.into_iter().chain(ADMIN).chain([Call::Tso]) {
+            assert!(call.permitted(Grants::NONE).is_err(), "{call:?}");
+            assert!(call.permitted(Grants::all()).is_ok(), "{call:?}");
+        }
+    }
+
+    #[test]
+    fn every_request_is_classified_as_its_own_call() {
+        use crate::placement::{Epoch, Region, RegionStats};
+        let region = Region {
+            id: 1,
+            start_key: vec![],
+            end_key: vec![],
+            epoch: Epoch::default(),
+            peers: vec![],
+            leader: None,
+        };
+        let cases = [
+            (
+                Request::RegionHeartbeat {
+                    region: region.clone(),
+                    stats: RegionStats::default(),
+                },
+                Call::RegionHeartbeat,
+            ),
+            (
+                Request::ReportBatchSplit {
+                    regions: vec![region],
+                },
+                Call::ReportBatchSplit,
+            ),
+            (Request::Tso { count: 1 }, Call::Tso),
+            (Request::AllocId, Call::AllocId),
+            (Request::GetRegion { key: vec![] }, Call::GetRegion),
+        ];
+        for (req, call) in cases {
+            assert_eq!(req.call(), call);
+        }
+    }
+}
