@@ -53,6 +53,10 @@ struct CertArgs {
     /// The CA's private key: written by create-ca, read by the others. Keep it off the nodes.
     #[arg(long)]
     ca_key: PathBuf,
+    /// How long the certificate made is valid, in days [default: 3650 for a CA, 1825 for
+    /// node and client certificates].
+    #[arg(long)]
+    days: Option<u32>,
     #[command(subcommand)]
     command: CertCommand,
 }
@@ -382,6 +386,7 @@ fn cluster_read(args: CtlArgs) -> anyhow::Result<()> {
 
 fn cert_command(args: CertArgs) -> anyhow::Result<()> {
     let ca_cert = args.certs_dir.join("ca.pem");
+    let leaf = cert::Validity::days(args.days.unwrap_or(cert::Validity::LEAF_DAYS));
     match args.command {
         CertCommand::CreateCa => {
             anyhow::ensure!(
@@ -389,7 +394,8 @@ fn cert_command(args: CertArgs) -> anyhow::Result<()> {
                 "{} exists: a CA is made once",
                 args.ca_key.display()
             );
-            let ca = cert::create_ca("Meridian CA")?;
+            let days = args.days.unwrap_or(cert::Validity::CA_DAYS);
+            let ca = cert::create_ca_valid("Meridian CA", cert::Validity::days(days))?;
             let key_dir = args.ca_key.parent().unwrap_or(std::path::Path::new("."));
             let key_name = args
                 .ca_key
@@ -413,7 +419,7 @@ fn cert_command(args: CertArgs) -> anyhow::Result<()> {
         }
         CertCommand::CreateNode { hosts } => {
             let ca = cert::read_pem(&ca_cert, &args.ca_key)?;
-            cert::write_pair(&args.certs_dir, "node", &cert::create_node(&ca, &hosts)?)?;
+            cert::write_pair(&args.certs_dir, "node", &cert::create_node_valid(&ca, &hosts, leaf)?)?;
             println!(
                 "{}/node.pem for {}",
                 args.certs_dir.display(),
@@ -425,7 +431,7 @@ fn cert_command(args: CertArgs) -> anyhow::Result<()> {
             cert::write_pair(
                 &args.certs_dir,
                 &name,
-                &cert::create_client(&ca, &name, role)?,
+                &cert::create_client_valid(&ca, &name, &[role], leaf)?,
             )?;
             println!(
                 "{}/{name}.pem with role {}",

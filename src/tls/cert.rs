@@ -8,6 +8,7 @@
 //! passes for a host name, and one certificate may carry several roles.
 
 use std::path::Path;
+use std::time::{Duration, SystemTime};
 
 use anyhow::Context;
 use rcgen::{
@@ -53,6 +54,36 @@ impl Role {
     }
 }
 
+/// When a certificate is valid. Defaults follow CockroachDB's: a CA for ten years, node and
+/// client certificates for five, so a forgotten certificate expires instead of outliving the
+/// cluster (rcgen's own default runs to the year 4096).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Validity {
+    pub not_before: SystemTime,
+    pub not_after: SystemTime,
+}
+
+const DAY: Duration = Duration::from_secs(24 * 3600);
+
+impl Validity {
+    pub const CA_DAYS: u32 = 3650;
+    pub const LEAF_DAYS: u32 = 1825;
+
+    /// From an hour ago (peers' clocks differ) for `days` days.
+    pub fn days(days: u32) -> Validity {
+        let now = SystemTime::now();
+        Validity {
+            not_before: now - Duration::from_secs(3600),
+            not_after: now + DAY * days,
+        }
+    }
+
+    fn apply(&self, params: &mut CertificateParams) {
+        params.not_before = self.not_before.into();
+        params.not_after = self.not_after.into();
+    }
+}
+
 /// A certificate and its private key, PEM.
 #[derive(Debug, Clone)]
 pub struct Pem {
@@ -67,10 +98,16 @@ fn named(common_name: &str) -> DistinguishedName {
     dn
 }
 
-/// A new CA: self-signed, allowed to sign certificates and nothing else.
+/// A new CA for ten years: self-signed, allowed to sign certificates and nothing else.
 pub fn create_ca(common_name: &str) -> anyhow::Result<Pem> {
+    create_ca_valid(common_name, Validity::days(Validity::CA_DAYS))
+}
+
+/// A new CA valid over `validity`.
+pub fn create_ca_valid(common_name: &str, validity: Validity) -> anyhow::Result<Pem> {
     let mut params = CertificateParams::new(Vec::<String>::new())?;
     params.distinguished_name = named(common_name);
+    validity.apply(&mut params);
     params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
     params.key_usages = vec![
         KeyUsagePurpose::KeyCertSign,
@@ -91,6 +128,7 @@ fn signed(
     hosts: &[String],
     roles: &[Role],
     usages: Vec<ExtendedKeyUsagePurpose>,
+    validity: Validity,
 ) -> anyhow::Result<Pem> {
     let ca_key = KeyPair::from_pem(&ca.key).context("reading the CA key")?;
     let issuer =
@@ -98,6 +136,7 @@ fn signed(
     // Host names become DNS SANs, addresses IP SANs.
     let mut params = CertificateParams::new(hosts.to_vec())?;
     params.distinguished_name = named(common_name);
+    validity.apply(&mut params);
     for role in roles {
         params
             .subject_alt_names
@@ -116,9 +155,14 @@ fn signed(
     })
 }
 
-/// A member's certificate: serves clients under `hosts` and speaks to other members (role
-/// `member`).
+/// A member's certificate for five years: serves clients under `hosts` and speaks to other
+/// members (role `member`).
 pub fn create_node(ca: &Pem, hosts: &[String]) -> anyhow::Result<Pem> {
+    create_node_valid(ca, hosts, Validity::days(Validity::LEAF_DAYS))
+}
+
+/// A member's certificate valid over `validity`.
+pub fn create_node_valid(ca: &Pem, hosts: &[String], validity: Validity) -> anyhow::Result<Pem> {
     anyhow::ensure!(
         !hosts.is_empty(),
         "a node certificate names at least one host"
@@ -132,6 +176,7 @@ pub fn create_node(ca: &Pem, hosts: &[String]) -> anyhow::Result<Pem> {
             ExtendedKeyUsagePurpose::ServerAuth,
             ExtendedKeyUsagePurpose::ClientAuth,
         ],
+        validity,
     )
 }
 
@@ -140,14 +185,25 @@ pub fn create_client(ca: &Pem, name: &str, role: Role) -> anyhow::Result<Pem> {
     create_client_with(ca, name, &[role])
 }
 
-/// A client's certificate carrying several roles.
+/// A client's certificate carrying several roles, for five years.
 pub fn create_client_with(ca: &Pem, name: &str, roles: &[Role]) -> anyhow::Result<Pem> {
+    create_client_valid(ca, name, roles, Validity::days(Validity::LEAF_DAYS))
+}
+
+/// A client's certificate carrying `roles`, valid over `validity`.
+pub fn create_client_valid(
+    ca: &Pem,
+    name: &str,
+    roles: &[Role],
+    validity: Validity,
+) -> anyhow::Result<Pem> {
     signed(
         ca,
         name,
         &[],
         roles,
         vec![ExtendedKeyUsagePurpose::ClientAuth],
+        validity,
     )
 }
 
@@ -282,6 +338,43 @@ mod tests {
         assert!(server_verifier
             .verify_server_cert(&der(&client.cert), &[], &name, &[], now)
             .is_err());
+    }
+
+    #[test]
+    fn certificates_expire_and_an_expired_client_is_refused() {
+        let ca = create_ca("test CA").unwrap();
+        let verifier =
+            rustls::server::WebPkiClientVerifier::builder_with_provider(roots(&ca), provider())
+                .build()
+                .unwrap();
+        let now = SystemTime::now();
+        let expired = Validity {
+            not_before: now - DAY * 30,
+            not_after: now - DAY,
+        };
+        let old = create_client_valid(&ca, "old", &[Role::Admin], expired).unwrap();
+        let err = verifier
+            .verify_client_cert(&der(&old.cert), &[], UnixTime::now())
+            .unwrap_err();
+        assert!(format!("{err}").to_lowercase().contains("expired"), "{err}");
+        // The defaults end: five years for a client, ten for the CA.
+        for (pem, days) in [
+            (
+                &create_client(&ca, "c", Role::Client).unwrap().cert,
+                Validity::LEAF_DAYS,
+            ),
+            (&ca.cert, Validity::CA_DAYS),
+        ] {
+            let der = der(pem);
+            let (_, cert) = x509_parser::parse_x509_certificate(&der).unwrap();
+            let left = cert.validity().not_after.timestamp()
+                - now
+                    .duration_since(SystemTime::UNIX_EPOCH)
+                    .unwrap()
+                    .as_secs() as i64;
+            let want = i64::from(days) * 86_400;
+            assert!((want - 7200..=want).contains(&left), "{left} vs {want}");
+        }
     }
 
     #[test]
