@@ -1,9 +1,15 @@
-"""Validates the manifests: built-in kinds with kubernetes-validate --strict, and the sample
+"""Validates the manifests: built-in kinds with kubernetes-validate --strict, the sample
 MeridianCluster against the CRD's own openAPIV3Schema (unknown fields are errors, as with
-kubectl's strict field validation). Exit status 1 on any failure."""
+kubectl's strict field validation), and the objects the operator makes for the sample
+(`meridian-operator render`: Services, NetworkPolicy, StatefulSet, ...) with
+kubernetes-validate --strict too; and that operator.yaml fits what the operator makes: its pods
+carry the labels, and run in the namespace, that the admin NetworkPolicy lets in, and it mounts
+its admin certificate Secret where the operator reads it. Exit status 1 on any failure."""
+import os
 import json
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import jsonschema
@@ -28,6 +34,65 @@ def strict(schema, value, path="spec"):
     return errors
 
 
+def operator_deployment():
+    docs = yaml.safe_load_all((HERE / "operator.yaml").read_text())
+    return next(d for d in docs if d and d["kind"] == "Deployment")
+
+
+def operator_fits(deployment, policy):
+    """Errors where operator.yaml's Deployment and the rendered admin NetworkPolicy disagree."""
+    errors = []
+    admitted = [
+        peer
+        for rule in policy["spec"]["ingress"]
+        for peer in rule.get("from", [])
+        if "namespaceSelector" in peer
+    ]
+    if len(admitted) != 1:
+        return [f"NetworkPolicy: expected one operator peer, got {admitted}"]
+    peer = admitted[0]
+    template = deployment["spec"]["template"]
+    labels = template["metadata"]["labels"]
+    for k, v in peer["podSelector"]["matchLabels"].items():
+        if labels.get(k) != v:
+            errors.append(f"operator.yaml: pods lack {k}={v}, which the admin port lets in")
+    namespace = peer["namespaceSelector"]["matchLabels"]["kubernetes.io/metadata.name"]
+    if namespace != deployment["metadata"]["namespace"]:
+        errors.append(f"operator.yaml: not in {namespace}, which the admin port lets in")
+    container = template["spec"]["containers"][0]
+    env = {e["name"]: e.get("value") for e in container.get("env", [])}
+    tls_dir = env.get("MERIDIAN_ADMIN_TLS_DIR", "/etc/meridian-admin-tls")
+    mounts = [m for m in container.get("volumeMounts", []) if m["mountPath"] == tls_dir]
+    volumes = {v["name"]: v for v in template["spec"].get("volumes", [])}
+    if not mounts or "secret" not in volumes.get(mounts[0]["name"], {}):
+        errors.append(f"operator.yaml: no Secret mounted at {tls_dir}")
+    elif "subPath" in mounts[0]:
+        errors.append("operator.yaml: a subPath mount never sees a renewed Secret")
+    return errors
+
+
+def rendered(sample, tmp, operator_namespace):
+    """The operator's objects for `sample`, each in its own file in `tmp`."""
+    cluster = dict(sample)
+    # A stored object has a uid: with one, the owner references are rendered and checked too.
+    cluster["metadata"] = dict(sample["metadata"], uid="00000000-0000-0000-0000-000000000001")
+    run = subprocess.run(
+        ["cargo", "run", "--quiet", "-p", "meridian-operator", "--", "render"],
+        input=json.dumps(cluster), capture_output=True, text=True,
+        cwd=Path(__file__).parent,
+        env=dict(os.environ, POD_NAMESPACE=operator_namespace),
+    )
+    if run.returncode != 0:
+        print(f"meridian-operator render failed:\n{run.stderr}")
+        return None
+    files = []
+    for obj in json.loads(run.stdout):
+        f = tmp / f"{obj['kind']}-{obj['metadata']['name']}.json"
+        f.write_text(json.dumps(obj))
+        files.append(f)
+    return files
+
+
 def main():
     ok = subprocess.run(
         [sys.executable, "-m", "kubernetes_validate", "--strict", "--quiet"]
@@ -44,6 +109,24 @@ def main():
     for err in strict(schema["properties"]["spec"], sample["spec"]):
         print(f"sample-cluster.yaml: {err}")
         ok = False
+    with tempfile.TemporaryDirectory(prefix="meridian-rendered-") as tmp:
+        deployment = operator_deployment()
+        files = rendered(sample, Path(tmp), deployment["metadata"]["namespace"])
+        if files is None:
+            print("manifests INVALID")
+            sys.exit(1)
+        kinds = sorted(f.name.split("-")[0] for f in files)
+        print(f"rendered for the sample: {', '.join(kinds)}")
+        ok &= subprocess.run(
+            [sys.executable, "-m", "kubernetes_validate", "--strict", "--quiet"]
+            + [str(f) for f in files]
+        ).returncode == 0
+        policy = next(
+            json.loads(f.read_text()) for f in files if f.name.startswith("NetworkPolicy")
+        )
+        for err in operator_fits(deployment, policy):
+            print(err)
+            ok = False
     print("manifests valid" if ok else "manifests INVALID")
     sys.exit(0 if ok else 1)
 

@@ -8,6 +8,7 @@ use meridian::admin::AdminClient;
 use meridian::client::{Client, ClientOptions};
 use meridian::config::Config;
 use meridian::ctl;
+use meridian::meta::{EtcdAccess, EtcdAccessFlags, PASSWORD_ENV};
 use meridian::server::{self, ServeOptions};
 use meridian::tls::{cert, Trust};
 use meridian::tso::Timestamp;
@@ -38,7 +39,8 @@ enum LogFormat {
 #[derive(Subcommand)]
 enum Command {
     /// Run a node.
-    Serve(ServeArgs),
+    // Boxed: with its many flags it dwarfs the other variants.
+    Serve(Box<ServeArgs>),
     /// Query a running node.
     Ctl(CtlArgs),
     /// Make a cluster's certificates: a CA, node certificates, client certificates with a role.
@@ -104,8 +106,25 @@ struct ServeArgs {
     #[arg(long)]
     data_dir: PathBuf,
     /// Comma-separated etcd endpoints; without it the node runs alone on the embedded store.
+    /// `https://` endpoints need --etcd-ca.
     #[arg(long, value_delimiter = ',')]
     etcd: Vec<String>,
+    /// PEM CA that signed etcd's server certificate: turns TLS to etcd on.
+    #[arg(long)]
+    etcd_ca: Option<PathBuf>,
+    /// PEM client certificate presented to etcd (for etcd's --client-cert-auth).
+    #[arg(long, requires = "etcd_key")]
+    etcd_cert: Option<PathBuf>,
+    /// PEM private key of --etcd-cert.
+    #[arg(long, requires = "etcd_cert")]
+    etcd_key: Option<PathBuf>,
+    /// etcd user (etcd auth enabled). The password comes from --etcd-password-file or the
+    /// MERIDIAN_ETCD_PASSWORD environment variable, never from the command line.
+    #[arg(long)]
+    etcd_user: Option<String>,
+    /// File holding the --etcd-user password (one trailing newline is ignored).
+    #[arg(long, requires = "etcd_user")]
+    etcd_password_file: Option<PathBuf>,
     /// Cores to serve on (default: every CPU this process may use).
     #[arg(long)]
     cores: Option<usize>,
@@ -240,7 +259,7 @@ fn main() -> std::process::ExitCode {
         LogFormat::Json => logs.json().init(),
     }
     let result = match cli.command {
-        Command::Serve(args) => serve(args),
+        Command::Serve(args) => serve(*args),
         Command::Ctl(args) => ctl(args),
         Command::Cert(args) => cert_command(args),
     };
@@ -254,6 +273,22 @@ fn main() -> std::process::ExitCode {
 }
 
 fn serve(args: ServeArgs) -> anyhow::Result<()> {
+    // Read and checked before anything binds, so a bad file fails the start naming its flag.
+    let etcd_access = EtcdAccess::from_flags(
+        EtcdAccessFlags {
+            ca: args.etcd_ca,
+            cert: args.etcd_cert,
+            key: args.etcd_key,
+            user: args.etcd_user,
+            password_file: args.etcd_password_file,
+        },
+        match std::env::var(PASSWORD_ENV) {
+            Ok(password) => Some(password),
+            Err(std::env::VarError::NotPresent) => None,
+            Err(std::env::VarError::NotUnicode(_)) => anyhow::bail!("{PASSWORD_ENV} is not UTF-8"),
+        },
+    )?;
+    etcd_access.check_endpoints(&args.etcd)?;
     server::run(ServeOptions {
         name: args.name,
         listen: args.listen,
@@ -269,6 +304,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         insecure_no_client_auth: args.insecure_no_client_auth,
         admin_open_probes: args.admin_open_probes,
         etcd: args.etcd,
+        etcd_access,
         grpc_listen: args.grpc_listen,
     })
 }
@@ -419,7 +455,11 @@ fn cert_command(args: CertArgs) -> anyhow::Result<()> {
         }
         CertCommand::CreateNode { hosts } => {
             let ca = cert::read_pem(&ca_cert, &args.ca_key)?;
-            cert::write_pair(&args.certs_dir, "node", &cert::create_node_valid(&ca, &hosts, leaf)?)?;
+            cert::write_pair(
+                &args.certs_dir,
+                "node",
+                &cert::create_node_valid(&ca, &hosts, leaf)?,
+            )?;
             println!(
                 "{}/node.pem for {}",
                 args.certs_dir.display(),

@@ -13,7 +13,8 @@ fn member(name: &str, id: u64) -> MemberInfo {
         name: name.into(),
         id,
         client_url: format!("127.0.0.1:{id}"),
-        admin_url: String::new(),
+        // A real address: a leader record whose addresses do not parse is ignored.
+        admin_url: format!("https://127.0.0.1:{id}"),
         grpc_url: String::new(),
     }
 }

@@ -535,3 +535,109 @@ async fn open_probes_answer_without_a_certificate_and_nothing_else_does() {
     open.stop().unwrap();
     closed.stop().unwrap();
 }
+
+/// Writes `pem` over `<dir>/<name>.pem` and `<dir>/<name>-key.pem` the way a Secret update
+/// does: new files renamed over the old.
+fn replace_pair(dir: &Path, name: &str, pem: &cert::Pem) {
+    for (file, text) in [
+        (format!("{name}-key.pem"), &pem.key),
+        (format!("{name}.pem"), &pem.cert),
+    ] {
+        let tmp = dir.join(format!("{file}.new"));
+        std::fs::write(&tmp, text).unwrap();
+        std::fs::rename(&tmp, dir.join(file)).unwrap();
+    }
+}
+
+/// Whether a client with `trust` gets a timestamp over QUIC, a member list over gRPC and over
+/// admin, each on a new connection.
+async fn served_everywhere(node: &ServerProcess, trust: &Trust) -> [bool; 3] {
+    let quic_ok = match quic(&node.client_addr, trust.clone(), Duration::from_millis(500)).await {
+        Ok(c) => c.get_ts().await.is_ok(),
+        Err(_) => false,
+    };
+    let grpc_ok = match pd_grpc::connect(node.grpc_addr.as_deref().unwrap(), trust).await {
+        Ok(mut pd) => pd
+            .get_members(pdpb::GetMembersRequest::default())
+            .await
+            .is_ok(),
+        Err(_) => false,
+    };
+    let admin_ok = AdminClient::new(&node.admin_addr, trust)
+        .and_then(|a| a.get("/api/v1/members"))
+        .is_ok_and(|(code, _)| code == 200);
+    [quic_ok, grpc_ok, admin_ok]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sighup_rotates_the_certificate_and_the_ca_on_every_port_without_a_restart() {
+    let tmp = tempfile::tempdir().unwrap();
+    let certs = Certs::new(tmp.path());
+    let node = ServerProcess::start_with(
+        bin(),
+        &tmp.path().join("node"),
+        "127.0.0.1:0",
+        &certs.node_args(),
+    )
+    .unwrap();
+    // The old client keeps its own copy of the old CA: the node's ca.pem is about to change.
+    let old_client = match certs.role(Role::Client) {
+        Trust::Mutual { ca, cert, key } => {
+            let kept = tmp.path().join("old-ca.pem");
+            std::fs::copy(ca, &kept).unwrap();
+            Trust::Mutual {
+                ca: kept,
+                cert,
+                key,
+            }
+        }
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(served_everywhere(&node, &old_client).await, [true; 3]);
+
+    // A new CA, a node certificate and a client certificate from it, in a directory of
+    // their own (the client's trust), and the node's files replaced in place.
+    let new_dir = tmp.path().join("new");
+    std::fs::create_dir_all(&new_dir).unwrap();
+    let new_ca = cert::create_ca("rotated CA").unwrap();
+    cert::write_pair(&new_dir, "ca", &new_ca).unwrap();
+    let new_client_pem = cert::create_client(&new_ca, "c2", Role::Client).unwrap();
+    cert::write_pair(&new_dir, "c2", &new_client_pem).unwrap();
+    let new_client = Trust::Mutual {
+        ca: new_dir.join("ca.pem"),
+        cert: new_dir.join("c2.pem"),
+        key: new_dir.join("c2-key.pem"),
+    };
+    let new_node = cert::create_node(&new_ca, &["localhost".into(), "127.0.0.1".into()]).unwrap();
+    replace_pair(&certs.dir, "node", &new_node);
+    replace_pair(&certs.dir, "ca", &new_ca);
+    // Files alone change nothing: the node serves what it loaded.
+    assert_eq!(served_everywhere(&node, &new_client).await, [false; 3]);
+    assert_eq!(served_everywhere(&node, &old_client).await, [true; 3]);
+
+    node.signal(libc::SIGHUP).unwrap();
+    let mut seen = [false; 3];
+    for _ in 0..50 {
+        seen = served_everywhere(&node, &new_client).await;
+        if seen == [true; 3] {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(
+        seen, [true; 3],
+        "after SIGHUP the new CA's client is served"
+    );
+    assert_eq!(
+        served_everywhere(&node, &old_client).await,
+        [false; 3],
+        "after SIGHUP the old CA's client is refused"
+    );
+
+    // A broken file: the reload fails, the node keeps serving what it had.
+    std::fs::write(certs.dir.join("node.pem"), "not a certificate").unwrap();
+    node.signal(libc::SIGHUP).unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(served_everywhere(&node, &new_client).await, [true; 3]);
+    node.stop().unwrap();
+}

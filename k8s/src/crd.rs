@@ -62,10 +62,20 @@ pub struct MeridianClusterSpec {
     /// How long a restarted member must stay Ready and healthy before the next one goes.
     #[serde(default)]
     pub min_ready_seconds: i32,
-    /// A `kubernetes.io/tls` Secret every member serves with (its certificate must name the
-    /// members' DNS names, `<pod>.<cluster>-peer.<namespace>.svc`, and the client Service).
-    /// Without it each member makes its own self-signed pair, which clients cannot all trust.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The Secret every member serves with, in the cluster's namespace: `tls.crt` and
+    /// `tls.key`, a certificate signed by the cluster CA naming `<cluster>.<namespace>.svc`,
+    /// `<cluster>-admin.<namespace>.svc` and `*.<cluster>-peer.<namespace>.svc`; and `ca.crt`,
+    /// that CA, which every client certificate must be signed by (the operator's `admin` one
+    /// included). A cert-manager Certificate's Secret has these keys. It is mounted as a
+    /// directory, so the kubelet updates the files when the Secret is renewed.
+    // Required by the schema, so `kubectl apply` refuses a cluster without one: every port
+    // wants a client certificate from the cluster CA, and without a Secret each member would
+    // make a CA of its own, trusted by no other member and not by the operator. Still an
+    // `Option` in Rust: a cluster stored before the field was required must not make the
+    // operator's watch fail to decode (that would stall every cluster); `reconcile` leaves such
+    // a cluster alone and says why in its status.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(required, length(min = 1))]
     pub tls_secret: Option<String>,
 }
 

@@ -147,6 +147,9 @@ impl Members for FixedMembers {
     }
 }
 
+/// Where the operator runs, as `POD_NAMESPACE` gives it.
+const OPERATOR_NAMESPACE: &str = "ops";
+
 fn cluster() -> MeridianCluster {
     let mut mc = MeridianCluster::new(
         "pd",
@@ -154,6 +157,7 @@ fn cluster() -> MeridianCluster {
             replicas: 3,
             image: "meridian:1".into(),
             etcd_endpoints: vec!["http://etcd:2379".into()],
+            tls_secret: Some("pd-tls".into()),
             ..MeridianClusterSpec::default()
         },
     );
@@ -207,7 +211,7 @@ fn healthy_members() -> MembersView {
 
 /// A running 3-member cluster: its StatefulSet as last applied, pods on `pod_revision`.
 fn running(mc: &MeridianCluster, pod_revision: &str, pvcs: Vec<PersistentVolumeClaim>) -> Table {
-    let mut sts: StatefulSet = owned(mc, 3).stateful_set;
+    let mut sts: StatefulSet = owned(mc, 3, OPERATOR_NAMESPACE).stateful_set;
     sts.status = Some(StatefulSetStatus {
         update_revision: Some("rev-2".into()),
         current_revision: Some("rev-1".into()),
@@ -249,7 +253,7 @@ async fn reconcile_on(
     members: &FixedMembers,
 ) -> (Vec<Seen>, meridian_operator::shell::reconciler::Outcome) {
     let (client, server) = mock_api(table);
-    let platform = KubeApi::new(client, Some("op-0".into()));
+    let platform = KubeApi::new(client, Some("op-0".into()), OPERATOR_NAMESPACE.into());
     let now: Timestamp = "2026-11-22T00:00:00Z".parse().unwrap();
     let outcome = reconcile_once(mc, &platform, members, now).await.unwrap();
     drop(platform);
@@ -267,6 +271,8 @@ async fn a_new_cluster_gets_its_objects_by_server_side_apply_with_one_field_mana
     want.extend([
         format!("PATCH /api/v1/namespaces/db/services/pd{apply}"),
         format!("PATCH /api/v1/namespaces/db/services/pd-peer{apply}"),
+        format!("PATCH /api/v1/namespaces/db/services/pd-admin{apply}"),
+        format!("PATCH /apis/networking.k8s.io/v1/namespaces/db/networkpolicies/pd-admin{apply}"),
         format!("PATCH /api/v1/namespaces/db/configmaps/pd-config{apply}"),
         format!("PATCH /apis/policy/v1/namespaces/db/poddisruptionbudgets/pd{apply}"),
         format!("PATCH /apis/apps/v1/namespaces/db/statefulsets/pd{apply}"),
@@ -276,15 +282,46 @@ async fn a_new_cluster_gets_its_objects_by_server_side_apply_with_one_field_mana
     assert_eq!(lines, want);
     // The StatefulSet starts with one member, OnDelete, owned by the cluster, stamped with the
     // spec's hash; the budget keeps a quorum of the three.
-    let sts = &seen[7].body;
+    let sts = &seen[9].body;
     assert_eq!(sts["spec"]["replicas"], 1);
     assert_eq!(sts["spec"]["updateStrategy"]["type"], "OnDelete");
     assert_eq!(sts["metadata"]["ownerReferences"][0]["uid"], "uid-pd");
     assert!(sts["metadata"]["annotations"]["meridian.io/applied-hash"].is_string());
-    assert_eq!(seen[6].body["spec"]["minAvailable"], 2);
+    assert_eq!(seen[8].body["spec"]["minAvailable"], 2);
     assert_eq!(seen[4].body["spec"]["publishNotReadyAddresses"], true);
+    // The client Service has no admin port; the admin Service has nothing else, and reaches
+    // members that are not ready yet.
+    let port_names = |body: &serde_json::Value| -> Vec<String> {
+        body["spec"]["ports"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["name"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(port_names(&seen[3].body), ["client", "grpc"]);
+    let admin = &seen[5].body;
+    assert_eq!(port_names(admin), ["admin"]);
+    assert_eq!(admin["spec"]["clusterIP"], "None");
+    assert_eq!(admin["spec"]["publishNotReadyAddresses"], true);
+    assert_eq!(admin["metadata"]["ownerReferences"][0]["uid"], "uid-pd");
+    // The NetworkPolicy: admin port from the operator's pods in its namespace (as the platform
+    // was told) and from the members; owned by the cluster like the rest.
+    let policy = &seen[6].body;
+    assert_eq!(policy["kind"], "NetworkPolicy");
+    assert_eq!(policy["metadata"]["ownerReferences"][0]["uid"], "uid-pd");
+    let operator = &policy["spec"]["ingress"][1]["from"][1];
+    assert_eq!(
+        operator["namespaceSelector"]["matchLabels"]["kubernetes.io/metadata.name"],
+        OPERATOR_NAMESPACE
+    );
+    assert_eq!(
+        operator["podSelector"]["matchLabels"]["app.kubernetes.io/name"],
+        "meridian-operator"
+    );
+    assert_eq!(policy["spec"]["ingress"][1]["ports"][0]["port"], 2380);
     // Status: applied whole under the same manager; no member answered, so not quorate.
-    let status = &seen[9].body;
+    let status = &seen[11].body;
     assert_eq!(status["kind"], "MeridianCluster");
     assert_eq!(status["status"]["observedGeneration"], 4);
     let quorate = status["status"]["conditions"]
@@ -295,6 +332,33 @@ async fn a_new_cluster_gets_its_objects_by_server_side_apply_with_one_field_mana
         .unwrap();
     assert_eq!(quorate["status"], "False");
     assert_eq!(quorate["message"], "no member answered the members API");
+}
+
+#[tokio::test]
+async fn a_cluster_stored_without_a_tls_secret_is_left_alone_and_its_status_says_why() {
+    // The schema requires the field; a cluster stored before it did still decodes, and gets no
+    // objects (its members could not authenticate each other or the operator), only a status.
+    let mut mc = cluster();
+    mc.spec.tls_secret = None;
+    let members = FixedMembers::default();
+    let (seen, outcome) = reconcile_on(Table::for_cluster(&mc), &mc, &members).await;
+    assert!(outcome.actions.is_empty(), "{:?}", outcome.actions);
+    let writes: Vec<&Seen> = seen.iter().filter(|s| s.is_write()).collect();
+    assert_eq!(writes.len(), 1, "{seen:?}");
+    assert!(writes[0].uri.contains("/meridianclusters/pd/status"));
+    let progressing = writes[0].body["status"]["conditions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["type"] == "Progressing")
+        .unwrap()
+        .clone();
+    assert_eq!(progressing["status"], "False");
+    assert_eq!(progressing["reason"], "TLSSecretMissing");
+    assert!(progressing["message"]
+        .as_str()
+        .unwrap()
+        .contains("spec.tlsSecret is required"));
 }
 
 #[tokio::test]
@@ -319,7 +383,7 @@ async fn an_unchanged_cluster_costs_reads_and_no_write() {
     // Second pass with that status stored, an hour later: reads only.
     mc.status = Some(status);
     let (client, server) = mock_api(running(&mc, "rev-2", vec![]));
-    let platform = KubeApi::new(client, Some("op-0".into()));
+    let platform = KubeApi::new(client, Some("op-0".into()), OPERATOR_NAMESPACE.into());
     let later: Timestamp = "2026-11-22T01:00:00Z".parse().unwrap();
     let outcome = reconcile_once(&mc, &platform, &members, later)
         .await
@@ -462,7 +526,7 @@ async fn the_finalizer_is_added_first_and_cleanup_removes_what_the_operator_crea
     mc.metadata.finalizers = None;
     let (client, server) = mock_api(Table::for_cluster(&mc));
     let ctx = Arc::new(Context {
-        platform: KubeApi::new(client.clone(), None),
+        platform: KubeApi::new(client.clone(), None, OPERATOR_NAMESPACE.into()),
         members: AdminMembers::new(|_| vec![], meridian::tls::Trust::Insecure),
         client,
     });
@@ -501,7 +565,7 @@ async fn the_finalizer_is_added_first_and_cleanup_removes_what_the_operator_crea
     );
     let (client, server) = mock_api(table);
     let ctx = Arc::new(Context {
-        platform: KubeApi::new(client.clone(), None),
+        platform: KubeApi::new(client.clone(), None, OPERATOR_NAMESPACE.into()),
         members: AdminMembers::new(|_| vec![], meridian::tls::Trust::Insecure),
         client,
     });
@@ -515,6 +579,8 @@ async fn the_finalizer_is_added_first_and_cleanup_removes_what_the_operator_crea
             "DELETE /apis/apps/v1/namespaces/db/statefulsets/pd?",
             "DELETE /api/v1/namespaces/db/services/pd?",
             "DELETE /api/v1/namespaces/db/services/pd-peer?",
+            "DELETE /api/v1/namespaces/db/services/pd-admin?",
+            "DELETE /apis/networking.k8s.io/v1/namespaces/db/networkpolicies/pd-admin?",
             "DELETE /api/v1/namespaces/db/configmaps/pd-config?",
             "DELETE /apis/policy/v1/namespaces/db/poddisruptionbudgets/pd?",
             READS[2],

@@ -33,4 +33,20 @@ fn committed_crd_matches_the_types() {
         version["subresources"]["scale"]["specReplicasPath"],
         ".spec.replicas"
     );
+    // A cluster without a TLS Secret is refused when applied: its members would each make a
+    // CA of their own and could not authenticate each other or the operator.
+    let spec = &version["schema"]["openAPIV3Schema"]["properties"]["spec"];
+    assert!(
+        spec["required"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r == "tlsSecret"),
+        "{}",
+        spec["required"]
+    );
+    let tls_secret = &spec["properties"]["tlsSecret"];
+    assert_eq!(tls_secret["type"], "string");
+    assert_eq!(tls_secret["minLength"], 1);
+    assert!(tls_secret.get("nullable").is_none(), "{tls_secret}");
 }

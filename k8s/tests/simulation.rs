@@ -37,6 +37,9 @@ fn spec(replicas: i32) -> MeridianClusterSpec {
         image: "meridian:1".into(),
         version: "1".into(),
         etcd_endpoints: vec![],
+        // Named as the schema requires; the simulated pods serve with the shared certificate
+        // the simulation made (`Env::cert`), as if mounted from it.
+        tls_secret: Some("pd-tls".into()),
         ..MeridianClusterSpec::default()
     }
 }

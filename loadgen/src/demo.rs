@@ -32,6 +32,21 @@ pub fn meridian_binary() -> anyhow::Result<PathBuf> {
     Ok(binary)
 }
 
+/// How the demo server runs (`loadgen demo` and `loadgen compare` flags).
+#[derive(clap::Args, Clone, Debug, Default)]
+pub struct ServerSetup {
+    /// Cores for the demo server (default: all).
+    #[arg(long)]
+    pub server_cores: Option<usize>,
+    /// Config file for the demo server (`meridian serve --config`).
+    #[arg(long)]
+    pub server_config: Option<PathBuf>,
+    /// Run the demo server with `--insecure-no-client-auth`, to measure what client
+    /// authentication costs; the client still verifies the server.
+    #[arg(long)]
+    pub server_no_client_auth: bool,
+}
+
 /// A demo server on a temp dir; the dir goes when this is dropped.
 pub struct DemoServer {
     pub server: ServerProcess,
@@ -40,19 +55,19 @@ pub struct DemoServer {
 }
 
 impl DemoServer {
-    pub async fn start(
-        cores: Option<usize>,
-        config: Option<PathBuf>,
-    ) -> anyhow::Result<DemoServer> {
+    pub async fn start(setup: &ServerSetup) -> anyhow::Result<DemoServer> {
         let binary = meridian_binary()?;
         let dir = tempfile::tempdir()?;
         let data_dir = dir.path().join("data");
         let mut extra = Vec::new();
-        if let Some(c) = cores {
+        if let Some(c) = setup.server_cores {
             extra.extend(["--cores".to_string(), c.to_string()]);
         }
-        if let Some(c) = config {
+        if let Some(c) = &setup.server_config {
             extra.extend(["--config".to_string(), c.display().to_string()]);
+        }
+        if setup.server_no_client_auth {
+            extra.push("--insecure-no-client-auth".to_string());
         }
         let server = tokio::task::spawn_blocking({
             let data_dir = data_dir.clone();
@@ -60,7 +75,7 @@ impl DemoServer {
         })
         .await??;
         println!(
-            "server: {} (admin http://{}), data dir {}",
+            "server: {} (admin https://{}), data dir {}",
             server.client_addr,
             server.admin_addr,
             server.data_dir.display()
@@ -87,12 +102,8 @@ impl DemoServer {
     }
 }
 
-pub async fn run(
-    mut args: TsoArgs,
-    cores: Option<usize>,
-    config: Option<PathBuf>,
-) -> anyhow::Result<Report> {
-    let demo = DemoServer::start(cores, config).await?;
+pub async fn run(mut args: TsoArgs, setup: &ServerSetup) -> anyhow::Result<Report> {
+    let demo = DemoServer::start(setup).await?;
     demo.target(&mut args);
     let report = run::run(&args).await;
     demo.stop().await?;

@@ -41,12 +41,8 @@ struct CompareArgs {
 
 #[derive(clap::Args)]
 struct DemoArgs {
-    /// Cores for the demo server (default: all).
-    #[arg(long)]
-    server_cores: Option<usize>,
-    /// Config file for the demo server (`meridian serve --config`).
-    #[arg(long)]
-    server_config: Option<std::path::PathBuf>,
+    #[command(flatten)]
+    server: demo::ServerSetup,
     #[command(flatten)]
     tso: run::TsoArgs,
 }
@@ -75,7 +71,7 @@ fn main() -> std::process::ExitCode {
             Command::Tso(args) => report(run::run(&args).await?, args.json.as_deref()),
             Command::Demo(args) => {
                 let json = args.tso.json.clone();
-                let r = demo::run(args.tso, args.server_cores, args.server_config).await?;
+                let r = demo::run(args.tso, &args.server).await?;
                 report(r, json.as_deref())
             }
             Command::Compare(args) => Ok(run_compare(args).await?.violations),
@@ -107,8 +103,7 @@ fn report(r: loadgen::report::Report, json: Option<&std::path::Path>) -> anyhow:
 async fn run_compare(args: CompareArgs) -> anyhow::Result<compare::Comparison> {
     let mut tso = args.demo.tso.clone();
     let demo = if tso.endpoints.is_empty() {
-        let d = demo::DemoServer::start(args.demo.server_cores, args.demo.server_config.clone())
-            .await?;
+        let d = demo::DemoServer::start(&args.demo.server).await?;
         d.target(&mut tso);
         Some(d)
     } else {

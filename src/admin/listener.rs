@@ -112,12 +112,8 @@ async fn serve(setup: AdminListener, router: Router) -> anyhow::Result<()> {
                 }
             },
         };
-        let (acceptor, app, auth, mut stop) = (
-            acceptor.clone(),
-            app.clone(),
-            client_auth.clone(),
-            shutdown.clone(),
-        );
+        let (acceptor, app, auth, mut stop) =
+            (acceptor.clone(), app.clone(), client_auth, shutdown.clone());
         tokio::spawn(async move {
             let _permit = permit;
             let tls =

@@ -183,7 +183,9 @@ impl Election {
             let _ = lease.revoke(grant.id()).await;
             let revision = response.header().map(|h| h.revision()).unwrap_or(0);
             let current = response.op_responses().into_iter().find_map(|op| match op {
-                TxnOpResponse::Get(get) => get.kvs().first().map(|kv| decode_member(kv.value())),
+                TxnOpResponse::Get(get) => {
+                    get.kvs().first().map(|kv| self.leader_record(kv.value()))
+                }
                 _ => None,
             });
             match current {
@@ -222,7 +224,7 @@ impl Election {
                                 }
                                 EventType::Put => {
                                     if let Some(kv) = event.kv() {
-                                        leader.send_replace(decode_member(kv.value()));
+                                        leader.send_replace(self.leader_record(kv.value()));
                                     }
                                 }
                             }
@@ -263,7 +265,19 @@ impl Election {
         Ok(response
             .kvs()
             .first()
-            .map(|kv| (decode_member(kv.value()), revision)))
+            .map(|kv| (self.leader_record(kv.value()), revision)))
+    }
+
+    /// The leader key's member record, if its addresses can be used: clients are sent to it.
+    /// A bad one counts as an unknown leader (the key still blocks campaigning).
+    fn leader_record(&self, bytes: &[u8]) -> Option<MemberInfo> {
+        match super::read_member(&self.key, bytes) {
+            Ok(m) => Some(m),
+            Err(e) => {
+                tracing::warn!("ignoring the leader record: {e}");
+                None
+            }
+        }
     }
 
     /// Who holds the leader key right now (one read).

@@ -1,6 +1,8 @@
 //! A single-member etcd (Debian's `etcd-server`) on free loopback ports in its own data dir.
 //! `stop` and `start` keep the ports and the data, so a test can take etcd away for longer than
-//! a lease and bring the same cluster back.
+//! a lease and bring the same cluster back. `start_tls` serves the client port over TLS and
+//! requires client certificates (`--client-cert-auth`), with certificates made by
+//! [`crate::tls::cert`]; `enable_auth` turns etcd's own users and roles on.
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -9,11 +11,82 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 
+use crate::tls::cert;
+
+/// The password `enable_auth` gives etcd's `root` user.
+pub const ROOT_PASSWORD: &str = "root-password-for-tests";
+/// The key prefix every Meridian key lives under (see `meta::Keys`).
+pub const MERIDIAN_PREFIX: &[u8] = b"/meridian/";
+
 pub struct EtcdProcess {
     child: Option<Child>,
     data_dir: PathBuf,
     client_port: u16,
     peer_port: u16,
+    tls: Option<EtcdTlsFiles>,
+}
+
+/// The certificates of an etcd run with TLS, as PEM files in one directory: a CA, etcd's own
+/// certificate (SANs `127.0.0.1` and `localhost`), and a client certificate whose common name is
+/// `meridian`. With `--client-cert-auth` and auth enabled, etcd takes the user from the client
+/// certificate's CN ([`cert::create_client`] writes the name it is given there), so this
+/// certificate alone logs in as the user `meridian`.
+#[derive(Debug, Clone)]
+pub struct EtcdTlsFiles {
+    pub dir: PathBuf,
+    pub ca: PathBuf,
+    pub server_cert: PathBuf,
+    pub server_key: PathBuf,
+    pub client_cert: PathBuf,
+    pub client_key: PathBuf,
+    ca_pem: cert::Pem,
+}
+
+impl EtcdTlsFiles {
+    /// The CN of [`Self::client_cert`], and so the etcd user it logs in as.
+    pub const CLIENT_NAME: &'static str = "meridian";
+
+    /// Makes a CA, etcd's server pair and the `meridian` client pair in `dir`.
+    pub fn create(dir: &Path) -> anyhow::Result<EtcdTlsFiles> {
+        std::fs::create_dir_all(dir)?;
+        let ca = cert::create_ca("etcd test CA")?;
+        crate::tls::write_file(dir, "ca.pem", ca.cert.as_bytes())?;
+        let server = cert::create_node(&ca, &["127.0.0.1".into(), "localhost".into()])?;
+        cert::write_pair(dir, "server", &server)?;
+        let mut files = EtcdTlsFiles {
+            dir: dir.to_path_buf(),
+            ca: dir.join("ca.pem"),
+            server_cert: dir.join("server.pem"),
+            server_key: dir.join("server-key.pem"),
+            client_cert: PathBuf::new(),
+            client_key: PathBuf::new(),
+            ca_pem: ca,
+        };
+        (files.client_cert, files.client_key) = files.client(Self::CLIENT_NAME)?;
+        Ok(files)
+    }
+
+    /// Another client pair from the same CA with CN `name`: `<name>.pem`, `<name>-key.pem`.
+    pub fn client(&self, name: &str) -> anyhow::Result<(PathBuf, PathBuf)> {
+        let pair = cert::create_client(&self.ca_pem, name, cert::Role::Member)?;
+        cert::write_pair(&self.dir, name, &pair)?;
+        Ok((
+            self.dir.join(format!("{name}.pem")),
+            self.dir.join(format!("{name}-key.pem")),
+        ))
+    }
+
+    /// The `meridian serve` flags that reach this etcd with the `meridian` client pair.
+    pub fn serve_flags(&self) -> Vec<String> {
+        [
+            ("--etcd-ca", &self.ca),
+            ("--etcd-cert", &self.client_cert),
+            ("--etcd-key", &self.client_key),
+        ]
+        .iter()
+        .flat_map(|(flag, path)| [flag.to_string(), path.display().to_string()])
+        .collect()
+    }
 }
 
 fn free_port() -> anyhow::Result<u16> {
@@ -23,19 +96,86 @@ fn free_port() -> anyhow::Result<u16> {
 impl EtcdProcess {
     /// Starts etcd in `dir` (created if needed) and waits until it answers.
     pub fn start(dir: &Path) -> anyhow::Result<EtcdProcess> {
+        Self::start_in(dir, None)
+    }
+
+    /// Starts etcd with TLS on the client port and `--client-cert-auth`: only clients with a
+    /// certificate from [`Self::tls`]'s CA get in. The certificates are made in `dir/tls`.
+    pub fn start_tls(dir: &Path) -> anyhow::Result<EtcdProcess> {
+        let files = EtcdTlsFiles::create(&dir.join("tls"))?;
+        Self::start_in(dir, Some(files))
+    }
+
+    fn start_in(dir: &Path, tls: Option<EtcdTlsFiles>) -> anyhow::Result<EtcdProcess> {
         let mut etcd = EtcdProcess {
             child: None,
             data_dir: dir.to_path_buf(),
             client_port: free_port()?,
             peer_port: free_port()?,
+            tls,
         };
         etcd.resume()?;
         Ok(etcd)
     }
 
-    /// `http://127.0.0.1:PORT`, the client URL.
+    /// The client URL: `http://127.0.0.1:PORT`, or `https://` when started with TLS.
     pub fn endpoint(&self) -> String {
-        format!("http://127.0.0.1:{}", self.client_port)
+        let scheme = if self.tls.is_some() { "https" } else { "http" };
+        format!("{scheme}://127.0.0.1:{}", self.client_port)
+    }
+
+    /// The certificates, when started with [`Self::start_tls`].
+    pub fn tls(&self) -> Option<&EtcdTlsFiles> {
+        self.tls.as_ref()
+    }
+
+    /// An etcd client as an administrator would have it: the `meridian` client certificate
+    /// when TLS is on, and `user` (name, password) when given.
+    pub async fn client(&self, user: Option<(&str, &str)>) -> anyhow::Result<etcd_client::Client> {
+        let mut options = etcd_client::ConnectOptions::new()
+            .with_connect_timeout(Duration::from_secs(3))
+            .with_timeout(Duration::from_secs(3));
+        if let Some(tls) = &self.tls {
+            let read =
+                |p: &Path| std::fs::read(p).with_context(|| format!("reading {}", p.display()));
+            options = options.with_tls(
+                etcd_client::TlsOptions::new()
+                    .ca_certificate(etcd_client::Certificate::from_pem(read(&tls.ca)?))
+                    .identity(etcd_client::Identity::from_pem(
+                        read(&tls.client_cert)?,
+                        read(&tls.client_key)?,
+                    )),
+            );
+        }
+        if let Some((name, password)) = user {
+            options = options.with_user(name, password);
+        }
+        etcd_client::Client::connect([self.endpoint()], Some(options))
+            .await
+            .context("connecting to the test etcd")
+    }
+
+    /// Turns etcd auth on: a `root` user (etcd refuses `auth enable` without one) with
+    /// [`ROOT_PASSWORD`], and `user` with `password` and one role that may read and write
+    /// every key under [`MERIDIAN_PREFIX`] and nothing else. Afterwards the etcd answers only
+    /// authenticated requests: a password, or (with TLS) a client certificate whose CN names
+    /// a user.
+    pub async fn enable_auth(&self, user: &str, password: &str) -> anyhow::Result<()> {
+        let mut etcd = self.client(None).await?;
+        let role = format!("{user}-readwrite");
+        etcd.user_add("root", ROOT_PASSWORD, None).await?;
+        etcd.role_add("root").await?;
+        etcd.user_grant_role("root", "root").await?;
+        etcd.role_add(role.as_str()).await?;
+        etcd.role_grant_permission(
+            role.as_str(),
+            etcd_client::Permission::read_write(MERIDIAN_PREFIX).with_prefix(),
+        )
+        .await?;
+        etcd.user_add(user, password, None).await?;
+        etcd.user_grant_role(user, role.as_str()).await?;
+        etcd.auth_enable().await.context("etcd auth enable")?;
+        Ok(())
     }
 
     /// Starts the process again after `stop`, on the same ports and data.
@@ -48,7 +188,15 @@ impl EtcdProcess {
             .create(true)
             .append(true)
             .open(self.data_dir.with_extension("log"))?;
-        let child = Command::new("etcd")
+        let mut command = Command::new("etcd");
+        if let Some(tls) = &self.tls {
+            command
+                .arg(format!("--cert-file={}", tls.server_cert.display()))
+                .arg(format!("--key-file={}", tls.server_key.display()))
+                .arg(format!("--trusted-ca-file={}", tls.ca.display()))
+                .arg("--client-cert-auth");
+        }
+        let child = command
             .arg("--name=test")
             .arg(format!(
                 "--data-dir={}",
@@ -70,7 +218,18 @@ impl EtcdProcess {
 
     fn wait_ready(&mut self) -> anyhow::Result<()> {
         let deadline = Instant::now() + Duration::from_secs(15);
-        let health = crate::admin::AdminClient::plain(&self.endpoint());
+        let health = match &self.tls {
+            None => crate::admin::AdminClient::plain(&self.endpoint()),
+            // /health is behind the same client certificate check as everything else.
+            Some(tls) => crate::admin::AdminClient::new(
+                &self.endpoint(),
+                &crate::tls::Trust::Mutual {
+                    ca: tls.ca.clone(),
+                    cert: tls.client_cert.clone(),
+                    key: tls.client_key.clone(),
+                },
+            )?,
+        };
         while Instant::now() < deadline {
             if let Some(child) = self.child.as_mut() {
                 if let Some(status) = child.try_wait()? {

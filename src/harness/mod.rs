@@ -4,7 +4,7 @@
 mod etcd;
 mod server;
 
-pub use etcd::EtcdProcess;
+pub use etcd::{EtcdProcess, EtcdTlsFiles, MERIDIAN_PREFIX, ROOT_PASSWORD};
 pub use server::ServerProcess;
 
 use std::path::{Path, PathBuf};

@@ -41,8 +41,21 @@ impl ServerProcess {
         listen: &str,
         extra: &[String],
     ) -> anyhow::Result<ServerProcess> {
+        Self::start_with_env(binary, data_dir, listen, extra, &[])
+    }
+
+    /// `start_with`, with `env` added to the node's environment (a secret such as
+    /// `MERIDIAN_ETCD_PASSWORD`, which has no flag).
+    pub fn start_with_env(
+        binary: &Path,
+        data_dir: &Path,
+        listen: &str,
+        extra: &[String],
+        env: &[(&str, &str)],
+    ) -> anyhow::Result<ServerProcess> {
         let log = data_dir.with_extension("log");
         let mut cmd = Command::new(binary);
+        cmd.envs(env.iter().copied());
         cmd.args([
             "serve",
             "--listen",
@@ -119,6 +132,16 @@ impl ServerProcess {
     /// This node's admin API, with [`Self::trust`].
     pub fn admin(&self) -> anyhow::Result<crate::admin::AdminClient> {
         crate::admin::AdminClient::new(&self.admin_addr, &self.trust())
+    }
+
+    /// Sends `signal` (`libc::SIGHUP`, ...) to the running process.
+    pub fn signal(&self, signal: libc::c_int) -> anyhow::Result<()> {
+        let child = self.child.as_ref().context("already stopped")?;
+        // SAFETY: kill(2) on our own child's pid with a plain signal number.
+        if unsafe { libc::kill(child.id() as libc::pid_t, signal) } != 0 {
+            return Err(std::io::Error::last_os_error().into());
+        }
+        Ok(())
     }
 
     /// SIGKILL: no shutdown, no flush; what is on disk is all the next start has.

@@ -5,6 +5,8 @@
 
 use etcd_client::{Compare, CompareOp, DeleteOptions, Txn, TxnOp};
 
+use super::etcd_access::EtcdAccess;
+use super::keys::Keys;
 use super::store::{KeyValue, MetaError, MetaStore, WriteOp};
 
 /// etcd's default `--max-txn-ops`; the guard's compare does not count.
@@ -43,14 +45,57 @@ fn io(e: etcd_client::Error) -> MetaError {
     MetaError::Io(format!("etcd: {e}"))
 }
 
+/// An error with its causes: a transport error's own text is just "transport error", and the
+/// reason (a refused certificate, a connection reset) is in its sources.
+fn chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        let shown = cause.to_string();
+        if !text.contains(&shown) {
+            text.push_str(": ");
+            text.push_str(&shown);
+        }
+        source = cause.source();
+    }
+    text
+}
+
 impl EtcdStore {
+    /// Connects to a plain etcd (no TLS, no user).
     pub async fn connect(endpoints: &[String]) -> Result<EtcdStore, MetaError> {
-        let options = etcd_client::ConnectOptions::new()
-            .with_connect_timeout(std::time::Duration::from_secs(3))
-            .with_timeout(std::time::Duration::from_secs(3));
-        let client = etcd_client::Client::connect(endpoints, Some(options))
+        Self::connect_with(endpoints, &EtcdAccess::default()).await
+    }
+
+    /// Connects with `access` (TLS, client certificate, user) and reads one key, so a refused
+    /// handshake or a denied user is an error here, naming what was tried, rather than at
+    /// some later request: the client's channel itself connects lazily.
+    pub async fn connect_with(
+        endpoints: &[String],
+        access: &EtcdAccess,
+    ) -> Result<EtcdStore, MetaError> {
+        let failed = |e: etcd_client::Error| {
+            let mut text = format!(
+                "etcd at {} ({}): {}",
+                endpoints.join(","),
+                access.describe(),
+                chain(&e)
+            );
+            if let Some(hint) = access.hint() {
+                text.push_str("; ");
+                text.push_str(hint);
+            }
+            MetaError::Io(text)
+        };
+        // With a user, this authenticates: a wrong password fails here.
+        let client = etcd_client::Client::connect(endpoints, Some(access.connect_options()))
             .await
-            .map_err(io)?;
+            .map_err(failed)?;
+        client
+            .kv_client()
+            .get(Keys::cluster_id(), None)
+            .await
+            .map_err(failed)?;
         Ok(EtcdStore {
             client,
             guard: None,

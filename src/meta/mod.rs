@@ -1,13 +1,16 @@
 //! Durable metadata. `MetaStore` is what the rest of the server persists through; `local` is the
 //! embedded default (a write-ahead log and snapshot in the data dir), `etcd` the shared store of
-//! a highly available cluster. This module owns bytes on disk and their keys, never what they mean.
+//! a highly available cluster (`etcd_access`: how the node is let in, TLS and user). This module
+//! owns bytes on disk and their keys, never what they mean.
 
 mod etcd;
+mod etcd_access;
 mod keys;
 mod local;
 mod store;
 
 pub use etcd::{EtcdStore, LeaderGuard};
+pub use etcd_access::{EtcdAccess, EtcdAccessFlags, PASSWORD_ENV};
 pub use keys::Keys;
 pub use local::LocalStore;
 pub use store::{KeyValue, MetaError, MetaStore, WriteOp};

@@ -11,6 +11,30 @@ pub enum MetaError {
     /// A guarded write found the leader key changed: this node no longer leads.
     #[error("not the leader: the leader key changed")]
     NotLeader,
+    /// A value read back parses but cannot be right (a TSO limit past what a timestamp holds,
+    /// an id end at the top of the id space, a member address that is no address): using it
+    /// would overflow or silently jump, so the reader refuses it.
+    #[error("meta store value out of range: {key} holds {value}: {reason}")]
+    OutOfRange {
+        key: String,
+        value: String,
+        reason: String,
+    },
+}
+
+impl MetaError {
+    /// [`MetaError::OutOfRange`] for `value` read at `key`.
+    pub fn out_of_range(
+        key: &[u8],
+        value: impl std::fmt::Display,
+        reason: impl std::fmt::Display,
+    ) -> MetaError {
+        MetaError::OutOfRange {
+            key: String::from_utf8_lossy(key).into_owned(),
+            value: value.to_string(),
+            reason: reason.to_string(),
+        }
+    }
 }
 
 impl From<std::io::Error> for MetaError {

@@ -1,7 +1,26 @@
 //! Id allocation (P3): ids are handed out from blocks whose end is persisted before any id in
 //! the block is used, so after a crash or a leader change the next leader starts at the
 //! persisted end and never hands out an id twice. Pure: the shell persists `plan_block()` and
-//! then calls `install`.
+//! then calls `install`, and checks a persisted end it reads back with `check_persisted_end`.
+
+/// The largest persisted id end trusted when read back: `i64::MAX`. Ids are `u64` on the wire,
+/// but tools around a cluster (Go code with `int64`, SQL without unsigned types) hold them as
+/// signed 64-bit numbers, and no cluster gets near 2^63 ids; an end above it is corruption. It
+/// also leaves 2^63 of room, so `end + block` can never overflow.
+pub const MAX_ID_END: u64 = i64::MAX as u64;
+
+/// Why a persisted id end is refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("above the largest id end accepted ({MAX_ID_END}): ids this high are corruption")]
+pub struct IdEndError;
+
+/// `end` if an allocator may start from it: its next blocks cannot overflow.
+pub fn check_persisted_end(end: u64) -> Result<u64, IdEndError> {
+    if end > MAX_ID_END {
+        return Err(IdEndError);
+    }
+    Ok(end)
+}
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IdAllocator {
@@ -88,6 +107,34 @@ mod tests {
                 }
             }
         }
+    }
+
+    proptest! {
+        /// An accepted end leaves room for any sane block after it; a refused one is above the
+        /// bound. Nothing panics on any stored value.
+        #[test]
+        fn an_accepted_end_never_overflows_the_next_block(
+            end in prop_oneof![any::<u64>(), (MAX_ID_END - 10)..=(MAX_ID_END + 10), 0u64..1_000_000],
+            block in 1u64..=(1 << 32),
+        ) {
+            match check_persisted_end(end) {
+                Ok(e) => {
+                    prop_assert_eq!(e, end);
+                    let a = IdAllocator::new(Some(e), block);
+                    prop_assert!(a.end.checked_add(block).is_some());
+                    prop_assert!(a.plan_block() > e);
+                }
+                Err(IdEndError) => prop_assert!(end > MAX_ID_END),
+            }
+        }
+    }
+
+    #[test]
+    fn ends_at_the_top_of_the_id_space_are_refused() {
+        assert_eq!(check_persisted_end(0), Ok(0));
+        assert_eq!(check_persisted_end(MAX_ID_END), Ok(MAX_ID_END));
+        assert_eq!(check_persisted_end(MAX_ID_END + 1), Err(IdEndError));
+        assert_eq!(check_persisted_end(u64::MAX), Err(IdEndError));
     }
 
     #[test]

@@ -13,7 +13,7 @@ mod segment;
 mod shard;
 mod store;
 
-pub use id_alloc::IdAllocator;
+pub use id_alloc::{check_persisted_end, IdAllocator, IdEndError, MAX_ID_END};
 pub use operator::{Operator, Pending};
 pub use range_index::{Change, RangeIndex, Route, Snapshot, SEGMENT};
 pub use region::{Epoch, Peer, PeerRole, Region, RegionError, RegionStats, MAX_PEERS};

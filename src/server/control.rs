@@ -73,8 +73,16 @@ impl<M: MetaStore + Clone> TsoControl<M> {
     /// Persists a window above everything handed out before and starts the allocator on it.
     /// Returns the persisted limit.
     pub async fn start(&self) -> Result<WindowPlan, MetaError> {
-        let last = load_limit(&self.store, &self.keys).await?;
         let now = self.clock.now_ms();
+        // Checked before use: a corrupt limit must stop this term, not overflow or jump (T3).
+        let last = match load_limit(&self.store, &self.keys).await? {
+            Some(last) => Some(
+                self.cfg
+                    .check_last_limit(last, now)
+                    .map_err(|why| MetaError::out_of_range(&self.keys.tso_limit(), last, why))?,
+            ),
+            None => None,
+        };
         let plan = self.cfg.plan_start(now, last);
         save_limit(&self.store, &self.keys, plan.limit_ms).await?;
         self.allocator.begin(plan.start_ms, plan.limit_ms, now);

@@ -11,7 +11,7 @@ use super::clock::WallClock;
 use super::control::{Ended, TsoControl};
 use crate::admin::Metrics;
 use crate::election::{Command, Election};
-use crate::meta::{EtcdStore, Keys};
+use crate::meta::{EtcdStore, Keys, MetaError};
 use crate::proto::MemberInfo;
 use crate::tso::{Allocator, WindowConfig};
 
@@ -73,16 +73,29 @@ impl Leadership {
                 self.keys.clone(),
                 term_stopped,
             ));
+            // A value in etcd that cannot be right (out of range, corrupt) fails every term the
+            // same way: refuse loudly, and pause before campaigning again rather than spin.
+            let mut bad_value = false;
+            let mut refuse_on = |e: &MetaError| {
+                bad_value = matches!(e, MetaError::OutOfRange { .. } | MetaError::Corrupt(_));
+                if bad_value {
+                    tracing::error!("refusing to serve as leader: {e}");
+                }
+            };
             let step = match tso.start().await {
                 Ok(limit) => tokio::select! {
                     ended = tso.run(self.tick, limit, shutdown.clone()) => Step::Ended(ended),
                     Some(command) = self.commands.recv() => Step::Command(command),
                     ended = &mut placement => {
+                        if let Ok(Err(e)) = &ended {
+                            refuse_on(e);
+                        }
                         tracing::warn!("placement ended its term: {ended:?}");
                         Step::Ended(Ended::LeadershipLost)
                     }
                 },
                 Err(e) => {
+                    refuse_on(&e);
                     tracing::warn!("starting tso as leader failed: {e}");
                     drop(tso);
                     Step::Ended(Ended::LeadershipLost)
@@ -113,6 +126,12 @@ impl Leadership {
                     tracing::info!(?ended, "leadership ended");
                     if ended == Ended::Shutdown {
                         return;
+                    }
+                    if bad_value {
+                        tokio::select! {
+                            _ = tokio::time::sleep(self.sit_out) => {}
+                            _ = shutdown.wait_for(|s| *s) => return,
+                        }
                     }
                 }
                 Step::Command(Command::Resign(reply)) => {

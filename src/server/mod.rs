@@ -25,7 +25,7 @@ use tokio::sync::watch;
 use crate::admin::{self, AdminControl, AdminState, Metrics};
 use crate::config::Config;
 use crate::election::{encode_member, Election, Membership};
-use crate::meta::{EtcdStore, Keys, LocalStore, MetaStore};
+use crate::meta::{EtcdAccess, EtcdStore, Keys, LocalStore, MetaStore};
 use crate::proto::MemberInfo;
 use crate::tls;
 use crate::tso::Allocator;
@@ -57,6 +57,8 @@ pub struct ServeOptions {
     pub admin_open_probes: bool,
     /// etcd endpoints; empty for the single node on the embedded store.
     pub etcd: Vec<String>,
+    /// How the node is let into etcd: TLS files and user, read and checked at start.
+    pub etcd_access: EtcdAccess,
     /// Where the PD-compatible gRPC front end listens.
     pub grpc_listen: GrpcListen,
 }
@@ -94,7 +96,7 @@ async fn serve(opts: ServeOptions) -> anyhow::Result<()> {
         )
     } else {
         Backend::Etcd(Box::new(
-            EtcdStore::connect(&opts.etcd)
+            EtcdStore::connect_with(&opts.etcd, &opts.etcd_access)
                 .await
                 .context("connecting to etcd")?,
         ))
@@ -141,19 +143,18 @@ async fn serve(opts: ServeOptions) -> anyhow::Result<()> {
             .iter()
             .filter_map(|a| a.rsplit_once(':').map(|(host, _)| host.to_string())),
     );
-    let identity = tls::load_or_create_identity(
+    // Made here when missing; read (and on SIGHUP read again) by `LiveTls`.
+    tls::load_or_create_identity(
         &opts.data_dir,
         opts.tls_cert.as_deref(),
         opts.tls_key.as_deref(),
         &names,
     )?;
-    let client_auth = client_auth(&opts)?;
-    let grpc_tls = Some((identity.cert_pem.clone(), identity.key_pem.clone()));
-    let admin_tls =
-        tls::admin_server_config(identity.clone(), &client_auth, opts.admin_open_probes)?;
+    let (client_auth, live_tls) = live_tls(&opts)?;
+    let grpc_tls = tls::grpc_server_config(&live_tls)?;
+    let admin_tls = tls::admin_server_config(&live_tls, opts.admin_open_probes)?;
     let server_config = tls::server_config(
-        identity,
-        &client_auth,
+        &live_tls,
         opts.config.server.max_streams_per_connection,
         opts.config.server.max_udp_payload,
     )?;
@@ -278,7 +279,7 @@ async fn serve(opts: ServeOptions) -> anyhow::Result<()> {
         membership: membership.clone(),
         config: opts.config.clone(),
         shutdown: stop_rx.clone(),
-        client_auth: client_auth.clone(),
+        client_auth,
     });
 
     // One EndpointConfig (and so one stateless-reset key) for all cores: a packet the kernel
@@ -335,14 +336,29 @@ async fn serve(opts: ServeOptions) -> anyhow::Result<()> {
 
     // Before the ready line: a SIGTERM sent the moment it is read must find the handler.
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    let mut hangup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())?;
     // Tests and scripts read this line to learn the ports picked for `:0`.
     let grpc_shown = grpc_addr.map_or("off".to_string(), |a| a.to_string());
     println!("meridian ready name={} client={client_addr} admin={admin_addr} grpc={grpc_shown} cores={cores} cluster_id={cluster_id}", opts.name);
     tracing::info!(%client_addr, %admin_addr, cores, "serving");
 
-    tokio::select! {
-        _ = term.recv() => {}
-        r = tokio::signal::ctrl_c() => r?,
+    // Replaced certificate files are noticed within this period (a renewed Kubernetes
+    // Secret, where nobody sends SIGHUP).
+    let mut tls_watch = tokio::time::interval(TLS_WATCH_PERIOD);
+    tls_watch.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = term.recv() => break,
+            r = tokio::signal::ctrl_c() => { r?; break }
+            _ = hangup.recv() => reload_tls(&live_tls),
+            _ = tls_watch.tick() => {
+                match live_tls.reload_if_changed() {
+                    Ok(true) => tracing::info!("TLS files changed: certificates reloaded"),
+                    Ok(false) => {}
+                    Err(e) => tracing::error!("TLS files changed but do not load, the old certificates still serve: {e:#}"),
+                }
+            }
+        }
     }
     tracing::info!("shutting down: no new connections; answering requests in flight");
     let _ = stop_tx.send(true);
@@ -380,8 +396,48 @@ fn peer_admin_client(opts: &ServeOptions) -> anyhow::Result<admin::AdminClient> 
     admin::AdminClient::with_timeout("localhost", &trust, Duration::from_millis(300))
 }
 
-/// Client authentication as the flags ask: the CA's certificates, or the loud opt-out.
-fn client_auth(opts: &ServeOptions) -> anyhow::Result<tls::ClientAuth> {
+/// How often the certificate files are checked for a change.
+const TLS_WATCH_PERIOD: Duration = Duration::from_secs(10);
+
+/// SIGHUP: the certificate, key and client CA read again for every port.
+fn reload_tls(live: &tls::LiveTls) {
+    match live.reload() {
+        Ok(()) => {
+            let files = live.files();
+            tracing::info!(cert = %files.cert.display(), "SIGHUP: TLS certificates reloaded");
+        }
+        Err(e) => {
+            tracing::error!("SIGHUP: TLS reload failed, the old certificates still serve: {e:#}")
+        }
+    }
+}
+
+/// The node's TLS as the flags ask: its certificate, and client authentication against the
+/// cluster CA unless the loud opt-out is given.
+fn live_tls(opts: &ServeOptions) -> anyhow::Result<(tls::ClientAuth, Arc<tls::LiveTls>)> {
+    let (cert, key) = tls::identity_files(
+        &opts.data_dir,
+        opts.tls_cert.as_deref(),
+        opts.tls_key.as_deref(),
+    );
+    let auth = client_auth(opts);
+    let client_ca = (auth == tls::ClientAuth::Required).then(|| {
+        tls::client_ca_path(
+            &opts.data_dir,
+            opts.tls_cert.as_deref(),
+            opts.tls_ca.as_deref(),
+        )
+    });
+    let live = tls::LiveTls::load(tls::TlsFiles {
+        cert,
+        key,
+        client_ca,
+    })?;
+    Ok((auth, live))
+}
+
+/// Client authentication as the flags ask: required, or the loud opt-out.
+fn client_auth(opts: &ServeOptions) -> tls::ClientAuth {
     if opts.insecure_no_client_auth {
         let warning =
             "--insecure-no-client-auth: CLIENT AUTHENTICATION IS OFF. Anyone who can reach \
@@ -389,14 +445,9 @@ fn client_auth(opts: &ServeOptions) -> anyhow::Result<tls::ClientAuth> {
                        change leadership. Never run a reachable node like this.";
         eprintln!("WARNING: {warning}");
         tracing::warn!("{warning}");
-        return Ok(tls::ClientAuth::Off);
+        return tls::ClientAuth::Off;
     }
-    let ca = tls::client_ca_path(
-        &opts.data_dir,
-        opts.tls_cert.as_deref(),
-        opts.tls_ca.as_deref(),
-    );
-    tls::ClientAuth::required(&ca)
+    tls::ClientAuth::Required
 }
 
 /// `host:port` for a listener bound at `bound`: the advertised client host if one is given.
@@ -448,12 +499,23 @@ async fn watch_registry(
 ) {
     let removed_key = keys.removed(&membership.me.name);
     let me = membership.me.id.to_string();
+    let mut warned = std::collections::HashSet::new();
     loop {
         if let Ok(listed) = store.list(&keys.members_prefix()).await {
             let members = listed
                 .iter()
                 .filter(|(k, _)| k.ends_with(b"/info"))
-                .filter_map(|(_, v)| crate::election::decode_member(v))
+                .filter_map(|(k, v)| {
+                    // A record whose addresses do not parse is not handed to clients; said
+                    // once per key, not every poll.
+                    crate::election::read_member(k, v)
+                        .inspect_err(|e| {
+                            if warned.insert(k.clone()) {
+                                tracing::warn!("skipping a member: {e}");
+                            }
+                        })
+                        .ok()
+                })
                 .collect();
             membership.set_registered(members);
         }

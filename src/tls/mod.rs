@@ -5,6 +5,9 @@
 //! What a verified certificate may do is `auth`'s business, not this module's.
 
 pub mod cert;
+mod live;
+
+pub use live::{identity_files, LiveTls, TlsFiles};
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -93,59 +96,23 @@ impl Trust {
     }
 }
 
-/// Who a server lets in.
-#[derive(Clone)]
+/// Who a server lets in. The certificates themselves are checked in the handshake, against
+/// the CA that [`LiveTls`] holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ClientAuth {
-    /// Every client presents a certificate that this CA signed and that is in date.
-    Required { ca_pem: Vec<u8> },
+    /// Every client presents a certificate that the cluster CA signed and that is in date.
+    Required,
     /// Anyone connects and is granted every role: `--insecure-no-client-auth`.
     Off,
 }
 
 impl ClientAuth {
-    /// Client authentication against the CA in `path`.
-    pub fn required(path: &Path) -> anyhow::Result<ClientAuth> {
-        let ca_pem = std::fs::read(path).with_context(|| {
-            format!(
-                "reading {}, the CA that signs client certificates (--tls-ca; \
-                 --insecure-no-client-auth turns client authentication off)",
-                path.display()
-            )
-        })?;
-        roots_of(&ca_pem, path)?;
-        Ok(ClientAuth::Required { ca_pem })
-    }
-
-    /// The rustls verifier; `open` lets a client without a certificate finish the handshake
-    /// (it is then granted nothing, which the caller checks per request).
-    fn verifier(
-        &self,
-        open: bool,
-    ) -> anyhow::Result<Option<Arc<dyn rustls::server::danger::ClientCertVerifier>>> {
-        match self {
-            ClientAuth::Off => Ok(None),
-            ClientAuth::Required { ca_pem } => {
-                let roots = roots_of(ca_pem, Path::new("the client CA"))?;
-                let builder = rustls::server::WebPkiClientVerifier::builder_with_provider(
-                    Arc::new(roots),
-                    provider(),
-                );
-                let builder = if open {
-                    builder.allow_unauthenticated()
-                } else {
-                    builder
-                };
-                Ok(Some(builder.build()?))
-            }
-        }
-    }
-
     /// What a connection whose verified chain is `chain` may do.
     pub fn grants(&self, chain: Option<&[CertificateDer<'_>]>) -> crate::auth::Grants {
         match (self, chain) {
             (ClientAuth::Off, _) => crate::auth::Grants::all(),
-            (ClientAuth::Required { .. }, Some(chain)) => crate::auth::Grants::of_chain(chain),
-            (ClientAuth::Required { .. }, None) => crate::auth::Grants::NONE,
+            (ClientAuth::Required, Some(chain)) => crate::auth::Grants::of_chain(chain),
+            (ClientAuth::Required, None) => crate::auth::Grants::NONE,
         }
     }
 }
@@ -192,36 +159,38 @@ pub fn load_or_create_identity(
     names: &[String],
 ) -> anyhow::Result<Identity> {
     let (cert_path, key_path) = match (cert, key) {
-        (Some(c), Some(k)) => (c.to_path_buf(), k.to_path_buf()),
-        (None, None) => {
-            let dir = data_dir.join("tls");
-            let (c, k) = (dir.join("cert.pem"), dir.join("key.pem"));
-            if !c.exists() || !k.exists() {
-                create_self_signed(&dir, names)?;
-            }
-            (c, k)
-        }
+        (Some(_), Some(_)) | (None, None) => live::identity_files(data_dir, cert, key),
         _ => anyhow::bail!("--tls-cert and --tls-key go together"),
     };
-    let cert_pem =
-        std::fs::read(&cert_path).with_context(|| format!("opening {}", cert_path.display()))?;
-    let key_pem =
-        std::fs::read(&key_path).with_context(|| format!("opening {}", key_path.display()))?;
-    let certs = rustls_pemfile::certs(&mut cert_pem.as_slice())
-        .collect::<Result<Vec<_>, _>>()
-        .with_context(|| format!("parsing {}", cert_path.display()))?;
-    if certs.is_empty() {
-        anyhow::bail!("{} holds no certificate", cert_path.display());
+    if cert.is_none() && (!cert_path.exists() || !key_path.exists()) {
+        create_self_signed(&data_dir.join("tls"), names)?;
     }
-    let key = rustls_pemfile::private_key(&mut key_pem.as_slice())
-        .with_context(|| format!("parsing {}", key_path.display()))?
-        .with_context(|| format!("{} holds no private key", key_path.display()))?;
-    Ok(Identity {
-        certs,
-        key,
-        cert_pem,
-        key_pem,
-    })
+    Identity::read(&cert_path, &key_path)
+}
+
+impl Identity {
+    /// A certificate chain and its key from PEM files.
+    pub fn read(cert_path: &Path, key_path: &Path) -> anyhow::Result<Identity> {
+        let cert_pem =
+            std::fs::read(cert_path).with_context(|| format!("opening {}", cert_path.display()))?;
+        let key_pem =
+            std::fs::read(key_path).with_context(|| format!("opening {}", key_path.display()))?;
+        let certs = rustls_pemfile::certs(&mut cert_pem.as_slice())
+            .collect::<Result<Vec<_>, _>>()
+            .with_context(|| format!("parsing {}", cert_path.display()))?;
+        if certs.is_empty() {
+            anyhow::bail!("{} holds no certificate", cert_path.display());
+        }
+        let key = rustls_pemfile::private_key(&mut key_pem.as_slice())
+            .with_context(|| format!("parsing {}", key_path.display()))?
+            .with_context(|| format!("{} holds no private key", key_path.display()))?;
+        Ok(Identity {
+            certs,
+            key,
+            cert_pem,
+            key_pem,
+        })
+    }
 }
 
 /// A node started with no certificate makes a local CA and, signed by it, its own certificate
@@ -336,42 +305,44 @@ impl Clone for Identity {
     }
 }
 
-/// A TLS 1.3 server config presenting `identity` and checking clients as `auth` says.
-fn tls_server(
-    identity: Identity,
-    auth: &ClientAuth,
-    open: bool,
-) -> anyhow::Result<rustls::ServerConfig> {
+/// A TLS 1.3 server config presenting `live`'s certificate and checking clients against its
+/// CA, both as they are at each handshake.
+fn tls_server(live: &Arc<LiveTls>, open: bool) -> anyhow::Result<rustls::ServerConfig> {
     let builder = rustls::ServerConfig::builder_with_provider(provider())
         .with_protocol_versions(&[&rustls::version::TLS13])?;
-    let builder = match auth.verifier(open)? {
+    let builder = match live.client_verifier(open) {
         Some(verifier) => builder.with_client_cert_verifier(verifier),
         None => builder.with_no_client_auth(),
     };
-    Ok(builder.with_single_cert(identity.certs, identity.key)?)
+    Ok(builder.with_cert_resolver(live.clone()))
 }
 
 /// The admin API's HTTPS config. With `open_probes`, a client without a certificate may finish
 /// the handshake (kubelet probes and scrapers present none) and reaches only the probe routes.
 pub fn admin_server_config(
-    identity: Identity,
-    auth: &ClientAuth,
+    live: &Arc<LiveTls>,
     open_probes: bool,
 ) -> anyhow::Result<Arc<rustls::ServerConfig>> {
-    let mut tls = tls_server(identity, auth, open_probes)?;
+    let mut tls = tls_server(live, open_probes)?;
     tls.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(Arc::new(tls))
+}
+
+/// The PD gRPC front end's config: HTTP/2 over TLS 1.3, client certificate required.
+pub fn grpc_server_config(live: &Arc<LiveTls>) -> anyhow::Result<Arc<rustls::ServerConfig>> {
+    let mut tls = tls_server(live, false)?;
+    tls.alpn_protocols = vec![b"h2".to_vec()];
     Ok(Arc::new(tls))
 }
 
 /// QUIC server config: TLS 1.3 with ALPN and client authentication, migration off (SO_REUSEPORT
 /// routes by 4-tuple, so a migrated path could land on another core's endpoint).
 pub fn server_config(
-    identity: Identity,
-    auth: &ClientAuth,
+    live: &Arc<LiveTls>,
     max_streams: u32,
     max_udp_payload: u16,
 ) -> anyhow::Result<quinn::ServerConfig> {
-    let mut tls = tls_server(identity, auth, false)?;
+    let mut tls = tls_server(live, false)?;
     tls.alpn_protocols = vec![ALPN.to_vec()];
     tls.max_early_data_size = 0;
     let mut config = quinn::ServerConfig::with_crypto(Arc::new(QuicServerConfig::try_from(tls)?));

@@ -52,6 +52,9 @@ pub struct Snapshot {
     /// Hash of the owned objects as last applied, and as the spec wants them now.
     pub applied_hash: Option<String>,
     pub desired_hash: String,
+    /// The spec names a TLS Secret. Without one the members could not authenticate each other
+    /// or the operator, so nothing is applied or touched.
+    pub tls_secret: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -92,7 +95,7 @@ pub fn conditions(s: &Snapshot) -> Conditions {
 }
 
 pub fn reconcile(s: &Snapshot) -> Vec<Action> {
-    if s.paused {
+    if s.paused || !s.tls_secret {
         return Vec::new();
     }
     let replicas = failover::replicas(s.spec_replicas, s.failures.len());
@@ -252,6 +255,7 @@ mod tests {
             deferred_pvcs: vec![],
             applied_hash: Some("h".into()),
             desired_hash: "h".into(),
+            tls_secret: true,
         }
     }
 
@@ -295,6 +299,13 @@ mod tests {
         let mut recreating = snapshot(3);
         recreating.update_revision = "r2".into();
         recreating.pods.pop();
+        let mut no_secret = snapshot(3);
+        no_secret.tls_secret = false;
+        no_secret.desired_hash = "h2".into();
+        no_secret.update_revision = "r2".into();
+        let mut no_secret_fresh = snapshot(3);
+        no_secret_fresh.tls_secret = false;
+        no_secret_fresh.sts_replicas = None;
         let mut dead = snapshot(3);
         dead.members[2].healthy = false;
         dead.members[2].unhealthy_for_ms = 400_000;
@@ -345,6 +356,16 @@ mod tests {
                 vec![Action::Upgrade(upgrade::Step::Wait(
                     "the StatefulSet has not created every pod yet".into(),
                 ))],
+            ),
+            (
+                "no TLS Secret: nothing applied or restarted, though the spec changed",
+                no_secret,
+                vec![],
+            ),
+            (
+                "no TLS Secret on a new cluster: nothing is created",
+                no_secret_fresh,
+                vec![],
             ),
             (
                 "scale out by one",

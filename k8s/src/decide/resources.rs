@@ -1,6 +1,12 @@
 //! The objects a `MeridianCluster` owns, as the operator wants them: client Service, headless
-//! peer Service, ConfigMap, StatefulSet (OnDelete: the operator picks the order) and
-//! PodDisruptionBudget. Pure builders; the shell server-side-applies them with one field manager.
+//! peer Service, headless admin Service with the NetworkPolicy that fences the admin port,
+//! ConfigMap, StatefulSet (OnDelete: the operator picks the order) and PodDisruptionBudget.
+//! Pure builders; the shell server-side-applies them with one field manager.
+//!
+//! Every port of a member wants a client certificate signed by the cluster CA, so the members
+//! serve with the cluster's TLS Secret (`tls.crt`, `tls.key`, and `ca.crt`, the CA they verify
+//! clients by). The kubelet's probes present no certificate: `--admin-open-probes` lets
+//! `/health`, `/ready` and `/metrics` answer them, over HTTPS.
 
 use std::collections::BTreeMap;
 
@@ -12,6 +18,10 @@ use k8s_openapi::api::core::v1::{
     ServicePort, ServiceSpec, Volume, VolumeMount, VolumeResourceRequirements,
     WeightedPodAffinityTerm,
 };
+use k8s_openapi::api::networking::v1::{
+    NetworkPolicy, NetworkPolicyIngressRule, NetworkPolicyPeer, NetworkPolicyPort,
+    NetworkPolicySpec,
+};
 use k8s_openapi::api::policy::v1::{PodDisruptionBudget, PodDisruptionBudgetSpec};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
@@ -20,11 +30,20 @@ use kube::{Resource, ResourceExt};
 
 use crate::crd::MeridianCluster;
 
+/// QUIC (UDP) and the PD-compatible gRPC front end (TCP) share this port number.
 pub const CLIENT_PORT: i32 = 2379;
 pub const ADMIN_PORT: i32 = 2380;
 const DATA_DIR: &str = "/var/lib/meridian";
 const CONFIG_DIR: &str = "/etc/meridian";
-const TLS_DIR: &str = "/etc/meridian-tls";
+/// Where the cluster's TLS Secret is mounted. A directory mount, not `subPath`: the kubelet
+/// then replaces the files in place when the Secret is renewed.
+pub const TLS_DIR: &str = "/etc/meridian-tls";
+/// The label the operator's pods carry (`k8s/manifests/operator.yaml`): the admin port's
+/// NetworkPolicy lets in pods with it from the operator's namespace.
+pub const OPERATOR_POD_LABEL: (&str, &str) = ("app.kubernetes.io/name", "meridian-operator");
+/// The label the API server puts on every namespace, with the namespace's name as its value
+/// (it cannot be set otherwise, unlike labels a tenant could copy onto a namespace).
+const NAMESPACE_NAME_LABEL: &str = "kubernetes.io/metadata.name";
 
 /// Labels on every object and pod of a cluster; the pod selector.
 pub fn labels(mc: &MeridianCluster) -> BTreeMap<String, String> {
@@ -52,30 +71,40 @@ pub fn peer_service_name(mc: &MeridianCluster) -> String {
     format!("{}-peer", mc.name_any())
 }
 
-fn ports() -> Vec<ServicePort> {
+/// The admin Service and its NetworkPolicy share this name.
+pub fn admin_service_name(mc: &MeridianCluster) -> String {
+    format!("{}-admin", mc.name_any())
+}
+
+fn service_port(name: &str, port: i32, protocol: &str) -> ServicePort {
+    ServicePort {
+        name: Some(name.into()),
+        port,
+        protocol: Some(protocol.into()),
+        ..ServicePort::default()
+    }
+}
+
+/// What clients speak: QUIC over UDP and PD's gRPC over TCP, on the same port number.
+fn client_ports() -> Vec<ServicePort> {
     vec![
-        ServicePort {
-            name: Some("client".into()),
-            port: CLIENT_PORT,
-            protocol: Some("UDP".into()),
-            ..ServicePort::default()
-        },
-        ServicePort {
-            name: Some("admin".into()),
-            port: ADMIN_PORT,
-            protocol: Some("TCP".into()),
-            ..ServicePort::default()
-        },
+        service_port("client", CLIENT_PORT, "UDP"),
+        service_port("grpc", CLIENT_PORT, "TCP"),
     ]
 }
 
-/// What clients connect to (QUIC over UDP) and the admin API.
+fn admin_port() -> ServicePort {
+    service_port("admin", ADMIN_PORT, "TCP")
+}
+
+/// What clients connect to. The admin port is not on it: this Service is the one users expose
+/// (a LoadBalancer, a mesh), and the admin API moves leaders and deletes members.
 pub fn client_service(mc: &MeridianCluster) -> Service {
     Service {
         metadata: meta(mc, mc.name_any()),
         spec: Some(ServiceSpec {
             selector: Some(labels(mc)),
-            ports: Some(ports()),
+            ports: Some(client_ports()),
             ..ServiceSpec::default()
         }),
         ..Service::default()
@@ -83,17 +112,100 @@ pub fn client_service(mc: &MeridianCluster) -> Service {
 }
 
 /// Stable names for members, published before they are Ready so members find each other.
+/// Members advertise their admin API under these names too (`<pod>.<cluster>-peer...`: a pod
+/// has a DNS name only under the Service its StatefulSet names), so it lists the admin port.
 pub fn peer_service(mc: &MeridianCluster) -> Service {
+    let mut ports = client_ports();
+    ports.push(admin_port());
     Service {
         metadata: meta(mc, peer_service_name(mc)),
         spec: Some(ServiceSpec {
             cluster_ip: Some("None".into()),
             publish_not_ready_addresses: Some(true),
             selector: Some(labels(mc)),
-            ports: Some(ports()),
+            ports: Some(ports),
             ..ServiceSpec::default()
         }),
         ..Service::default()
+    }
+}
+
+/// The admin API, where the operator dials `https://<cluster>-admin.<ns>.svc`. Headless, so
+/// the name resolves to every member and the client tries each in turn; not-ready members are
+/// published too, because the operator must reach a cluster that is not serving to repair it.
+pub fn admin_service(mc: &MeridianCluster) -> Service {
+    Service {
+        metadata: meta(mc, admin_service_name(mc)),
+        spec: Some(ServiceSpec {
+            cluster_ip: Some("None".into()),
+            publish_not_ready_addresses: Some(true),
+            selector: Some(labels(mc)),
+            ports: Some(vec![admin_port()]),
+            ..ServiceSpec::default()
+        }),
+        ..Service::default()
+    }
+}
+
+fn policy_port(port: i32, protocol: &str) -> NetworkPolicyPort {
+    NetworkPolicyPort {
+        port: Some(IntOrString::Int(port)),
+        protocol: Some(protocol.into()),
+        ..NetworkPolicyPort::default()
+    }
+}
+
+/// Ingress to the members: the client port from anywhere; the admin port only from the other
+/// members (their health probes of each other, leader forwarding) and from the operator's pods
+/// in `operator_namespace`. Anything else is dropped, so a stolen `admin` certificate is not
+/// enough from an arbitrary pod. The kubelet's probes come from the node, which NetworkPolicy
+/// always admits. Prometheus is not let in here: NetworkPolicies add up, so a user who scrapes
+/// `/metrics` adds one of their own for the monitoring namespace.
+pub fn admin_network_policy(mc: &MeridianCluster, operator_namespace: &str) -> NetworkPolicy {
+    let selector = |labels: BTreeMap<String, String>| LabelSelector {
+        match_labels: Some(labels),
+        ..LabelSelector::default()
+    };
+    let (label, value) = OPERATOR_POD_LABEL;
+    NetworkPolicy {
+        metadata: meta(mc, admin_service_name(mc)),
+        spec: Some(NetworkPolicySpec {
+            pod_selector: Some(selector(labels(mc))),
+            policy_types: Some(vec!["Ingress".into()]),
+            ingress: Some(vec![
+                // No `from`: every source.
+                NetworkPolicyIngressRule {
+                    from: None,
+                    ports: Some(vec![
+                        policy_port(CLIENT_PORT, "UDP"),
+                        policy_port(CLIENT_PORT, "TCP"),
+                    ]),
+                },
+                NetworkPolicyIngressRule {
+                    from: Some(vec![
+                        // A pod selector alone means this namespace: the members.
+                        NetworkPolicyPeer {
+                            pod_selector: Some(selector(labels(mc))),
+                            ..NetworkPolicyPeer::default()
+                        },
+                        // Both selectors in one peer: pods with the label in that namespace.
+                        NetworkPolicyPeer {
+                            namespace_selector: Some(selector(BTreeMap::from([(
+                                NAMESPACE_NAME_LABEL.to_string(),
+                                operator_namespace.to_string(),
+                            )]))),
+                            pod_selector: Some(selector(BTreeMap::from([(
+                                label.to_string(),
+                                value.to_string(),
+                            )]))),
+                            ..NetworkPolicyPeer::default()
+                        },
+                    ]),
+                    ports: Some(vec![policy_port(ADMIN_PORT, "TCP")]),
+                },
+            ]),
+            ..NetworkPolicySpec::default()
+        }),
     }
 }
 
@@ -161,11 +273,15 @@ fn field_env(name: &str, field_path: &str) -> EnvVar {
     }
 }
 
+/// The kubelet's probe of the admin port: HTTPS (the admin API serves nothing else), with no
+/// client certificate, which `--admin-open-probes` accepts for these paths. The kubelet does not
+/// verify the member's certificate.
 fn probe(path: &str) -> Probe {
     Probe {
         http_get: Some(HTTPGetAction {
             path: Some(path.into()),
             port: IntOrString::Int(ADMIN_PORT),
+            scheme: Some("HTTPS".into()),
             ..HTTPGetAction::default()
         }),
         period_seconds: Some(2),
@@ -177,7 +293,7 @@ fn probe(path: &str) -> Probe {
 pub fn stateful_set(mc: &MeridianCluster, replicas: i32) -> StatefulSet {
     let spec = &mc.spec;
     let peer = peer_service_name(mc);
-    let mut args = vec![
+    let args = vec![
         "serve".to_string(),
         "--name".into(),
         "$(POD_NAME)".into(),
@@ -196,8 +312,18 @@ pub fn stateful_set(mc: &MeridianCluster, replicas: i32) -> StatefulSet {
         spec.etcd_endpoints.join(","),
         "--config".into(),
         format!("{CONFIG_DIR}/meridian.toml"),
+        // The cluster's certificate, and the CA every client (members, the operator, stores)
+        // must be signed by: without `--tls-ca` each member would trust a CA of its own.
+        "--tls-cert".into(),
+        format!("{TLS_DIR}/tls.crt"),
+        "--tls-key".into(),
+        format!("{TLS_DIR}/tls.key"),
+        "--tls-ca".into(),
+        format!("{TLS_DIR}/ca.crt"),
+        // The kubelet's probes (and scrapers) present no certificate.
+        "--admin-open-probes".into(),
     ];
-    let mut mounts = vec![
+    let mounts = vec![
         VolumeMount {
             name: "data".into(),
             mount_path: DATA_DIR.into(),
@@ -209,37 +335,33 @@ pub fn stateful_set(mc: &MeridianCluster, replicas: i32) -> StatefulSet {
             read_only: Some(true),
             ..VolumeMount::default()
         },
-    ];
-    let mut volumes = vec![Volume {
-        name: "config".into(),
-        config_map: Some(ConfigMapVolumeSource {
-            name: format!("{}-config", mc.name_any()),
-            ..ConfigMapVolumeSource::default()
-        }),
-        ..Volume::default()
-    }];
-    if let Some(secret) = &spec.tls_secret {
-        args.extend([
-            "--tls-cert".to_string(),
-            format!("{TLS_DIR}/tls.crt"),
-            "--tls-key".into(),
-            format!("{TLS_DIR}/tls.key"),
-        ]);
-        mounts.push(VolumeMount {
+        VolumeMount {
             name: "tls".into(),
             mount_path: TLS_DIR.into(),
             read_only: Some(true),
             ..VolumeMount::default()
-        });
-        volumes.push(Volume {
+        },
+    ];
+    let volumes = vec![
+        Volume {
+            name: "config".into(),
+            config_map: Some(ConfigMapVolumeSource {
+                name: format!("{}-config", mc.name_any()),
+                ..ConfigMapVolumeSource::default()
+            }),
+            ..Volume::default()
+        },
+        Volume {
             name: "tls".into(),
             secret: Some(SecretVolumeSource {
-                secret_name: Some(secret.clone()),
+                // The schema requires it; a cluster stored without one is never applied
+                // (`reconcile` stops first), so `None` here only feeds the spec's hash.
+                secret_name: spec.tls_secret.clone(),
                 ..SecretVolumeSource::default()
             }),
             ..Volume::default()
-        });
-    }
+        },
+    ];
     let container = Container {
         name: "meridian".into(),
         image: Some(spec.image.clone()),
@@ -253,6 +375,12 @@ pub fn stateful_set(mc: &MeridianCluster, replicas: i32) -> StatefulSet {
                 name: Some("client".into()),
                 container_port: CLIENT_PORT,
                 protocol: Some("UDP".into()),
+                ..ContainerPort::default()
+            },
+            ContainerPort {
+                name: Some("grpc".into()),
+                container_port: CLIENT_PORT,
+                protocol: Some("TCP".into()),
                 ..ContainerPort::default()
             },
             ContainerPort {
@@ -346,12 +474,32 @@ mod tests {
                 image: "meridian:1".into(),
                 etcd_endpoints: vec!["http://etcd-0:2379".into(), "http://etcd-1:2379".into()],
                 config: "[election]\nlease_ttl_secs = 3\n".into(),
+                tls_secret: Some("pd-tls".into()),
                 ..MeridianClusterSpec::default()
             },
         );
         mc.metadata.namespace = Some("db".into());
         mc.metadata.uid = Some("uid-1".into());
         mc
+    }
+
+    /// `(name, port, protocol)` of each port of a Service.
+    fn service_ports(service: &Service) -> Vec<(String, i32, String)> {
+        service
+            .spec
+            .as_ref()
+            .unwrap()
+            .ports
+            .as_ref()
+            .unwrap()
+            .iter()
+            .map(|p| (p.name.clone().unwrap(), p.port, p.protocol.clone().unwrap()))
+            .collect()
+    }
+
+    fn owner_kind(meta: &ObjectMeta) -> (String, Option<bool>) {
+        let owner = &meta.owner_references.as_ref().unwrap()[0];
+        (owner.kind.clone(), owner.controller)
     }
 
     #[test]
@@ -369,15 +517,41 @@ mod tests {
     #[test]
     fn services_statefulset_and_ownership() {
         let mc = cluster(3);
-        let peer = peer_service(&mc).spec.unwrap();
+        let owned_by_cluster = ("MeridianCluster".to_string(), Some(true));
+        let client = client_service(&mc);
+        assert_eq!(
+            service_ports(&client),
+            [
+                ("client".to_string(), 2379, "UDP".to_string()),
+                ("grpc".into(), 2379, "TCP".into()),
+            ],
+            "the client Service carries no admin port"
+        );
+        assert_eq!(client.spec.as_ref().unwrap().cluster_ip, None);
+        let peer_service = peer_service(&mc);
+        let peer = peer_service.spec.as_ref().unwrap();
         assert_eq!(peer.cluster_ip.as_deref(), Some("None"));
         assert_eq!(peer.publish_not_ready_addresses, Some(true));
-        let sts = stateful_set(&mc, 4);
-        let owner = sts.metadata.owner_references.clone().unwrap();
+        assert!(service_ports(&peer_service)
+            .iter()
+            .any(|(name, port, _)| name == "admin" && *port == 2380));
+
+        // The admin Service: headless, the admin port only, the not-ready members too.
+        let admin = admin_service(&mc);
+        assert_eq!(admin.metadata.name.as_deref(), Some("pd-admin"));
+        assert_eq!(admin.metadata.namespace.as_deref(), Some("db"));
+        assert_eq!(owner_kind(&admin.metadata), owned_by_cluster);
+        let admin_spec = admin.spec.as_ref().unwrap();
+        assert_eq!(admin_spec.cluster_ip.as_deref(), Some("None"));
+        assert_eq!(admin_spec.publish_not_ready_addresses, Some(true));
+        assert_eq!(admin_spec.selector, Some(labels(&mc)));
         assert_eq!(
-            (owner[0].kind.as_str(), owner[0].controller),
-            ("MeridianCluster", Some(true))
+            service_ports(&admin),
+            [("admin".to_string(), 2380, "TCP".to_string())]
         );
+
+        let sts = stateful_set(&mc, 4);
+        assert_eq!(owner_kind(&sts.metadata), owned_by_cluster);
         let spec = sts.spec.unwrap();
         assert_eq!(spec.replicas, Some(4));
         assert_eq!(
@@ -386,36 +560,58 @@ mod tests {
         );
         assert_eq!(spec.service_name.as_deref(), Some("pd-peer"));
         let pod = spec.template.spec.unwrap();
-        let args = pod.containers[0].args.clone().unwrap();
-        assert!(args
-            .windows(2)
-            .any(|w| w == ["--etcd", "http://etcd-0:2379,http://etcd-1:2379"]));
-        assert!(
-            !args.iter().any(|a| a == "--tls-cert"),
-            "no secret, no flag"
-        );
-        let mut with_tls = cluster(3);
-        with_tls.spec.tls_secret = Some("pd-tls".into());
-        let tls_pod = stateful_set(&with_tls, 3)
-            .spec
-            .unwrap()
-            .template
-            .spec
-            .unwrap();
-        let tls_args = tls_pod.containers[0].args.clone().unwrap();
-        assert!(tls_args
-            .windows(2)
-            .any(|w| w == ["--tls-cert", "/etc/meridian-tls/tls.crt"]));
-        let volumes = tls_pod.volumes.unwrap();
+        let container = &pod.containers[0];
+        let args = container.args.clone().unwrap();
+        let has = |flag: &str, value: &str| args.windows(2).any(|w| w == [flag, value]);
+        assert!(has("--etcd", "http://etcd-0:2379,http://etcd-1:2379"));
+        assert!(has(
+            "--advertise-admin",
+            "$(POD_NAME).pd-peer.$(POD_NAMESPACE).svc:2380"
+        ));
+        // Certificates from the Secret, clients verified against its CA, probes let in.
+        assert!(has("--tls-cert", "/etc/meridian-tls/tls.crt"));
+        assert!(has("--tls-key", "/etc/meridian-tls/tls.key"));
+        assert!(has("--tls-ca", "/etc/meridian-tls/ca.crt"));
+        assert!(args.iter().any(|a| a == "--admin-open-probes"));
+        assert!(!args.iter().any(|a| a == "--insecure-no-client-auth"));
+        let volumes = pod.volumes.clone().unwrap();
+        let tls = volumes.iter().find(|v| v.name == "tls").unwrap();
         assert_eq!(
-            volumes[1].secret.as_ref().unwrap().secret_name.as_deref(),
+            tls.secret.as_ref().unwrap().secret_name.as_deref(),
             Some("pd-tls")
         );
-        assert!(args.windows(2).any(|w| w
-            == [
-                "--advertise-admin",
-                "$(POD_NAME).pd-peer.$(POD_NAMESPACE).svc:2380"
-            ]));
+        let mount = container
+            .volume_mounts
+            .as_ref()
+            .unwrap()
+            .iter()
+            .find(|m| m.name == "tls")
+            .unwrap();
+        // The whole directory (no subPath), so a renewed Secret reaches the files.
+        assert_eq!(
+            (mount.mount_path.as_str(), mount.sub_path.as_deref()),
+            ("/etc/meridian-tls", None)
+        );
+        for probe in [&container.readiness_probe, &container.liveness_probe] {
+            let get = probe.as_ref().unwrap().http_get.as_ref().unwrap();
+            assert_eq!(get.scheme.as_deref(), Some("HTTPS"));
+            assert_eq!(get.port, IntOrString::Int(2380));
+        }
+        let ports: Vec<(i32, Option<&str>)> = container
+            .ports
+            .as_ref()
+            .unwrap()
+            .iter()
+            .map(|p| (p.container_port, p.protocol.as_deref()))
+            .collect();
+        assert_eq!(
+            ports,
+            [
+                (2379, Some("UDP")),
+                (2379, Some("TCP")),
+                (2380, Some("TCP"))
+            ]
+        );
         let anti = pod.affinity.unwrap().pod_anti_affinity.unwrap();
         assert!(anti
             .preferred_during_scheduling_ignored_during_execution
@@ -424,6 +620,71 @@ mod tests {
             config_map(&mc).data.unwrap()["meridian.toml"],
             "[election]\nlease_ttl_secs = 3\n"
         );
+    }
+
+    #[test]
+    fn the_admin_port_is_fenced_to_the_members_and_the_operator() {
+        let mc = cluster(3);
+        let policy = admin_network_policy(&mc, "ops");
+        assert_eq!(policy.metadata.name.as_deref(), Some("pd-admin"));
+        assert_eq!(policy.metadata.namespace.as_deref(), Some("db"));
+        assert_eq!(
+            owner_kind(&policy.metadata),
+            ("MeridianCluster".to_string(), Some(true))
+        );
+        let spec = policy.spec.unwrap();
+        let members = LabelSelector {
+            match_labels: Some(labels(&mc)),
+            ..LabelSelector::default()
+        };
+        assert_eq!(spec.pod_selector.as_ref(), Some(&members));
+        assert_eq!(spec.policy_types, Some(vec!["Ingress".to_string()]));
+        let rules = spec.ingress.unwrap();
+        let ports = |rule: &NetworkPolicyIngressRule| -> Vec<(IntOrString, String)> {
+            rule.ports
+                .as_ref()
+                .unwrap()
+                .iter()
+                .map(|p| (p.port.clone().unwrap(), p.protocol.clone().unwrap()))
+                .collect()
+        };
+        // The client port (QUIC and gRPC) from anywhere.
+        assert_eq!(rules.len(), 2);
+        assert_eq!(rules[0].from, None);
+        assert_eq!(
+            ports(&rules[0]),
+            [
+                (IntOrString::Int(2379), "UDP".to_string()),
+                (IntOrString::Int(2379), "TCP".to_string()),
+            ]
+        );
+        // The admin port from exactly two kinds of peer, and no other port with them.
+        assert_eq!(
+            ports(&rules[1]),
+            [(IntOrString::Int(2380), "TCP".to_string())]
+        );
+        let from = rules[1].from.clone().unwrap();
+        assert_eq!(from.len(), 2);
+        assert_eq!(
+            (from[0].pod_selector.as_ref(), &from[0].namespace_selector),
+            (Some(&members), &None),
+            "the cluster's own pods, in its namespace"
+        );
+        let only = |k: &str, v: &str| {
+            Some(LabelSelector {
+                match_labels: Some(BTreeMap::from([(k.to_string(), v.to_string())])),
+                ..LabelSelector::default()
+            })
+        };
+        assert_eq!(
+            from[1].namespace_selector,
+            only("kubernetes.io/metadata.name", "ops")
+        );
+        assert_eq!(
+            from[1].pod_selector,
+            only("app.kubernetes.io/name", "meridian-operator")
+        );
+        assert!(from.iter().all(|p| p.ip_block.is_none()));
     }
 
     #[test]

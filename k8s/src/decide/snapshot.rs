@@ -51,6 +51,8 @@ pub struct Observed {
     pub pvcs: Vec<PersistentVolumeClaim>,
     /// `None` when no member answered.
     pub members: Option<MembersView>,
+    /// The namespace the operator runs in: its pods are let in to the admin port.
+    pub operator_namespace: String,
 }
 
 /// `data-<pod>`: the PVC the StatefulSet's claim template gives a pod.
@@ -137,12 +139,15 @@ pub fn member_statuses(
 }
 
 /// A stable hash of the owned objects as the spec wants them (replicas excluded: they move
-/// with scaling, not with the spec).
-pub fn desired_hash(mc: &MeridianCluster) -> String {
+/// with scaling, not with the spec). The operator's namespace is in it through the admin
+/// NetworkPolicy: an operator moved elsewhere re-applies the policy that lets it in.
+pub fn desired_hash(mc: &MeridianCluster, operator_namespace: &str) -> String {
     use std::hash::{Hash, Hasher};
     let objects = serde_json::json!([
         resources::client_service(mc),
         resources::peer_service(mc),
+        resources::admin_service(mc),
+        resources::admin_network_policy(mc, operator_namespace),
         resources::config_map(mc),
         resources::disruption_budget(mc),
         resources::stateful_set(mc, 0),
@@ -150,6 +155,12 @@ pub fn desired_hash(mc: &MeridianCluster) -> String {
     let mut h = std::collections::hash_map::DefaultHasher::new();
     objects.to_string().hash(&mut h);
     format!("{:016x}", h.finish())
+}
+
+/// The spec names a TLS Secret (the schema requires one; a cluster stored before it did may
+/// lack it).
+pub fn has_tls_secret(mc: &MeridianCluster) -> bool {
+    mc.spec.tls_secret.as_deref().is_some_and(|s| !s.is_empty())
 }
 
 pub fn snapshot(o: &Observed, now: Timestamp) -> Snapshot {
@@ -245,7 +256,8 @@ pub fn snapshot(o: &Observed, now: Timestamp) -> Snapshot {
             .stateful_set
             .as_ref()
             .and_then(|s| s.annotations().get(APPLIED_HASH_ANNOTATION).cloned()),
-        desired_hash: desired_hash(mc),
+        desired_hash: desired_hash(mc, &o.operator_namespace),
+        tls_secret: has_tls_secret(mc),
     }
 }
 
@@ -339,15 +351,32 @@ pub fn status(
                 generation,
                 now,
             ),
-            condition(
-                p,
-                "Progressing",
-                c.progressing,
-                if c.progressing { "Rolling" } else { "Settled" },
-                format!("update revision {}", s.update_revision),
-                generation,
-                now,
-            ),
+            if s.tls_secret {
+                condition(
+                    p,
+                    "Progressing",
+                    c.progressing,
+                    if c.progressing { "Rolling" } else { "Settled" },
+                    format!("update revision {}", s.update_revision),
+                    generation,
+                    now,
+                )
+            } else {
+                // Stuck, as a Deployment past its deadline says it: nothing is applied until
+                // the spec names a Secret.
+                condition(
+                    p,
+                    "Progressing",
+                    false,
+                    "TLSSecretMissing",
+                    "spec.tlsSecret is required: the members and the operator need one cluster \
+                     CA (a Secret with tls.crt, tls.key and ca.crt); nothing is applied until \
+                     it is set"
+                        .into(),
+                    generation,
+                    now,
+                )
+            },
             condition(
                 p,
                 "Degraded",

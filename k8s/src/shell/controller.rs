@@ -8,6 +8,7 @@ use std::time::Duration;
 use futures::StreamExt;
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Service};
+use k8s_openapi::api::networking::v1::NetworkPolicy;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::Api;
@@ -81,6 +82,7 @@ pub async fn run(ctx: Arc<Context>) {
     )
     .owns(Api::<StatefulSet>::all(client.clone()), owned())
     .owns(Api::<Service>::all(client.clone()), owned())
+    .owns(Api::<NetworkPolicy>::all(client.clone()), owned())
     .owns(Api::<ConfigMap>::all(client.clone()), owned())
     .owns(Api::<PodDisruptionBudget>::all(client.clone()), owned())
     // Pods are owned by the StatefulSet, not the cluster: map them by their instance label.

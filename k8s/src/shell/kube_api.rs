@@ -4,6 +4,7 @@
 
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Pod, Service};
+use k8s_openapi::api::networking::v1::NetworkPolicy;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, Preconditions};
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
@@ -23,10 +24,13 @@ pub const FIELD_MANAGER: &str = "meridian-operator";
 pub struct KubeApi {
     client: Client,
     recorder: Recorder,
+    operator_namespace: String,
 }
 
 impl KubeApi {
-    pub fn new(client: Client, instance: Option<String>) -> Self {
+    /// `instance` names this replica in events; `operator_namespace` is where the operator's
+    /// pods run (`POD_NAMESPACE`), for the admin NetworkPolicy.
+    pub fn new(client: Client, instance: Option<String>, operator_namespace: String) -> Self {
         let reporter = Reporter {
             controller: FIELD_MANAGER.into(),
             instance,
@@ -34,6 +38,7 @@ impl KubeApi {
         KubeApi {
             recorder: Recorder::new(client.clone(), reporter),
             client,
+            operator_namespace,
         }
     }
 
@@ -63,8 +68,8 @@ impl KubeApi {
     }
 
     /// The finalizer's work: delete what the operator created (StatefulSet, Services,
-    /// ConfigMap, disruption budget) and the PVCs it marked for deletion. Members' other PVCs
-    /// hold data and stay, as a StatefulSet's do.
+    /// NetworkPolicy, ConfigMap, disruption budget) and the PVCs it marked for deletion.
+    /// Members' other PVCs hold data and stay, as a StatefulSet's do.
     pub async fn remove_owned(&self, mc: &MeridianCluster) -> anyhow::Result<()> {
         let ns = namespace_of(mc);
         let dp = DeleteParams::default();
@@ -73,6 +78,9 @@ impl KubeApi {
         gone_is_fine(self.api::<Service>(&ns).delete(&name, &dp).await)?;
         let peer = resources::peer_service_name(mc);
         gone_is_fine(self.api::<Service>(&ns).delete(&peer, &dp).await)?;
+        let admin = resources::admin_service_name(mc);
+        gone_is_fine(self.api::<Service>(&ns).delete(&admin, &dp).await)?;
+        gone_is_fine(self.api::<NetworkPolicy>(&ns).delete(&admin, &dp).await)?;
         let config = resources::config_map(mc).name_any();
         gone_is_fine(self.api::<ConfigMap>(&ns).delete(&config, &dp).await)?;
         gone_is_fine(
@@ -116,6 +124,10 @@ fn gone_is_fine<T>(r: Result<T, kube::Error>) -> anyhow::Result<()> {
 }
 
 impl Platform for KubeApi {
+    fn operator_namespace(&self) -> String {
+        self.operator_namespace.clone()
+    }
+
     async fn workload(&self, mc: &MeridianCluster) -> anyhow::Result<Workload> {
         let stateful_set = self
             .api::<StatefulSet>(&namespace_of(mc))
@@ -142,6 +154,10 @@ impl Platform for KubeApi {
     async fn apply_owned(&self, owned: &Owned) -> anyhow::Result<()> {
         self.apply::<Service>(&owned.client_service).await?;
         self.apply::<Service>(&owned.peer_service).await?;
+        self.apply::<Service>(&owned.admin_service).await?;
+        // Before the StatefulSet: members never run with the admin port unfenced.
+        self.apply::<NetworkPolicy>(&owned.admin_network_policy)
+            .await?;
         self.apply::<ConfigMap>(&owned.config_map).await?;
         self.apply::<PodDisruptionBudget>(&owned.disruption_budget)
             .await?;

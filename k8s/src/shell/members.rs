@@ -1,7 +1,13 @@
 //! The Meridian members API as the shell uses it: list with health and leader, move the
-//! leadership, delete a member. `AdminMembers` speaks the admin HTTP API of the members at the
-//! addresses a function of the cluster gives (its Service in Kubernetes, the processes in the
-//! simulation).
+//! leadership, delete a member. `AdminMembers` speaks the admin HTTPS API of the members at the
+//! addresses a function of the cluster gives (its admin Service in Kubernetes, the processes in
+//! the simulation), with the operator's `admin` client certificate.
+//!
+//! The certificate files are read again for every call, never cached: they come from a mounted
+//! Secret, which the kubelet replaces in place when it is renewed, so the next call after a
+//! renewal presents the new certificate and trusts the new CA without a restart. The kubelet
+//! swaps the whole directory at once (a `..data` symlink), but three files are read one after
+//! the other; a call that straddles a swap may fail, and the next reconcile reads them again.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -33,7 +39,7 @@ pub trait Members: Send + Sync {
 type Addresses = dyn Fn(&MeridianCluster) -> Vec<String> + Send + Sync;
 
 /// The admin API over HTTPS, tried at each address in turn, with the operator's `admin`
-/// client certificate.
+/// client certificate. `trust` names files; each call builds its client from them afresh.
 #[derive(Clone)]
 pub struct AdminMembers {
     addresses: Arc<Addresses>,

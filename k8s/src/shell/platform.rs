@@ -5,6 +5,7 @@ use std::future::Future;
 
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Pod, Service};
+use k8s_openapi::api::networking::v1::NetworkPolicy;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 
 use crate::crd::{MeridianCluster, MeridianClusterStatus};
@@ -14,6 +15,8 @@ use crate::crd::{MeridianCluster, MeridianClusterStatus};
 pub struct Owned {
     pub client_service: Service,
     pub peer_service: Service,
+    pub admin_service: Service,
+    pub admin_network_policy: NetworkPolicy,
     pub config_map: ConfigMap,
     pub disruption_budget: PodDisruptionBudget,
     pub stateful_set: StatefulSet,
@@ -39,6 +42,8 @@ pub struct Note {
 }
 
 pub trait Platform: Send + Sync {
+    /// The namespace the operator's pods run in, which the admin NetworkPolicy lets in.
+    fn operator_namespace(&self) -> String;
     fn workload(
         &self,
         mc: &MeridianCluster,

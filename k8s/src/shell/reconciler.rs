@@ -27,8 +27,9 @@ pub struct Outcome {
 /// How long a leader transfer may take to show in the members API before the step fails.
 const TRANSFER_VERIFY: Duration = Duration::from_secs(10);
 
-/// The owned objects for `replicas` members, the StatefulSet stamped with the spec's hash.
-pub fn owned(mc: &MeridianCluster, replicas: u32) -> Owned {
+/// The owned objects for `replicas` members, the StatefulSet stamped with the spec's hash; the
+/// admin NetworkPolicy lets in the operator's pods from `operator_namespace`.
+pub fn owned(mc: &MeridianCluster, replicas: u32, operator_namespace: &str) -> Owned {
     let mut stateful_set = resources::stateful_set(mc, replicas as i32);
     stateful_set
         .metadata
@@ -36,11 +37,13 @@ pub fn owned(mc: &MeridianCluster, replicas: u32) -> Owned {
         .get_or_insert_with(Default::default)
         .insert(
             APPLIED_HASH_ANNOTATION.to_string(),
-            snapshot::desired_hash(mc),
+            snapshot::desired_hash(mc, operator_namespace),
         );
     Owned {
         client_service: resources::client_service(mc),
         peer_service: resources::peer_service(mc),
+        admin_service: resources::admin_service(mc),
+        admin_network_policy: resources::admin_network_policy(mc, operator_namespace),
         config_map: resources::config_map(mc),
         disruption_budget: resources::disruption_budget(mc),
         stateful_set,
@@ -63,12 +66,14 @@ pub async fn reconcile_once<P: Platform, M: Members>(
     now: Timestamp,
 ) -> anyhow::Result<Outcome> {
     let workload = platform.workload(mc).await?;
+    let operator_namespace = platform.operator_namespace();
     let observed = Observed {
         cluster: mc.clone(),
         stateful_set: workload.stateful_set,
         pods: workload.pods,
         pvcs: workload.pvcs,
         members: members.list(mc).await,
+        operator_namespace: operator_namespace.clone(),
     };
     let snap = snapshot::snapshot(&observed, now);
     let actions = reconcile(&snap);
@@ -82,7 +87,9 @@ pub async fn reconcile_once<P: Platform, M: Members>(
     for action in &actions {
         match action {
             Action::ApplyOwned { replicas } => {
-                platform.apply_owned(&owned(mc, *replicas)).await?;
+                platform
+                    .apply_owned(&owned(mc, *replicas, &operator_namespace))
+                    .await?;
                 platform
                     .event(
                         mc,
@@ -99,7 +106,8 @@ pub async fn reconcile_once<P: Platform, M: Members>(
                 carry_failover(mc, platform, members, step, &mut failures, now).await?
             }
             Action::Scale(step) => {
-                waiting |= carry_scale(mc, platform, members, step, &pod).await?
+                waiting |=
+                    carry_scale(mc, platform, members, step, &pod, &operator_namespace).await?
             }
             Action::Upgrade(step) => waiting |= carry_upgrade(mc, platform, members, step).await?,
         }
@@ -191,6 +199,7 @@ async fn carry_scale<P: Platform, M: Members>(
     members: &M,
     step: &scale::Step,
     pod: &impl Fn(u32) -> String,
+    operator_namespace: &str,
 ) -> anyhow::Result<bool> {
     let (warning, reason, message) = match step {
         scale::Step::Steady => return Ok(false),
@@ -217,7 +226,7 @@ async fn carry_scale<P: Platform, M: Members>(
         }
         scale::Step::SetReplicas(n) => {
             platform
-                .apply_stateful_set(&owned(mc, *n).stateful_set)
+                .apply_stateful_set(&owned(mc, *n, operator_namespace).stateful_set)
                 .await?;
             (false, "Scaled", format!("StatefulSet replicas set to {n}"))
         }

@@ -420,6 +420,10 @@ impl State {
 }
 
 impl Platform for Sim {
+    fn operator_namespace(&self) -> String {
+        "meridian-system".into()
+    }
+
     async fn workload(&self, _: &MeridianCluster) -> anyhow::Result<Workload> {
         let s = self.state.lock().unwrap();
         let stateful_set = s.sts.clone().map(|mut sts| {
@@ -498,7 +502,8 @@ impl Platform for Sim {
 
     async fn apply_owned(&self, owned: &Owned) -> anyhow::Result<()> {
         let mut s = self.state.lock().unwrap();
-        s.writes += 5;
+        // Client, peer and admin Services, NetworkPolicy, ConfigMap, budget, StatefulSet.
+        s.writes += 7;
         s.apply_sts(&owned.stateful_set);
         Ok(())
     }

@@ -10,9 +10,11 @@ use std::net::{SocketAddr, TcpListener};
 use std::sync::Arc;
 
 use anyhow::Context;
-use tokio::sync::watch;
-use tonic::transport::server::TcpIncoming;
-use tonic::transport::{Certificate, Identity, Server, ServerTlsConfig};
+use tokio::net::TcpStream;
+use tokio::sync::{mpsc, watch, Semaphore};
+use tokio_rustls::server::TlsStream;
+use tokio_rustls::TlsAcceptor;
+use tonic::transport::Server;
 
 use crate::kvproto::pdpb::pd_server::PdServer;
 
@@ -21,6 +23,12 @@ pub use service::PdService;
 
 /// Largest gRPC message accepted (a batch split report of 256 regions fits many times over).
 const MAX_MESSAGE: usize = 16 << 20;
+
+/// A TLS handshake not finished by then is dropped.
+const HANDSHAKE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Handshakes in progress at once; more connections wait in the kernel's backlog.
+const MAX_HANDSHAKES: usize = 256;
 
 /// How long a stopping node lets gRPC connections close on their own.
 const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
@@ -50,8 +58,8 @@ impl std::str::FromStr for GrpcListen {
 
 pub struct GrpcSetup {
     pub listener: TcpListener,
-    /// PEM certificate chain and key; `None` serves plaintext (an explicit opt-out).
-    pub tls: Option<(Vec<u8>, Vec<u8>)>,
+    /// TLS with the node's certificate and client authentication (`tls::grpc_server_config`).
+    pub tls: Arc<rustls::ServerConfig>,
     pub shared: Arc<Shared>,
     pub metrics_slot: usize,
     pub threads: usize,
@@ -79,17 +87,18 @@ pub fn spawn(setup: GrpcSetup) -> anyhow::Result<std::thread::JoinHandle<()>> {
 async fn serve(setup: GrpcSetup) -> anyhow::Result<()> {
     setup.listener.set_nonblocking(true)?;
     let listener = tokio::net::TcpListener::from_std(setup.listener)?;
-    let incoming = TcpIncoming::from(listener).with_nodelay(Some(true));
+    // TLS is ours, not tonic's, so that it resolves through the node's live certificates (a
+    // SIGHUP reload reaches this port too). The same client authentication as QUIC: a
+    // certificate from the CA finishes the handshake; each call then checks its roles.
+    let (handshaken, incoming) = mpsc::channel(64);
+    tokio::spawn(accept(
+        listener,
+        TlsAcceptor::from(setup.tls),
+        handshaken,
+        setup.shutdown.clone(),
+    ));
+    let incoming = tokio_stream::wrappers::ReceiverStream::new(incoming);
     let mut builder = Server::builder();
-    if let Some((cert, key)) = setup.tls {
-        let mut tls = ServerTlsConfig::new().identity(Identity::from_pem(cert, key));
-        // The same client authentication as QUIC: a certificate from the CA is required to
-        // finish the handshake; each call then checks the roles it carries.
-        if let crate::tls::ClientAuth::Required { ca_pem } = &setup.shared.client_auth {
-            tls = tls.client_ca_root(Certificate::from_pem(ca_pem));
-        }
-        builder = builder.tls_config(tls).context("gRPC TLS config")?;
-    }
     let service = Arc::new(PdService::new(setup.shared, setup.metrics_slot));
     // The standard `grpc.health.v1.Health`, which pd's Go client asks (`Check` with service "")
     // before it uses a member. It reports SERVING for "" from every member, followers too (as
@@ -118,4 +127,47 @@ async fn serve(setup: GrpcSetup) -> anyhow::Result<()> {
         } => tracing::info!("gRPC connections still open after the grace period; closing them"),
     }
     Ok(())
+}
+
+/// Accepts TCP connections and runs their TLS handshakes concurrently, each within
+/// `HANDSHAKE_TIMEOUT`, handing finished ones to tonic. A refused or slow handshake costs only
+/// its own task.
+async fn accept(
+    listener: tokio::net::TcpListener,
+    acceptor: TlsAcceptor,
+    handshaken: mpsc::Sender<std::io::Result<TlsStream<TcpStream>>>,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    let handshakes = Arc::new(Semaphore::new(MAX_HANDSHAKES));
+    loop {
+        let permit = tokio::select! {
+            _ = shutdown.wait_for(|s| *s) => return,
+            permit = handshakes.clone().acquire_owned() => match permit {
+                Ok(p) => p,
+                Err(_) => return,
+            },
+        };
+        let (tcp, peer) = tokio::select! {
+            _ = shutdown.wait_for(|s| *s) => return,
+            accepted = listener.accept() => match accepted {
+                Ok(a) => a,
+                Err(e) => {
+                    tracing::debug!("gRPC accept: {e}");
+                    continue;
+                }
+            },
+        };
+        let _ = tcp.set_nodelay(true);
+        let (acceptor, handshaken) = (acceptor.clone(), handshaken.clone());
+        tokio::spawn(async move {
+            let _permit = permit;
+            match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
+                Ok(Ok(tls)) => {
+                    let _ = handshaken.send(Ok(tls)).await;
+                }
+                Ok(Err(e)) => tracing::debug!(%peer, "gRPC TLS handshake refused: {e}"),
+                Err(_) => tracing::debug!(%peer, "gRPC TLS handshake timed out"),
+            }
+        });
+    }
 }

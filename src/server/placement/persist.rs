@@ -180,7 +180,14 @@ async fn load<M: MetaStore>(
     state
         .bootstrapped
         .store(bootstrapped, std::sync::atomic::Ordering::Release);
-    let id_end = load_decimal(store, &keys.id_end()).await?;
+    let id_end = match load_decimal(store, &keys.id_end()).await? {
+        // Checked before use: a corrupt end must stop this term, not overflow the next block.
+        Some(end) => Some(
+            crate::placement::check_persisted_end(end)
+                .map_err(|why| MetaError::out_of_range(&keys.id_end(), end, why))?,
+        ),
+        None => None,
+    };
     state.ids.reset(Some(id_end));
     persist_id_block(state, store, keys).await?;
 
