@@ -52,6 +52,22 @@ pub struct ServerConfig {
     pub tick_interval_ms: u64,
     /// Bidirectional streams one client connection may hold open at once.
     pub max_streams_per_connection: u32,
+    /// Bytes a client may have in flight on one stream before it must wait for the server to
+    /// read (QUIC stream flow control).
+    pub stream_receive_window: u32,
+    /// Bytes a client may have in flight on one connection, all streams together: with the
+    /// stream window, what bounds the buffers one connection can make the server hold.
+    pub connection_receive_window: u32,
+    /// Connections one core holds at once; more are refused (a client tries another core's
+    /// 4-tuple or member).
+    pub max_connections_per_core: u32,
+    /// Handshakes in progress on a core above which a client must first prove its address
+    /// with a QUIC Retry (one extra round trip), so a spoofed-source flood cannot make the
+    /// server do handshake work for addresses that will never answer. 0: always.
+    pub retry_above_handshakes: u32,
+    /// A connection with nothing sent either way for this long is closed (the negotiated
+    /// value is the smaller of both sides'; clients keep theirs alive with pings).
+    pub idle_timeout_ms: u32,
     /// How long shutdown waits for in-flight requests before closing connections.
     pub shutdown_grace_ms: u64,
     /// Pin each core's thread to one CPU. Right on a dedicated machine; on one shared with
@@ -68,6 +84,11 @@ impl Default for ServerConfig {
         ServerConfig {
             tick_interval_ms: 1,
             max_streams_per_connection: 4096,
+            stream_receive_window: 1 << 20,
+            connection_receive_window: 16 << 20,
+            max_connections_per_core: 4096,
+            retry_above_handshakes: 64,
+            idle_timeout_ms: 30_000,
             shutdown_grace_ms: 2_000,
             pin_cores: true,
             max_udp_payload: datagram::MAX_UDP_PAYLOAD,

@@ -84,6 +84,18 @@ impl AdminClient {
         Ok((status, response.body_mut().read_to_string()?))
     }
 
+    /// The value of an unlabelled Prometheus series (`name value`) from `/metrics`.
+    pub fn metric(&self, name: &str) -> anyhow::Result<f64> {
+        let (status, text) = self.get("/metrics")?;
+        anyhow::ensure!(status == 200, "GET /metrics: {status}");
+        text.lines()
+            .find_map(|l| {
+                let (series, value) = l.split_once(' ')?;
+                (series == name).then(|| value.trim().parse().ok())?
+            })
+            .ok_or_else(|| anyhow::anyhow!("{name} missing from /metrics"))
+    }
+
     /// Status code and JSON body of a GET.
     pub fn get_json(&self, path: &str) -> anyhow::Result<(u16, serde_json::Value)> {
         let (status, body) = self.get(path)?;

@@ -64,6 +64,8 @@ pub struct CoreMetrics {
     latency: [AtomicU64; LATENCY_BUCKETS],
     latency_sum_us: AtomicU64,
     connections: AtomicU64,
+    connections_refused: AtomicU64,
+    retries: AtomicU64,
 }
 
 impl CoreMetrics {
@@ -97,6 +99,16 @@ impl CoreMetrics {
 
     pub fn connection_opened(&self) {
         self.connections.fetch_add(1, Relaxed);
+    }
+
+    /// A connection attempt refused because the core holds its limit.
+    pub fn connection_refused(&self) {
+        self.connections_refused.fetch_add(1, Relaxed);
+    }
+
+    /// A handshake answered with a Retry (address validation under load).
+    pub fn retry_sent(&self) {
+        self.retries.fetch_add(1, Relaxed);
     }
 }
 
@@ -191,6 +203,18 @@ impl Metrics {
             "meridian_connections_total",
             "Client connections accepted.",
             self.sum(|c| &c.connections),
+        );
+        counter(
+            &mut out,
+            "meridian_quic_connections_refused_total",
+            "QUIC connection attempts refused at server.max_connections_per_core.",
+            self.sum(|c| &c.connections_refused),
+        );
+        counter(
+            &mut out,
+            "meridian_quic_retries_total",
+            "QUIC handshakes asked to prove their address (server.retry_above_handshakes).",
+            self.sum(|c| &c.retries),
         );
         counter(
             &mut out,

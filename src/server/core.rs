@@ -3,6 +3,7 @@
 //! it stops accepting, lets streams answer what they have read, then closes.
 
 use std::net::UdpSocket;
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -72,12 +73,37 @@ async fn run(setup: CoreSetup) -> std::io::Result<()> {
         shutdown.clone(),
     ));
     let mut connections = JoinSet::new();
+    let limits = &shared.config.server;
+    // Handshakes this core has started and not finished.
+    let handshaking = Arc::new(AtomicUsize::new(0));
     loop {
         tokio::select! {
             _ = shutdown.wait_for(|stop| *stop) => break,
             incoming = endpoint.accept() => match incoming {
                 Some(incoming) => {
-                    connections.spawn(serve_connection(incoming, shared.clone(), index));
+                    let metrics = shared.metrics.core(index);
+                    if connections.len() >= limits.max_connections_per_core as usize {
+                        metrics.connection_refused();
+                        incoming.refuse();
+                        continue;
+                    }
+                    if handshaking.load(Relaxed) >= limits.retry_above_handshakes as usize
+                        && !incoming.remote_address_validated()
+                        && incoming.may_retry()
+                    {
+                        metrics.retry_sent();
+                        if let Err(e) = incoming.retry() {
+                            e.into_incoming().ignore();
+                        }
+                        continue;
+                    }
+                    handshaking.fetch_add(1, Relaxed);
+                    connections.spawn(serve_connection(
+                        incoming,
+                        shared.clone(),
+                        index,
+                        handshaking.clone(),
+                    ));
                 }
                 None => break,
             },
@@ -96,8 +122,15 @@ async fn run(setup: CoreSetup) -> std::io::Result<()> {
     Ok(())
 }
 
-async fn serve_connection(incoming: quinn::Incoming, shared: Arc<Shared>, core: usize) {
-    let connection = match incoming.await {
+async fn serve_connection(
+    incoming: quinn::Incoming,
+    shared: Arc<Shared>,
+    core: usize,
+    handshaking: Arc<AtomicUsize>,
+) {
+    let handshake = incoming.await;
+    handshaking.fetch_sub(1, Relaxed);
+    let connection = match handshake {
         Ok(c) => c,
         Err(e) => {
             tracing::debug!(core, "handshake failed: {e}");

@@ -153,11 +153,7 @@ async fn serve(opts: ServeOptions) -> anyhow::Result<()> {
     let (client_auth, live_tls) = live_tls(&opts)?;
     let grpc_tls = tls::grpc_server_config(&live_tls)?;
     let admin_tls = tls::admin_server_config(&live_tls, opts.admin_open_probes)?;
-    let server_config = tls::server_config(
-        &live_tls,
-        opts.config.server.max_streams_per_connection,
-        opts.config.server.max_udp_payload,
-    )?;
+    let server_config = tls::server_config(&live_tls, &opts.config.server)?;
 
     let me = MemberInfo {
         name: opts.name.clone(),

@@ -336,11 +336,11 @@ pub fn grpc_server_config(live: &Arc<LiveTls>) -> anyhow::Result<Arc<rustls::Ser
 }
 
 /// QUIC server config: TLS 1.3 with ALPN and client authentication, migration off (SO_REUSEPORT
-/// routes by 4-tuple, so a migrated path could land on another core's endpoint).
+/// routes by 4-tuple, so a migrated path could land on another core's endpoint), and the
+/// per-connection bounds of `limits`: streams, flow-control windows, idle timeout.
 pub fn server_config(
     live: &Arc<LiveTls>,
-    max_streams: u32,
-    max_udp_payload: u16,
+    limits: &crate::config::ServerConfig,
 ) -> anyhow::Result<quinn::ServerConfig> {
     let mut tls = tls_server(live, false)?;
     tls.alpn_protocols = vec![ALPN.to_vec()];
@@ -349,10 +349,17 @@ pub fn server_config(
     config.migration(false);
     let transport =
         Arc::get_mut(&mut config.transport).context("fresh transport config is shared")?;
-    transport.max_concurrent_bidi_streams(max_streams.into());
+    transport.max_concurrent_bidi_streams(limits.max_streams_per_connection.into());
     transport.max_concurrent_uni_streams(0u32.into());
-    transport.keep_alive_interval(Some(std::time::Duration::from_secs(5)));
-    datagram::discover_up_to(transport, max_udp_payload);
+    transport.stream_receive_window(limits.stream_receive_window.into());
+    transport.receive_window(limits.connection_receive_window.into());
+    // No keep-alive from the server: a client that stops talking (and pinging) is closed
+    // after the idle timeout instead of being kept alive by our own pings.
+    transport.keep_alive_interval(None);
+    transport.max_idle_timeout(Some(
+        quinn::VarInt::from_u32(limits.idle_timeout_ms.max(1)).into(),
+    ));
+    datagram::discover_up_to(transport, limits.max_udp_payload);
     Ok(config)
 }
 
