@@ -132,3 +132,32 @@ async fn a_node_without_certificates_makes_a_local_ca_and_a_client_certificate()
     client.get_ts().await.unwrap();
     server.stop().unwrap();
 }
+
+#[test]
+fn relative_directories_that_do_not_exist_yet_are_made() {
+    let tmp = tempfile::tempdir().unwrap();
+    for args in [
+        vec!["create-ca"],
+        vec!["create-client", "--role", "admin", "--name", "ops"],
+    ] {
+        let out = Command::new(bin())
+            .current_dir(tmp.path())
+            .args([
+                "cert",
+                "--certs-dir",
+                "certs",
+                "--ca-key",
+                "safe/ca-key.pem",
+            ])
+            .args(&args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    assert_eq!(roles(&tmp.path().join("certs/ops.pem")), vec![Role::Admin]);
+    assert!(tmp.path().join("safe/ca-key.pem").exists());
+}

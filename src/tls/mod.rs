@@ -230,11 +230,17 @@ pub fn write_file(dir: &Path, name: &str, bytes: &[u8]) -> std::io::Result<()> {
 pub(crate) fn create_dir_durably(dir: &Path) -> std::io::Result<()> {
     if !dir.exists() {
         std::fs::create_dir_all(dir)?;
-        if let Some(parent) = dir.parent() {
-            std::fs::File::open(parent)?.sync_all()?;
-        }
+        std::fs::File::open(parent_of(dir))?.sync_all()?;
     }
     Ok(())
+}
+
+/// The directory holding `path`: `.` for a bare relative name, whose `parent()` is "".
+fn parent_of(path: &Path) -> &Path {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    }
 }
 
 /// Writes a file the node needs to start so that a crash leaves either the old file or the
@@ -242,7 +248,7 @@ pub(crate) fn create_dir_durably(dir: &Path) -> std::io::Result<()> {
 pub(crate) fn write_atomic(path: &Path, bytes: &[u8], mode: u32) -> std::io::Result<()> {
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
-    let dir = path.parent().unwrap_or(Path::new("."));
+    let dir = parent_of(path);
     let mut name = path.file_name().unwrap_or_default().to_os_string();
     name.push(".tmp");
     let tmp = dir.join(name);
