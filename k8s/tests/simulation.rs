@@ -57,7 +57,7 @@ async fn world(spec: MeridianClusterSpec) -> World {
     .unwrap();
     // One certificate for every pod (as a cluster CA would issue), trusted by the load.
     let tls = tmp.path().join("shared");
-    meridian::tls::load_or_create_identity(&tls, None, None, &["pd".into()]).unwrap();
+    meridian::tls::ensure_identity(&tls, None, None, &["pd".into()]).unwrap();
     let env = Env {
         bin: meridian::harness::test_binary(),
         dir: tmp.path().join("volumes"),

@@ -143,14 +143,7 @@ async fn serve(opts: ServeOptions) -> anyhow::Result<()> {
             .iter()
             .filter_map(|a| a.rsplit_once(':').map(|(host, _)| host.to_string())),
     );
-    // Made here when missing; read (and on SIGHUP read again) by `LiveTls`.
-    tls::load_or_create_identity(
-        &opts.data_dir,
-        opts.tls_cert.as_deref(),
-        opts.tls_key.as_deref(),
-        &names,
-    )?;
-    let (client_auth, live_tls) = live_tls(&opts)?;
+    let (client_auth, live_tls) = live_tls(&opts, &names)?;
     let grpc_tls = tls::grpc_server_config(&live_tls)?;
     let admin_tls = tls::admin_server_config(&live_tls, opts.admin_open_probes)?;
     let server_config = tls::server_config(&live_tls, &opts.config.server)?;
@@ -410,12 +403,16 @@ fn reload_tls(live: &tls::LiveTls) {
 
 /// The node's TLS as the flags ask: its certificate, and client authentication against the
 /// cluster CA unless the loud opt-out is given.
-fn live_tls(opts: &ServeOptions) -> anyhow::Result<(tls::ClientAuth, Arc<tls::LiveTls>)> {
-    let (cert, key) = tls::identity_files(
+fn live_tls(
+    opts: &ServeOptions,
+    names: &[String],
+) -> anyhow::Result<(tls::ClientAuth, Arc<tls::LiveTls>)> {
+    let (cert, key) = tls::ensure_identity(
         &opts.data_dir,
         opts.tls_cert.as_deref(),
         opts.tls_key.as_deref(),
-    );
+        names,
+    )?;
     let auth = client_auth(opts);
     let client_ca = (auth == tls::ClientAuth::Required).then(|| {
         tls::client_ca_path(

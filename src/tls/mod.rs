@@ -7,7 +7,7 @@
 pub mod cert;
 mod live;
 
-pub use live::{identity_files, LiveTls, TlsFiles};
+pub use live::{LiveTls, TlsFiles};
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -141,23 +141,21 @@ fn roots_of(pem: &[u8], origin: &Path) -> anyhow::Result<rustls::RootCertStore> 
 pub struct Identity {
     pub certs: Vec<CertificateDer<'static>>,
     pub key: PrivateKeyDer<'static>,
-    /// The same pair as PEM, for the gRPC front end's TLS.
-    pub cert_pem: Vec<u8>,
-    pub key_pem: Vec<u8>,
 }
 
 fn provider() -> Arc<rustls::crypto::CryptoProvider> {
     Arc::new(rustls::crypto::ring::default_provider())
 }
 
-/// Loads `--tls-cert/--tls-key`, or the self-signed pair in `DATA_DIR/tls`, creating it (and
-/// `ca.pem`, the file clients pass as `--ca`) on first start.
-pub fn load_or_create_identity(
+/// The certificate and key files a node serves with: `--tls-cert/--tls-key`, or the local pair
+/// in `DATA_DIR/tls`, created (with `ca.pem`, the file clients pass as `--ca`) on first start.
+/// [`LiveTls`] reads them, at start and on every reload.
+pub fn ensure_identity(
     data_dir: &Path,
     cert: Option<&Path>,
     key: Option<&Path>,
     names: &[String],
-) -> anyhow::Result<Identity> {
+) -> anyhow::Result<(PathBuf, PathBuf)> {
     let (cert_path, key_path) = match (cert, key) {
         (Some(_), Some(_)) | (None, None) => live::identity_files(data_dir, cert, key),
         _ => anyhow::bail!("--tls-cert and --tls-key go together"),
@@ -165,7 +163,7 @@ pub fn load_or_create_identity(
     if cert.is_none() && (!cert_path.exists() || !key_path.exists()) {
         create_self_signed(&data_dir.join("tls"), names)?;
     }
-    Identity::read(&cert_path, &key_path)
+    Ok((cert_path, key_path))
 }
 
 impl Identity {
@@ -184,12 +182,7 @@ impl Identity {
         let key = rustls_pemfile::private_key(&mut key_pem.as_slice())
             .with_context(|| format!("parsing {}", key_path.display()))?
             .with_context(|| format!("{} holds no private key", key_path.display()))?;
-        Ok(Identity {
-            certs,
-            key,
-            cert_pem,
-            key_pem,
-        })
+        Ok(Identity { certs, key })
     }
 }
 
@@ -298,17 +291,6 @@ pub fn endpoint_config(
         Box::new(quinn_proto::HashedConnectionIdGenerator::from_key(cid_key))
     });
     Ok(config)
-}
-
-impl Clone for Identity {
-    fn clone(&self) -> Identity {
-        Identity {
-            certs: self.certs.clone(),
-            key: self.key.clone_key(),
-            cert_pem: self.cert_pem.clone(),
-            key_pem: self.key_pem.clone(),
-        }
-    }
 }
 
 /// A TLS 1.3 server config presenting `live`'s certificate and checking clients against its
