@@ -16,6 +16,7 @@ import jsonschema
 import yaml
 
 HERE = Path(__file__).parent / "manifests"
+MONITORING = Path(__file__).parent.parent / "dashboards" / "podmonitor.yaml"
 BUILT_IN = ["crd.yaml", "rbac.yaml", "operator.yaml", "sample-etcd.yaml"]
 
 
@@ -68,6 +69,42 @@ def operator_fits(deployment, policy):
         errors.append(f"operator.yaml: no Secret mounted at {tls_dir}")
     elif "subPath" in mounts[0]:
         errors.append("operator.yaml: a subPath mount never sees a renewed Secret")
+    return errors
+
+
+def monitoring_fits(sample, files, tmp):
+    """dashboards/podmonitor.yaml against the sample: the PodMonitor scrapes a port the
+    members have, over HTTPS, verifying with the cluster's TLS Secret; its NetworkPolicy is a
+    valid built-in object for the admin port. Returns the errors."""
+    errors = []
+    docs = [d for d in yaml.safe_load_all(MONITORING.read_text()) if d]
+    monitor = next(d for d in docs if d["kind"] == "PodMonitor")
+    policies = [d for d in docs if d["kind"] == "NetworkPolicy"]
+    sts = next(json.loads(f.read_text()) for f in files if f.name.startswith("StatefulSet"))
+    ports = {
+        p["name"]: p["containerPort"]
+        for c in sts["spec"]["template"]["spec"]["containers"]
+        for p in c.get("ports", [])
+    }
+    for ep in monitor["spec"]["podMetricsEndpoints"]:
+        if ep["port"] not in ports:
+            errors.append(f"podmonitor.yaml: members have no port named {ep['port']}")
+        if ep.get("scheme") != "https":
+            errors.append("podmonitor.yaml: the admin port is HTTPS")
+        ca = ep.get("tlsConfig", {}).get("ca", {}).get("secret", {})
+        if ca != {"name": sample["spec"]["tlsSecret"], "key": "ca.crt"}:
+            errors.append(f"podmonitor.yaml: CA {ca} is not the cluster's TLS Secret's ca.crt")
+    for policy in policies:
+        for rule in policy["spec"]["ingress"]:
+            for port in rule.get("ports", []):
+                if port["port"] != ports.get("admin"):
+                    errors.append(f"podmonitor.yaml: NetworkPolicy opens {port['port']}")
+    f = tmp / "monitoring-policies.yaml"
+    f.write_text(yaml.safe_dump_all(policies))
+    if subprocess.run(
+        [sys.executable, "-m", "kubernetes_validate", "--strict", "--quiet", str(f)]
+    ).returncode != 0:
+        errors.append("podmonitor.yaml: the NetworkPolicy is not valid")
     return errors
 
 
@@ -124,7 +161,7 @@ def main():
         policy = next(
             json.loads(f.read_text()) for f in files if f.name.startswith("NetworkPolicy")
         )
-        for err in operator_fits(deployment, policy):
+        for err in operator_fits(deployment, policy) + monitoring_fits(sample, files, Path(tmp)):
             print(err)
             ok = False
     print("manifests valid" if ok else "manifests INVALID")

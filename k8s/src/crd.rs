@@ -2,8 +2,11 @@
 //! observed (status), with the `/status` and `/scale` subresources. Owns the schema; holds no
 //! behaviour.
 
+use std::collections::BTreeMap;
+
 use k8s_openapi::api::core::v1::{
-    Affinity, ResourceRequirements, Toleration, TopologySpreadConstraint,
+    Affinity, EnvVar, LocalObjectReference, PodSecurityContext, ResourceRequirements,
+    SecurityContext, Toleration, TopologySpreadConstraint,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::{CustomResource, CustomResourceExt};
@@ -27,7 +30,17 @@ use serde::{Deserialize, Serialize};
     ),
     printcolumn(name = "Replicas", type_ = "integer", json_path = ".spec.replicas"),
     printcolumn(name = "Leader", type_ = "string", json_path = ".status.leader"),
-    printcolumn(name = "Version", type_ = "string", json_path = ".spec.version")
+    printcolumn(name = "Version", type_ = "string", json_path = ".spec.version"),
+    printcolumn(
+        name = "Available",
+        type_ = "string",
+        json_path = ".status.conditions[?(@.type==\"Available\")].status"
+    ),
+    printcolumn(
+        name = "Age",
+        type_ = "date",
+        json_path = ".metadata.creationTimestamp"
+    )
 )]
 #[serde(rename_all = "camelCase")]
 pub struct MeridianClusterSpec {
@@ -54,6 +67,29 @@ pub struct MeridianClusterSpec {
     pub tolerations: Vec<Toleration>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub topology_spread_constraints: Vec<TopologySpreadConstraint>,
+    /// Members run only on nodes with these labels.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub node_selector: BTreeMap<String, String>,
+    /// Secrets for pulling `image` from a private registry.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub image_pull_secrets: Vec<LocalObjectReference>,
+    /// Extra environment for the `meridian` container (`RUST_LOG`, `MERIDIAN_ETCD_PASSWORD`
+    /// from a Secret, ...). `POD_NAME` and `POD_NAMESPACE` are the operator's.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub env: Vec<EnvVar>,
+    /// The pods' security context. Default: non-root (uid and gid 65532, the volume's group
+    /// too), the runtime's default seccomp profile.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pod_security_context: Option<PodSecurityContext>,
+    /// The container's security context. Default: no privilege escalation, every
+    /// capability dropped, a read-only root filesystem (data lives on the volume).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub security_context: Option<SecurityContext>,
+    /// The client Service's type: `ClusterIP` (default), `NodePort` or `LoadBalancer`. The
+    /// admin port is never on it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(regex(pattern = "^(ClusterIP|NodePort|LoadBalancer)$"))]
+    pub service_type: Option<String>,
     /// Status is still synced; nothing is changed.
     #[serde(default)]
     pub paused: bool,

@@ -203,6 +203,24 @@ fn print_load(name: &str, report: &Report, took: Duration) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rolling_upgrade_of_three_under_load_moves_the_leader_once_and_restarts_it_last() {
+    rolls_leader_last("rolling upgrade of 3", |mc| {
+        mc.spec.image = "meridian:2".into();
+        mc.spec.version = "2".into();
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_config_edit_rolls_like_an_upgrade_with_one_leader_move() {
+    rolls_leader_last("config rollout of 3", |mc| {
+        mc.spec.config.push_str("\n[limits]\nmax_stores = 5000\n");
+    })
+    .await;
+}
+
+/// `edit` changes the pod template: every member is restarted once, the leader last, with
+/// exactly one leader move, under TSO load with the checker.
+async fn rolls_leader_last(what: &str, edit: impl FnOnce(&mut MeridianCluster)) {
     let w = world(spec(3)).await;
     let old_leader = w.sim.status().leader.unwrap();
     let (stop_watch, watching) = watch::channel(false);
@@ -211,10 +229,7 @@ async fn rolling_upgrade_of_three_under_load_moves_the_leader_once_and_restarts_
     tokio::time::sleep(Duration::from_secs(2)).await;
     let log_before = w.sim.log().len();
     let started = Instant::now();
-    w.sim.edit(|mc| {
-        mc.spec.image = "meridian:2".into();
-        mc.spec.version = "2".into();
-    });
+    w.sim.edit(edit);
     // The template changes at once; then wait for the rollout.
     tokio::time::sleep(Duration::from_millis(500)).await;
     settled(&w, 3, Duration::from_secs(25)).await;
@@ -222,7 +237,7 @@ async fn rolling_upgrade_of_three_under_load_moves_the_leader_once_and_restarts_
     let report = load.await.unwrap().unwrap();
     let _ = stop_watch.send(true);
     let leaders = tokio::task::block_in_place(|| leaders.join().unwrap());
-    print_load("rolling upgrade of 3", &report, took);
+    print_load(what, &report, took);
     println!("leaders seen: {leaders:?}");
     let log: Vec<String> = w.sim.log()[log_before..].to_vec();
     println!("{log:#?}");

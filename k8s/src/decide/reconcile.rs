@@ -137,7 +137,19 @@ pub fn reconcile(s: &Snapshot) -> Vec<Action> {
             .collect(),
         failures: s.failures.clone(),
     });
-    if step != failover::Step::Nothing {
+    // An upgrade or a user's scale restarts and adds members on purpose: a member it has
+    // down is not a failure, and replacing one then can loop (TiDB Operator #1895). New
+    // failures wait for them to finish; clearing recovered ones does not.
+    let upgrading = s.pods.iter().any(|p| p.revision != s.update_revision);
+    let scaling = s
+        .sts_replicas
+        .is_some_and(|r| r < s.spec_replicas || r > s.spec_replicas + s.failures.len() as u32);
+    let suspended = (upgrading || scaling)
+        && matches!(
+            step,
+            failover::Step::Declare { .. } | failover::Step::Replace { .. }
+        );
+    if step != failover::Step::Nothing && !suspended {
         actions.push(Action::Failover(step));
         return actions;
     }
@@ -385,6 +397,39 @@ mod tests {
         for (name, s, want) in cases {
             assert_eq!(reconcile(&s), want, "{name}");
         }
+    }
+
+    #[test]
+    fn failover_waits_for_an_upgrade_or_a_scale_and_resumes_after() {
+        let dead = |mut s: Snapshot| {
+            s.members[2].healthy = false;
+            s.members[2].unhealthy_for_ms = 400_000;
+            s
+        };
+        let declares = |s: &Snapshot| {
+            reconcile(s)
+                .iter()
+                .any(|a| matches!(a, Action::Failover(failover::Step::Declare { .. })))
+        };
+        assert!(declares(&dead(snapshot(3))), "a dead member is declared");
+
+        // Mid-upgrade: a pod still on the old revision.
+        let mut upgrading = dead(snapshot(3));
+        upgrading.pods[0].revision = "old".into();
+        assert!(!declares(&upgrading), "declared during an upgrade");
+        upgrading.pods[0].revision = upgrading.update_revision.clone();
+        assert!(
+            declares(&upgrading),
+            "not declared once the upgrade is done"
+        );
+
+        // Mid-scale-out, then mid-scale-in.
+        let mut scaling = dead(snapshot(3));
+        scaling.spec_replicas = 5;
+        assert!(!declares(&scaling), "declared during a scale-out");
+        let mut shrinking = dead(snapshot(3));
+        shrinking.spec_replicas = 2;
+        assert!(!declares(&shrinking), "declared during a scale-in");
     }
 
     #[test]

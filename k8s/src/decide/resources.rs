@@ -12,11 +12,12 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::apps::v1::{StatefulSet, StatefulSetSpec, StatefulSetUpdateStrategy};
 use k8s_openapi::api::core::v1::{
-    Affinity, ConfigMap, ConfigMapVolumeSource, Container, ContainerPort, EnvVar, EnvVarSource,
-    HTTPGetAction, ObjectFieldSelector, PersistentVolumeClaim, PersistentVolumeClaimSpec,
-    PodAffinityTerm, PodAntiAffinity, PodSpec, PodTemplateSpec, Probe, SecretVolumeSource, Service,
-    ServicePort, ServiceSpec, Volume, VolumeMount, VolumeResourceRequirements,
-    WeightedPodAffinityTerm,
+    Affinity, Capabilities, ConfigMap, ConfigMapVolumeSource, Container, ContainerPort,
+    EmptyDirVolumeSource, EnvVar, EnvVarSource, HTTPGetAction, ObjectFieldSelector,
+    PersistentVolumeClaim, PersistentVolumeClaimSpec, PodAffinityTerm, PodAntiAffinity,
+    PodSecurityContext, PodSpec, PodTemplateSpec, Probe, SeccompProfile, SecretVolumeSource,
+    SecurityContext, Service, ServicePort, ServiceSpec, Volume, VolumeMount,
+    VolumeResourceRequirements, WeightedPodAffinityTerm,
 };
 use k8s_openapi::api::networking::v1::{
     NetworkPolicy, NetworkPolicyIngressRule, NetworkPolicyPeer, NetworkPolicyPort,
@@ -105,6 +106,7 @@ pub fn client_service(mc: &MeridianCluster) -> Service {
         spec: Some(ServiceSpec {
             selector: Some(labels(mc)),
             ports: Some(client_ports()),
+            type_: mc.spec.service_type.clone(),
             ..ServiceSpec::default()
         }),
         ..Service::default()
@@ -220,12 +222,66 @@ pub fn config_map(mc: &MeridianCluster) -> ConfigMap {
     }
 }
 
-/// A quorum of the members must stay up through voluntary disruptions.
+/// On the pod template: [`config_hash`] of the config the pods run with.
+pub const CONFIG_HASH_ANNOTATION: &str = "meridian.io/config-hash";
+
+/// FNV-1a of the config text, in hex: stable across operator builds and Rust versions
+/// (`DefaultHasher` is not), so an operator upgrade alone never looks like a config change.
+pub fn config_hash(config: &str) -> String {
+    let hash = config.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    });
+    format!("{hash:016x}")
+}
+
+/// The uid and gid members run as when the spec sets no security context (the conventional
+/// "nonroot" id of distroless images); the volume is made group-writable for it.
+pub const MEMBER_UID: i64 = 65532;
+
+fn default_pod_security() -> PodSecurityContext {
+    PodSecurityContext {
+        run_as_non_root: Some(true),
+        run_as_user: Some(MEMBER_UID),
+        run_as_group: Some(MEMBER_UID),
+        fs_group: Some(MEMBER_UID),
+        seccomp_profile: Some(SeccompProfile {
+            type_: "RuntimeDefault".into(),
+            ..SeccompProfile::default()
+        }),
+        ..PodSecurityContext::default()
+    }
+}
+
+fn default_container_security() -> SecurityContext {
+    SecurityContext {
+        allow_privilege_escalation: Some(false),
+        read_only_root_filesystem: Some(true),
+        capabilities: Some(Capabilities {
+            drop: Some(vec!["ALL".into()]),
+            ..Capabilities::default()
+        }),
+        ..SecurityContext::default()
+    }
+}
+
+/// Voluntary disruptions (node drains) may take members down one at a time. From 3 members
+/// on, a quorum stays up (`minAvailable` = a majority), so a drain never stops the cluster.
+/// With 1 or 2 members there is no failure to tolerate: any member down is an outage (2 need
+/// both for a majority), and a budget that kept a quorum would forbid every eviction and block
+/// node maintenance for good. There one member at a time may go (`maxUnavailable` 1); run 3
+/// or more for a cluster that survives a drain.
 pub fn disruption_budget(mc: &MeridianCluster) -> PodDisruptionBudget {
+    let replicas = mc.spec.replicas.max(0);
+    let (min_available, max_unavailable) = if replicas >= 3 {
+        (Some(IntOrString::Int(replicas / 2 + 1)), None)
+    } else {
+        (None, Some(IntOrString::Int(1)))
+    };
     PodDisruptionBudget {
         metadata: meta(mc, mc.name_any()),
         spec: Some(PodDisruptionBudgetSpec {
-            min_available: Some(IntOrString::Int(mc.spec.replicas.max(0) / 2 + 1)),
+            min_available,
+            max_unavailable,
             selector: Some(LabelSelector {
                 match_labels: Some(labels(mc)),
                 ..LabelSelector::default()
@@ -341,8 +397,19 @@ pub fn stateful_set(mc: &MeridianCluster, replicas: i32) -> StatefulSet {
             read_only: Some(true),
             ..VolumeMount::default()
         },
+        // The root filesystem is read-only; anything that wants a scratch file gets one here.
+        VolumeMount {
+            name: "tmp".into(),
+            mount_path: "/tmp".into(),
+            ..VolumeMount::default()
+        },
     ];
     let volumes = vec![
+        Volume {
+            name: "tmp".into(),
+            empty_dir: Some(EmptyDirVolumeSource::default()),
+            ..Volume::default()
+        },
         Volume {
             name: "config".into(),
             config_map: Some(ConfigMapVolumeSource {
@@ -366,10 +433,25 @@ pub fn stateful_set(mc: &MeridianCluster, replicas: i32) -> StatefulSet {
         name: "meridian".into(),
         image: Some(spec.image.clone()),
         args: Some(args),
-        env: Some(vec![
-            field_env("POD_NAME", "metadata.name"),
-            field_env("POD_NAMESPACE", "metadata.namespace"),
-        ]),
+        env: Some(
+            [
+                field_env("POD_NAME", "metadata.name"),
+                field_env("POD_NAMESPACE", "metadata.namespace"),
+            ]
+            .into_iter()
+            .chain(
+                spec.env
+                    .iter()
+                    .filter(|e| e.name != "POD_NAME" && e.name != "POD_NAMESPACE")
+                    .cloned(),
+            )
+            .collect(),
+        ),
+        security_context: Some(
+            spec.security_context
+                .clone()
+                .unwrap_or_else(default_container_security),
+        ),
         ports: Some(vec![
             ContainerPort {
                 name: Some("client".into()),
@@ -410,6 +492,14 @@ pub fn stateful_set(mc: &MeridianCluster, replicas: i32) -> StatefulSet {
         topology_spread_constraints: (!spec.topology_spread_constraints.is_empty())
             .then(|| spec.topology_spread_constraints.clone()),
         volumes: Some(volumes),
+        node_selector: (!spec.node_selector.is_empty()).then(|| spec.node_selector.clone()),
+        image_pull_secrets: (!spec.image_pull_secrets.is_empty())
+            .then(|| spec.image_pull_secrets.clone()),
+        security_context: Some(
+            spec.pod_security_context
+                .clone()
+                .unwrap_or_else(default_pod_security),
+        ),
         ..PodSpec::default()
     };
     let claim = PersistentVolumeClaim {
@@ -450,6 +540,12 @@ pub fn stateful_set(mc: &MeridianCluster, replicas: i32) -> StatefulSet {
             template: PodTemplateSpec {
                 metadata: Some(ObjectMeta {
                     labels: Some(labels(mc)),
+                    // A config edit changes the template, so it rolls out as an upgrade does:
+                    // one member at a time, the leader last (nothing reloads the file live).
+                    annotations: Some(BTreeMap::from([(
+                        CONFIG_HASH_ANNOTATION.to_string(),
+                        config_hash(&spec.config),
+                    )])),
                     ..ObjectMeta::default()
                 }),
                 spec: Some(pod),
@@ -503,15 +599,99 @@ mod tests {
     }
 
     #[test]
-    fn budget_keeps_a_quorum() {
-        for (n, min) in [(1, 1), (3, 2), (4, 3), (5, 3)] {
-            let pdb = disruption_budget(&cluster(n));
-            assert_eq!(
-                pdb.spec.unwrap().min_available,
-                Some(IntOrString::Int(min)),
-                "{n}"
-            );
+    fn a_config_edit_changes_the_pod_template_with_a_stable_hash() {
+        let template = |mc: &MeridianCluster| {
+            serde_json::to_value(stateful_set(mc, 3).spec.unwrap().template).unwrap()
+        };
+        let mc = cluster(3);
+        let mut edited = mc.clone();
+        edited
+            .spec
+            .config
+            .push_str("\n[limits]\nmax_stores = 100\n");
+        assert_eq!(
+            template(&mc),
+            template(&cluster(3)),
+            "the same spec, the same template"
+        );
+        assert_ne!(template(&mc), template(&edited));
+        let annotation = |mc: &MeridianCluster| {
+            stateful_set(mc, 3)
+                .spec
+                .unwrap()
+                .template
+                .metadata
+                .unwrap()
+                .annotations
+                .unwrap()[CONFIG_HASH_ANNOTATION]
+                .clone()
+        };
+        assert_eq!(annotation(&mc), config_hash(&mc.spec.config));
+        assert_ne!(annotation(&mc), annotation(&edited));
+        // Fixed values: the hash must not change with the Rust version or the build.
+        assert_eq!(config_hash(""), "cbf29ce484222325");
+        assert_eq!(config_hash("a"), "af63dc4c8601ec8c");
+    }
+
+    #[test]
+    fn budget_keeps_a_quorum_and_lets_small_clusters_drain() {
+        for (n, min) in [(3, 2), (4, 3), (5, 3)] {
+            let spec = disruption_budget(&cluster(n)).spec.unwrap();
+            assert_eq!(spec.min_available, Some(IntOrString::Int(min)), "{n}");
+            assert_eq!(spec.max_unavailable, None, "{n}");
         }
+        for n in [1, 2] {
+            let spec = disruption_budget(&cluster(n)).spec.unwrap();
+            assert_eq!(spec.min_available, None, "{n}");
+            assert_eq!(spec.max_unavailable, Some(IntOrString::Int(1)), "{n}");
+        }
+    }
+
+    #[test]
+    fn pods_run_as_non_root_by_default_and_take_the_specs_extras() {
+        let pod = |mc: &MeridianCluster| stateful_set(mc, 3).spec.unwrap().template.spec.unwrap();
+        let plain = pod(&cluster(3));
+        let security = plain.security_context.unwrap();
+        assert_eq!(security.run_as_non_root, Some(true));
+        assert_eq!(security.run_as_user, Some(MEMBER_UID));
+        let container = &plain.containers[0];
+        let c = container.security_context.as_ref().unwrap();
+        assert_eq!(c.allow_privilege_escalation, Some(false));
+        assert_eq!(c.read_only_root_filesystem, Some(true));
+        assert!(plain.node_selector.is_none() && plain.image_pull_secrets.is_none());
+
+        let mut mc = cluster(3);
+        mc.spec.node_selector = BTreeMap::from([("disk".into(), "ssd".into())]);
+        mc.spec.image_pull_secrets = vec![k8s_openapi::api::core::v1::LocalObjectReference {
+            name: "registry".into(),
+        }];
+        mc.spec.env = vec![
+            EnvVar {
+                name: "RUST_LOG".into(),
+                value: Some("debug".into()),
+                ..EnvVar::default()
+            },
+            EnvVar {
+                name: "POD_NAME".into(),
+                value: Some("spoofed".into()),
+                ..EnvVar::default()
+            },
+        ];
+        mc.spec.service_type = Some("LoadBalancer".into());
+        let extra = pod(&mc);
+        assert_eq!(extra.node_selector.unwrap()["disk"], "ssd");
+        assert_eq!(extra.image_pull_secrets.unwrap()[0].name, "registry");
+        let env = extra.containers[0].env.clone().unwrap();
+        assert!(env.iter().any(|e| e.name == "RUST_LOG"));
+        assert_eq!(
+            env.iter().filter(|e| e.name == "POD_NAME").count(),
+            1,
+            "the operator's POD_NAME stays the only one"
+        );
+        assert_eq!(
+            client_service(&mc).spec.unwrap().type_.as_deref(),
+            Some("LoadBalancer")
+        );
     }
 
     #[test]

@@ -1,8 +1,9 @@
 //! Scaling, one member at a time. Out: grow the StatefulSet by one once every member serves
 //! (the new member joins through the live member list), deleting a PVC left by an earlier
 //! scale-in at that ordinal first. In: never below one member without `force`; move the
-//! leadership off the highest ordinal if it leads, delete that member through the members API,
-//! then shrink the StatefulSet by one and mark its PVC for deferred deletion.
+//! leadership off the highest ordinal if it leads (to the lowest ordinal that stays, so it
+//! moves at most once), delete that member through the members API, then shrink the
+//! StatefulSet by one and mark its PVC for deferred deletion.
 
 /// What the shell observed for a scaling decision.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -61,7 +62,12 @@ pub fn next_step(o: &Observed) -> Step {
     }
     let last = o.current - 1;
     if o.leader == Some(last) {
-        let to = (0..last).rev().find(|i| o.serving.contains(i));
+        // To the lowest serving ordinal that stays (as TiDB Operator does): the leadership
+        // then moves once however many members go. Only when none stays (a forced scale to
+        // zero) to any serving one below.
+        let to = (0..o.desired.min(last))
+            .find(|i| o.serving.contains(i))
+            .or_else(|| (0..last).rev().find(|i| o.serving.contains(i)));
         return match to {
             Some(to) => Step::TransferLeader { from: last, to },
             None => Step::Wait(format!(
@@ -117,13 +123,54 @@ mod tests {
     fn scale_in_leader_off_then_member_then_pvc_then_statefulset() {
         let mut o = observed(3, 5);
         o.leader = Some(4);
-        assert_eq!(next_step(&o), Step::TransferLeader { from: 4, to: 3 });
+        assert_eq!(next_step(&o), Step::TransferLeader { from: 4, to: 0 });
         o.leader = Some(1);
         assert_eq!(next_step(&o), Step::DeleteMember("m-4".into()));
         o.registered[4].clear();
         assert_eq!(next_step(&o), Step::MarkPvc(4));
         o.deferred_pvcs.push(4);
         assert_eq!(next_step(&o), Step::SetReplicas(4));
+    }
+
+    /// 5 -> 3 with the leader on a member that goes: one move, to a member that stays,
+    /// whichever of the going members leads and whoever serves.
+    #[test]
+    fn scale_in_moves_the_leader_at_most_once() {
+        for leader in [3, 4] {
+            let mut o = observed(3, 5);
+            o.leader = Some(leader);
+            let mut moves = 0;
+            for _ in 0..20 {
+                match next_step(&o) {
+                    Step::TransferLeader { to, .. } => {
+                        assert!(to < o.desired, "moved to ordinal {to}, which goes too");
+                        moves += 1;
+                        o.leader = Some(to);
+                    }
+                    Step::DeleteMember(name) => {
+                        let i = o.registered.iter().position(|n| *n == name).unwrap();
+                        o.registered[i].clear();
+                    }
+                    Step::MarkPvc(i) => o.deferred_pvcs.push(i),
+                    Step::SetReplicas(n) => {
+                        o.current = n;
+                        o.serving.retain(|&i| i < n);
+                        if o.leader.is_some_and(|l| l >= n) {
+                            o.leader = None;
+                        }
+                    }
+                    Step::Steady => break,
+                    other => panic!("unexpected {other:?}"),
+                }
+            }
+            assert_eq!(o.current, 3);
+            assert!(moves <= 1, "leader {leader}: {moves} moves");
+        }
+        // The lowest staying ordinal that serves.
+        let mut o = observed(3, 5);
+        o.leader = Some(4);
+        o.serving.retain(|&i| i != 0);
+        assert_eq!(next_step(&o), Step::TransferLeader { from: 4, to: 1 });
     }
 
     #[test]

@@ -320,15 +320,16 @@ fn kubelet_round(state: &Mutex<State>, env: &Env) {
                 let port = *s.client_ports.entry(o).or_insert_with(free_udp_port);
                 let dir = s.pvcs[&claim].dir.clone();
                 s.log.push(format!("created {} {revision}", pod_name(o)));
-                to_start.push((o, uid, port, dir));
+                let args = template_args(s.sts.as_ref());
+                to_start.push((o, uid, port, dir, args));
             }
         }
     }
     for p in to_stop {
         let _ = p.stop();
     }
-    for (o, uid, port, dir) in to_start {
-        let started = start_member(env, o, port, &dir);
+    for (o, uid, port, dir, args) in to_start {
+        let started = start_member(env, o, port, &dir, &args);
         let mut s = state.lock().unwrap();
         match (s.pods.get_mut(&o), started) {
             (Some(pod), Ok(process)) if pod.uid == uid => {
@@ -383,23 +384,69 @@ fn kubelet_round(state: &Mutex<State>, env: &Env) {
     }
 }
 
-fn start_member(env: &Env, ordinal: u32, port: u16, dir: &Path) -> anyhow::Result<ServerProcess> {
+/// The member container's arguments in a StatefulSet's pod template.
+fn template_args(sts: Option<&StatefulSet>) -> Vec<String> {
+    sts.and_then(|s| s.spec.as_ref())
+        .and_then(|spec| spec.template.spec.as_ref())
+        .and_then(|pod| pod.containers.first())
+        .and_then(|c| c.args.clone())
+        .unwrap_or_default()
+}
+
+/// The command line the operator's pod template gives a member, with what only a pod has
+/// mapped to this host: the listen and advertise addresses and the data dir are the
+/// harness's, `$(POD_NAME)` is the pod's name, and the mounted TLS files and config are the
+/// sim's. Every other argument is passed as the operator wrote it, and one the sim does not
+/// know fails the start: a flag the operator adds runs here before it runs in a cluster.
+fn member_args(template: &[String], env: &Env, ordinal: u32) -> anyhow::Result<Vec<String>> {
+    let mut out = Vec::new();
+    let mut args = template.iter();
+    anyhow::ensure!(
+        args.next().map(String::as_str) == Some("serve"),
+        "the template does not run `serve`: {template:?}"
+    );
+    while let Some(flag) = args.next() {
+        match flag.as_str() {
+            "--admin-open-probes" => out.push(flag.clone()),
+            "--listen" | "--admin-listen" | "--advertise-client" | "--advertise-admin"
+            | "--data-dir" => {
+                args.next();
+            }
+            "--name" | "--etcd" | "--config" | "--tls-cert" | "--tls-key" | "--tls-ca" => {
+                let value = args
+                    .next()
+                    .ok_or_else(|| anyhow::anyhow!("{flag} without a value"))?;
+                let local = match flag.as_str() {
+                    "--name" if value == "$(POD_NAME)" => pod_name(ordinal),
+                    "--etcd" => value.clone(),
+                    "--config" if value == "/etc/meridian/meridian.toml" => {
+                        env.config.display().to_string()
+                    }
+                    "--tls-cert" if value.ends_with("/tls.crt") => env.cert.display().to_string(),
+                    "--tls-key" if value.ends_with("/tls.key") => env.key.display().to_string(),
+                    "--tls-ca" if value.ends_with("/ca.crt") => {
+                        env.cert.with_file_name("ca.pem").display().to_string()
+                    }
+                    _ => anyhow::bail!("the sim cannot map {flag} {value}"),
+                };
+                out.extend([flag.clone(), local]);
+            }
+            other => anyhow::bail!("the sim does not know the member argument {other}"),
+        }
+    }
+    out.extend(["--cores".into(), "1".into()]);
+    Ok(out)
+}
+
+fn start_member(
+    env: &Env,
+    ordinal: u32,
+    port: u16,
+    dir: &Path,
+    template: &[String],
+) -> anyhow::Result<ServerProcess> {
     std::fs::create_dir_all(dir)?;
-    let args: Vec<String> = vec![
-        "--name".into(),
-        pod_name(ordinal),
-        "--etcd".into(),
-        env.etcd.clone(),
-        "--config".into(),
-        env.config.display().to_string(),
-        "--cores".into(),
-        "1".into(),
-        "--tls-cert".into(),
-        env.cert.display().to_string(),
-        "--tls-key".into(),
-        env.key.display().to_string(),
-        "--admin-open-probes".into(),
-    ];
+    let args = member_args(template, env, ordinal)?;
     ServerProcess::start_with(&env.bin, dir, &format!("127.0.0.1:{port}"), &args)
 }
 
