@@ -6,7 +6,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::datagram;
-use crate::placement::ScheduleConfig;
+use crate::placement::{Limits, ScheduleConfig};
 use crate::tso::WindowConfig;
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -16,6 +16,7 @@ pub struct Config {
     pub server: ServerConfig,
     pub election: ElectionConfig,
     pub schedule: ScheduleConfig,
+    pub limits: Limits,
     pub debug: DebugConfig,
 }
 
@@ -50,7 +51,10 @@ impl Default for ElectionConfig {
 pub struct ServerConfig {
     /// How often the control thread moves the TSO physical time to the clock.
     pub tick_interval_ms: u64,
-    /// Bidirectional streams one client connection may hold open at once.
+    /// Bidirectional streams one client connection may hold open at once. quinn sets up
+    /// state for every stream a peer may open when the connection starts, so this is also a
+    /// cost per handshake: 4096 made a flood of handshakes take 1.5x the CPU of 1024
+    /// (tuning.md, "Under attack").
     pub max_streams_per_connection: u32,
     /// Bytes a client may have in flight on one stream before it must wait for the server to
     /// read (QUIC stream flow control).
@@ -65,6 +69,10 @@ pub struct ServerConfig {
     /// with a QUIC Retry (one extra round trip), so a spoofed-source flood cannot make the
     /// server do handshake work for addresses that will never answer. 0: always.
     pub retry_above_handshakes: u32,
+    /// Handshakes one core starts per second (a burst of one second's worth); more are
+    /// refused before any cryptography, so a flood of handshakes takes a bounded share of
+    /// the core that also answers TSO requests. 0: no limit.
+    pub handshakes_per_sec: u32,
     /// A connection with nothing sent either way for this long is closed (the negotiated
     /// value is the smaller of both sides'; clients keep theirs alive with pings).
     pub idle_timeout_ms: u32,
@@ -83,11 +91,12 @@ impl Default for ServerConfig {
     fn default() -> Self {
         ServerConfig {
             tick_interval_ms: 1,
-            max_streams_per_connection: 4096,
+            max_streams_per_connection: 1024,
             stream_receive_window: 1 << 20,
             connection_receive_window: 16 << 20,
             max_connections_per_core: 4096,
             retry_above_handshakes: 64,
+            handshakes_per_sec: 200,
             idle_timeout_ms: 30_000,
             shutdown_grace_ms: 2_000,
             pin_cores: true,
@@ -108,6 +117,7 @@ impl Config {
             }
         };
         config.tso.validate().map_err(anyhow::Error::msg)?;
+        config.limits.validate().map_err(anyhow::Error::msg)?;
         if config.election.lease_ttl_secs < 1
             || config.election.safety_margin_ms >= config.election.lease_ttl_secs as u64 * 1000
         {

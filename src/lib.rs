@@ -16,6 +16,9 @@ pub mod ctl;
 pub mod datagram;
 /// Leadership on etcd: campaign, lease keepalive, lease proof (T4).
 pub mod election;
+/// Fuzz targets over the decoders of outside bytes (`fuzz/`, `tests/fuzz_corpus.rs`).
+#[doc(hidden)]
+pub mod fuzzing;
 /// GC safe points: the cluster's and per-service ones with a TTL (pure rules).
 pub mod gc;
 /// Runs `meridian serve` and `etcd` as child processes (demo, tests).

@@ -331,7 +331,8 @@ async fn with_tls_and_auth_the_certificate_names_the_user() {
 /// Values written into etcd behind the node's back: a TSO limit past what a timestamp holds,
 /// then an id end at the top of the id space, then a member record whose address is no
 /// address. Each is refused with an error naming its key, the node neither panics nor rewrites
-/// the value, and it serves again once the value is fixed.
+/// the value, and it serves again once the value is fixed; a corrupt placement value stops
+/// placement only, not the TSO.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn corrupt_values_in_etcd_are_refused_naming_the_key() {
     let tmp = tempfile::tempdir().unwrap();
@@ -367,11 +368,18 @@ async fn corrupt_values_in_etcd_are_refused_naming_the_key() {
         .await
         .unwrap();
     kv.delete(limit_key, None).await.unwrap();
-    let line = await_log_line(
-        &a,
-        &["refusing to serve as leader", "out of range", id_end_key],
-    );
+    let line = await_log_line(&a, &["placement is not served", "out of range", id_end_key]);
     println!("{line}");
+    // Placement's value is placement's failure: the TSO serves meanwhile, placement does not.
+    let tso = client(&a, Duration::from_secs(10)).await;
+    tso.get_ts()
+        .await
+        .expect("the TSO serves beside a corrupt id end");
+    let refused = client(&a, Duration::from_millis(500))
+        .await
+        .alloc_id()
+        .await;
+    assert!(refused.is_err(), "an id was handed out: {refused:?}");
     let stored = kv.get(id_end_key, None).await.unwrap();
     assert_eq!(
         stored.kvs()[0].value_str().unwrap(),

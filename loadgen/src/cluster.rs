@@ -15,6 +15,7 @@ use meridian::proto::{self, Reply, Request, Response, MAX_BATCH_SPLIT, MAX_SCAN_
 use serde::Serialize;
 
 use crate::latency::Latencies;
+use crate::leader::LeaderWatch;
 use crate::progress::Progress;
 use crate::report::Latency;
 use crate::target::TargetArgs;
@@ -44,6 +45,11 @@ pub struct ClusterArgs {
     pub depth: usize,
     #[arg(long)]
     pub json: Option<std::path::PathBuf>,
+    /// Draw the heartbeat phase into this SVG file: heartbeats/s and p50/p99/p99.9 batch round
+    /// trip per second, the stretches with no completed batch and the leader changes seen, and
+    /// the round trip's percentile distribution.
+    #[arg(long, value_name = "FILE.svg")]
+    pub plot: Option<std::path::PathBuf>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -220,19 +226,22 @@ fn apply(region: &mut Region, op: &Operator) {
     }
 }
 
-/// One stream's share of the regions, heartbeated round after round until `deadline`.
+/// One stream's share of the regions, heartbeated round after round until `deadline`; returns
+/// the stream's gaps (`stall::Gaps`, since `run_start`), or None if it never got a stream.
 async fn drive(
     client: Client,
     mut regions: Vec<Region>,
     depth: usize,
     per_sec: Option<f64>,
-    deadline: Instant,
+    (run_start, deadline): (Instant, Instant),
     counters: Arc<Counters>,
-) {
+) -> Option<Vec<(u64, u64)>> {
     let Ok(mut stream) = client.open_stream().await else {
         counters.errors.fetch_add(1, Relaxed);
-        return;
+        return None;
     };
+    let since_start = || run_start.elapsed().as_nanos() as u64;
+    let mut gaps = crate::stall::Gaps::starting_at(since_start());
     let recorder = counters.latencies.recorder();
     let stats = RegionStats {
         approximate_size: 96 << 20,
@@ -275,8 +284,10 @@ async fn drive(
         match stream.call_frames(&batch, count).await {
             Ok(responses) => {
                 let rtt = t.elapsed().as_nanos() as u64;
+                let at = since_start();
+                gaps.success(at);
                 for (k, r) in responses.into_iter().enumerate() {
-                    recorder.record(rtt);
+                    recorder.record_at(at, rtt);
                     let i = (first + k) % regions.len();
                     match r {
                         Response::Ok(Reply::RegionHeartbeat { operator }) => {
@@ -300,9 +311,13 @@ async fn drive(
         }
         sent += count as u64;
     }
+    Some(gaps.finish((Instant::now().min(deadline) - run_start).as_nanos() as u64))
 }
 
 pub async fn run(args: &ClusterArgs) -> anyhow::Result<ClusterReport> {
+    if let Some(path) = &args.plot {
+        crate::plot::check_writable(path)?;
+    }
     let client = args.target.connect().await?;
     let t = Instant::now();
     let (stores, regions) = setup(&client, args.stores, args.regions).await?;
@@ -321,7 +336,7 @@ pub async fn run(args: &ClusterArgs) -> anyhow::Result<ClusterReport> {
         heartbeats: AtomicU64::new(0),
         errors: AtomicU64::new(0),
         operators: AtomicU64::new(0),
-        latencies: Latencies::default(),
+        latencies: Latencies::per_second(args.plot.is_some()),
     });
     let per_sec = args.rate.map(|r| r as f64 / streams as f64);
     let started = Instant::now();
@@ -329,6 +344,14 @@ pub async fn run(args: &ClusterArgs) -> anyhow::Result<ClusterReport> {
     let progress = {
         let c = counters.clone();
         Progress::start(args.duration, Arc::new(move || c.heartbeats.load(Relaxed)))
+    };
+    let leaders = match &args.plot {
+        Some(_) => Some(LeaderWatch::start(
+            args.target.endpoints.clone(),
+            args.target.trust()?,
+            started,
+        )),
+        None => None,
     };
     // Stores report every second with their share of regions and leaders.
     let store_task = {
@@ -357,36 +380,49 @@ pub async fn run(args: &ClusterArgs) -> anyhow::Result<ClusterReport> {
     for _ in 0..args.connections.max(1) {
         let mine: Vec<Vec<Region>> = shares.by_ref().take(args.streams.max(1)).collect();
         let (target, counters, depth) = (args.target.clone(), counters.clone(), args.depth.max(1));
-        threads.push(std::thread::spawn(move || -> anyhow::Result<()> {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()?;
-            rt.block_on(async move {
-                let client = target.connect().await?;
-                let mut tasks = tokio::task::JoinSet::new();
-                for share in mine {
-                    tasks.spawn(drive(
-                        client.clone(),
-                        share,
-                        depth,
-                        per_sec,
-                        deadline,
-                        counters.clone(),
-                    ));
-                }
-                while tasks.join_next().await.is_some() {}
-                Ok(())
-            })
-        }));
+        threads.push(std::thread::spawn(
+            move || -> anyhow::Result<Vec<Vec<(u64, u64)>>> {
+                let rt = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()?;
+                rt.block_on(async move {
+                    let client = target.connect().await?;
+                    let mut tasks = tokio::task::JoinSet::new();
+                    for share in mine {
+                        tasks.spawn(drive(
+                            client.clone(),
+                            share,
+                            depth,
+                            per_sec,
+                            (started, deadline),
+                            counters.clone(),
+                        ));
+                    }
+                    let mut gaps = Vec::new();
+                    while let Some(g) = tasks.join_next().await {
+                        gaps.extend(g.ok().flatten());
+                    }
+                    Ok(gaps)
+                })
+            },
+        ));
     }
+    let mut gaps = Vec::new();
     for t in threads {
-        t.join()
-            .map_err(|_| anyhow::anyhow!("a load thread panicked"))??;
+        gaps.extend(
+            t.join()
+                .map_err(|_| anyhow::anyhow!("a load thread panicked"))??,
+        );
     }
     let elapsed = started.elapsed();
     progress.finish();
+    let failovers = match leaders {
+        Some(l) => l.finish().await,
+        None => Vec::new(),
+    };
     let _ = store_task.await;
     let heartbeats = counters.heartbeats.load(Relaxed);
+    let latencies = counters.latencies.merged();
     let report = ClusterReport {
         stores: stores.len() as u64,
         regions: regions.len() as u64,
@@ -394,7 +430,7 @@ pub async fn run(args: &ClusterArgs) -> anyhow::Result<ClusterReport> {
         duration_s: elapsed.as_secs_f64(),
         heartbeats,
         heartbeats_per_sec: heartbeats as f64 / elapsed.as_secs_f64().max(1e-9),
-        latency_us: Latency::of(&counters.latencies.merged()),
+        latency_us: Latency::of(&latencies),
         errors: counters.errors.load(Relaxed),
         operators: counters.operators.load(Relaxed),
     };
@@ -405,6 +441,33 @@ pub async fn run(args: &ClusterArgs) -> anyhow::Result<ClusterReport> {
     );
     if let Some(path) = &args.json {
         std::fs::write(path, serde_json::to_vec_pretty(&report)?)?;
+    }
+    if let Some(path) = &args.plot {
+        let run = crate::plot::Run {
+            title: format!(
+                "loadgen cluster: {} stores, {} regions, heartbeats in batches of {} on {}x{} streams{}",
+                report.stores,
+                report.regions,
+                args.depth,
+                args.connections,
+                args.streams,
+                args.rate
+                    .map(|r| format!(", offered {r}/s"))
+                    .unwrap_or_default()
+            ),
+            unit: "heartbeats",
+            latency: "batch round trip",
+            duration_s: report.duration_s,
+            buckets: crate::plot::buckets(
+                &counters.latencies.merged_seconds(),
+                report.duration_s,
+            ),
+            stalls: crate::plot::stalls_s(&crate::stall::common(&gaps)),
+            failovers,
+            histogram: &latencies,
+        };
+        crate::plot::write(&run, path)?;
+        println!("plot: {}", path.display());
     }
     Ok(report)
 }

@@ -20,7 +20,8 @@ pub struct Comparison {
     pub errors: u64,
 }
 
-fn median(values: &[f64]) -> f64 {
+/// The median; the mean of the middle two for an even count.
+pub fn median(values: &[f64]) -> f64 {
     let mut v = values.to_vec();
     v.sort_by(f64::total_cmp);
     match v.len() {

@@ -1,6 +1,7 @@
 //! The load generator as a library, so integration tests drive the same runs and the same
 //! checker as the command line.
 
+pub mod attack;
 pub mod checker;
 pub mod cluster;
 pub mod compare;
@@ -8,7 +9,9 @@ pub mod demo;
 pub mod duration;
 pub mod grpc_tso;
 pub mod latency;
+pub mod leader;
 pub mod pacer;
+pub mod plot;
 pub mod progress;
 pub mod report;
 pub mod route;

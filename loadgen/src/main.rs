@@ -1,7 +1,7 @@
 //! `loadgen`: drives a Meridian cluster with real clients and checks what comes back.
 
 use clap::{Parser, Subcommand};
-use loadgen::{cluster, compare, demo, route, run};
+use loadgen::{attack, cluster, compare, demo, route, run};
 
 #[derive(Parser)]
 #[command(
@@ -28,6 +28,26 @@ enum Command {
     Cluster(cluster::ClusterArgs),
     /// GetRegion by random key.
     Route(route::RouteArgs),
+    /// TSO throughput under attack (handshake, connection and stream floods, oversized keys,
+    /// admin slowloris) next to quiet runs, alternated, against a local demo server.
+    Attack(AttackArgs),
+}
+
+#[derive(clap::Args)]
+struct AttackArgs {
+    /// The attacks to run, in this order each round.
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        default_value = "handshakes,connections,streams,oversized-keys,slowloris"
+    )]
+    kinds: Vec<attack::Attack>,
+    /// Rounds; each runs the TSO load quiet and beside every attack. Medians are compared.
+    #[arg(long, default_value_t = 3)]
+    rounds: usize,
+    #[command(flatten)]
+    demo: DemoArgs,
 }
 
 #[derive(clap::Args)]
@@ -77,6 +97,7 @@ fn main() -> std::process::ExitCode {
             Command::Compare(args) => Ok(run_compare(args).await?.violations),
             Command::Cluster(args) => cluster::run(&args).await.map(|_| 0),
             Command::Route(args) => route::run(&args).await.map(|_| 0),
+            Command::Attack(args) => run_attack(args).await,
         }
     });
     match result {
@@ -100,7 +121,16 @@ fn report(r: loadgen::report::Report, json: Option<&std::path::Path>) -> anyhow:
     Ok(r.violations)
 }
 
+/// `--plot` draws one run: `compare` and `attack` make many.
+fn no_plot(args: &run::TsoArgs, command: &str) -> anyhow::Result<()> {
+    if args.plot.is_some() {
+        anyhow::bail!("--plot is for tso, demo, cluster and route runs, not {command}");
+    }
+    Ok(())
+}
+
 async fn run_compare(args: CompareArgs) -> anyhow::Result<compare::Comparison> {
+    no_plot(&args.demo.tso, "compare")?;
     let mut tso = args.demo.tso.clone();
     let demo = if tso.endpoints.is_empty() {
         let d = demo::DemoServer::start(&args.demo.server).await?;
@@ -122,4 +152,37 @@ async fn run_compare(args: CompareArgs) -> anyhow::Result<compare::Comparison> {
         std::fs::write(path, serde_json::to_vec_pretty(&c)?)?;
     }
     Ok(c)
+}
+
+async fn run_attack(args: AttackArgs) -> anyhow::Result<u64> {
+    no_plot(&args.demo.tso, "attack")?;
+    if !args.demo.tso.endpoints.is_empty() {
+        anyhow::bail!("attack runs against its own local server: drop --endpoints");
+    }
+    let demo = demo::DemoServer::start(&args.demo.server).await?;
+    let result = attack::run(args.demo.tso.clone(), &demo, &args.kinds, args.rounds).await;
+    demo.stop().await?;
+    let r = result?;
+    println!(
+        "quiet: median {:.0} ts/s over {} runs, node {:.2} cores",
+        r.median_quiet_tso_per_sec,
+        r.quiet_tso_per_sec.len(),
+        compare::median(&r.quiet_server_cores)
+    );
+    for a in &r.attacks {
+        println!(
+            "{:?}: median {:.0} ts/s, {:.3} of quiet, node {:.2} cores ({} attempts, {} refused or cut off)",
+            a.kind,
+            a.median_tso_per_sec,
+            a.ratio,
+            compare::median(&a.server_cores),
+            a.effect.attempts,
+            a.effect.refused
+        );
+    }
+    println!("{} violations, {} errors", r.violations, r.errors);
+    if let Some(path) = &args.demo.tso.json {
+        std::fs::write(path, serde_json::to_vec_pretty(&r)?)?;
+    }
+    Ok(r.violations)
 }

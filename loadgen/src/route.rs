@@ -9,9 +9,11 @@ use meridian::proto::{Reply, Request, Response};
 use serde::Serialize;
 
 use crate::latency::Latencies;
+use crate::leader::LeaderWatch;
 use crate::progress::Progress;
 use crate::report::Latency;
 use crate::run::Protocol;
+use crate::stall::Gaps;
 use crate::target::TargetArgs;
 
 #[derive(Debug, Clone, clap::Args)]
@@ -33,6 +35,11 @@ pub struct RouteArgs {
     /// GetRegion calls in flight per stream, as PD clients issue them).
     #[arg(long, value_enum, default_value_t = Protocol::Quic)]
     pub protocol: Protocol,
+    /// Draw the run into this SVG file: lookups/s and p50/p99/p99.9 latency per second, the
+    /// stretches with no completed lookup and the leader changes seen, and the latency
+    /// percentile distribution.
+    #[arg(long, value_name = "FILE.svg")]
+    pub plot: Option<std::path::PathBuf>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -63,14 +70,17 @@ fn next_key(x: &mut u64) -> Vec<u8> {
     key
 }
 
+/// Gaps (`stall::Gaps`) of each caller, since the run's start.
+type CallerGaps = Vec<Vec<(u64, u64)>>;
+
 /// `depth` callers, each one unary GetRegion at a time, over one HTTP/2 connection.
 async fn drive_grpc(
     target: TargetArgs,
     depth: usize,
     seed: u64,
-    deadline: Instant,
+    (run_start, deadline): (Instant, Instant),
     c: Arc<Counters>,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<CallerGaps> {
     use meridian::kvproto::pdpb;
     let (pd, cluster_id) =
         crate::grpc_tso::leader_client(&target.endpoints, &target.trust()?).await?;
@@ -80,6 +90,8 @@ async fn drive_grpc(
         let mut x = seed.wrapping_add((i as u64).wrapping_mul(0x2545_F491_4F6C_DD1D)) | 1;
         callers.spawn(async move {
             let recorder = c.latencies.recorder();
+            let since_start = || run_start.elapsed().as_nanos() as u64;
+            let mut gaps = Gaps::starting_at(since_start());
             let header = Some(pdpb::RequestHeader {
                 cluster_id,
                 ..Default::default()
@@ -93,7 +105,9 @@ async fn drive_grpc(
                 let t = Instant::now();
                 match pd.get_region(req).await {
                     Ok(r) => {
-                        recorder.record(t.elapsed().as_nanos() as u64);
+                        let at = since_start();
+                        recorder.record_at(at, t.elapsed().as_nanos() as u64);
+                        gaps.success(at);
                         let r = r.into_inner();
                         if r.header.and_then(|h| h.error).is_some() {
                             c.errors.fetch_add(1, Relaxed);
@@ -108,24 +122,28 @@ async fn drive_grpc(
                     }
                 }
             }
+            gaps.finish((Instant::now().min(deadline) - run_start).as_nanos() as u64)
         });
     }
+    let mut gaps = Vec::new();
     while let Some(r) = callers.join_next().await {
-        r?;
+        gaps.push(r?);
     }
-    Ok(())
+    Ok(gaps)
 }
 
 async fn drive(
     target: TargetArgs,
     depth: usize,
     seed: u64,
-    deadline: Instant,
+    (run_start, deadline): (Instant, Instant),
     c: Arc<Counters>,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<CallerGaps> {
     let client = target.connect().await?;
     let mut stream = client.open_stream().await?;
     let recorder = c.latencies.recorder();
+    let since_start = || run_start.elapsed().as_nanos() as u64;
+    let mut gaps = Gaps::starting_at(since_start());
     let mut x = seed | 1;
     let mut batch = Vec::with_capacity(depth);
     while Instant::now() < deadline {
@@ -139,8 +157,10 @@ async fn drive(
         match stream.call_many(&batch).await {
             Ok(responses) => {
                 let rtt = t.elapsed().as_nanos() as u64;
+                let at = since_start();
+                gaps.success(at);
                 for r in responses {
-                    recorder.record(rtt);
+                    recorder.record_at(at, rtt);
                     match r {
                         Response::Ok(Reply::Region(Some(_))) => {}
                         Response::Ok(Reply::Region(None)) => {
@@ -159,21 +179,34 @@ async fn drive(
             }
         }
     }
-    Ok(())
+    Ok(vec![gaps.finish(
+        (Instant::now().min(deadline) - run_start).as_nanos() as u64,
+    )])
 }
 
 pub async fn run(args: &RouteArgs) -> anyhow::Result<RouteReport> {
+    if let Some(path) = &args.plot {
+        crate::plot::check_writable(path)?;
+    }
     let c = Arc::new(Counters {
         lookups: AtomicU64::new(0),
         misses: AtomicU64::new(0),
         errors: AtomicU64::new(0),
-        latencies: Latencies::default(),
+        latencies: Latencies::per_second(args.plot.is_some()),
     });
     let started = Instant::now();
     let deadline = started + args.duration;
     let progress = {
         let c = c.clone();
         Progress::start(args.duration, Arc::new(move || c.lookups.load(Relaxed)))
+    };
+    let leaders = match &args.plot {
+        Some(_) => Some(LeaderWatch::start(
+            args.target.endpoints.clone(),
+            args.target.trust()?,
+            started,
+        )),
+        None => None,
     };
     let mut threads = Vec::new();
     for conn in 0..args.connections.max(1) {
@@ -184,7 +217,7 @@ pub async fn run(args: &RouteArgs) -> anyhow::Result<RouteReport> {
             args.streams.max(1),
             args.protocol,
         );
-        threads.push(std::thread::spawn(move || -> anyhow::Result<()> {
+        threads.push(std::thread::spawn(move || -> anyhow::Result<CallerGaps> {
             let rt = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()?;
@@ -194,38 +227,51 @@ pub async fn run(args: &RouteArgs) -> anyhow::Result<RouteReport> {
                     let seed =
                         0x9E37_79B9_7F4A_7C15u64.wrapping_mul((conn * streams + s + 1) as u64);
                     match protocol {
-                        Protocol::Quic => {
-                            tasks.spawn(drive(target.clone(), depth, seed, deadline, c.clone()))
-                        }
+                        Protocol::Quic => tasks.spawn(drive(
+                            target.clone(),
+                            depth,
+                            seed,
+                            (started, deadline),
+                            c.clone(),
+                        )),
                         Protocol::Grpc => tasks.spawn(drive_grpc(
                             target.clone(),
                             depth,
                             seed,
-                            deadline,
+                            (started, deadline),
                             c.clone(),
                         )),
                     };
                 }
+                let mut gaps = Vec::new();
                 while let Some(r) = tasks.join_next().await {
-                    r??;
+                    gaps.extend(r??);
                 }
-                Ok(())
+                Ok(gaps)
             })
         }));
     }
+    let mut gaps = Vec::new();
     for t in threads {
-        t.join()
-            .map_err(|_| anyhow::anyhow!("a load thread panicked"))??;
+        gaps.extend(
+            t.join()
+                .map_err(|_| anyhow::anyhow!("a load thread panicked"))??,
+        );
     }
     let elapsed = started.elapsed();
     progress.finish();
+    let failovers = match leaders {
+        Some(l) => l.finish().await,
+        None => Vec::new(),
+    };
     let lookups = c.lookups.load(Relaxed);
+    let latencies = c.latencies.merged();
     let report = RouteReport {
         duration_s: elapsed.as_secs_f64(),
         lookups,
         lookups_per_sec: lookups as f64 / elapsed.as_secs_f64().max(1e-9),
         misses: c.misses.load(Relaxed),
-        latency_us: Latency::of(&c.latencies.merged()),
+        latency_us: Latency::of(&latencies),
         errors: c.errors.load(Relaxed),
     };
     println!(
@@ -235,6 +281,27 @@ pub async fn run(args: &RouteArgs) -> anyhow::Result<RouteReport> {
     );
     if let Some(path) = &args.json {
         std::fs::write(path, serde_json::to_vec_pretty(&report)?)?;
+    }
+    if let Some(path) = &args.plot {
+        let (protocol, latency) = match args.protocol {
+            Protocol::Quic => ("QUIC, batches of", "batch round trip"),
+            Protocol::Grpc => ("gRPC, in flight", "latency"),
+        };
+        let run = crate::plot::Run {
+            title: format!(
+                "loadgen route: GetRegion over {protocol} {} on {}x{} streams",
+                args.depth, args.connections, args.streams
+            ),
+            unit: "lookups",
+            latency,
+            duration_s: report.duration_s,
+            buckets: crate::plot::buckets(&c.latencies.merged_seconds(), report.duration_s),
+            stalls: crate::plot::stalls_s(&crate::stall::common(&gaps)),
+            failovers,
+            histogram: &latencies,
+        };
+        crate::plot::write(&run, path)?;
+        println!("plot: {}", path.display());
     }
     Ok(report)
 }

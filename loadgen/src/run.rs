@@ -13,6 +13,7 @@ use meridian::tls::Trust;
 use crate::checker::{count_duplicates, Checker};
 use crate::grpc_tso::GrpcTso;
 use crate::latency::Latencies;
+use crate::leader::LeaderWatch;
 use crate::pacer::{Pacer, Schedule};
 use crate::progress::Progress;
 use crate::report::Report;
@@ -75,6 +76,11 @@ pub struct TsoArgs {
     /// Keep at most this many timestamps for the duplicate check (8 bytes each).
     #[arg(long, default_value_t = 500_000_000)]
     pub max_recorded: usize,
+    /// Draw the run into this SVG file: throughput and p50/p99/p99.9 latency per second, the
+    /// stretches with no completed request and the leader changes seen, and the latency
+    /// percentile distribution.
+    #[arg(long, value_name = "FILE.svg")]
+    pub plot: Option<PathBuf>,
 }
 
 impl TsoArgs {
@@ -103,6 +109,7 @@ impl TsoArgs {
             ca: Some(ca),
             insecure: false,
             max_recorded: 50_000_000,
+            plot: None,
         }
     }
 }
@@ -137,9 +144,13 @@ pub async fn run(args: &TsoArgs) -> anyhow::Result<Report> {
     if args.protocol == Protocol::Grpc && args.op != Op::Tso {
         anyhow::bail!("--protocol grpc drives --op tso only");
     }
+    // Fail before the load, not after it, if the plot cannot be written.
+    if let Some(path) = &args.plot {
+        crate::plot::check_writable(path)?;
+    }
     let shared = Arc::new(Shared {
         checker: Checker::default(),
-        latencies: Latencies::default(),
+        latencies: Latencies::per_second(args.plot.is_some()),
         ops: AtomicU64::new(0),
         record_quota: args.max_recorded / args.concurrency,
         deadline: OnceLock::new(),
@@ -169,6 +180,10 @@ pub async fn run(args: &TsoArgs) -> anyhow::Result<Report> {
     .await?;
     let start = Instant::now();
     let _ = shared.deadline.set(start + args.duration);
+    let leaders = args
+        .plot
+        .as_ref()
+        .map(|_| LeaderWatch::start(args.endpoints.clone(), trust.clone(), start));
     let progress = Progress::start(args.duration, shared.clone_ops());
     tokio::task::spawn_blocking(move || go.wait()).await?;
 
@@ -196,22 +211,61 @@ pub async fn run(args: &TsoArgs) -> anyhow::Result<Report> {
         all.extend(r.timestamps);
         gaps.push(r.gaps);
     }
-    let stalls = crate::stall::summary(&crate::stall::common(&gaps));
+    let stalls = crate::stall::common(&gaps);
     let elapsed = start.elapsed();
     progress.finish();
+    let failovers = match leaders {
+        Some(l) => l.finish().await,
+        None => Vec::new(),
+    };
     let checked = all.len() as u64;
     let duplicates = tokio::task::spawn_blocking(move || count_duplicates(all)).await?;
-    Ok(Report::new(
+    let latencies = shared.latencies.merged();
+    let report = Report::new(
         args,
         elapsed,
         ops,
         errors,
-        &shared.latencies.merged(),
+        &latencies,
         shared.checker.order_violations(),
         duplicates,
         checked,
-        stalls,
-    ))
+        crate::stall::summary(&stalls),
+    );
+    if let Some(path) = &args.plot {
+        let protocol = match args.protocol {
+            Protocol::Quic => "QUIC",
+            Protocol::Grpc => "gRPC",
+        };
+        let run = crate::plot::Run {
+            title: format!(
+                "loadgen tso: {:?} over {protocol}, {} connections, concurrency {}{}",
+                args.op,
+                args.connections,
+                args.concurrency,
+                args.rate
+                    .map(|r| format!(", offered {r}/s"))
+                    .unwrap_or_default()
+            ),
+            unit: if args.op == Op::Ping {
+                "pings"
+            } else {
+                "timestamps"
+            },
+            latency: "latency",
+            duration_s: elapsed.as_secs_f64(),
+            buckets: crate::plot::buckets(
+                &shared.latencies.merged_seconds(),
+                elapsed.as_secs_f64(),
+            ),
+            stalls: crate::plot::stalls_s(&stalls),
+            failovers,
+            histogram: &latencies,
+        };
+        crate::plot::write(&run, path)?;
+        println!("plot: {}", path.display());
+    }
+    Ok(report)
 }
 
 impl Shared {
@@ -354,8 +408,9 @@ async fn worker(
                     }
                 }
                 let from = scheduled.map_or(sent, |at| Schedule::latency_origin(at, sent));
-                latencies.record((done - from).as_nanos() as u64);
-                gaps.success((done - start).as_nanos() as u64);
+                let at = (done - start).as_nanos() as u64;
+                latencies.record_at(at, (done - from).as_nanos() as u64);
+                gaps.success(at);
                 ops += 1;
                 unflushed += 1;
                 if unflushed == 256 {

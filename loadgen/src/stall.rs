@@ -16,6 +16,14 @@ pub struct Gaps {
 }
 
 impl Gaps {
+    /// A worker that starts at `at_ns` (after connecting, say): the time before is not its gap.
+    pub fn starting_at(at_ns: u64) -> Gaps {
+        Gaps {
+            last_ns: at_ns,
+            intervals: Vec::new(),
+        }
+    }
+
     /// A request completed successfully at `at_ns`.
     pub fn success(&mut self, at_ns: u64) {
         if at_ns.saturating_sub(self.last_ns) >= THRESHOLD.as_nanos() as u64 {
@@ -107,6 +115,10 @@ mod tests {
             vec![(500 * MS, 520 * MS)]
         );
         assert_eq!(common(&[]), vec![]);
+        // A worker that started late has no gap before its start.
+        let mut late = Gaps::starting_at(200 * MS);
+        late.success(205 * MS);
+        assert_eq!(late.finish(230 * MS), vec![(205 * MS, 230 * MS)]);
     }
 
     proptest! {

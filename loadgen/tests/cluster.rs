@@ -38,6 +38,7 @@ async fn simulated_cluster_heartbeats_routes_and_sees_stores_go_down() {
         streams: 2,
         depth: 32,
         json: None,
+        plot: None,
     };
     let first = cluster::run(&args).await.unwrap();
     assert_eq!((first.stores, first.regions), (6, 3_000));
@@ -58,6 +59,7 @@ async fn simulated_cluster_heartbeats_routes_and_sees_stores_go_down() {
         depth: 16,
         json: None,
         protocol: Protocol::Quic,
+        plot: None,
     })
     .await
     .unwrap();
@@ -72,6 +74,7 @@ async fn simulated_cluster_heartbeats_routes_and_sees_stores_go_down() {
         depth: 8,
         json: None,
         protocol: Protocol::Grpc,
+        plot: None,
     })
     .await
     .unwrap();

@@ -1,6 +1,7 @@
 //! Three nodes on one real etcd, under continuous TSO load with the loadgen checker: the leader
 //! is SIGKILLed and restarted several times; a follower refuses TSO with NotLeader naming the
-//! leader. Zero violations, and the client never surfaces an error.
+//! leader; a leader paused (SIGSTOP) past its lease is left for its successor by the client.
+//! Zero violations, and the client never surfaces an error.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -476,5 +477,88 @@ async fn leader_clock_jumping_back_10s_never_steps_back() {
     );
     assert_eq!(report.violations, 0, "{report:?}");
     assert_eq!(report.errors, 0, "{report:?}");
+    stop_all(&mut nodes);
+}
+
+/// The serving leader among `nodes` other than `except` (a paused node's admin port would
+/// not answer), waiting up to 15 s.
+fn leader_other_than(nodes: &[Node], except: usize) -> usize {
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        for (i, node) in nodes.iter().enumerate() {
+            if i == except || node.process.is_none() {
+                continue;
+            }
+            if let Ok((200, body)) = admin_of(nodes, i).get_json("/health") {
+                if body["is_leader"] == true && body["serving"] == true {
+                    return i;
+                }
+            }
+        }
+        assert!(Instant::now() < deadline, "no other leader within 15 s");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_paused_leader_is_left_for_its_successor_and_never_serves_stale_after_it_resumes() {
+    let (_tmp, _etcd, mut nodes, ca) = tokio::task::block_in_place(start_cluster);
+    let first = tokio::task::block_in_place(|| leader(&nodes));
+    // A client connecting now learns every member (the registry is read every 500 ms).
+    let mut probe = direct_stream(&nodes[first], &ca).await;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        match probe.call(&Request::GetMembers).await.unwrap() {
+            Response::Ok(meridian::proto::Reply::Members(m)) if m.members.len() == 3 => break,
+            other => assert!(Instant::now() < deadline, "members never listed: {other:?}"),
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let pause = Duration::from_secs(8);
+    // Only the leader's address: the client learns the others from it.
+    let args = TsoArgs::checked(
+        vec![nodes[first].listen.clone()],
+        ca,
+        Duration::from_secs(2) + pause + Duration::from_secs(4),
+        32,
+    );
+    let load = tokio::spawn(async move { run::run(&args).await });
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let paused = Instant::now();
+    nodes[first]
+        .process
+        .as_ref()
+        .unwrap()
+        .signal(libc::SIGSTOP)
+        .unwrap();
+    let successor = tokio::task::block_in_place(|| leader_other_than(&nodes, first));
+    let elected = paused.elapsed();
+    tokio::time::sleep(pause.saturating_sub(paused.elapsed())).await;
+    // It wakes up believing it leads; it must prove its lease again before serving, and it
+    // cannot: the successor holds the key.
+    nodes[first]
+        .process
+        .as_ref()
+        .unwrap()
+        .signal(libc::SIGCONT)
+        .unwrap();
+    let report = load.await.unwrap().unwrap();
+    report.print();
+    println!(
+        "SIGSTOP of the leader for {pause:?}: n{successor} serving after {elected:?}, \
+         longest stretch without a timestamp {:.0} ms",
+        report.longest_stall_ms
+    );
+    assert_eq!(report.violations, 0, "{report:?}");
+    assert_eq!(
+        report.errors, 0,
+        "the client rides out the pause: {report:?}"
+    );
+    // The client left the silent leader for its successor instead of waiting out the pause.
+    // (How soon is a measurement, printed and in tuning.md; this bound is the behaviour.)
+    assert!(
+        report.longest_stall_ms < pause.as_millis() as f64 - 1000.0,
+        "the client waited for the paused leader: {report:?}"
+    );
     stop_all(&mut nodes);
 }

@@ -25,7 +25,7 @@ const KINDS: [(&str, RequestKind); 6] = [
     ("placement", RequestKind::Placement),
 ];
 /// Kinds of error replies, as labelled in `meridian_request_errors_total{kind}`.
-const ERROR_KINDS: [&str; 7] = [
+const ERROR_KINDS: [&str; 8] = [
     "not_leader",
     "invalid_argument",
     "stale_epoch",
@@ -33,6 +33,7 @@ const ERROR_KINDS: [&str; 7] = [
     "unavailable",
     "internal",
     "permission_denied",
+    "limit_exceeded",
 ];
 
 /// The label of an error reply.
@@ -46,6 +47,7 @@ pub fn error_kind(e: &crate::proto::ErrorReply) -> usize {
         Unavailable(_) => 4,
         Internal(_) => 5,
         PermissionDenied(_) => 6,
+        LimitExceeded(_) => 7,
     }
 }
 
@@ -65,6 +67,7 @@ pub struct CoreMetrics {
     latency_sum_us: AtomicU64,
     connections: AtomicU64,
     connections_refused: AtomicU64,
+    handshakes_limited: AtomicU64,
     retries: AtomicU64,
 }
 
@@ -104,6 +107,11 @@ impl CoreMetrics {
     /// A connection attempt refused because the core holds its limit.
     pub fn connection_refused(&self) {
         self.connections_refused.fetch_add(1, Relaxed);
+    }
+
+    /// A connection attempt refused because the core started its handshakes for this second.
+    pub fn handshake_limited(&self) {
+        self.handshakes_limited.fetch_add(1, Relaxed);
     }
 
     /// A handshake answered with a Retry (address validation under load).
@@ -212,6 +220,12 @@ impl Metrics {
         );
         counter(
             &mut out,
+            "meridian_quic_handshakes_limited_total",
+            "QUIC connection attempts refused at server.handshakes_per_sec.",
+            self.sum(|c| &c.handshakes_limited),
+        );
+        counter(
+            &mut out,
             "meridian_quic_retries_total",
             "QUIC handshakes asked to prove their address (server.retry_above_handshakes).",
             self.sum(|c| &c.retries),
@@ -306,8 +320,32 @@ impl Metrics {
             &latency,
             self.sum(|c| &c.latency_sum_us) as f64 / 1e6,
         );
+        if let Some(cpu) = process_cpu_seconds() {
+            // Prometheus' standard name: what a run cost the node, user and system time,
+            // whatever the machine's speed.
+            let name = "process_cpu_seconds_total";
+            let _ = writeln!(
+                out,
+                "# HELP {name} CPU time this process used, user and system."
+            );
+            let _ = writeln!(out, "# TYPE {name} counter");
+            let _ = writeln!(out, "{name} {cpu:.6}");
+        }
         out
     }
+}
+
+/// User plus system CPU time of this process, from getrusage(2).
+fn process_cpu_seconds() -> Option<f64> {
+    let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+    // SAFETY: getrusage writes a whole rusage into the pointer it is given.
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, usage.as_mut_ptr()) } != 0 {
+        return None;
+    }
+    // SAFETY: the call succeeded, so the struct is initialised.
+    let usage = unsafe { usage.assume_init() };
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    Some(secs(usage.ru_utime) + secs(usage.ru_stime))
 }
 
 fn gauge(out: &mut String, name: &str, help: &str, value: u64) {
@@ -361,5 +399,12 @@ mod tests {
         assert!(text.contains("meridian_tso_batch_size_bucket{le=\"4\"} 2"));
         assert!(text.contains("meridian_request_duration_seconds_bucket{le=\"0.000004\"} 2"));
         assert!(text.contains("meridian_request_duration_seconds_count 2"));
+        let cpu: f64 = text
+            .lines()
+            .find_map(|l| l.strip_prefix("process_cpu_seconds_total "))
+            .expect("process CPU time is exported")
+            .parse()
+            .unwrap();
+        assert!(cpu > 0.0, "a running test has used CPU: {cpu}");
     }
 }

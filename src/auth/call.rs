@@ -104,7 +104,7 @@ impl Request {
             Request::AllocId => Call::AllocId,
             Request::PutStore { .. } => Call::PutStore,
             Request::GetStore { .. } => Call::GetStore,
-            Request::GetAllStores => Call::GetAllStores,
+            Request::GetAllStores { .. } => Call::GetAllStores,
             Request::StoreHeartbeat { .. } => Call::StoreHeartbeat,
             Request::RegionHeartbeat { .. } => Call::RegionHeartbeat,
             Request::GetRegion { .. } => Call::GetRegion,

@@ -27,6 +27,10 @@ pub struct Connector {
     /// Index of the target that answered last; reconnection starts there.
     preferred: AtomicU64,
     pub(crate) retry_budget: Duration,
+    /// See `ClientOptions::silence_timeout`.
+    pub(crate) silence_timeout: Duration,
+    /// Members that went silent under a request, until when they are tried last.
+    suspects: std::sync::Mutex<Vec<(SocketAddr, tokio::time::Instant)>>,
 }
 
 impl Connector {
@@ -61,7 +65,41 @@ impl Connector {
             generation: AtomicU64::new(0),
             preferred: AtomicU64::new(0),
             retry_budget,
+            silence_timeout: Duration::from_millis(2500),
+            suspects: std::sync::Mutex::new(Vec::new()),
         })
+    }
+
+    /// Sets the silence timeout (see `ClientOptions::silence_timeout`).
+    pub fn with_silence_timeout(mut self, timeout: Duration) -> Self {
+        self.silence_timeout = timeout;
+        self
+    }
+
+    /// Whether `addr` went silent recently.
+    fn is_suspect(&self, addr: SocketAddr) -> bool {
+        let now = tokio::time::Instant::now();
+        self.suspects.lock().is_ok_and(|mut s| {
+            s.retain(|(_, until)| *until > now);
+            s.iter().any(|(a, _)| *a == addr)
+        })
+    }
+
+    /// The connection of `generation` went silent under a request: drop it, and try its
+    /// member last for a while, so the next attempt asks the others who leads now.
+    pub async fn suspect(&self, generation: u64) {
+        let mut current = self.current.lock().await;
+        if let Some((g, conn)) = current.as_ref() {
+            if *g == generation {
+                let until = tokio::time::Instant::now() + self.silence_timeout;
+                if let Ok(mut s) = self.suspects.lock() {
+                    s.retain(|(a, _)| *a != conn.remote_address());
+                    s.push((conn.remote_address(), until));
+                }
+                conn.close(0u32.into(), b"silent");
+                *current = None;
+            }
+        }
     }
 
     /// The live connection and its generation, connecting (with backoff over every endpoint,
@@ -79,8 +117,12 @@ impl Connector {
         loop {
             let targets = self.targets();
             let start = self.preferred.load(Ordering::Relaxed) as usize;
-            for i in 0..targets.len() {
-                let index = (start + i) % targets.len();
+            // From the preferred target on; members that went silent lately come last.
+            let mut order: Vec<usize> = (0..targets.len())
+                .map(|i| (start + i) % targets.len())
+                .collect();
+            order.sort_by_key(|&i| self.is_suspect(targets[i].addr));
+            for index in order {
                 let target = &targets[index];
                 match self.try_connect(target).await {
                     Ok(conn) => {
@@ -124,6 +166,16 @@ impl Connector {
             return;
         };
         self.learn(client_url).await;
+        if self.is_suspect(target.addr) {
+            // The member named went silent under us just now: it may be paused while its
+            // lease runs out. Ask the next member instead of waiting on it again.
+            self.preferred.fetch_add(1, Ordering::Relaxed);
+            let mut current = self.current.lock().await;
+            if let Some((_, conn)) = current.take() {
+                conn.close(0u32.into(), b"asking another member");
+            }
+            return;
+        }
         let index = match self.targets.lock() {
             Ok(targets) => match targets.iter().position(|t| t.addr == target.addr) {
                 Some(i) => i,

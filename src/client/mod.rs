@@ -31,6 +31,12 @@ pub struct ClientOptions {
     pub tso_streams: usize,
     /// How long a call keeps retrying transport failures and retryable errors before it fails.
     pub retry_budget: Duration,
+    /// A member that sends nothing for this long while a request waits is taken for paused
+    /// or cut off: the request goes to another member, and that member is tried last for as
+    /// long again. A paused leader would otherwise hold its clients for the whole pause, past
+    /// the election of its successor (the lease, 3 s by default). Longer than the server's
+    /// own waits (2 s for a TSO window), so a leader that is slow but alive answers first.
+    pub silence_timeout: Duration,
 }
 
 impl ClientOptions {
@@ -40,9 +46,39 @@ impl ClientOptions {
             trust,
             tso_streams: 1,
             retry_budget: Duration::from_secs(10),
+            silence_timeout: Duration::from_millis(2500),
         }
     }
 }
+
+/// How often a client asks for the member list again (PD's clients refresh theirs too).
+const MEMBER_REFRESH: Duration = Duration::from_secs(5);
+
+/// Adds every member the cluster lists to the connector's targets.
+async fn learn_members(connector: &Arc<Connector>) {
+    let Ok(mut stream) = RpcStream::open(connector.clone()).await else {
+        return;
+    };
+    if let Ok(Reply::Members(members)) = stream.call_with_retry(&Request::GetMembers).await {
+        for m in members.members.iter().chain(members.leader.as_ref()) {
+            connector.learn(&m.client_url).await;
+        }
+    }
+}
+
+/// `learn_members` every [`MEMBER_REFRESH`] while the client lives.
+async fn refresh_members(connector: std::sync::Weak<Connector>) {
+    loop {
+        tokio::time::sleep(MEMBER_REFRESH).await;
+        let Some(connector) = connector.upgrade() else {
+            return;
+        };
+        learn_members(&connector).await;
+    }
+}
+
+/// Placement calls one client runs at once; more wait for a free stream.
+pub const MAX_CALL_STREAMS: usize = 256;
 
 #[derive(Clone)]
 pub struct Client {
@@ -50,28 +86,34 @@ pub struct Client {
     tso: tso::Dispatcher,
     /// Idle request streams for placement calls.
     streams: Arc<tokio::sync::Mutex<Vec<RpcStream>>>,
+    /// Placement calls in flight, each on its own stream: at most [`MAX_CALL_STREAMS`], well
+    /// under the server's streams per connection, so the pool never waits on a stream the
+    /// server will not grant.
+    calls: Arc<tokio::sync::Semaphore>,
     regions: Arc<region_cache::RegionCache>,
 }
 
 impl Client {
     /// Connects to the first reachable endpoint and starts the TSO dispatcher.
     pub async fn connect(opts: ClientOptions) -> Result<Client, ClientError> {
-        let connector =
-            Arc::new(Connector::new(&opts.endpoints, &opts.trust, opts.retry_budget).await?);
+        let connector = Arc::new(
+            Connector::new(&opts.endpoints, &opts.trust, opts.retry_budget)
+                .await?
+                .with_silence_timeout(opts.silence_timeout),
+        );
         connector.connection().await?;
         let tso = tso::Dispatcher::start(connector.clone(), opts.tso_streams.max(1));
         let client = Client {
             connector,
             tso,
             streams: Default::default(),
+            calls: Arc::new(tokio::sync::Semaphore::new(MAX_CALL_STREAMS)),
             regions: Default::default(),
         };
-        // Learn every member, so the client survives the loss of the ones it was given.
-        if let Ok(members) = client.members().await {
-            for m in members.members.iter().chain(members.leader.as_ref()) {
-                client.connector.learn(&m.client_url).await;
-            }
-        }
+        // Learn every member, so the client survives the loss of the ones it was given, and
+        // keep learning: a member that joined after this call is a place to go too.
+        learn_members(&client.connector).await;
+        tokio::spawn(refresh_members(Arc::downgrade(&client.connector)));
         Ok(client)
     }
 

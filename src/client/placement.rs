@@ -13,6 +13,11 @@ fn unexpected(what: &str, reply: Reply) -> ClientError {
 impl Client {
     /// One request on a pooled stream, following the leader and retrying within the budget.
     pub async fn call(&self, req: Request) -> Result<Reply, ClientError> {
+        let _in_flight = self
+            .calls
+            .acquire()
+            .await
+            .map_err(|_| ClientError::Closed)?;
         let pooled = self.streams.lock().await.pop();
         let mut stream = match pooled {
             Some(s) => s,
@@ -63,10 +68,26 @@ impl Client {
         }
     }
 
+    /// Every store, asked a page at a time (one request for any real cluster).
     pub async fn get_all_stores(&self) -> Result<Vec<StoreStatus>, ClientError> {
-        match self.call(Request::GetAllStores).await? {
-            Reply::Stores(s) => Ok(s),
-            other => Err(unexpected("GetAllStores", other)),
+        let mut all: Vec<StoreStatus> = Vec::new();
+        loop {
+            let after_id = all.last().map_or(0, |s| s.store.id);
+            match self.call(Request::GetAllStores { after_id }).await? {
+                Reply::Stores { stores, more } => {
+                    let progressed = stores.last().is_some_and(|s| s.store.id > after_id);
+                    all.extend(stores);
+                    if !more {
+                        return Ok(all);
+                    }
+                    if !progressed {
+                        return Err(ClientError::Protocol(
+                            "GetAllStores: a page with more to come did not advance".into(),
+                        ));
+                    }
+                }
+                other => return Err(unexpected("GetAllStores", other)),
+            }
         }
     }
 

@@ -10,6 +10,33 @@ use super::connector::Connector;
 use super::error::ClientError;
 use crate::proto::{self, ErrorReply, FrameDecoder, Reply, Request, Response};
 
+/// Why an exchange failed.
+enum Failure {
+    /// The stream or connection broke, or the reply could not be read.
+    Transport(String),
+    /// Nothing came back for the silence timeout while a reply was due.
+    Silent(Duration),
+}
+
+impl Failure {
+    fn transport(why: &str) -> Failure {
+        Failure::Transport(why.to_string())
+    }
+
+    fn protocol(e: proto::FrameError) -> Failure {
+        Failure::Transport(e.to_string())
+    }
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Failure::Transport(why) => f.write_str(why),
+            Failure::Silent(after) => write!(f, "no reply for {after:?}: the member is silent"),
+        }
+    }
+}
+
 struct Open {
     generation: u64,
     connection: quinn::Connection,
@@ -75,14 +102,25 @@ impl RpcStream {
         self.out.clear();
         proto::encode(req, &mut self.scratch, &mut self.out).map_err(|e| e.to_string())?;
         let result = self.exchange().await;
-        if result.is_err() {
-            if let Some(open) = self.open.take() {
-                if open.connection.close_reason().is_some() {
-                    self.connector.invalidate(open.generation).await;
+        self.settle(result).await
+    }
+
+    /// After an exchange: a failed stream is dropped, its connection too if it is closed,
+    /// and a silent member is suspected (the connector asks the others next).
+    async fn settle<T>(&mut self, result: Result<T, Failure>) -> Result<T, String> {
+        match result {
+            Ok(v) => Ok(v),
+            Err(failure) => {
+                if let Some(open) = self.open.take() {
+                    if matches!(failure, Failure::Silent(_)) {
+                        self.connector.suspect(open.generation).await;
+                    } else if open.connection.close_reason().is_some() {
+                        self.connector.invalidate(open.generation).await;
+                    }
                 }
+                Err(failure.to_string())
             }
         }
-        result
     }
 
     /// Sends `reqs` back to back with one write and reads their responses, in order: the
@@ -106,51 +144,58 @@ impl RpcStream {
         self.out.clear();
         self.out.extend_from_slice(frames);
         let result = self.exchange_many(count).await;
-        if result.is_err() {
-            if let Some(open) = self.open.take() {
-                if open.connection.close_reason().is_some() {
-                    self.connector.invalidate(open.generation).await;
-                }
-            }
-        }
-        result
+        self.settle(result).await
     }
 
-    async fn exchange_many(&mut self, n: usize) -> Result<Vec<Response>, String> {
-        let open = self.open.as_mut().ok_or("stream not open")?;
+    async fn exchange_many(&mut self, n: usize) -> Result<Vec<Response>, Failure> {
+        let silence = self.connector.silence_timeout;
+        let open = self
+            .open
+            .as_mut()
+            .ok_or(Failure::transport("stream not open"))?;
         open.send
             .write_all(&self.out)
             .await
-            .map_err(|e| format!("send: {e}"))?;
+            .map_err(|e| Failure::Transport(format!("send: {e}")))?;
         let mut responses = Vec::with_capacity(n);
         while responses.len() < n {
-            if let Some(response) = self.decoder.next_response().map_err(|e| e.to_string())? {
+            if let Some(response) = self.decoder.next_response().map_err(Failure::protocol)? {
                 responses.push(response);
                 continue;
             }
-            match open.recv.read_chunk(64 * 1024, true).await {
-                Ok(Some(chunk)) => self.decoder.extend(&chunk.bytes),
-                Ok(None) => return Err("stream finished by the server".into()),
-                Err(e) => return Err(format!("receive: {e}")),
+            match tokio::time::timeout(silence, open.recv.read_chunk(64 * 1024, true)).await {
+                Ok(Ok(Some(chunk))) => self.decoder.extend(&chunk.bytes),
+                Ok(Ok(None)) => {
+                    return Err(Failure::Transport("stream finished by the server".into()))
+                }
+                Ok(Err(e)) => return Err(Failure::Transport(format!("receive: {e}"))),
+                Err(_) => return Err(Failure::Silent(silence)),
             }
         }
         Ok(responses)
     }
 
-    async fn exchange(&mut self) -> Result<Response, String> {
-        let open = self.open.as_mut().ok_or("stream not open")?;
+    async fn exchange(&mut self) -> Result<Response, Failure> {
+        let silence = self.connector.silence_timeout;
+        let open = self
+            .open
+            .as_mut()
+            .ok_or(Failure::transport("stream not open"))?;
         open.send
             .write_all(&self.out)
             .await
-            .map_err(|e| format!("send: {e}"))?;
+            .map_err(|e| Failure::Transport(format!("send: {e}")))?;
         loop {
-            if let Some(response) = self.decoder.next_response().map_err(|e| e.to_string())? {
+            if let Some(response) = self.decoder.next_response().map_err(Failure::protocol)? {
                 return Ok(response);
             }
-            match open.recv.read_chunk(64 * 1024, true).await {
-                Ok(Some(chunk)) => self.decoder.extend(&chunk.bytes),
-                Ok(None) => return Err("stream finished by the server".into()),
-                Err(e) => return Err(format!("receive: {e}")),
+            match tokio::time::timeout(silence, open.recv.read_chunk(64 * 1024, true)).await {
+                Ok(Ok(Some(chunk))) => self.decoder.extend(&chunk.bytes),
+                Ok(Ok(None)) => {
+                    return Err(Failure::Transport("stream finished by the server".into()))
+                }
+                Ok(Err(e)) => return Err(Failure::Transport(format!("receive: {e}"))),
+                Err(_) => return Err(Failure::Silent(silence)),
             }
         }
     }

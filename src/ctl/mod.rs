@@ -64,7 +64,8 @@ pub async fn regions_in(
     while out.len() < limit {
         let want = (limit - out.len()).min(MAX_SCAN_REGIONS as usize) as u32;
         let page = client.scan_regions(&from, end, want).await?;
-        let full = page.len() as u32 == want;
+        // A page may be short because of its size (replies are paged to fit a frame), not only
+        // because the range ran out: go on from its last end until the range or the keys end.
         let next = page.last().map(|r| r.end_key.clone());
         for r in page {
             if out.last().is_none_or(|p| p.id != r.id) {
@@ -72,7 +73,7 @@ pub async fn regions_in(
             }
         }
         match next {
-            Some(next) if full && !next.is_empty() && (end.is_empty() || next.as_slice() < end) => {
+            Some(next) if !next.is_empty() && (end.is_empty() || next.as_slice() < end) => {
                 from = next
             }
             _ => break,

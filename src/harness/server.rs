@@ -134,6 +134,11 @@ impl ServerProcess {
         crate::admin::AdminClient::new(&self.admin_addr, &self.trust())
     }
 
+    /// The process id while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
     /// Sends `signal` (`libc::SIGHUP`, ...) to the running process.
     pub fn signal(&self, signal: libc::c_int) -> anyhow::Result<()> {
         let child = self.child.as_ref().context("already stopped")?;

@@ -301,7 +301,9 @@ fn failpoint(_point: &str) -> std::io::Result<()> {
     Ok(())
 }
 
-struct Record {
+// `pub(crate)`, like `encode`, `parse_records` and `next_valid_record`: `crate::fuzzing` runs the
+// parser on fuzzed bytes and re-encodes what it returns.
+pub(crate) struct Record {
     op: u8,
     key: Vec<u8>,
     value: Vec<u8>,
@@ -309,7 +311,7 @@ struct Record {
 
 impl Record {
     /// `crc32 | body_len | op | key_len | key | value`, integers little-endian.
-    fn encode(&self, out: &mut Vec<u8>) {
+    pub(crate) fn encode(&self, out: &mut Vec<u8>) {
         let mut body = Vec::with_capacity(5 + self.key.len() + self.value.len());
         body.push(self.op);
         body.extend_from_slice(&(self.key.len() as u32).to_le_bytes());
@@ -349,7 +351,7 @@ impl Record {
 
 /// Parses records until the first incomplete or damaged one; returns them and the length of the
 /// good prefix.
-fn parse_records(bytes: &[u8]) -> (Vec<Record>, usize) {
+pub(crate) fn parse_records(bytes: &[u8]) -> (Vec<Record>, usize) {
     let mut records = Vec::new();
     let mut pos = 0;
     while let Some((record, len)) = record_at(bytes, pos) {
@@ -373,7 +375,7 @@ fn record_at(bytes: &[u8], pos: usize) -> Option<(Record, usize)> {
 
 /// The offset of the first whole, checksummed record after `damaged`, if any: a torn tail has
 /// none (zero-filled or cut pages never checksum as a record, since an empty body is invalid).
-fn next_valid_record(bytes: &[u8], damaged: usize) -> Option<usize> {
+pub(crate) fn next_valid_record(bytes: &[u8], damaged: usize) -> Option<usize> {
     (damaged + 1..bytes.len()).find(|&at| record_at(bytes, at).is_some())
 }
 

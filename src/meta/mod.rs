@@ -6,7 +6,8 @@
 mod etcd;
 mod etcd_access;
 mod keys;
-mod local;
+// `pub(crate)`: `crate::fuzzing` runs the WAL parser on fuzzed bytes.
+pub(crate) mod local;
 mod store;
 
 pub use etcd::{EtcdStore, LeaderGuard};

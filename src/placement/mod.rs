@@ -3,6 +3,7 @@
 
 mod id_alloc;
 mod id_hash;
+mod limits;
 mod operator;
 mod prefix_search;
 mod range_index;
@@ -14,16 +15,14 @@ mod shard;
 mod store;
 
 pub use id_alloc::{check_persisted_end, IdAllocator, IdEndError, MAX_ID_END};
+pub use limits::{page_len, store_wire_size, LimitError, Limits, KEY_LEN_CEILING, PAGE_BUDGET};
 pub use operator::{Operator, Pending};
 pub use range_index::{Change, RangeIndex, Route, Snapshot, SEGMENT};
 pub use region::{Epoch, Peer, PeerRole, Region, RegionError, RegionStats, MAX_PEERS};
 pub use region_map::{Applied, RegionMap};
 pub use schedule::{decide, Allowance, ScheduleConfig, StoreLoad, StoreView};
 pub use shard::{Outcome, Shard};
-pub use store::{
-    Label, Store, StoreError, StoreMap, StoreState, StoreStats, StoreStatus, MAX_ADDRESS_LEN,
-    MAX_LABELS,
-};
+pub use store::{Label, Store, StoreError, StoreMap, StoreState, StoreStats, StoreStatus};
 
 #[cfg(test)]
 mod tests;

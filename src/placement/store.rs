@@ -7,10 +7,6 @@ use std::collections::BTreeMap;
 
 use rkyv::{Archive, Deserialize, Serialize};
 
-/// Longest address and most labels a store may register; more is malformed, not a store.
-pub const MAX_ADDRESS_LEN: usize = 256;
-pub const MAX_LABELS: usize = 64;
-
 #[derive(Archive, Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
 pub struct Label {
     pub key: String,
@@ -96,11 +92,9 @@ impl StoreMap {
         if store.id == 0 {
             return bad("store id 0 is never allocated");
         }
-        if store.address.is_empty() || store.address.len() > MAX_ADDRESS_LEN {
-            return bad("address empty or too long");
-        }
-        if store.labels.len() > MAX_LABELS {
-            return bad("too many labels");
+        // Lengths and counts are `Limits`, checked where a request enters.
+        if store.address.is_empty() {
+            return bad("empty address");
         }
         if store.state == StoreState::Tombstone {
             return bad("a store cannot register as a tombstone");

@@ -75,6 +75,25 @@ where
     rkyv::from_bytes::<T, rancor::Error>(&aligned).map_err(|e| FrameError::Malformed(e.to_string()))
 }
 
+/// Capacity a stream's buffers keep between reads. One large frame (up to [`MAX_FRAME_LEN`])
+/// grows them; [`trim`] gives the excess back once it is consumed, so thousands of idle
+/// streams that each once carried a large frame do not pin a megabyte apiece.
+pub const KEEP_CAPACITY: usize = 128 * 1024;
+
+/// Gives back a buffer's memory above [`KEEP_CAPACITY`] when it holds nothing.
+pub fn trim(buf: &mut Vec<u8>) {
+    if buf.is_empty() && buf.capacity() > KEEP_CAPACITY {
+        *buf = Vec::new();
+    }
+}
+
+/// [`trim`] for the aligned buffers archives are written to and read from.
+pub fn trim_aligned(buf: &mut AlignedVec) {
+    if buf.capacity() > KEEP_CAPACITY {
+        *buf = AlignedVec::new();
+    }
+}
+
 /// Reassembles frames from stream chunks.
 #[derive(Default)]
 pub struct FrameDecoder {
@@ -99,6 +118,22 @@ impl FrameDecoder {
             self.pos = 0;
         }
         self.buf.extend_from_slice(chunk);
+    }
+
+    /// Gives back what a large frame made the buffers grow to, once nothing is buffered.
+    /// Called between reads, when no payload is borrowed.
+    pub fn trim(&mut self) {
+        if self.pos == self.buf.len() {
+            self.buf.clear();
+            self.pos = 0;
+            trim(&mut self.buf);
+        }
+        trim_aligned(&mut self.aligned);
+    }
+
+    /// Bytes held by the decoder's buffers, whatever they contain.
+    pub fn capacity(&self) -> usize {
+        self.buf.capacity() + self.aligned.capacity()
     }
 
     /// Whether bytes of an incomplete frame are buffered (a stream ending now is truncated).
@@ -181,6 +216,45 @@ mod tests {
         }
         assert_eq!(seen, reqs);
         assert!(!dec.has_partial());
+    }
+
+    #[test]
+    fn buffers_shrink_back_after_a_large_frame() {
+        let big = Request::GetRegion {
+            key: vec![7; MAX_FRAME_LEN - 1024],
+        };
+        let mut scratch = AlignedVec::new();
+        let mut out = Vec::new();
+        encode(&big, &mut scratch, &mut out).unwrap();
+        assert!(out.len() > MAX_FRAME_LEN / 2);
+        let mut dec = FrameDecoder::new();
+        for piece in out.chunks(64 * 1024) {
+            dec.extend(piece);
+        }
+        dec.extend(&frame(&Request::Ping)[..2]);
+        assert!(dec.next_request().unwrap().unwrap().is_ok());
+        assert!(dec.capacity() > MAX_FRAME_LEN);
+        // A partial frame is still buffered: trimming keeps it.
+        dec.trim();
+        dec.extend(&frame(&Request::Ping)[2..]);
+        let ping = dec.next_request().unwrap().unwrap().unwrap();
+        assert!(matches!(ping, ArchivedRequest::Ping));
+        dec.trim();
+        assert!(
+            dec.capacity() <= 2 * KEEP_CAPACITY,
+            "{} bytes kept",
+            dec.capacity()
+        );
+
+        // The encoder's buffers shrink the same way once written out.
+        out.clear();
+        trim(&mut out);
+        trim_aligned(&mut scratch);
+        assert!(out.capacity() <= KEEP_CAPACITY && scratch.capacity() <= KEEP_CAPACITY);
+        // Small buffers are kept for reuse.
+        let mut small = Vec::with_capacity(4096);
+        trim(&mut small);
+        assert_eq!(small.capacity(), 4096);
     }
 
     #[test]

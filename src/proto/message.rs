@@ -36,7 +36,10 @@ pub enum Request {
     GetStore {
         id: u64,
     },
-    GetAllStores,
+    /// Stores with ids above `after_id`, in id order, one page at a time (see `Reply::Stores`).
+    GetAllStores {
+        after_id: u64,
+    },
     StoreHeartbeat {
         store_id: u64,
         stats: StoreStats,
@@ -105,7 +108,11 @@ pub enum Reply {
     /// The request was carried out; nothing to return.
     Done,
     Store(Option<StoreStatus>),
-    Stores(Vec<StoreStatus>),
+    /// One page: `more` says whether stores follow the last one (ask again after its id).
+    Stores {
+        stores: Vec<StoreStatus>,
+        more: bool,
+    },
     RegionHeartbeat {
         operator: Option<Operator>,
     },
@@ -164,4 +171,7 @@ pub enum ErrorReply {
     /// The connection's certificate lacks the role the request needs; nothing was changed.
     #[error("permission denied: {0}")]
     PermissionDenied(String),
+    /// The request is over a configured size or count limit (`[limits]`); nothing was changed.
+    #[error("limit exceeded: {0}")]
+    LimitExceeded(String),
 }

@@ -5,7 +5,8 @@ mod frame;
 mod message;
 
 pub use frame::{
-    decode, encode, FrameDecoder, FrameError, StreamCode, FRAME_HEADER_LEN, MAX_FRAME_LEN,
+    decode, encode, trim, trim_aligned, FrameDecoder, FrameError, StreamCode, FRAME_HEADER_LEN,
+    KEEP_CAPACITY, MAX_FRAME_LEN,
 };
 pub use message::{
     ArchivedRequest, ArchivedResponse, ErrorReply, MemberInfo, MembersReply, Reply, Request,

@@ -5,13 +5,14 @@
 use std::net::UdpSocket;
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rustls::pki_types::CertificateDer;
 use tokio::task::JoinSet;
 
 use crate::proto::StreamCode;
 
+use super::handshake_rate::HandshakeRate;
 use super::socket::pin_to_cpu;
 use super::stream::serve_stream;
 use super::Shared;
@@ -76,6 +77,7 @@ async fn run(setup: CoreSetup) -> std::io::Result<()> {
     let limits = &shared.config.server;
     // Handshakes this core has started and not finished.
     let handshaking = Arc::new(AtomicUsize::new(0));
+    let mut rate = HandshakeRate::new(limits.handshakes_per_sec);
     loop {
         tokio::select! {
             _ = shutdown.wait_for(|stop| *stop) => break,
@@ -84,6 +86,11 @@ async fn run(setup: CoreSetup) -> std::io::Result<()> {
                     let metrics = shared.metrics.core(index);
                     if connections.len() >= limits.max_connections_per_core as usize {
                         metrics.connection_refused();
+                        incoming.refuse();
+                        continue;
+                    }
+                    if !rate.admit(Instant::now()) {
+                        metrics.handshake_limited();
                         incoming.refuse();
                         continue;
                     }

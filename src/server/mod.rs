@@ -5,12 +5,16 @@
 mod clock;
 mod control;
 mod core;
-mod dispatch;
+// `pub(crate)`: `crate::fuzzing` runs `Action::of` on fuzzed frames.
+pub(crate) mod dispatch;
 mod exclusive;
-mod grpc;
+// `pub(crate)`: `crate::fuzzing` runs `grpc::convert` on fuzzed pdpb messages.
+pub(crate) mod grpc;
+mod handshake_rate;
 mod identity;
 mod leadership;
-mod placement;
+// `pub(crate)`: `crate::fuzzing` decodes fuzzed region buckets with `placement::persist`.
+pub(crate) mod placement;
 mod socket;
 mod stream;
 
@@ -181,6 +185,7 @@ async fn serve(opts: ServeOptions) -> anyhow::Result<()> {
     let (placement, shard_queues) = placement::PlacementState::new(
         cores,
         opts.config.schedule,
+        opts.config.limits.clone(),
         clock.clone(),
         keys.clone(),
         metrics.clone(),

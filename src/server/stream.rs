@@ -200,6 +200,9 @@ pub async fn serve_stream(
             out.clear();
             metrics.latency(arrived.elapsed(), answered);
         }
+        decoder.trim();
+        proto::trim(&mut out);
+        proto::trim_aligned(&mut scratch);
         if let Some(e) = fatal {
             tracing::debug!(core, "closing a stream: {e}");
             let _ = send.reset(StreamCode::FrameTooLarge.code().into());

@@ -3,7 +3,8 @@
 //! QUIC cores stay as they are. The translation lives in `service` and `convert`; this module
 //! only binds, serves and stops.
 
-mod convert;
+// `pub(crate)` for `crate::fuzzing`.
+pub(crate) mod convert;
 mod service;
 
 use std::net::{SocketAddr, TcpListener};

@@ -159,6 +159,7 @@ impl PdService {
             ErrorReply::Unavailable(m) => Err(Status::unavailable(m)),
             ErrorReply::Internal(m) => Err(Status::internal(m)),
             ErrorReply::PermissionDenied(m) => Err(Status::permission_denied(m)),
+            ErrorReply::LimitExceeded(m) => Err(Status::resource_exhausted(m)),
         }
     }
 
@@ -441,24 +442,35 @@ impl Pd for Arc<PdService> {
         self.authorize(&request, Call::GetAllStores)?;
         let req = request.into_inner();
         self.check(req.header.as_ref())?;
-        match self.placement(Request::GetAllStores).await? {
-            Ok(Reply::Stores(stores)) => Ok(GrpcResponse::new(pdpb::GetAllStoresResponse {
-                header: self.header(),
-                stores: stores
-                    .iter()
-                    .map(convert::store_to)
-                    .filter(|s| {
+        // PD's reply has no paging: the pages are gathered into one message.
+        let mut stores = Vec::new();
+        let mut after_id = 0;
+        loop {
+            match self.placement(Request::GetAllStores { after_id }).await? {
+                Ok(Reply::Stores { stores: page, more }) => {
+                    let last = page.last().map_or(after_id, |s| s.store.id);
+                    stores.extend(page.iter().map(convert::store_to).filter(|s| {
                         !req.exclude_tombstone_stores
                             || s.state != metapb::StoreState::Tombstone as i32
-                    })
-                    .collect(),
-            })),
-            Ok(other) => Err(unexpected(other)),
-            Err(header) => Ok(GrpcResponse::new(pdpb::GetAllStoresResponse {
-                header,
-                ..Default::default()
-            })),
+                    }));
+                    if !more || last == after_id {
+                        break;
+                    }
+                    after_id = last;
+                }
+                Ok(other) => return Err(unexpected(other)),
+                Err(header) => {
+                    return Ok(GrpcResponse::new(pdpb::GetAllStoresResponse {
+                        header,
+                        ..Default::default()
+                    }))
+                }
+            }
         }
+        Ok(GrpcResponse::new(pdpb::GetAllStoresResponse {
+            header: self.header(),
+            stores,
+        }))
     }
 
     async fn store_heartbeat(
@@ -640,15 +652,15 @@ impl Pd for Arc<PdService> {
                 };
                 let Some(last) = got.last() else { break };
                 let next = last.end_key.clone();
-                let full = got.len() as u32 >= crate::proto::MAX_SCAN_REGIONS.min(limit);
                 limit -= got.len() as u32;
                 for r in got {
                     if out.last().is_none_or(|p| p.id != r.id) {
                         out.push(r);
                     }
                 }
-                if !full || next.is_empty() || (!range.end_key.is_empty() && next >= range.end_key)
-                {
+                // A page may be short because of its size, not only because the range ran
+                // out: go on until the range or the key space ends.
+                if next.is_empty() || (!range.end_key.is_empty() && next >= range.end_key) {
                     break;
                 }
                 start = next;

@@ -8,10 +8,13 @@ use std::time::Duration;
 use tokio::sync::oneshot;
 
 use super::persist::{encode_regions, encode_store, PersistOp, BUCKET_IDS};
+use super::shard_task::Beats;
 use super::shard_task::{forget_elsewhere, heartbeat_local, region_error, ShardMsg};
 use super::state::PlacementState;
 use crate::gc::{encode_service, GcUpdate, ServiceChange};
-use crate::placement::{Region, RegionStats, Store};
+use crate::placement::{
+    page_len, store_wire_size, LimitError, Limits, Region, RegionStats, Store, StoreMap, StoreState,
+};
 use crate::proto::{
     ErrorReply, Reply, Request, Response, SplitIds, MAX_BATCH_SPLIT, MAX_SCAN_REGIONS,
 };
@@ -25,16 +28,62 @@ fn invalid(why: impl Into<String>) -> Response {
     Response::Err(ErrorReply::InvalidArgument(why.into()))
 }
 
+fn over_limit(e: LimitError) -> Response {
+    Response::Err(ErrorReply::LimitExceeded(e.to_string()))
+}
+
+/// The sizes a request carries against `[limits]`; checked before anything else, so a
+/// request over a limit changes nothing. The store count is checked where a store registers.
+fn check_limits(limits: &Limits, req: &Request) -> Result<(), LimitError> {
+    match req {
+        Request::Bootstrap { store, region } => {
+            limits.check_store(store)?;
+            limits.check_region(region)
+        }
+        Request::PutStore { store } => limits.check_store(store),
+        Request::RegionHeartbeat { region, .. } | Request::AskBatchSplit { region, .. } => {
+            limits.check_region(region)
+        }
+        Request::ReportBatchSplit { regions } => {
+            regions.iter().try_for_each(|r| limits.check_region(r))
+        }
+        Request::GetRegion { key } | Request::GetPrevRegion { key } => limits.check_key("key", key),
+        Request::ScanRegions { start, end, .. } => {
+            limits.check_key("scan start", start)?;
+            limits.check_key("scan end", end)
+        }
+        Request::Ping
+        | Request::Tso { .. }
+        | Request::GetMembers
+        | Request::IsBootstrapped
+        | Request::AllocId
+        | Request::GetStore { .. }
+        | Request::GetAllStores { .. }
+        | Request::StoreHeartbeat { .. }
+        | Request::GetRegionById { .. }
+        | Request::GetGcSafePoint
+        | Request::UpdateGcSafePoint { .. }
+        | Request::UpdateServiceGcSafePoint { .. } => Ok(()),
+    }
+}
+
 fn unavailable(why: impl Into<String>) -> Response {
     Response::Err(ErrorReply::Unavailable(why.into()))
 }
 
 /// GetRegion for the keys of one read, answered in order: one snapshot, and the searches
 /// for all keys advance together so their cache misses overlap (`Snapshot::locate_many`).
-/// `None` when placement does not serve reads yet (the caller answers each request alone,
-/// which says why).
+/// `None` when placement does not serve reads yet or a key is over the limit (the caller
+/// answers each request alone, which says why).
 pub fn get_regions(state: &PlacementState, keys: &[Vec<u8>]) -> Option<Vec<Response>> {
     if !state.is_ready() || !state.bootstrapped.load(Ordering::Acquire) {
+        return None;
+    }
+    if keys
+        .iter()
+        .any(|k| state.limits.check_key("key", k).is_err())
+    {
+        // Rare: answered one by one through the request path, which refuses the long ones.
         return None;
     }
     let snapshot = state.index.snapshot();
@@ -48,6 +97,10 @@ pub fn get_regions(state: &PlacementState, keys: &[Vec<u8>]) -> Option<Vec<Respo
     )
 }
 
+/// Where a heartbeat's reply is, besides a remote shard's index.
+const LOCAL: usize = usize::MAX;
+const REFUSED: usize = usize::MAX - 1;
+
 /// Region heartbeats from one read, answered in order: those for this core's shard inline,
 /// the rest forwarded as one batch per owning core (waiting for room when a queue is full),
 /// handled there while this core does its own.
@@ -60,17 +113,21 @@ pub async fn heartbeats(
     let mut slots = Vec::with_capacity(items.len());
     let mut local = Vec::new();
     let mut remote: Vec<Vec<(Region, RegionStats)>> = vec![Vec::new(); n];
+    let mut refused = Vec::new();
     for (region, stats) in items {
         let shard = (region.id % n as u64) as usize;
-        if shard == core {
-            slots.push((usize::MAX, local.len()));
+        if let Err(e) = state.limits.check_region(&region) {
+            slots.push((REFUSED, refused.len()));
+            refused.push(over_limit(e));
+        } else if shard == core {
+            slots.push((LOCAL, local.len()));
             local.push((region, stats));
         } else {
             slots.push((shard, remote[shard].len()));
             remote[shard].push((region, stats));
         }
     }
-    let mut waiting: Vec<Option<oneshot::Receiver<Vec<Response>>>> = Vec::with_capacity(n);
+    let mut waiting: Vec<Option<oneshot::Receiver<Beats>>> = Vec::with_capacity(n);
     for (shard, items) in remote.into_iter().enumerate() {
         if items.is_empty() {
             waiting.push(None);
@@ -82,25 +139,43 @@ pub async fn heartbeats(
             .await;
         waiting.push(sent.ok().map(|_| rx));
     }
-    let mut done_local = Vec::with_capacity(local.len());
-    heartbeat_local(state, core, local, &mut done_local);
+    let mut local_beats = Beats {
+        replies: Vec::with_capacity(local.len()),
+        durable_at: 0,
+    };
+    heartbeat_local(state, core, local, &mut local_beats);
+    let mut durable_at = local_beats.durable_at;
+    let mut done_local = local_beats.replies;
     let mut done_remote: Vec<Vec<Response>> = Vec::with_capacity(n);
     for rx in waiting {
-        done_remote.push(match rx {
+        let beats = match rx {
             Some(rx) => rx.await.unwrap_or_default(),
-            None => Vec::new(),
-        });
+            None => Beats::default(),
+        };
+        durable_at = durable_at.max(beats.durable_at);
+        done_remote.push(beats.replies);
     }
+    // A heartbeat that changed what is persisted (an epoch, a displaced region) is answered
+    // once the change is durable. If it is not in time, the read's replies say so: stores
+    // heartbeat again, and the change, still in the map, is persisted meanwhile.
+    let durable = durable_at == 0 || state.dirty.wait(durable_at, WAIT).await;
     slots
         .into_iter()
         .map(|(shard, pos)| {
-            let done = if shard == usize::MAX {
+            let done = if shard == LOCAL {
                 done_local.get_mut(pos)
+            } else if shard == REFUSED {
+                refused.get_mut(pos)
             } else {
                 done_remote.get_mut(shard).and_then(|d| d.get_mut(pos))
             };
-            done.map(|r| std::mem::replace(r, Response::Ok(Reply::Done)))
-                .unwrap_or_else(|| unavailable("shutting down"))
+            match done.map(|r| std::mem::replace(r, Response::Ok(Reply::Done))) {
+                Some(Response::Ok(_)) if !durable => {
+                    unavailable("a change is not yet durable; heartbeat again")
+                }
+                Some(r) => r,
+                None => unavailable("shutting down"),
+            }
         })
         .collect()
 }
@@ -109,6 +184,9 @@ pub async fn handle(req: Request, shared: &Shared) -> Response {
     let state = &*shared.placement;
     if !state.is_ready() {
         return not_serving(shared);
+    }
+    if let Err(e) = check_limits(&state.limits, &req) {
+        return over_limit(e);
     }
     let bootstrapped = state.bootstrapped.load(Ordering::Acquire);
     match req {
@@ -126,8 +204,14 @@ pub async fn handle(req: Request, shared: &Shared) -> Response {
     match req {
         Request::PutStore { store } => put_store(state, store).await,
         Request::GetStore { id } => Response::Ok(Reply::Store(state.stores().get(id).cloned())),
-        Request::GetAllStores => {
-            Response::Ok(Reply::Stores(state.stores().iter().cloned().collect()))
+        Request::GetAllStores { after_id } => {
+            let map = state.stores();
+            let after: Vec<_> = map.iter().filter(|s| s.store.id > after_id).collect();
+            let n = page_len(after.iter().map(|s| store_wire_size(s)));
+            Response::Ok(Reply::Stores {
+                stores: after[..n].iter().map(|s| (*s).clone()).collect(),
+                more: n < after.len(),
+            })
         }
         Request::StoreHeartbeat { store_id, stats } => {
             let now = state.clock.now_ms();
@@ -136,7 +220,7 @@ pub async fn handle(req: Request, shared: &Shared) -> Response {
                 Ok(revived) => {
                     state.publish_stores(&map);
                     if revived {
-                        let _ = state.persist.send(PersistOp::Store(store_id));
+                        state.dirty.store(store_id);
                     }
                     Response::Ok(Reply::Done)
                 }
@@ -156,9 +240,18 @@ pub async fn handle(req: Request, shared: &Shared) -> Response {
             {
                 return unavailable("shutting down");
             }
-            match rx.await.map(|mut v| v.pop()) {
-                Ok(Some(r)) => r,
-                _ => unavailable("shutting down"),
+            match rx.await {
+                Ok(mut beats) => match beats.replies.pop() {
+                    Some(Response::Ok(_))
+                        if beats.durable_at > 0
+                            && !state.dirty.wait(beats.durable_at, WAIT).await =>
+                    {
+                        unavailable("a change is not yet durable; heartbeat again")
+                    }
+                    Some(r) => r,
+                    None => unavailable("shutting down"),
+                },
+                Err(_) => unavailable("shutting down"),
             }
         }
         Request::GetRegion { key } => Response::Ok(Reply::Region(
@@ -200,12 +293,15 @@ pub async fn handle(req: Request, shared: &Shared) -> Response {
                 limit.min(MAX_SCAN_REGIONS)
             };
             let regions = state.index.snapshot().scan(&start, &end, limit as usize);
+            // A page cut short by size ends before `limit`; the caller goes on from its
+            // last end key, as it does after a full page.
+            let n = page_len(regions.iter().map(|r| r.region.wire_size()));
             Response::Ok(Reply::Regions(
-                regions.iter().map(|r| r.region.clone()).collect(),
+                regions[..n].iter().map(|r| r.region.clone()).collect(),
             ))
         }
         Request::AskBatchSplit { region, count } => ask_batch_split(state, region, count).await,
-        Request::ReportBatchSplit { regions } => report_batch_split(state, regions),
+        Request::ReportBatchSplit { regions } => report_batch_split(state, regions).await,
         Request::GetGcSafePoint => Response::Ok(Reply::GcSafePoint(state.gc.lock().await.gc())),
         Request::UpdateGcSafePoint { safe_point } => update_gc_safe_point(state, safe_point).await,
         Request::UpdateServiceGcSafePoint {
@@ -299,6 +395,9 @@ async fn put_store(state: &PlacementState, store: Store) -> Response {
     }
     let now = state.clock.now_ms();
     let mut staged = state.stores().clone();
+    if let Err(e) = admit_store(&state.limits, &staged, store.id) {
+        return over_limit(e);
+    }
     let status = match staged.put(store, now) {
         Ok(s) => s.store.clone(),
         Err(e) => return invalid(e.to_string()),
@@ -311,7 +410,9 @@ async fn put_store(state: &PlacementState, store: Store) -> Response {
         return r;
     }
     let mut map = state.stores();
-    // Another registration may have landed meanwhile; apply this one to the live map.
+    // Another registration may have landed meanwhile; apply this one to the live map. The
+    // store count is not checked again: this one is durable now, and registrations racing
+    // at the limit can pass it only by the few that were in flight together.
     match map.put(status, now) {
         Ok(_) => {
             state.publish_stores(&map);
@@ -319,6 +420,14 @@ async fn put_store(state: &PlacementState, store: Store) -> Response {
         }
         Err(e) => invalid(e.to_string()),
     }
+}
+
+fn admit_store(limits: &Limits, stores: &StoreMap, id: u64) -> Result<(), LimitError> {
+    let live = stores
+        .iter()
+        .filter(|s| s.store.state != StoreState::Tombstone)
+        .count();
+    limits.admit_store(id, stores.get(id).is_some(), live)
 }
 
 async fn ask_batch_split(state: &PlacementState, region: Region, count: u32) -> Response {
@@ -403,7 +512,7 @@ async fn update_service_safe_point(
     })
 }
 
-fn report_batch_split(state: &PlacementState, regions: Vec<Region>) -> Response {
+async fn report_batch_split(state: &PlacementState, regions: Vec<Region>) -> Response {
     if regions.is_empty() || regions.len() > MAX_BATCH_SPLIT as usize + 1 {
         return invalid(format!("{} regions in one split report", regions.len()));
     }
@@ -428,16 +537,15 @@ fn report_batch_split(state: &PlacementState, regions: Vec<Region>) -> Response 
     }
     let mut first_error = None;
     let mut removed = Vec::new();
+    let mut durable_at = 0;
     for result in state.index.apply_batch(regions) {
         match result {
             Ok(change) => {
                 if change.epoch_changed {
-                    let _ = state
-                        .persist
-                        .send(PersistOp::Region(change.route.region.id));
+                    durable_at = durable_at.max(state.dirty.region(change.route.region.id));
                 }
                 for id in &change.removed {
-                    let _ = state.persist.send(PersistOp::Region(*id));
+                    durable_at = durable_at.max(state.dirty.region(*id));
                 }
                 removed.extend(change.removed);
             }
@@ -448,6 +556,10 @@ fn report_batch_split(state: &PlacementState, regions: Vec<Region>) -> Response 
     }
     if !removed.is_empty() {
         forget_elsewhere(state, usize::MAX, removed);
+    }
+    // Acknowledged only once durable: a store that hears Done may forget its report.
+    if durable_at > 0 && !state.dirty.wait(durable_at, WAIT).await {
+        return unavailable("the split is applied but not yet durable; report it again");
     }
     match first_error {
         None => Response::Ok(Reply::Done),

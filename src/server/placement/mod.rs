@@ -3,8 +3,10 @@
 //! into replies, `persist` writes changes and loads them when a leader starts. Decisions stay
 //! in `placement`; nothing here decides what a heartbeat means.
 
+mod dirty;
 mod handler;
-mod persist;
+// `pub(crate)` for `crate::fuzzing`.
+pub(crate) mod persist;
 mod shard_task;
 mod state;
 

@@ -19,23 +19,25 @@ use crate::meta::{Keys, MetaError, MetaStore, WriteOp};
 use crate::placement::{Region, Store, StoreStats, StoreStatus};
 use crate::server::control::load_decimal;
 
+/// Writes a request waits for (bootstrap, store registration). Changes the map made on its
+/// own are marked in the dirty set instead.
 pub enum PersistOp {
-    /// Region `id` changed or left the map.
-    Region(u64),
-    /// Store `id` changed.
-    Store(u64),
-    /// Writes to make durable before the sender replies (bootstrap, store registration).
     Sync {
         ops: Vec<WriteOp>,
         reply: oneshot::Sender<Result<(), MetaError>>,
     },
 }
 
-/// Most queued changes taken per flush.
-const FLUSH_MAX: usize = 16_384;
+/// Longest pause between attempts to load placement after a failure.
+const LOAD_BACKOFF_MAX: Duration = Duration::from_secs(5);
 
 /// Serves placement for one term: loads, then persists until `stop`, and leaves the node not
 /// serving placement (and holding nothing) when it returns.
+///
+/// Only a lost leadership (`NotLeader`: the term's guard no longer holds) ends it early.
+/// Any other failure leaves placement down or behind while the TSO keeps serving: a load that
+/// fails is tried again with backoff (placement answers `Unavailable` meanwhile); a write that
+/// fails stays marked and is written by a later flush, and what waits for it waits longer.
 pub async fn serve_term<M: MetaStore + Clone>(
     state: Arc<PlacementState>,
     store: M,
@@ -43,13 +45,30 @@ pub async fn serve_term<M: MetaStore + Clone>(
     mut stop: watch::Receiver<bool>,
 ) -> Result<(), MetaError> {
     let mut rx = state.persist_rx.lock().await;
-    // Anything queued belongs to an earlier term, whose state this term reloads.
+    // Anything queued or marked belongs to an earlier term, whose state this term reloads.
     while rx.try_recv().is_ok() {}
+    state.dirty.clear();
     let result = async {
-        load(&state, &store, &keys).await?;
+        let mut backoff = Duration::from_millis(100);
+        loop {
+            match load(&state, &store, &keys).await {
+                Ok(()) => break,
+                Err(MetaError::NotLeader) => return Err(MetaError::NotLeader),
+                Err(e) => {
+                    tracing::error!(
+                        "placement is not served: loading it failed ({e}); retrying in \
+                         {backoff:?}, the TSO serves meanwhile"
+                    );
+                    clear(&state).await;
+                    tokio::select! {
+                        _ = stop.wait_for(|s| *s) => return Ok(()),
+                        _ = tokio::time::sleep(backoff) => {}
+                    }
+                    backoff = (backoff * 2).min(LOAD_BACKOFF_MAX);
+                }
+            }
+        }
         state.set_ready(true);
-        let mut regions = BTreeSet::new();
-        let mut stores = BTreeSet::new();
         let mut tick = tokio::time::interval(Duration::from_secs(1));
         loop {
             let mut sync = Vec::new();
@@ -58,23 +77,19 @@ pub async fn serve_term<M: MetaStore + Clone>(
                 _ = stop.wait_for(|s| *s) => stopping = true,
                 op = rx.recv() => {
                     let Some(op) = op else { return Ok(()) };
-                    let mut take = |op| match op {
-                        PersistOp::Region(id) => { regions.insert(id); }
-                        PersistOp::Store(id) => { stores.insert(id); }
-                        PersistOp::Sync { ops, reply } => sync.push((ops, reply)),
-                    };
-                    take(op);
-                    for _ in 0..FLUSH_MAX {
-                        match rx.try_recv() {
-                            Ok(op) => take(op),
-                            Err(_) => break,
-                        }
+                    let PersistOp::Sync { ops, reply } = op;
+                    sync.push((ops, reply));
+                    while let Ok(PersistOp::Sync { ops, reply }) = rx.try_recv() {
+                        sync.push((ops, reply));
                     }
                 }
+                _ = state.dirty.wake.notified() => {}
                 _ = state.ids.want_block.notified() => {}
                 _ = tick.tick() => {
-                    stores.extend(mark_down(&state));
-                    state.publish_gauges(regions.len() + stores.len());
+                    for id in mark_down(&state) {
+                        state.dirty.store(id);
+                    }
+                    state.publish_gauges(state.dirty.len());
                 }
             }
             for (ops, reply) in sync {
@@ -85,13 +100,16 @@ pub async fn serve_term<M: MetaStore + Clone>(
                     return Err(MetaError::NotLeader);
                 }
             }
-            persist_id_block(&state, &store, &keys).await?;
-            if stopping {
-                return flush(&state, &store, &keys, &mut regions, &mut stores).await;
-            }
-            match flush(&state, &store, &keys, &mut regions, &mut stores).await {
+            match persist_id_block(&state, &store, &keys).await {
                 Err(MetaError::NotLeader) => return Err(MetaError::NotLeader),
+                Err(e) => tracing::warn!("persisting an id block failed (will retry): {e}"),
+                Ok(()) => {}
+            }
+            match flush(&state, &store, &keys).await {
+                Err(MetaError::NotLeader) => return Err(MetaError::NotLeader),
+                Err(e) if stopping => return Err(e),
                 Err(e) => tracing::warn!("persisting placement failed (will retry): {e}"),
+                Ok(()) if stopping => return Ok(()),
                 Ok(()) => {}
             }
         }
@@ -99,6 +117,7 @@ pub async fn serve_term<M: MetaStore + Clone>(
     .await;
     state.set_ready(false);
     clear(&state).await;
+    state.dirty.clear();
     state.publish_gauges(0);
     result
 }
@@ -133,38 +152,48 @@ fn mark_down(state: &PlacementState) -> Vec<u64> {
     down
 }
 
+/// Writes what is marked, as the index and the store map hold it now; on failure the marks
+/// go back for the next flush.
 async fn flush<M: MetaStore>(
     state: &PlacementState,
     store: &M,
     keys: &Keys,
-    regions: &mut BTreeSet<u64>,
-    stores: &mut BTreeSet<u64>,
 ) -> Result<(), MetaError> {
-    if regions.is_empty() && stores.is_empty() {
+    let Some(taken) = state.dirty.take() else {
         return Ok(());
+    };
+    let written = async {
+        let buckets: BTreeSet<u64> = taken.regions.iter().map(|id| id / BUCKET_IDS).collect();
+        let mut ops: Vec<WriteOp> = Vec::with_capacity(buckets.len() + taken.stores.len());
+        for b in buckets {
+            let current = state.index.regions_in(b * BUCKET_IDS..(b + 1) * BUCKET_IDS);
+            let value = if current.is_empty() {
+                None
+            } else {
+                Some(encode_regions(&current)?)
+            };
+            ops.push((keys.region_bucket(b), value));
+        }
+        {
+            let map = state.stores();
+            for id in taken.stores.iter() {
+                let value = map.get(*id).map(|s| encode_store(&s.store));
+                ops.push((keys.store(*id), value.transpose()?));
+            }
+        }
+        store.batch(ops).await
     }
-    let buckets: BTreeSet<u64> = regions.iter().map(|id| id / BUCKET_IDS).collect();
-    let mut ops: Vec<WriteOp> = Vec::with_capacity(buckets.len() + stores.len());
-    for b in buckets {
-        let current = state.index.regions_in(b * BUCKET_IDS..(b + 1) * BUCKET_IDS);
-        let value = if current.is_empty() {
-            None
-        } else {
-            Some(encode_regions(&current)?)
-        };
-        ops.push((keys.region_bucket(b), value));
-    }
-    {
-        let map = state.stores();
-        for id in stores.iter() {
-            let value = map.get(*id).map(|s| encode_store(&s.store));
-            ops.push((keys.store(*id), value.transpose()?));
+    .await;
+    match written {
+        Ok(()) => {
+            state.dirty.durable(taken.generation);
+            Ok(())
+        }
+        Err(e) => {
+            state.dirty.put_back(taken);
+            Err(e)
         }
     }
-    store.batch(ops).await?;
-    regions.clear();
-    stores.clear();
-    Ok(())
 }
 
 /// Loads a term's state: bootstrap flag, id block, stores, regions; then hands each shard

@@ -8,7 +8,6 @@ use std::sync::Arc;
 
 use tokio::sync::{mpsc, oneshot, watch};
 
-use super::persist::PersistOp;
 use super::state::PlacementState;
 use crate::placement::{Region, RegionError, RegionStats, Route, Shard, StoreView};
 use crate::proto::{ErrorReply, Reply, Response};
@@ -17,7 +16,7 @@ pub enum ShardMsg {
     /// Heartbeats forwarded from another core, answered together in order.
     Heartbeats {
         items: Vec<(Region, RegionStats)>,
-        reply: oneshot::Sender<Vec<Response>>,
+        reply: oneshot::Sender<Beats>,
     },
     GetById {
         id: u64,
@@ -34,12 +33,20 @@ thread_local! {
     static SHARD: RefCell<Option<Shard>> = const { RefCell::new(None) };
 }
 
+/// Replies to heartbeats, in order, and the dirty generation that must be durable before any
+/// of them is sent (0: none changed what is persisted).
+#[derive(Default)]
+pub struct Beats {
+    pub replies: Vec<Response>,
+    pub durable_at: u64,
+}
+
 /// Handles heartbeats for this core's own shard, in order.
 pub fn heartbeat_local(
     state: &PlacementState,
     core: usize,
     items: impl IntoIterator<Item = (Region, RegionStats)>,
-    out: &mut Vec<Response>,
+    out: &mut Beats,
 ) {
     let now = state.clock.now_ms();
     let view = state.view.load();
@@ -47,7 +54,8 @@ pub fn heartbeat_local(
         let mut cell = cell.borrow_mut();
         let shard = cell.get_or_insert_with(|| Shard::new(state.cfg));
         for (region, stats) in items {
-            out.push(heartbeat(shard, state, &view, core, region, stats, now));
+            let reply = heartbeat(shard, state, &view, core, region, stats, now, out);
+            out.replies.push(reply);
         }
     })
 }
@@ -70,7 +78,10 @@ pub async fn run_shard(
         for msg in batch.drain(..) {
             match msg {
                 ShardMsg::Heartbeats { items, reply } => {
-                    let mut out = Vec::with_capacity(items.len());
+                    let mut out = Beats {
+                        replies: Vec::with_capacity(items.len()),
+                        durable_at: 0,
+                    };
                     heartbeat_local(&state, index, items, &mut out);
                     let _ = reply.send(out);
                 }
@@ -95,6 +106,7 @@ fn with_shard<T>(state: &PlacementState, f: impl FnOnce(&mut Shard) -> T) -> T {
     })
 }
 
+#[allow(clippy::too_many_arguments)]
 fn heartbeat(
     shard: &mut Shard,
     state: &PlacementState,
@@ -103,6 +115,7 @@ fn heartbeat(
     region: Region,
     stats: RegionStats,
     now: u64,
+    beats: &mut Beats,
 ) -> Response {
     if !state.is_ready() {
         return Response::Err(ErrorReply::Unavailable(
@@ -122,12 +135,14 @@ fn heartbeat(
         state.ids.try_alloc()
     }) {
         Ok(outcome) => {
+            // A change to what is persisted is acknowledged once it is durable (the caller
+            // waits for `durable_at` before replying).
             if let Some(route) = &outcome.persist {
-                let _ = state.persist.send(PersistOp::Region(route.region.id));
+                beats.durable_at = beats.durable_at.max(state.dirty.region(route.region.id));
             }
             if !outcome.removed.is_empty() {
                 for id in &outcome.removed {
-                    let _ = state.persist.send(PersistOp::Region(*id));
+                    beats.durable_at = beats.durable_at.max(state.dirty.region(*id));
                 }
                 forget_elsewhere(state, index, outcome.removed);
             }

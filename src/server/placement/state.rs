@@ -9,12 +9,13 @@ use std::time::Duration;
 use arc_swap::ArcSwap;
 use tokio::sync::{mpsc, Notify};
 
+use super::dirty::DirtySet;
 use super::persist::PersistOp;
 use super::shard_task::ShardMsg;
 use crate::admin::{Metrics, PlacementGauges, StoreCounts};
 use crate::gc::SafePoints;
 use crate::meta::Keys;
-use crate::placement::{IdAllocator, RangeIndex, ScheduleConfig, StoreMap, StoreView};
+use crate::placement::{IdAllocator, Limits, RangeIndex, ScheduleConfig, StoreMap, StoreView};
 use crate::server::WallClock;
 
 /// Ids per persisted block; a new block is persisted when half of one is left.
@@ -30,9 +31,14 @@ pub struct PlacementState {
     pub bootstrapped: AtomicBool,
     /// One bounded queue per core's shard.
     pub shards: Vec<mpsc::Sender<ShardMsg>>,
+    /// Writes a request waits for (bootstrap, store registration); one per waiting request.
     pub persist: mpsc::UnboundedSender<PersistOp>,
     pub persist_rx: tokio::sync::Mutex<mpsc::UnboundedReceiver<PersistOp>>,
+    /// Regions and stores changed and not yet durable.
+    pub dirty: DirtySet,
     pub cfg: ScheduleConfig,
+    /// Sizes and counts requests may carry; checked by the handler where they enter.
+    pub limits: Limits,
     pub clock: Arc<WallClock>,
     pub keys: Keys,
     /// Serializes bootstrap attempts.
@@ -52,6 +58,7 @@ impl PlacementState {
     pub fn new(
         cores: usize,
         cfg: ScheduleConfig,
+        limits: Limits,
         clock: Arc<WallClock>,
         keys: Keys,
         metrics: Arc<Metrics>,
@@ -69,7 +76,9 @@ impl PlacementState {
             shards: senders,
             persist,
             persist_rx: tokio::sync::Mutex::new(persist_rx),
+            dirty: DirtySet::default(),
             cfg,
+            limits,
             clock,
             keys,
             bootstrap_lock: tokio::sync::Mutex::new(()),
