@@ -16,6 +16,8 @@ pub mod ctl;
 pub mod datagram;
 /// Leadership on etcd: campaign, lease keepalive, lease proof (T4).
 pub mod election;
+/// Failpoints: named steps tests make fail, hang or kill the process (`failpoints` feature).
+pub mod failpoint;
 /// Fuzz targets over the decoders of outside bytes (`fuzz/`, `tests/fuzz_corpus.rs`).
 #[doc(hidden)]
 pub mod fuzzing;

@@ -273,6 +273,12 @@ fn main() -> std::process::ExitCode {
 }
 
 fn serve(args: ServeArgs) -> anyhow::Result<()> {
+    if meridian::failpoint::compiled_in() {
+        tracing::warn!(
+            "this build has failpoints compiled in (feature `failpoints`): for tests only"
+        );
+    }
+    meridian::failpoint::arm_from_env().map_err(|e| anyhow::anyhow!("FAILPOINTS: {e}"))?;
     // Read and checked before anything binds, so a bad file fails the start naming its flag.
     let etcd_access = EtcdAccess::from_flags(
         EtcdAccessFlags {

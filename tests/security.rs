@@ -437,9 +437,12 @@ async fn the_wrong_role_is_denied_by_name_on_every_port_and_changes_nothing() {
         ("POST", format!("/api/v1/leader/transfer/{member}")),
         ("POST", "/api/v1/debug/clock/shift/-10000".into()),
         ("DELETE", format!("/api/v1/members/{member}")),
+        ("PUT", "/api/v1/debug/failpoints/meta::wal::fsync".into()),
+        ("DELETE", "/api/v1/debug/failpoints/meta::wal::fsync".into()),
     ] {
         let (code, body) = match method {
             "POST" => admin_as_store.post(&path),
+            "PUT" => admin_as_store.put(&path, "return(eio)"),
             _ => admin_as_store.delete(&path),
         }
         .unwrap();

@@ -77,6 +77,26 @@ impl AdminClient {
         Ok((status, response.body_mut().read_to_string()?))
     }
 
+    /// Status code and body of a PUT of `body` (text).
+    pub fn put(&self, path: &str, body: &str) -> anyhow::Result<(u16, String)> {
+        let mut response = self.agent.put(format!("{}{path}", self.base)).send(body)?;
+        let status = response.status().as_u16();
+        Ok((status, response.body_mut().read_to_string()?))
+    }
+
+    /// Arms failpoint `name` with `actions` (a build with the `failpoints` feature;
+    /// src/failpoint.rs); empty `actions` disarm it.
+    pub fn failpoint(&self, name: &str, actions: &str) -> anyhow::Result<()> {
+        let path = format!("/api/v1/debug/failpoints/{name}");
+        let (status, body) = if actions.is_empty() {
+            self.delete(&path)?
+        } else {
+            self.put(&path, actions)?
+        };
+        anyhow::ensure!(status == 200, "{name}={actions}: {status} {body}");
+        Ok(())
+    }
+
     /// Status code and body of a DELETE.
     pub fn delete(&self, path: &str) -> anyhow::Result<(u16, String)> {
         let mut response = self.agent.delete(format!("{}{path}", self.base)).call()?;

@@ -60,6 +60,11 @@ pub fn router(state: AdminState) -> Router {
         .route("/api/v1/leader", get(leader))
         .route("/api/v1/leader/resign", post(super::leadership::resign))
         .route("/api/v1/debug/clock/shift/{ms}", post(shift_clock))
+        .route("/api/v1/debug/failpoints", get(failpoints))
+        .route(
+            "/api/v1/debug/failpoints/{name}",
+            axum::routing::put(arm_failpoint).delete(disarm_failpoint),
+        )
         .route(
             "/api/v1/members/{name}",
             axum::routing::delete(super::leadership::delete_member),
@@ -204,6 +209,42 @@ async fn leader(State(s): State<AdminState>) -> Response {
         Some(l) => Json(member_json(&l)).into_response(),
         None => (StatusCode::NOT_FOUND, Json(json!({"error": "no leader"}))).into_response(),
     }
+}
+
+/// The armed failpoints (src/failpoint.rs); empty in a build without them.
+async fn failpoints() -> Json<serde_json::Value> {
+    let armed: serde_json::Map<String, serde_json::Value> = crate::failpoint::armed()
+        .into_iter()
+        .map(|(name, actions)| (name, actions.into()))
+        .collect();
+    Json(json!({"compiled_in": crate::failpoint::compiled_in(), "armed": armed}))
+}
+
+/// Arms a failpoint with the body's actions (`fail`'s syntax, e.g. `return(eio)`).
+async fn arm_failpoint(
+    axum::extract::Path(name): axum::extract::Path<String>,
+    body: String,
+) -> Response {
+    match crate::failpoint::arm(&name, body.trim()) {
+        Ok(()) => Json(json!({"armed": name, "actions": body.trim()})).into_response(),
+        Err(e) => refused_failpoint(e),
+    }
+}
+
+async fn disarm_failpoint(axum::extract::Path(name): axum::extract::Path<String>) -> Response {
+    match crate::failpoint::arm(&name, "") {
+        Ok(()) => Json(json!({"disarmed": name})).into_response(),
+        Err(e) => refused_failpoint(e),
+    }
+}
+
+fn refused_failpoint(e: String) -> Response {
+    let status = if crate::failpoint::compiled_in() {
+        StatusCode::BAD_REQUEST
+    } else {
+        StatusCode::FORBIDDEN
+    };
+    (status, Json(json!({"error": e}))).into_response()
 }
 
 async fn shift_clock(

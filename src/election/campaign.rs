@@ -12,6 +12,7 @@ use etcd_client::{
 use tokio::sync::watch;
 
 use super::lease::LeaseProof;
+use crate::failpoint::{self, points};
 use crate::meta::{LeaderGuard, MetaError};
 use crate::proto::MemberInfo;
 
@@ -358,6 +359,11 @@ async fn keep_alive(
             }
         };
         loop {
+            if let Err(e) = failpoint::step(points::LEASE_KEEPALIVE).await {
+                tracing::warn!(lease = id, "lease keepalive: {e}");
+                tokio::time::sleep(interval).await;
+                continue;
+            }
             let sent = mono_ms();
             if keeper.keep_alive().await.is_err() {
                 break;

@@ -1,9 +1,11 @@
 //! Real processes for demos and end-to-end tests: `meridian serve` and `etcd` on loopback ports
 //! in temp dirs, stopped gracefully or killed, and always reaped when dropped.
 
+mod cluster;
 mod etcd;
 mod server;
 
+pub use cluster::{Cluster, ClusterNode};
 pub use etcd::{EtcdProcess, EtcdTlsFiles, MERIDIAN_PREFIX, ROOT_PASSWORD};
 pub use server::ServerProcess;
 

@@ -149,6 +149,37 @@ impl ServerProcess {
         Ok(())
     }
 
+    /// Arms failpoint `name` with `actions` through the admin API (a build with the
+    /// `failpoints` feature; src/failpoint.rs); empty `actions` disarm it.
+    pub fn failpoint(&self, name: &str, actions: &str) -> anyhow::Result<()> {
+        self.admin()?.failpoint(name, actions)
+    }
+
+    /// Everything the process has logged so far.
+    pub fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Waits up to `timeout` for the process to exit by itself (a failpoint's `kill`); its
+    /// status, or `None` if it still runs.
+    pub fn wait_exit(
+        &mut self,
+        timeout: Duration,
+    ) -> anyhow::Result<Option<std::process::ExitStatus>> {
+        let child = self.child.as_mut().context("already stopped")?;
+        let deadline = std::time::Instant::now() + timeout;
+        loop {
+            if let Some(status) = child.try_wait()? {
+                self.child = None;
+                return Ok(Some(status));
+            }
+            if std::time::Instant::now() >= deadline {
+                return Ok(None);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     /// SIGKILL: no shutdown, no flush; what is on disk is all the next start has.
     pub fn kill(mut self) -> anyhow::Result<()> {
         let mut child = self.child.take().context("already stopped")?;

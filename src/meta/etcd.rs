@@ -8,6 +8,7 @@ use etcd_client::{Compare, CompareOp, DeleteOptions, Txn, TxnOp};
 use super::etcd_access::EtcdAccess;
 use super::keys::Keys;
 use super::store::{KeyValue, MetaError, MetaStore, WriteOp};
+use crate::failpoint::{self, points};
 
 /// etcd's default `--max-txn-ops`; the guard's compare does not count.
 const TXN_OPS: usize = 128;
@@ -157,6 +158,7 @@ impl EtcdStore {
 
     /// One transaction of `ops`, guarded when this handle is.
     async fn write_ops(&self, ops: Vec<TxnOp>) -> Result<(), MetaError> {
+        failpoint::step(points::ETCD_TXN).await?;
         let mut kv = self.client.kv_client();
         match &self.guard {
             None => {
@@ -188,6 +190,7 @@ impl MetaStore for EtcdStore {
     }
 
     async fn put(&self, key: &[u8], value: &[u8]) -> Result<(), MetaError> {
+        failpoint::step(points::ETCD_PUT).await?;
         self.write(TxnOp::put(key, value, None)).await
     }
 
@@ -218,6 +221,7 @@ impl MetaStore for EtcdStore {
             .when([Compare::create_revision(key, CompareOp::Equal, 0)])
             .and_then([TxnOp::put(key, value, None)])
             .or_else([TxnOp::get(key, None)]);
+        failpoint::step(points::ETCD_TXN).await?;
         let response = self.client.kv_client().txn(txn).await.map_err(io)?;
         if response.succeeded() {
             return Ok(value.to_vec());

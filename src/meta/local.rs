@@ -21,6 +21,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use super::store::{KeyValue, MetaError, MetaStore, WriteOp};
+use crate::failpoint::{self, points};
 
 const WAL: &str = "meta.wal";
 const SNAP: &str = "meta.snap";
@@ -239,9 +240,9 @@ impl Inner {
     }
 
     fn append(&mut self, buf: &[u8]) -> std::io::Result<()> {
-        failpoint("wal-write")?;
+        failpoint::io(points::WAL_WRITE)?;
         self.wal.write_all(buf)?;
-        failpoint("wal-fsync")?;
+        failpoint::io(points::WAL_FSYNC)?;
         self.wal.sync_data()
     }
 
@@ -264,15 +265,15 @@ impl Inner {
         }
         let tmp = self.dir.join(SNAP_TMP);
         let mut file = File::create(&tmp)?;
-        failpoint("snapshot-write")?;
+        failpoint::io(points::SNAPSHOT_WRITE)?;
         file.write_all(&buf)?;
         file.sync_all()?;
-        failpoint("snapshot-rename")?;
+        failpoint::io(points::SNAPSHOT_RENAME)?;
         fs::rename(&tmp, self.dir.join(SNAP))?;
         sync_dir(&self.dir)?;
         // Replaying the old log over the new snapshot reaches the same state, so a crash
         // between the rename and this truncation loses nothing.
-        failpoint("wal-truncate")?;
+        failpoint::io(points::WAL_TRUNCATE)?;
         self.wal.set_len(0)?;
         self.wal.sync_all()?;
         self.wal_records = 0;
@@ -283,22 +284,6 @@ impl Inner {
 /// Makes a directory's entries (a created or renamed file) durable.
 fn sync_dir(dir: &Path) -> std::io::Result<()> {
     File::open(dir)?.sync_all()
-}
-
-/// Fault injection for this module's unit tests: a step named in the test thread's failpoint
-/// list fails with its errno. Outside unit tests it compiles to nothing.
-#[cfg(test)]
-fn failpoint(point: &str) -> std::io::Result<()> {
-    tests::FAILPOINTS.with(|f| match f.borrow().iter().find(|(p, _)| p == point) {
-        Some((_, errno)) => Err(std::io::Error::from_raw_os_error(*errno)),
-        None => Ok(()),
-    })
-}
-
-#[cfg(not(test))]
-#[inline(always)]
-fn failpoint(_point: &str) -> std::io::Result<()> {
-    Ok(())
 }
 
 // `pub(crate)`, like `encode`, `parse_records` and `next_valid_record`: `crate::fuzzing` runs the
@@ -382,24 +367,24 @@ pub(crate) fn next_valid_record(bytes: &[u8], damaged: usize) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::cell::RefCell;
 
-    thread_local! {
-        /// Steps that fail on this thread, with the errno they fail with.
-        pub static FAILPOINTS: RefCell<Vec<(String, i32)>> = const { RefCell::new(Vec::new()) };
+    /// Arms `point` to fail with `errno` until the scenario ends. `fail`'s registry is one per
+    /// process: the scenario's lock keeps the tests that arm failpoints from overlapping.
+    #[cfg(feature = "failpoints")]
+    fn fail(point: &str, errno: &str) {
+        crate::failpoint::arm(point, &format!("return({errno})")).unwrap();
     }
 
-    fn fail(point: &str, errno: i32) {
-        FAILPOINTS.with(|f| f.borrow_mut().push((point.to_string(), errno)));
+    #[cfg(feature = "failpoints")]
+    fn heal(point: &str) {
+        crate::failpoint::arm(point, "").unwrap();
     }
 
-    fn heal() {
-        FAILPOINTS.with(|f| f.borrow_mut().clear());
-    }
-
+    #[cfg(feature = "failpoints")]
     #[test]
     fn a_failed_write_or_fsync_poisons_the_store_and_loses_nothing_acknowledged() {
-        for (point, errno) in [("wal-write", libc::ENOSPC), ("wal-fsync", libc::EIO)] {
+        let _scenario = fail::FailScenario::setup();
+        for (point, errno) in [(points::WAL_WRITE, "enospc"), (points::WAL_FSYNC, "eio")] {
             let dir = tempfile::tempdir().unwrap();
             let store = LocalStore::open(dir.path()).unwrap();
             store.put_blocking(b"limit", b"100").unwrap();
@@ -409,7 +394,7 @@ mod tests {
                 err.to_string().contains("log append failed"),
                 "{point}: {err}"
             );
-            heal();
+            heal(point);
             // The step works again, but the store stays poisoned: no write after a failure.
             let err = store.put_blocking(b"other", b"1").unwrap_err();
             assert!(err.to_string().contains("poisoned"), "{err}");
@@ -428,9 +413,15 @@ mod tests {
         }
     }
 
+    #[cfg(feature = "failpoints")]
     #[test]
     fn a_failure_at_any_compaction_step_poisons_and_reopen_keeps_every_write() {
-        for point in ["snapshot-write", "snapshot-rename", "wal-truncate"] {
+        let _scenario = fail::FailScenario::setup();
+        for point in [
+            points::SNAPSHOT_WRITE,
+            points::SNAPSHOT_RENAME,
+            points::WAL_TRUNCATE,
+        ] {
             let dir = tempfile::tempdir().unwrap();
             let store = LocalStore::open(dir.path()).unwrap();
             for i in 0..COMPACT_AFTER - 1 {
@@ -438,11 +429,11 @@ mod tests {
                     .put_blocking(format!("k{i}").as_bytes(), b"v")
                     .unwrap();
             }
-            fail(point, libc::EIO);
+            fail(point, "eio");
             // This write is in the log (fsynced) but the compaction it triggers fails.
             let err = store.put_blocking(b"last", b"v").unwrap_err();
             assert!(err.to_string().contains("compaction"), "{point}: {err}");
-            heal();
+            heal(point);
             assert!(
                 store.put_blocking(b"after", b"v").is_err(),
                 "{point}: not poisoned"

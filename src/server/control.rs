@@ -13,6 +13,7 @@ use tokio::task::JoinHandle;
 use super::clock::WallClock;
 use crate::admin::Metrics;
 use crate::election::{mono_ms, Term};
+use crate::failpoint::{self, points};
 use crate::meta::{Keys, MetaError, MetaStore};
 use crate::tso::{Allocator, WindowConfig, WindowPlan};
 
@@ -61,6 +62,9 @@ pub enum Ended {
     Shutdown,
     /// The lease could no longer be proven, or a guarded write found another leader.
     LeadershipLost,
+    /// The window ran out and renewing it kept failing or hanging (etcd writes do not go
+    /// through from here): a leader that cannot serve hands the term to one that may.
+    WindowStuck,
     /// The clock stayed more than `max_lead` behind the handed-out time (it jumped back):
     /// a leader steps down so a member with a sane clock serves instead of everyone waiting.
     ClockBehind,
@@ -68,6 +72,12 @@ pub enum Ended {
 
 /// How long the clock may stay behind the allocator before a leader gives up its term.
 const CLOCK_BEHIND_GRACE_MS: u64 = 500;
+/// How long past its window's end a leader waits for a renewal before giving up its term. A
+/// renewal starts `renew_below_ms` before the end, so this is on top of that much trying.
+const WINDOW_STUCK_GRACE_MS: u64 = 1_000;
+/// How long a term's end waits for its in-flight renewal. Abandoning it is safe: the write is
+/// guarded, so once another member leads it cannot apply.
+const RENEWAL_DRAIN: Duration = Duration::from_secs(1);
 
 impl<M: MetaStore + Clone> TsoControl<M> {
     /// Persists a window above everything handed out before and starts the allocator on it.
@@ -139,6 +149,17 @@ impl<M: MetaStore + Clone> TsoControl<M> {
                 } else {
                     behind_since = None;
                 }
+                if now.saturating_sub(limit_ms) > WINDOW_STUCK_GRACE_MS {
+                    allocator.suspend();
+                    tracing::error!(
+                        limit_ms,
+                        renewal_in_flight = renewal.is_some(),
+                        "the tso window ran out {} ms ago and renewing it has not succeeded \
+                         (etcd writes failing or hanging): stepping down",
+                        now - limit_ms
+                    );
+                    break Ended::WindowStuck;
+                }
             }
             if let Some((target, handle)) = renewal.take_if(|(_, h)| h.is_finished()) {
                 match handle.await {
@@ -166,14 +187,24 @@ impl<M: MetaStore + Clone> TsoControl<M> {
                     let (store, keys) = (store.clone(), keys.clone());
                     renewal = Some((
                         target,
-                        tokio::spawn(async move { save_limit(&store, &keys, target).await }),
+                        tokio::spawn(async move {
+                            failpoint::step(points::WINDOW_RENEW).await?;
+                            save_limit(&store, &keys, target).await
+                        }),
                     ));
                 }
             }
         };
-        if let Some((target, handle)) = renewal {
-            if let Ok(Ok(())) = handle.await {
-                tracing::debug!(limit_ms = target, "last renewal persisted before exit");
+        if let Some((target, mut handle)) = renewal {
+            match tokio::time::timeout(RENEWAL_DRAIN, &mut handle).await {
+                Ok(Ok(Ok(()))) => {
+                    tracing::debug!(limit_ms = target, "last renewal persisted before exit")
+                }
+                Ok(_) => {}
+                Err(_) => {
+                    handle.abort();
+                    tracing::warn!(limit_ms = target, "abandoned a renewal that did not finish");
+                }
             }
         }
         ended

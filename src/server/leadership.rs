@@ -33,6 +33,11 @@ pub struct Leadership {
     pub placement: Arc<PlacementState>,
 }
 
+/// How long a new term may take to persist its first window before it is handed on.
+const START_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long a term's end waits for placement to finish its last write.
+const PLACEMENT_DRAIN: Duration = Duration::from_secs(2);
+
 enum Step {
     Ended(Ended),
     Command(Command),
@@ -82,7 +87,16 @@ impl Leadership {
                     tracing::error!("refusing to serve as leader: {e}");
                 }
             };
-            let step = match tso.start().await {
+            // A first window that cannot be persisted (etcd writes hanging) must not hold the
+            // term forever while the lease is kept alive: the term ends and is handed on.
+            let started = tokio::time::timeout(START_TIMEOUT, tso.start())
+                .await
+                .unwrap_or_else(|_| {
+                    Err(MetaError::Io(format!(
+                        "persisting the first tso window took over {START_TIMEOUT:?}"
+                    )))
+                });
+            let step = match started {
                 Ok(limit) => tokio::select! {
                     ended = tso.run(self.tick, limit, shutdown.clone()) => Step::Ended(ended),
                     Some(command) = self.commands.recv() => Step::Command(command),
@@ -105,8 +119,18 @@ impl Leadership {
             self.allocator.suspend();
             self.placement.set_ready(false);
             let _ = term_stop.send(true);
-            if !placement.is_finished() {
-                let _ = placement.await;
+            if !placement.is_finished()
+                && tokio::time::timeout(PLACEMENT_DRAIN, &mut placement)
+                    .await
+                    .is_err()
+            {
+                // Stuck in a write that does not return (etcd hanging). Its writes are
+                // guarded, so none can apply once another member leads; the next term
+                // reloads placement from etcd.
+                placement.abort();
+                let _ = (&mut placement).await;
+                crate::server::placement::abandon_term(&self.placement).await;
+                tracing::warn!("abandoned placement's term: a write did not return");
             }
             self.leader.send_replace(None);
             let Ok(term) = Arc::try_unwrap(term) else {
@@ -114,7 +138,8 @@ impl Leadership {
                 continue;
             };
             match step {
-                Step::Ended(Ended::ClockBehind) => {
+                Step::Ended(ended @ (Ended::ClockBehind | Ended::WindowStuck)) => {
+                    tracing::info!(?ended, "leadership ended; sitting out {:?}", self.sit_out);
                     self.election.resign(term).await;
                     tokio::select! {
                         _ = tokio::time::sleep(self.sit_out) => {}

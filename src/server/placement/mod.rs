@@ -11,6 +11,6 @@ mod shard_task;
 mod state;
 
 pub use handler::{get_regions, handle, heartbeats};
-pub use persist::serve_term;
+pub use persist::{abandon_term, serve_term};
 pub use shard_task::{run_shard, ShardMsg};
 pub use state::PlacementState;

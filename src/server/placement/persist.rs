@@ -15,6 +15,7 @@ use tokio::sync::{oneshot, watch};
 
 use super::shard_task::ShardMsg;
 use super::state::PlacementState;
+use crate::failpoint::{self, points};
 use crate::meta::{Keys, MetaError, MetaStore, WriteOp};
 use crate::placement::{Region, Store, StoreStats, StoreStatus};
 use crate::server::control::load_decimal;
@@ -163,6 +164,7 @@ async fn flush<M: MetaStore>(
         return Ok(());
     };
     let written = async {
+        failpoint::step(points::PERSIST_FLUSH).await?;
         let buckets: BTreeSet<u64> = taken.regions.iter().map(|id| id / BUCKET_IDS).collect();
         let mut ops: Vec<WriteOp> = Vec::with_capacity(buckets.len() + taken.stores.len());
         for b in buckets {
@@ -290,6 +292,15 @@ async fn load<M: MetaStore>(
         "placement loaded"
     );
     Ok(())
+}
+
+/// What `serve_term` does as it returns, for a term whose task was aborted in a write that
+/// did not return: nothing of the term stays served or marked.
+pub async fn abandon_term(state: &PlacementState) {
+    state.set_ready(false);
+    clear(state).await;
+    state.dirty.clear();
+    state.publish_gauges(0);
 }
 
 /// Drops a term's state so a follower holds (and serves) nothing stale.

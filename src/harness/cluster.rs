@@ -1,0 +1,140 @@
+//! A cluster of `meridian serve` processes on one real etcd, for end-to-end tests of
+//! leadership: the nodes share node 0's certificate, so one CA file verifies them all, and each
+//! keeps its listen address across restarts so clients can find it again.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use super::{free_udp_port, test_binary, EtcdProcess, ServerProcess};
+use crate::admin::AdminClient;
+use crate::tls::Trust;
+
+/// One member: its name, data dir and fixed listen address, and its process while it runs.
+pub struct ClusterNode {
+    pub name: String,
+    pub data: PathBuf,
+    pub listen: String,
+    args: Vec<String>,
+    pub process: Option<ServerProcess>,
+}
+
+impl ClusterNode {
+    /// Starts (or restarts) this member with its arguments.
+    pub fn start(&mut self) -> anyhow::Result<()> {
+        let mut args = vec!["--name".to_string(), self.name.clone()];
+        args.extend(self.args.iter().cloned());
+        self.process = Some(ServerProcess::start_with(
+            &test_binary(),
+            &self.data,
+            &self.listen,
+            &args,
+        )?);
+        Ok(())
+    }
+
+    /// The running process; panics when it is stopped, as a test bug.
+    pub fn process(&self) -> &ServerProcess {
+        self.process
+            .as_ref()
+            .unwrap_or_else(|| panic!("{} is not running", self.name))
+    }
+}
+
+/// etcd and `n` members. Dropping it kills them all.
+pub struct Cluster {
+    pub etcd: EtcdProcess,
+    pub nodes: Vec<ClusterNode>,
+    /// The CA every member's certificate chains to, and the client certificate beside it
+    /// (roles client, store and admin).
+    pub ca: PathBuf,
+}
+
+impl Cluster {
+    /// Starts etcd in `dir/etcd` and `n` members with `config` (TOML) as their config file.
+    pub fn start(dir: &Path, n: usize, config: &str) -> anyhow::Result<Cluster> {
+        let etcd = EtcdProcess::start(&dir.join("etcd"))?;
+        let config_path = dir.join("meridian.toml");
+        std::fs::write(&config_path, config)?;
+        let base = vec![
+            "--etcd".to_string(),
+            etcd.endpoint(),
+            "--config".into(),
+            config_path.display().to_string(),
+            "--cores".into(),
+            "1".into(),
+        ];
+        let mut nodes: Vec<ClusterNode> = (0..n)
+            .map(|i| ClusterNode {
+                name: format!("n{i}"),
+                data: dir.join(format!("n{i}")),
+                listen: format!("127.0.0.1:{}", free_udp_port()),
+                args: base.clone(),
+                process: None,
+            })
+            .collect();
+        // Node 0 makes the CA and a node certificate; the others serve that certificate.
+        nodes[0].start()?;
+        let tls = nodes[0].data.join("tls");
+        for node in nodes.iter_mut().skip(1) {
+            node.args.extend([
+                "--tls-cert".to_string(),
+                tls.join("cert.pem").display().to_string(),
+                "--tls-key".into(),
+                tls.join("key.pem").display().to_string(),
+            ]);
+            node.start()?;
+        }
+        Ok(Cluster {
+            etcd,
+            nodes,
+            ca: tls.join("ca.pem"),
+        })
+    }
+
+    pub fn trust(&self) -> Trust {
+        Trust::Ca(self.ca.clone())
+    }
+
+    /// Every member's client address.
+    pub fn endpoints(&self) -> Vec<String> {
+        self.nodes.iter().map(|n| n.listen.clone()).collect()
+    }
+
+    /// Member `i`'s admin API, as an administrator.
+    pub fn admin(&self, i: usize) -> anyhow::Result<AdminClient> {
+        AdminClient::new(&self.nodes[i].process().admin_addr, &self.trust())
+    }
+
+    /// The member that says it leads and serves, other than `except`, waiting up to
+    /// `timeout`. (A paused member's admin port does not answer: name it in `except`.)
+    pub fn leader_within(&self, except: Option<usize>, timeout: Duration) -> Option<usize> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            for (i, node) in self.nodes.iter().enumerate() {
+                if Some(i) == except || node.process.is_none() {
+                    continue;
+                }
+                let Ok(admin) = self.admin(i) else { continue };
+                if let Ok((200, body)) = admin.get_json("/health") {
+                    if body["is_leader"] == true && body["serving"] == true {
+                        return Some(i);
+                    }
+                }
+            }
+            if Instant::now() >= deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// SIGTERM to every running member; each must exit cleanly.
+    pub fn stop_all(&mut self) -> anyhow::Result<()> {
+        for node in self.nodes.iter_mut() {
+            if let Some(p) = node.process.take() {
+                p.stop()?;
+            }
+        }
+        Ok(())
+    }
+}
