@@ -4,7 +4,10 @@ kubectl's strict field validation), and the objects the operator makes for the s
 (`meridian-operator render`: Services, NetworkPolicy, StatefulSet, ...) with
 kubernetes-validate --strict too; and that operator.yaml fits what the operator makes: its pods
 carry the labels, and run in the namespace, that the admin NetworkPolicy lets in, and it mounts
-its admin certificate Secret where the operator reads it. Exit status 1 on any failure."""
+its admin certificate Secret where the operator reads it; its probes and metrics port match
+what the operator serves (--metrics-addr, /healthz, /readyz), and
+dashboards/operator-podmonitor.yaml scrapes that port on those pods. Exit status 1 on any
+failure."""
 import os
 import json
 import subprocess
@@ -17,6 +20,9 @@ import yaml
 
 HERE = Path(__file__).parent / "manifests"
 MONITORING = Path(__file__).parent.parent / "dashboards" / "podmonitor.yaml"
+OPERATOR_MONITORING = Path(__file__).parent.parent / "dashboards" / "operator-podmonitor.yaml"
+# Where `meridian-operator run` serves /metrics, /healthz and /readyz without --metrics-addr.
+METRICS_PORT = 8080
 BUILT_IN = ["crd.yaml", "rbac.yaml", "operator.yaml", "sample-etcd.yaml"]
 
 
@@ -69,6 +75,55 @@ def operator_fits(deployment, policy):
         errors.append(f"operator.yaml: no Secret mounted at {tls_dir}")
     elif "subPath" in mounts[0]:
         errors.append("operator.yaml: a subPath mount never sees a renewed Secret")
+    return errors
+
+
+def metrics_port(args):
+    """The port of `run`'s --metrics-addr (either spelling), or the default."""
+    for i, arg in enumerate(args):
+        if arg == "--metrics-addr" and i + 1 < len(args):
+            return int(args[i + 1].rsplit(":", 1)[1])
+        if arg.startswith("--metrics-addr="):
+            return int(arg.rsplit(":", 1)[1])
+    return METRICS_PORT
+
+
+def operator_observable(deployment):
+    """Errors where operator.yaml's probes and metrics port, or operator-podmonitor.yaml, miss
+    what the operator serves."""
+    errors = []
+    template = deployment["spec"]["template"]
+    container = template["spec"]["containers"][0]
+    ports = {p.get("name"): p["containerPort"] for p in container.get("ports", [])}
+    served = metrics_port(container.get("args", []))
+    if ports.get("metrics") != served:
+        errors.append(
+            f"operator.yaml: no container port named metrics at {served} (--metrics-addr)"
+        )
+    for probe, path in [("livenessProbe", "/healthz"), ("readinessProbe", "/readyz")]:
+        get = container.get(probe, {}).get("httpGet", {})
+        if get.get("path") != path or get.get("port") not in ("metrics", served):
+            errors.append(f"operator.yaml: {probe} must GET {path} on the metrics port")
+    docs = [d for d in yaml.safe_load_all(OPERATOR_MONITORING.read_text()) if d]
+    monitors = [d for d in docs if d["kind"] == "PodMonitor"]
+    if len(monitors) != 1:
+        return errors + [f"operator-podmonitor.yaml: expected one PodMonitor, got {len(monitors)}"]
+    monitor = monitors[0]
+    namespace = deployment["metadata"]["namespace"]
+    selected = monitor["spec"].get("namespaceSelector", {}).get("matchNames", [])
+    if monitor["metadata"].get("namespace") != namespace and namespace not in selected:
+        errors.append(f"operator-podmonitor.yaml: does not select the namespace {namespace}")
+    labels = template["metadata"]["labels"]
+    for k, v in monitor["spec"]["selector"]["matchLabels"].items():
+        if labels.get(k) != v:
+            errors.append(f"operator-podmonitor.yaml: operator pods lack {k}={v}")
+    for ep in monitor["spec"]["podMetricsEndpoints"]:
+        if ep.get("port") not in ports:
+            errors.append(f"operator-podmonitor.yaml: the operator has no port {ep.get('port')}")
+        if ep.get("path", "/metrics") != "/metrics":
+            errors.append("operator-podmonitor.yaml: the operator serves /metrics")
+        if ep.get("scheme", "http") != "http":
+            errors.append("operator-podmonitor.yaml: the operator's endpoint is plain HTTP")
     return errors
 
 
@@ -161,7 +216,12 @@ def main():
         policy = next(
             json.loads(f.read_text()) for f in files if f.name.startswith("NetworkPolicy")
         )
-        for err in operator_fits(deployment, policy) + monitoring_fits(sample, files, Path(tmp)):
+        errors = (
+            operator_fits(deployment, policy)
+            + operator_observable(deployment)
+            + monitoring_fits(sample, files, Path(tmp))
+        )
+        for err in errors:
             print(err)
             ok = False
     print("manifests valid" if ok else "manifests INVALID")

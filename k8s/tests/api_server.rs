@@ -2,9 +2,12 @@
 //! kube-rs's controller-rs): every request the shell makes is recorded and answered from a small
 //! object table, and the tests check the exact requests: server-side applies with the one field
 //! manager, status patches, deletes, events, the finalizer, the Lease, and that reconciling an
-//! unchanged cluster writes nothing.
+//! unchanged cluster writes nothing. Through the controller's entry point, the operator's own
+//! endpoint: what a reconcile counts (errors by kind), the probes, and that every metric the
+//! Grafana dashboard `dashboards/meridian-operator.json` queries is served by `/metrics`.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -20,9 +23,12 @@ use meridian_operator::decide::snapshot::{
     MemberView, MembersView, DEFERRED_DELETE_ANNOTATION, REVISION_LABEL,
 };
 use meridian_operator::shell::controller::{self, Context, FINALIZER};
+use meridian_operator::shell::endpoint::{self, Endpoint, Probes};
+use meridian_operator::shell::error::ReconcileError;
 use meridian_operator::shell::kube_api::KubeApi;
 use meridian_operator::shell::lease::Elector;
 use meridian_operator::shell::members::{AdminMembers, Members};
+use meridian_operator::shell::metrics::Metrics;
 use meridian_operator::shell::reconciler::{owned, reconcile_once};
 
 /// One request as the API server saw it.
@@ -136,12 +142,13 @@ impl Members for FixedMembers {
         self.view.clone()
     }
 
-    async fn transfer_leader(&self, _: &MeridianCluster, to: &str) -> anyhow::Result<()> {
+    async fn transfer_leader(&self, _: &MeridianCluster, to: &str) -> Result<bool, ReconcileError> {
         self.calls.lock().unwrap().push(format!("transfer {to}"));
-        Ok(())
+        let leader = self.view.as_ref().and_then(|v| v.leader());
+        Ok(leader.is_some_and(|l| l.name != to))
     }
 
-    async fn delete_member(&self, _: &MeridianCluster, name: &str) -> anyhow::Result<()> {
+    async fn delete_member(&self, _: &MeridianCluster, name: &str) -> Result<(), ReconcileError> {
         self.calls.lock().unwrap().push(format!("delete {name}"));
         Ok(())
     }
@@ -252,12 +259,43 @@ async fn reconcile_on(
     mc: &MeridianCluster,
     members: &FixedMembers,
 ) -> (Vec<Seen>, meridian_operator::shell::reconciler::Outcome) {
+    reconcile_counted(table, mc, members, &Metrics::default()).await
+}
+
+/// `reconcile_on`, counting into `metrics`.
+async fn reconcile_counted(
+    table: Table,
+    mc: &MeridianCluster,
+    members: &FixedMembers,
+    metrics: &Metrics,
+) -> (Vec<Seen>, meridian_operator::shell::reconciler::Outcome) {
     let (client, server) = mock_api(table);
     let platform = KubeApi::new(client, Some("op-0".into()), OPERATOR_NAMESPACE.into());
     let now: Timestamp = "2026-11-22T00:00:00Z".parse().unwrap();
-    let outcome = reconcile_once(mc, &platform, members, now).await.unwrap();
+    let outcome = reconcile_once(mc, &platform, members, metrics, now)
+        .await
+        .unwrap();
     drop(platform);
     (server.await.unwrap(), outcome)
+}
+
+/// The value of one series in Prometheus text.
+fn sample(text: &str, series: &str) -> Option<f64> {
+    text.lines().find_map(|l| {
+        let (s, v) = l.rsplit_once(' ')?;
+        (s == series).then(|| v.parse().ok())?
+    })
+}
+
+/// The controller's context on a mock API server; members unreachable.
+fn context(client: Client) -> Arc<Context> {
+    Arc::new(Context {
+        platform: KubeApi::new(client.clone(), None, OPERATOR_NAMESPACE.into()),
+        members: AdminMembers::new(|_| vec![], meridian::tls::Trust::Insecure),
+        client,
+        metrics: Arc::default(),
+        probes: Arc::default(),
+    })
 }
 
 #[tokio::test]
@@ -385,7 +423,7 @@ async fn an_unchanged_cluster_costs_reads_and_no_write() {
     let (client, server) = mock_api(running(&mc, "rev-2", vec![]));
     let platform = KubeApi::new(client, Some("op-0".into()), OPERATOR_NAMESPACE.into());
     let later: Timestamp = "2026-11-22T01:00:00Z".parse().unwrap();
-    let outcome = reconcile_once(&mc, &platform, &members, later)
+    let outcome = reconcile_once(&mc, &platform, &members, &Metrics::default(), later)
         .await
         .unwrap();
     drop(platform);
@@ -406,7 +444,26 @@ async fn an_upgrade_deletes_the_highest_follower_first_and_says_so() {
         view: Some(healthy_members()),
         ..FixedMembers::default()
     };
-    let (seen, _) = reconcile_on(running(&mc, "rev-1", vec![]), &mc, &members).await;
+    let metrics = Metrics::default();
+    let (seen, _) = reconcile_counted(running(&mc, "rev-1", vec![]), &mc, &members, &metrics).await;
+    let text = metrics.render();
+    for (series, want) in [
+        (
+            "meridian_operator_steps_total{action=\"Upgrade\",reason=\"DeletedPod\"}",
+            1.0,
+        ),
+        ("meridian_operator_upgrade_members{cluster=\"db/pd\"}", 3.0),
+        (
+            "meridian_operator_upgrade_members_updated{cluster=\"db/pd\"}",
+            0.0,
+        ),
+        (
+            "meridian_operator_cluster_condition{cluster=\"db/pd\",condition=\"Progressing\"}",
+            1.0,
+        ),
+    ] {
+        assert_eq!(sample(&text, series), Some(want), "{series}\n{text}");
+    }
     let writes: Vec<String> = seen
         .iter()
         .filter(|s| s.is_write())
@@ -525,12 +582,7 @@ async fn the_finalizer_is_added_first_and_cleanup_removes_what_the_operator_crea
     let mut mc = cluster();
     mc.metadata.finalizers = None;
     let (client, server) = mock_api(Table::for_cluster(&mc));
-    let ctx = Arc::new(Context {
-        platform: KubeApi::new(client.clone(), None, OPERATOR_NAMESPACE.into()),
-        members: AdminMembers::new(|_| vec![], meridian::tls::Trust::Insecure),
-        client,
-    });
-    controller::reconcile(Arc::new(mc.clone()), ctx)
+    controller::reconcile(Arc::new(mc.clone()), context(client))
         .await
         .unwrap();
     let seen = server.await.unwrap();
@@ -564,12 +616,7 @@ async fn the_finalizer_is_added_first_and_cleanup_removes_what_the_operator_crea
         vec![claim("data-pd-0", false), claim("data-pd-3", true)],
     );
     let (client, server) = mock_api(table);
-    let ctx = Arc::new(Context {
-        platform: KubeApi::new(client.clone(), None, OPERATOR_NAMESPACE.into()),
-        members: AdminMembers::new(|_| vec![], meridian::tls::Trust::Insecure),
-        client,
-    });
-    controller::reconcile(Arc::new(deleting), ctx)
+    controller::reconcile(Arc::new(deleting), context(client))
         .await
         .unwrap();
     let lines: Vec<String> = server.await.unwrap().iter().map(Seen::line).collect();
@@ -651,4 +698,248 @@ async fn lease_election_creates_follows_takes_over_and_loses_races() {
         .insert(path.into(), (409, status_json(409, "Conflict")));
     let (held, _) = round(table).await;
     assert!(!held);
+}
+
+#[tokio::test]
+async fn a_lease_round_tells_the_probes_whether_the_api_server_answered() {
+    let path = "/apis/coordination.k8s.io/v1/namespaces/ops/leases/meridian-operator";
+    let probes = Arc::new(Probes::default());
+    let round = |table: Table| {
+        let probes = probes.clone();
+        async move {
+            let (client, server) = mock_api(table);
+            let elector = Elector::new(
+                client,
+                "ops",
+                "meridian-operator",
+                "op-a",
+                Duration::from_secs(15),
+            )
+            .reporting(probes);
+            let held = elector.try_hold().await;
+            drop(elector);
+            server.await.unwrap();
+            held
+        }
+    };
+    // The API server fails the create: an error, and not ready.
+    let mut failing = Table::default();
+    failing.write_replies.insert(
+        "/apis/coordination.k8s.io/v1/namespaces/ops/leases".into(),
+        (500, status_json(500, "InternalError")),
+    );
+    assert!(round(failing).await.is_err());
+    assert!(probes.ready().is_err());
+    // Another replica holds it: a follower that reached the API server is ready.
+    let mut table = Table::default();
+    table
+        .gets
+        .insert(path.into(), lease_json("op-b", Timestamp::now()));
+    assert!(!round(table).await.unwrap());
+    assert_eq!(probes.ready(), Ok(()));
+}
+
+#[tokio::test]
+async fn a_scale_in_off_the_leader_counts_one_leader_move() {
+    // 3 -> 2 with pd-2 leading: the leadership moves to pd-0 first.
+    let mut mc = cluster();
+    mc.spec.replicas = 2;
+    let mut view = healthy_members();
+    view.members[0].is_leader = false;
+    view.members[2].is_leader = true;
+    let members = FixedMembers {
+        view: Some(view),
+        ..FixedMembers::default()
+    };
+    let metrics = Metrics::default();
+    reconcile_counted(running(&mc, "rev-2", vec![]), &mc, &members, &metrics).await;
+    assert_eq!(*members.calls.lock().unwrap(), vec!["transfer pd-0"]);
+    let text = metrics.render();
+    for (series, want) in [
+        (
+            "meridian_operator_leader_moves_total{cluster=\"db/pd\",reason=\"scale\"}",
+            1.0,
+        ),
+        (
+            "meridian_operator_leader_moves_total{cluster=\"db/pd\",reason=\"upgrade\"}",
+            0.0,
+        ),
+        (
+            "meridian_operator_steps_total{action=\"Scale\",reason=\"LeaderTransferred\"}",
+            1.0,
+        ),
+    ] {
+        assert_eq!(sample(&text, series), Some(want), "{series}\n{text}");
+    }
+}
+
+#[tokio::test]
+async fn a_failed_reconcile_is_counted_by_the_kind_of_its_error() {
+    // The API server refuses the first apply with 409 Conflict.
+    let mc = cluster();
+    let mut table = Table::for_cluster(&mc);
+    table.write_replies.insert(
+        "/api/v1/namespaces/db/services/pd".into(),
+        (409, status_json(409, "Conflict")),
+    );
+    let (client, server) = mock_api(table);
+    let ctx = context(client);
+    let e = controller::reconcile(Arc::new(mc.clone()), ctx.clone())
+        .await
+        .expect_err("a conflict");
+    assert_eq!(e.kind(), "conflict", "{e}");
+    assert!(e.to_string().starts_with("apply Service db/pd"), "{e}");
+    // Then one that succeeds (the status write of a cluster without a TLS Secret).
+    let mut plain = cluster();
+    plain.spec.tls_secret = None;
+    let (client2, server2) = mock_api(Table::for_cluster(&plain));
+    let ctx2 = Arc::new(Context {
+        platform: KubeApi::new(client2.clone(), None, OPERATOR_NAMESPACE.into()),
+        members: AdminMembers::new(|_| vec![], meridian::tls::Trust::Insecure),
+        client: client2,
+        metrics: ctx.metrics.clone(),
+        probes: ctx.probes.clone(),
+    });
+    controller::reconcile(Arc::new(plain), ctx2).await.unwrap();
+    let text = ctx.metrics.render();
+    drop(ctx);
+    server.await.unwrap();
+    server2.await.unwrap();
+    for (series, want) in [
+        ("meridian_operator_reconciles_total", 2.0),
+        (
+            "meridian_operator_reconcile_errors_total{kind=\"conflict\"}",
+            1.0,
+        ),
+        (
+            "meridian_operator_reconcile_errors_total{kind=\"kube_api\"}",
+            0.0,
+        ),
+        ("meridian_operator_reconcile_duration_seconds_count", 2.0),
+    ] {
+        assert_eq!(sample(&text, series), Some(want), "{series}\n{text}");
+    }
+}
+
+/// The `meridian_operator_*` metric names a dashboard's queries use.
+fn queried(dashboard: &serde_json::Value) -> BTreeSet<String> {
+    let mut names = BTreeSet::new();
+    for panel in dashboard["panels"].as_array().unwrap() {
+        for target in panel["targets"].as_array().unwrap() {
+            let mut rest = target["expr"].as_str().unwrap();
+            while let Some(at) = rest.find("meridian_operator_") {
+                let tail = &rest[at..];
+                let end = tail
+                    .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                    .unwrap_or(tail.len());
+                names.insert(tail[..end].to_string());
+                rest = &tail[end..];
+            }
+        }
+    }
+    names
+}
+
+/// Sample names in Prometheus text format.
+fn exposed(text: &str) -> BTreeSet<String> {
+    text.lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+        .filter_map(|l| l.split(['{', ' ']).next())
+        .map(str::to_string)
+        .collect()
+}
+
+/// Status and body of a GET on the operator's endpoint.
+async fn get(addr: std::net::SocketAddr, path: &'static str) -> (u16, String) {
+    tokio::task::spawn_blocking(move || {
+        meridian::admin::AdminClient::plain(&format!("http://{addr}")).get(path)
+    })
+    .await
+    .unwrap()
+    .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_metric_the_operator_dashboard_queries_is_served_and_the_probes_answer() {
+    // A reconcile through the controller's entry point, of a new cluster (its objects are
+    // applied: a step), so that the per-cluster and per-step series exist as they do in a
+    // running operator.
+    let mc = cluster();
+    let (client, server) = mock_api(Table::for_cluster(&mc));
+    let ctx = context(client);
+    controller::reconcile(Arc::new(mc.clone()), ctx.clone())
+        .await
+        .unwrap();
+    let telemetry = Endpoint {
+        metrics: ctx.metrics.clone(),
+        probes: ctx.probes.clone(),
+    };
+    drop(ctx);
+    server.await.unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let serving = tokio::spawn(endpoint::serve(listener, telemetry.clone()));
+
+    let dashboard: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../dashboards/meridian-operator.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let wanted = queried(&dashboard);
+    assert!(wanted.len() >= 8, "{wanted:?}");
+    let (status, text) = get(addr, "/metrics").await;
+    assert_eq!(status, 200);
+    let have = exposed(&text);
+    let missing: Vec<&String> = wanted.iter().filter(|n| !have.contains(*n)).collect();
+    assert!(
+        missing.is_empty(),
+        "missing from /metrics: {missing:?}\n{text}"
+    );
+    for series in [
+        "meridian_operator_reconciles_total",
+        "meridian_operator_upgrade_members{cluster=\"db/pd\"}",
+        "meridian_operator_leader_moves_total{cluster=\"db/pd\",reason=\"upgrade\"}",
+        "meridian_operator_failovers_total{cluster=\"db/pd\",step=\"replaced\"}",
+    ] {
+        assert!(sample(&text, series).is_some(), "{series}\n{text}");
+    }
+    assert_eq!(
+        sample(&text, "meridian_operator_reconciles_total"),
+        Some(1.0)
+    );
+    assert_eq!(
+        sample(
+            &text,
+            "meridian_operator_steps_total{action=\"Reconcile\",reason=\"Applied\"}"
+        ),
+        Some(1.0)
+    );
+
+    // Liveness answers from the start; readiness once the API server answered and, on the
+    // replica that leads, once MeridianClusters were listed.
+    assert_eq!(get(addr, "/healthz").await.0, 200);
+    let (status, why) = get(addr, "/readyz").await;
+    assert_eq!(status, 503, "{why}");
+    telemetry.probes.api_reached(true);
+    assert_eq!(get(addr, "/readyz").await.0, 200, "a follower standing by");
+    telemetry.probes.leading();
+    let (status, why) = get(addr, "/readyz").await;
+    assert_eq!(status, 503);
+    assert!(why.contains("first list"), "{why}");
+    let mut table = Table::default();
+    table.gets.insert(
+        "/apis/meridian.io/v1alpha1/meridianclusters".into(),
+        list("MeridianClusterList", vec![]),
+    );
+    let (client, server) = mock_api(table);
+    controller::first_list(client, &telemetry.probes).await;
+    let seen = server.await.unwrap();
+    assert_eq!(
+        seen.iter().map(Seen::line).collect::<Vec<_>>(),
+        ["GET /apis/meridian.io/v1alpha1/meridianclusters?&limit=1"]
+    );
+    assert_eq!(get(addr, "/readyz").await.0, 200);
+    serving.abort();
 }

@@ -3,7 +3,8 @@
 //! load with the loadgen order checker. Scenarios: rolling upgrade of 3 members, a member lost
 //! for good (failover), scale 3 -> 5 -> 3 (and the reused ordinal's old claim deleted first).
 //! Timings are printed (and recorded in tuning.md), not asserted; order, leader moves, errors
-//! and violations are asserted.
+//! and violations are asserted, and so are the operator's metrics of what it carried out
+//! (leader moves, failover steps, rollout progress).
 
 mod sim;
 
@@ -18,6 +19,7 @@ use meridian::harness::EtcdProcess;
 use meridian::tls::Trust;
 use meridian_operator::crd::{Failover, MeridianCluster, MeridianClusterSpec};
 use meridian_operator::shell::members::AdminMembers;
+use meridian_operator::shell::metrics::Metrics;
 use meridian_operator::shell::reconciler::reconcile_once;
 use sim::{Env, Sim};
 use tokio::sync::watch;
@@ -25,6 +27,7 @@ use tokio::sync::watch;
 struct World {
     sim: Arc<Sim>,
     members: AdminMembers,
+    metrics: Arc<Metrics>,
     stop: watch::Sender<bool>,
     operator: tokio::task::JoinHandle<()>,
     _etcd: EtcdProcess,
@@ -71,10 +74,17 @@ async fn world(spec: MeridianClusterSpec) -> World {
     let sim = Arc::new(Sim::start(mc, env));
     let members = AdminMembers::new(sim.addresses(), Trust::Ca(sim.ca()));
     let (stop, stopped) = watch::channel(false);
-    let operator = tokio::spawn(operate(sim.clone(), members.clone(), stopped));
+    let metrics = Arc::new(Metrics::default());
+    let operator = tokio::spawn(operate(
+        sim.clone(),
+        members.clone(),
+        metrics.clone(),
+        stopped,
+    ));
     let w = World {
         sim,
         members,
+        metrics,
         stop,
         operator,
         _etcd: etcd,
@@ -86,14 +96,23 @@ async fn world(spec: MeridianClusterSpec) -> World {
 }
 
 /// The operator: reconcile, then again after the requeue (at most 250 ms here, to keep the
-/// scenarios short; the controller waits as long as the reconcile asks).
-async fn operate(sim: Arc<Sim>, members: AdminMembers, mut stop: watch::Receiver<bool>) {
+/// scenarios short; the controller waits as long as the reconcile asks), counted and timed as
+/// the controller does.
+async fn operate(
+    sim: Arc<Sim>,
+    members: AdminMembers,
+    metrics: Arc<Metrics>,
+    mut stop: watch::Receiver<bool>,
+) {
     while !*stop.borrow() {
         let mc = sim.cluster();
-        let pause = match reconcile_once(&mc, &*sim, &members, Timestamp::now()).await {
+        let started = Instant::now();
+        let result = reconcile_once(&mc, &*sim, &members, &metrics, Timestamp::now()).await;
+        metrics.reconciled(started.elapsed(), result.as_ref().err());
+        let pause = match result {
             Ok(o) => o.requeue_after.min(Duration::from_millis(250)),
             Err(e) => {
-                eprintln!("reconcile: {e:#}");
+                eprintln!("reconcile ({}): {e:#}", e.kind());
                 Duration::from_millis(250)
             }
         };
@@ -110,6 +129,17 @@ impl World {
         let _ = self.operator.await;
         let sim = self.sim;
         tokio::task::block_in_place(move || drop(sim));
+    }
+
+    /// The value of one series of the operator's `/metrics`, as Prometheus would scrape it.
+    fn metric(&self, series: &str) -> f64 {
+        let text = self.metrics.render();
+        text.lines()
+            .find_map(|l| {
+                let (s, v) = l.rsplit_once(' ')?;
+                (s == series).then(|| v.parse().ok())?
+            })
+            .unwrap_or_else(|| panic!("{series} missing from\n{text}"))
     }
 
     fn condition(&self, kind: &str) -> bool {
@@ -264,14 +294,47 @@ async fn rolls_leader_last(what: &str, edit: impl FnOnce(&mut MeridianCluster)) 
         .events()
         .iter()
         .any(|e| e.reason == "LeaderTransferred"));
+    // The metrics say what the members did: one move, for the upgrade; three restarts; every
+    // member on the update revision.
+    assert_eq!(
+        w.metric("meridian_operator_leader_moves_total{cluster=\"sim/pd\",reason=\"upgrade\"}"),
+        1.0
+    );
+    assert_eq!(
+        w.metric("meridian_operator_leader_moves_total{cluster=\"sim/pd\",reason=\"scale\"}"),
+        0.0
+    );
+    assert_eq!(
+        w.metric("meridian_operator_steps_total{action=\"Upgrade\",reason=\"DeletedPod\"}"),
+        3.0
+    );
+    assert_eq!(
+        w.metric("meridian_operator_upgrade_members_updated{cluster=\"sim/pd\"}"),
+        3.0
+    );
+    assert_eq!(
+        w.metric("meridian_operator_upgrade_members{cluster=\"sim/pd\"}"),
+        3.0
+    );
+    assert_eq!(
+        w.metric("meridian_operator_failovers_total{cluster=\"sim/pd\",step=\"declared\"}"),
+        0.0,
+        "restarts on purpose are no failures"
+    );
 
     // Settled: reconciling the unchanged cluster writes nothing (status included).
     tokio::time::sleep(Duration::from_secs(1)).await;
     let writes = w.sim.writes();
     for _ in 0..3 {
-        let outcome = reconcile_once(&w.sim.cluster(), &*w.sim, &w.members, Timestamp::now())
-            .await
-            .unwrap();
+        let outcome = reconcile_once(
+            &w.sim.cluster(),
+            &*w.sim,
+            &w.members,
+            &w.metrics,
+            Timestamp::now(),
+        )
+        .await
+        .unwrap();
         assert!(outcome.actions.is_empty(), "{:?}", outcome.actions);
     }
     assert_eq!(w.sim.writes(), writes, "{:#?}", w.sim.log());
@@ -334,6 +397,20 @@ async fn a_member_lost_for_good_is_replaced_and_the_cluster_shrinks_back() {
     for reason in ["MemberFailed", "MemberReplaced", "FailoverRecovered"] {
         assert!(events.iter().any(|e| e == reason), "{reason}: {events:?}");
     }
+    for step in ["declared", "replaced", "recovered"] {
+        assert_eq!(
+            w.metric(&format!(
+                "meridian_operator_failovers_total{{cluster=\"sim/pd\",step=\"{step}\"}}"
+            )),
+            1.0,
+            "{step}"
+        );
+    }
+    assert_eq!(
+        w.metric("meridian_operator_leader_moves_total{cluster=\"sim/pd\",reason=\"upgrade\"}"),
+        0.0,
+        "a follower was lost: the leader stayed"
+    );
     assert_eq!(report.violations, 0, "{report:?}");
     assert_eq!(report.errors, 0, "{report:?}");
     w.shutdown().await;
@@ -389,5 +466,15 @@ async fn scale_three_to_five_and_back_under_load() {
     println!("{:#?}", w.sim.log());
     assert_eq!(report.violations, 0, "{report:?}");
     assert_eq!(report.errors, 0, "{report:?}");
+    // Scale-in moves the leader at most once (only if it was on a removed ordinal).
+    assert!(
+        w.metric("meridian_operator_leader_moves_total{cluster=\"sim/pd\",reason=\"scale\"}")
+            <= 1.0
+    );
+    assert_eq!(
+        w.metric("meridian_operator_failovers_total{cluster=\"sim/pd\",step=\"declared\"}"),
+        0.0,
+        "members added and removed on purpose are no failures"
+    );
     w.shutdown().await;
 }

@@ -94,6 +94,27 @@ pub fn conditions(s: &Snapshot) -> Conditions {
     }
 }
 
+/// How far the rollout to the update revision is: what the upgrade progress metric shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Rollout {
+    /// Members running the update revision and not being deleted.
+    pub updated: u32,
+    /// Members the StatefulSet runs (its replicas; 0 before it exists).
+    pub members: u32,
+}
+
+/// Counted against the StatefulSet's replicas rather than the pods that exist, so a pod
+/// deleted for its restart counts as not yet updated instead of shrinking the total.
+pub fn rollout(s: &Snapshot) -> Rollout {
+    let members = s.sts_replicas.unwrap_or(0);
+    let updated = s
+        .pods
+        .iter()
+        .filter(|p| p.ordinal < members && !p.terminating && p.revision == s.update_revision)
+        .count() as u32;
+    Rollout { updated, members }
+}
+
 pub fn reconcile(s: &Snapshot) -> Vec<Action> {
     if s.paused || !s.tls_secret {
         return Vec::new();
@@ -397,6 +418,51 @@ mod tests {
         for (name, s, want) in cases {
             assert_eq!(reconcile(&s), want, "{name}");
         }
+    }
+
+    #[test]
+    fn rollout_counts_updated_members_against_the_stateful_set() {
+        let mut s = snapshot(3);
+        assert_eq!(
+            rollout(&s),
+            Rollout {
+                updated: 3,
+                members: 3
+            }
+        );
+        s.update_revision = "r2".into();
+        assert_eq!(
+            rollout(&s).updated,
+            0,
+            "a new template: nothing updated yet"
+        );
+        s.pods[2].revision = "r2".into();
+        assert_eq!(rollout(&s).updated, 1);
+        // The next pod deleted for its restart, then gone: 1 of 3 either way.
+        s.pods[1].terminating = true;
+        assert_eq!(
+            rollout(&s),
+            Rollout {
+                updated: 1,
+                members: 3
+            }
+        );
+        s.pods.remove(1);
+        assert_eq!(rollout(&s).members, 3);
+        // A pod past the replicas (scale-in under way) is not a member any more.
+        let mut shrinking = snapshot(3);
+        shrinking.sts_replicas = Some(2);
+        assert_eq!(
+            rollout(&shrinking),
+            Rollout {
+                updated: 2,
+                members: 2
+            }
+        );
+        let mut fresh = snapshot(3);
+        fresh.sts_replicas = None;
+        fresh.pods.clear();
+        assert_eq!(rollout(&fresh), Rollout::default());
     }
 
     #[test]

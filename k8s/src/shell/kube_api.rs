@@ -1,6 +1,7 @@
 //! `Platform` on the Kubernetes API: reads by the cluster's labels, server-side apply with one
 //! field manager (forced, so the operator owns what it sets), status through the `/status`
-//! subresource, events through the events API. A thing already gone counts as deleted.
+//! subresource, events through the events API. A thing already gone counts as deleted. Every
+//! failure names the call that failed (`ReconcileError::kube`: a 409 is a conflict).
 
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Pod, Service};
@@ -12,6 +13,7 @@ use kube::{Client, Resource, ResourceExt};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
+use super::error::ReconcileError;
 use super::platform::{Note, Owned, Platform, Workload};
 use crate::crd::{MeridianCluster, MeridianClusterStatus};
 use crate::decide::resources;
@@ -51,7 +53,7 @@ impl KubeApi {
     }
 
     /// Server-side apply of an object into its own namespace.
-    async fn apply<K>(&self, object: &K) -> anyhow::Result<()>
+    async fn apply<K>(&self, object: &K) -> Result<(), ReconcileError>
     where
         K: Resource<Scope = k8s_openapi::NamespaceResourceScope>
             + Clone
@@ -61,44 +63,66 @@ impl KubeApi {
         K::DynamicType: Default,
     {
         let params = PatchParams::apply(FIELD_MANAGER).force();
-        self.api::<K>(&namespace_of(object))
-            .patch(&object.name_any(), &params, &Patch::Apply(object))
-            .await?;
+        let (namespace, name) = (namespace_of(object), object.name_any());
+        self.api::<K>(&namespace)
+            .patch(&name, &params, &Patch::Apply(object))
+            .await
+            .map_err(|e| {
+                ReconcileError::kube(
+                    format!("apply {} {namespace}/{name}", K::kind(&Default::default())),
+                    e,
+                )
+            })?;
         Ok(())
+    }
+
+    /// Deletes `name` (a 404 is fine: it is gone already).
+    async fn delete<K>(&self, namespace: &str, name: &str) -> Result<(), ReconcileError>
+    where
+        K: Resource<Scope = k8s_openapi::NamespaceResourceScope>
+            + Clone
+            + DeserializeOwned
+            + std::fmt::Debug,
+        K::DynamicType: Default,
+    {
+        gone_is_fine(
+            self.api::<K>(namespace)
+                .delete(name, &DeleteParams::default())
+                .await,
+        )
+        .map_err(|e| {
+            ReconcileError::kube(
+                format!("delete {} {namespace}/{name}", K::kind(&Default::default())),
+                e,
+            )
+        })
     }
 
     /// The finalizer's work: delete what the operator created (StatefulSet, Services,
     /// NetworkPolicy, ConfigMap, disruption budget) and the PVCs it marked for deletion.
     /// Members' other PVCs hold data and stay, as a StatefulSet's do.
-    pub async fn remove_owned(&self, mc: &MeridianCluster) -> anyhow::Result<()> {
+    pub async fn remove_owned(&self, mc: &MeridianCluster) -> Result<(), ReconcileError> {
         let ns = namespace_of(mc);
-        let dp = DeleteParams::default();
         let name = mc.name_any();
-        gone_is_fine(self.api::<StatefulSet>(&ns).delete(&name, &dp).await)?;
-        gone_is_fine(self.api::<Service>(&ns).delete(&name, &dp).await)?;
-        let peer = resources::peer_service_name(mc);
-        gone_is_fine(self.api::<Service>(&ns).delete(&peer, &dp).await)?;
+        self.delete::<StatefulSet>(&ns, &name).await?;
+        self.delete::<Service>(&ns, &name).await?;
+        self.delete::<Service>(&ns, &resources::peer_service_name(mc))
+            .await?;
         let admin = resources::admin_service_name(mc);
-        gone_is_fine(self.api::<Service>(&ns).delete(&admin, &dp).await)?;
-        gone_is_fine(self.api::<NetworkPolicy>(&ns).delete(&admin, &dp).await)?;
-        let config = resources::config_map(mc).name_any();
-        gone_is_fine(self.api::<ConfigMap>(&ns).delete(&config, &dp).await)?;
-        gone_is_fine(
-            self.api::<PodDisruptionBudget>(&ns)
-                .delete(&name, &dp)
-                .await,
-        )?;
+        self.delete::<Service>(&ns, &admin).await?;
+        self.delete::<NetworkPolicy>(&ns, &admin).await?;
+        self.delete::<ConfigMap>(&ns, &resources::config_map(mc).name_any())
+            .await?;
+        self.delete::<PodDisruptionBudget>(&ns, &name).await?;
         let pvcs = self
             .api::<PersistentVolumeClaim>(&ns)
             .list(&selector(mc))
-            .await?;
+            .await
+            .map_err(|e| ReconcileError::kube(format!("list claims of {ns}/{name}"), e))?;
         for pvc in pvcs.items {
             if pvc.annotations().contains_key(DEFERRED_DELETE_ANNOTATION) {
-                gone_is_fine(
-                    self.api::<PersistentVolumeClaim>(&ns)
-                        .delete(&pvc.name_any(), &dp)
-                        .await,
-                )?;
+                self.delete::<PersistentVolumeClaim>(&ns, &pvc.name_any())
+                    .await?;
             }
         }
         Ok(())
@@ -115,11 +139,11 @@ fn selector(mc: &MeridianCluster) -> ListParams {
 }
 
 /// A 404 on delete: it is gone already, which is what was asked.
-fn gone_is_fine<T>(r: Result<T, kube::Error>) -> anyhow::Result<()> {
+fn gone_is_fine<T>(r: Result<T, kube::Error>) -> Result<(), kube::Error> {
     match r {
         Ok(_) => Ok(()),
         Err(kube::Error::Api(e)) if e.code == 404 => Ok(()),
-        Err(e) => Err(e.into()),
+        Err(e) => Err(e),
     }
 }
 
@@ -128,21 +152,25 @@ impl Platform for KubeApi {
         self.operator_namespace.clone()
     }
 
-    async fn workload(&self, mc: &MeridianCluster) -> anyhow::Result<Workload> {
+    async fn workload(&self, mc: &MeridianCluster) -> Result<Workload, ReconcileError> {
+        let (ns, name) = (namespace_of(mc), mc.name_any());
         let stateful_set = self
-            .api::<StatefulSet>(&namespace_of(mc))
-            .get_opt(&mc.name_any())
-            .await?;
+            .api::<StatefulSet>(&ns)
+            .get_opt(&name)
+            .await
+            .map_err(|e| ReconcileError::kube(format!("get StatefulSet {ns}/{name}"), e))?;
         let pods = self
-            .api::<Pod>(&namespace_of(mc))
+            .api::<Pod>(&ns)
             .list(&selector(mc))
-            .await?
+            .await
+            .map_err(|e| ReconcileError::kube(format!("list pods of {ns}/{name}"), e))?
             .items;
         // Claims made from the StatefulSet's template carry the pod labels.
         let pvcs = self
-            .api::<PersistentVolumeClaim>(&namespace_of(mc))
+            .api::<PersistentVolumeClaim>(&ns)
             .list(&selector(mc))
-            .await?
+            .await
+            .map_err(|e| ReconcileError::kube(format!("list claims of {ns}/{name}"), e))?
             .items;
         Ok(Workload {
             stateful_set,
@@ -151,7 +179,7 @@ impl Platform for KubeApi {
         })
     }
 
-    async fn apply_owned(&self, owned: &Owned) -> anyhow::Result<()> {
+    async fn apply_owned(&self, owned: &Owned) -> Result<(), ReconcileError> {
         self.apply::<Service>(&owned.client_service).await?;
         self.apply::<Service>(&owned.peer_service).await?;
         self.apply::<Service>(&owned.admin_service).await?;
@@ -165,16 +193,12 @@ impl Platform for KubeApi {
         self.apply::<StatefulSet>(&owned.stateful_set).await
     }
 
-    async fn apply_stateful_set(&self, sts: &StatefulSet) -> anyhow::Result<()> {
+    async fn apply_stateful_set(&self, sts: &StatefulSet) -> Result<(), ReconcileError> {
         self.apply::<StatefulSet>(sts).await
     }
 
-    async fn delete_pod(&self, mc: &MeridianCluster, name: &str) -> anyhow::Result<()> {
-        gone_is_fine(
-            self.api::<Pod>(&namespace_of(mc))
-                .delete(name, &DeleteParams::default())
-                .await,
-        )
+    async fn delete_pod(&self, mc: &MeridianCluster, name: &str) -> Result<(), ReconcileError> {
+        self.delete::<Pod>(&namespace_of(mc), name).await
     }
 
     async fn delete_pvc(
@@ -182,7 +206,7 @@ impl Platform for KubeApi {
         mc: &MeridianCluster,
         name: &str,
         uid: Option<&str>,
-    ) -> anyhow::Result<()> {
+    ) -> Result<(), ReconcileError> {
         let params = DeleteParams {
             preconditions: uid.map(|uid| Preconditions {
                 uid: Some(uid.to_string()),
@@ -190,24 +214,28 @@ impl Platform for KubeApi {
             }),
             ..DeleteParams::default()
         };
+        let ns = namespace_of(mc);
         match self
-            .api::<PersistentVolumeClaim>(&namespace_of(mc))
+            .api::<PersistentVolumeClaim>(&ns)
             .delete(name, &params)
             .await
         {
             // A UID precondition that no longer holds: that claim is gone, a newer one stays.
             Err(kube::Error::Api(e)) if e.code == 409 && uid.is_some() => Ok(()),
-            r => gone_is_fine(r),
+            r => gone_is_fine(r)
+                .map_err(|e| ReconcileError::kube(format!("delete claim {ns}/{name}"), e)),
         }
     }
 
-    async fn mark_pvc(&self, mc: &MeridianCluster, name: &str) -> anyhow::Result<()> {
+    async fn mark_pvc(&self, mc: &MeridianCluster, name: &str) -> Result<(), ReconcileError> {
         let patch = serde_json::json!({
             "metadata": {"annotations": {DEFERRED_DELETE_ANNOTATION: "true"}}
         });
-        self.api::<PersistentVolumeClaim>(&namespace_of(mc))
+        let ns = namespace_of(mc);
+        self.api::<PersistentVolumeClaim>(&ns)
             .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
-            .await?;
+            .await
+            .map_err(|e| ReconcileError::kube(format!("mark claim {ns}/{name}"), e))?;
         Ok(())
     }
 
@@ -215,20 +243,22 @@ impl Platform for KubeApi {
         &self,
         mc: &MeridianCluster,
         status: &MeridianClusterStatus,
-    ) -> anyhow::Result<()> {
+    ) -> Result<(), ReconcileError> {
         let body = serde_json::json!({
             "apiVersion": MeridianCluster::api_version(&()),
             "kind": MeridianCluster::kind(&()),
             "status": status,
         });
         let params = PatchParams::apply(FIELD_MANAGER).force();
-        self.api::<MeridianCluster>(&namespace_of(mc))
-            .patch_status(&mc.name_any(), &params, &Patch::Apply(&body))
-            .await?;
+        let (ns, name) = (namespace_of(mc), mc.name_any());
+        self.api::<MeridianCluster>(&ns)
+            .patch_status(&name, &params, &Patch::Apply(&body))
+            .await
+            .map_err(|e| ReconcileError::kube(format!("write the status of {ns}/{name}"), e))?;
         Ok(())
     }
 
-    async fn event(&self, mc: &MeridianCluster, note: &Note) -> anyhow::Result<()> {
+    async fn event(&self, mc: &MeridianCluster, note: &Note) -> Result<(), ReconcileError> {
         let event = Event {
             type_: if note.warning {
                 EventType::Warning
@@ -240,7 +270,10 @@ impl Platform for KubeApi {
             action: note.action.clone(),
             secondary: None,
         };
-        self.recorder.publish(&event, &mc.object_ref(&())).await?;
+        self.recorder
+            .publish(&event, &mc.object_ref(&()))
+            .await
+            .map_err(|e| ReconcileError::kube(format!("publish event {}", note.reason), e))?;
         Ok(())
     }
 }

@@ -1,7 +1,9 @@
 //! The operator's leader election on a `coordination.k8s.io` Lease, the I/O half: read the
 //! Lease, write it back with its resourceVersion (a lost race is a 409, never two holders),
-//! and report losing it so the process stops acting. Decisions in `decide::lease`.
+//! and report losing it so the process stops acting. Each round tells the probes whether the
+//! API server answered (a follower's readiness). Decisions in `decide::lease`.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
@@ -10,6 +12,7 @@ use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, PostParams};
 use kube::Client;
 
+use super::endpoint::Probes;
 use crate::decide::lease::{self, Step};
 
 pub struct Elector {
@@ -17,6 +20,7 @@ pub struct Elector {
     name: String,
     me: String,
     duration: Duration,
+    probes: Option<Arc<Probes>>,
 }
 
 fn observed(l: &Lease) -> lease::Observed {
@@ -35,11 +39,26 @@ impl Elector {
             name: name.into(),
             me: me.into(),
             duration,
+            probes: None,
         }
+    }
+
+    /// Reports every round's reach of the API server to `probes`.
+    pub fn reporting(mut self, probes: Arc<Probes>) -> Self {
+        self.probes = Some(probes);
+        self
     }
 
     /// One round: read, decide, write. `Ok(true)` while this replica holds the Lease.
     pub async fn try_hold(&self) -> anyhow::Result<bool> {
+        let held = self.round().await;
+        if let Some(p) = &self.probes {
+            p.api_reached(held.is_ok());
+        }
+        held
+    }
+
+    async fn round(&self) -> anyhow::Result<bool> {
         let now = Timestamp::now();
         let current = self.api.get_opt(&self.name).await?;
         let step = lease::decide(

@@ -8,15 +8,19 @@
 //! renewal presents the new certificate and trusts the new CA without a restart. The kubelet
 //! swaps the whole directory at once (a `..data` symlink), but three files are read one after
 //! the other; a call that straddles a swap may fail, and the next reconcile reads them again.
+//!
+//! A failed call says what failed (`ReconcileError`): no member reachable, no leader, a
+//! refusal, or the operator's own certificate.
 
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{anyhow, bail};
+use anyhow::anyhow;
 use meridian::admin::AdminClient;
 use meridian::tls::Trust;
 
+use super::error::ReconcileError;
 use crate::crd::MeridianCluster;
 use crate::decide::snapshot::{MemberView, MembersView};
 
@@ -24,16 +28,17 @@ pub trait Members: Send + Sync {
     /// `None` when no member answered.
     fn list(&self, mc: &MeridianCluster) -> impl Future<Output = Option<MembersView>> + Send;
     /// Asks the leader to hand its term to `to` (waits for the hand-over to be accepted).
+    /// `false` when `to` led already: nothing moved.
     fn transfer_leader(
         &self,
         mc: &MeridianCluster,
         to: &str,
-    ) -> impl Future<Output = anyhow::Result<()>> + Send;
+    ) -> impl Future<Output = Result<bool, ReconcileError>> + Send;
     fn delete_member(
         &self,
         mc: &MeridianCluster,
         name: &str,
-    ) -> impl Future<Output = anyhow::Result<()>> + Send;
+    ) -> impl Future<Output = Result<(), ReconcileError>> + Send;
 }
 
 type Addresses = dyn Fn(&MeridianCluster) -> Vec<String> + Send + Sync;
@@ -101,34 +106,65 @@ impl AdminMembers {
     }
 
     /// The leader's name and admin address, from the members API.
-    async fn leader(&self, mc: &MeridianCluster) -> anyhow::Result<(String, String)> {
-        let body = self
-            .members_json(mc)
-            .await
-            .ok_or_else(|| anyhow!("no member answered"))?;
+    async fn leader(&self, mc: &MeridianCluster) -> Result<(String, String), ReconcileError> {
+        let body =
+            self.members_json(mc)
+                .await
+                .ok_or_else(|| ReconcileError::MembersUnreachable {
+                    what: "GET /api/v1/members".into(),
+                    source: anyhow!("no member answered"),
+                })?;
         let name = parse_members(&body)
             .leader()
             .map(|l| l.name.clone())
-            .ok_or_else(|| anyhow!("no leader"))?;
-        let url = admin_url_of(&body, &name)
-            .ok_or_else(|| anyhow!("the leader {name} lists no admin address"))?;
+            .ok_or(ReconcileError::NoLeader)?;
+        let url = admin_url_of(&body, &name).ok_or_else(|| ReconcileError::MembersUnreachable {
+            what: format!("the leader {name}"),
+            source: anyhow!("it lists no admin address"),
+        })?;
         Ok((name, url))
     }
 
-    /// One admin call at `url`, off the async threads (the admin client blocks).
+    /// One admin call, `verb path` at `url`, off the async threads (the admin client blocks).
     async fn call(
         &self,
+        verb: Verb,
         url: String,
-        request: impl FnOnce(&AdminClient) -> anyhow::Result<(u16, String)> + Send + 'static,
-    ) -> anyhow::Result<(u16, String)> {
+        path: String,
+    ) -> Result<(u16, String), ReconcileError> {
         // Long enough for a transfer, which the leader answers once the hand-over is done.
         let timeout = self.timeout.max(Duration::from_secs(12));
         let trust = self.trust.clone();
         tokio::task::spawn_blocking(move || {
-            request(&AdminClient::with_timeout(&url, &trust, timeout)?)
+            // Building the client only reads the certificate files.
+            let client = AdminClient::with_timeout(&url, &trust, timeout)
+                .map_err(ReconcileError::AdminTls)?;
+            let reply = match verb {
+                Verb::Post => client.post(&path),
+                Verb::Delete => client.delete(&path),
+            };
+            reply.map_err(|source| ReconcileError::MembersUnreachable {
+                what: format!("{} {url}{path}", verb.name()),
+                source,
+            })
         })
-        .await
-        .map_err(|e| anyhow!("admin call: {e}"))?
+        .await?
+    }
+}
+
+/// The admin calls that change something.
+#[derive(Debug, Clone, Copy)]
+enum Verb {
+    Post,
+    Delete,
+}
+
+impl Verb {
+    fn name(self) -> &'static str {
+        match self {
+            Verb::Post => "POST",
+            Verb::Delete => "DELETE",
+        }
     }
 }
 
@@ -173,28 +209,40 @@ impl Members for AdminMembers {
         self.members_json(mc).await.map(|b| parse_members(&b))
     }
 
-    async fn transfer_leader(&self, mc: &MeridianCluster, to: &str) -> anyhow::Result<()> {
+    async fn transfer_leader(
+        &self,
+        mc: &MeridianCluster,
+        to: &str,
+    ) -> Result<bool, ReconcileError> {
         let (leader, url) = self.leader(mc).await?;
         if leader == to {
-            return Ok(());
+            return Ok(false);
         }
         let path = format!("/api/v1/leader/transfer/{to}");
-        let (status, reply) = self.call(url, move |a| a.post(&path)).await?;
+        let (status, reply) = self.call(Verb::Post, url, path).await?;
         if status != 200 {
-            bail!("transfer from {leader} to {to}: {status} {reply}");
+            return Err(ReconcileError::MemberRefused {
+                call: format!("transfer from {leader} to {to}"),
+                status,
+                reply,
+            });
         }
-        Ok(())
+        Ok(true)
     }
 
-    async fn delete_member(&self, mc: &MeridianCluster, name: &str) -> anyhow::Result<()> {
+    async fn delete_member(&self, mc: &MeridianCluster, name: &str) -> Result<(), ReconcileError> {
         // Any member on etcd can remove one; the leader answers for sure.
         let (_, url) = self.leader(mc).await?;
         let path = format!("/api/v1/members/{name}");
-        let (status, reply) = self.call(url, move |a| a.delete(&path)).await?;
+        let (status, reply) = self.call(Verb::Delete, url, path).await?;
         match status {
             // Already gone is what was wanted.
             200 | 404 => Ok(()),
-            _ => bail!("delete member {name}: {status} {reply}"),
+            _ => Err(ReconcileError::MemberRefused {
+                call: format!("delete member {name}"),
+                status,
+                reply,
+            }),
         }
     }
 }

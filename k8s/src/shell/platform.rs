@@ -8,6 +8,7 @@ use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Pod, Service}
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 
+use super::error::ReconcileError;
 use crate::crd::{MeridianCluster, MeridianClusterStatus};
 
 /// The objects a cluster owns, as they are applied together.
@@ -47,40 +48,41 @@ pub trait Platform: Send + Sync {
     fn workload(
         &self,
         mc: &MeridianCluster,
-    ) -> impl Future<Output = anyhow::Result<Workload>> + Send;
+    ) -> impl Future<Output = Result<Workload, ReconcileError>> + Send;
     /// Server-side apply of every owned object, one field manager.
-    fn apply_owned(&self, owned: &Owned) -> impl Future<Output = anyhow::Result<()>> + Send;
+    fn apply_owned(&self, owned: &Owned)
+        -> impl Future<Output = Result<(), ReconcileError>> + Send;
     /// Server-side apply of the StatefulSet alone (replicas move with scaling).
     fn apply_stateful_set(
         &self,
         sts: &StatefulSet,
-    ) -> impl Future<Output = anyhow::Result<()>> + Send;
+    ) -> impl Future<Output = Result<(), ReconcileError>> + Send;
     fn delete_pod(
         &self,
         mc: &MeridianCluster,
         name: &str,
-    ) -> impl Future<Output = anyhow::Result<()>> + Send;
+    ) -> impl Future<Output = Result<(), ReconcileError>> + Send;
     /// Deletes a PVC; with `uid`, only that exact claim (a newer one of the same name stays).
     fn delete_pvc(
         &self,
         mc: &MeridianCluster,
         name: &str,
         uid: Option<&str>,
-    ) -> impl Future<Output = anyhow::Result<()>> + Send;
+    ) -> impl Future<Output = Result<(), ReconcileError>> + Send;
     /// Marks a PVC for deletion before its ordinal is used again.
     fn mark_pvc(
         &self,
         mc: &MeridianCluster,
         name: &str,
-    ) -> impl Future<Output = anyhow::Result<()>> + Send;
+    ) -> impl Future<Output = Result<(), ReconcileError>> + Send;
     fn patch_status(
         &self,
         mc: &MeridianCluster,
         status: &MeridianClusterStatus,
-    ) -> impl Future<Output = anyhow::Result<()>> + Send;
+    ) -> impl Future<Output = Result<(), ReconcileError>> + Send;
     fn event(
         &self,
         mc: &MeridianCluster,
         note: &Note,
-    ) -> impl Future<Output = anyhow::Result<()>> + Send;
+    ) -> impl Future<Output = Result<(), ReconcileError>> + Send;
 }

@@ -1,18 +1,20 @@
 //! One reconcile, the thin shell around `decide`: read the workload and the members API, build
 //! the snapshot, decide, carry the actions out (with an event for each step and each wait), and
 //! write the status only when it differs from what is stored. An unchanged, healthy cluster
-//! therefore costs reads and no write.
+//! therefore costs reads and no write. What it carries out it counts in the metrics as it
+//! goes (a step once it took effect), and it records what it observed of the cluster.
 
 use std::time::Duration;
 
-use anyhow::bail;
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 
+use super::error::ReconcileError;
 use super::members::Members;
+use super::metrics::{self, Metrics};
 use super::platform::{Note, Owned, Platform};
 use crate::crd::{FailureMember, MeridianCluster};
-use crate::decide::reconcile::{reconcile, Action};
+use crate::decide::reconcile::{self as decide_reconcile, reconcile, Action};
 use crate::decide::snapshot::{self, Observed, APPLIED_HASH_ANNOTATION};
 use crate::decide::{failover, resources, scale, upgrade};
 
@@ -59,12 +61,25 @@ fn note(warning: bool, reason: &str, action: &str, message: String) -> Note {
     }
 }
 
+/// Publishes the event of a step or a wait. The step is counted first: it took effect
+/// whether or not its event gets through.
+async fn tell<P: Platform>(
+    platform: &P,
+    metrics: &Metrics,
+    mc: &MeridianCluster,
+    note: Note,
+) -> Result<(), ReconcileError> {
+    metrics.step(&note.action, &note.reason);
+    platform.event(mc, &note).await
+}
+
 pub async fn reconcile_once<P: Platform, M: Members>(
     mc: &MeridianCluster,
     platform: &P,
     members: &M,
+    metrics: &Metrics,
     now: Timestamp,
-) -> anyhow::Result<Outcome> {
+) -> Result<Outcome, ReconcileError> {
     let workload = platform.workload(mc).await?;
     let operator_namespace = platform.operator_namespace();
     let observed = Observed {
@@ -76,6 +91,11 @@ pub async fn reconcile_once<P: Platform, M: Members>(
         operator_namespace: operator_namespace.clone(),
     };
     let snap = snapshot::snapshot(&observed, now);
+    metrics.observed(
+        mc,
+        decide_reconcile::rollout(&snap),
+        decide_reconcile::conditions(&snap),
+    );
     let actions = reconcile(&snap);
     let mut failures = mc
         .status
@@ -90,32 +110,51 @@ pub async fn reconcile_once<P: Platform, M: Members>(
                 platform
                     .apply_owned(&owned(mc, *replicas, &operator_namespace))
                     .await?;
-                platform
-                    .event(
-                        mc,
-                        &note(
-                            false,
-                            "Applied",
-                            "Reconcile",
-                            format!("owned objects applied ({replicas} replicas)"),
-                        ),
-                    )
-                    .await?;
+                let message = format!("owned objects applied ({replicas} replicas)");
+                tell(
+                    platform,
+                    metrics,
+                    mc,
+                    note(false, "Applied", "Reconcile", message),
+                )
+                .await?;
             }
             Action::Failover(step) => {
-                carry_failover(mc, platform, members, step, &mut failures, now).await?
+                carry_failover(mc, platform, members, metrics, step, &mut failures, now).await?
             }
             Action::Scale(step) => {
-                waiting |=
-                    carry_scale(mc, platform, members, step, &pod, &operator_namespace).await?
+                waiting |= carry_scale(
+                    mc,
+                    platform,
+                    members,
+                    metrics,
+                    step,
+                    &pod,
+                    &operator_namespace,
+                )
+                .await?
             }
-            Action::Upgrade(step) => waiting |= carry_upgrade(mc, platform, members, step).await?,
+            Action::Upgrade(step) => {
+                waiting |= carry_upgrade(mc, platform, members, metrics, step).await?
+            }
         }
     }
     let status = snapshot::status(&observed, &snap, failures, now);
     let status_written = mc.status.as_ref() != Some(&status);
     if status_written {
         platform.patch_status(mc, &status).await?;
+    }
+    // Declaring a failure member and clearing them take effect with the status write.
+    for action in &actions {
+        match action {
+            Action::Failover(failover::Step::Declare { .. }) => {
+                metrics.failover(mc, metrics::Failover::Declared)
+            }
+            Action::Failover(failover::Step::Recover) => {
+                metrics.failover(mc, metrics::Failover::Recovered)
+            }
+            _ => {}
+        }
     }
     let requeue_after = if actions.is_empty() {
         Duration::from_secs(30)
@@ -135,10 +174,11 @@ async fn carry_failover<P: Platform, M: Members>(
     mc: &MeridianCluster,
     platform: &P,
     members: &M,
+    metrics: &Metrics,
     step: &failover::Step,
     failures: &mut Vec<FailureMember>,
     now: Timestamp,
-) -> anyhow::Result<()> {
+) -> Result<(), ReconcileError> {
     match step {
         failover::Step::Nothing => {}
         failover::Step::Declare {
@@ -156,9 +196,13 @@ async fn carry_failover<P: Platform, M: Members>(
                 "{pod} (member {member_id}) unhealthy for longer than {}: replacing it",
                 mc.spec.failover.period
             );
-            platform
-                .event(mc, &note(true, "MemberFailed", "Failover", message))
-                .await?;
+            tell(
+                platform,
+                metrics,
+                mc,
+                note(true, "MemberFailed", "Failover", message),
+            )
+            .await?;
         }
         failover::Step::Replace {
             pod,
@@ -172,11 +216,16 @@ async fn carry_failover<P: Platform, M: Members>(
                     .delete_pvc(mc, &snapshot::pvc_name(pod), Some(uid))
                     .await?;
             }
+            metrics.failover(mc, metrics::Failover::Replaced);
             let message =
                 format!("member {member_id} deleted, {pod} and its volume deleted to join anew");
-            platform
-                .event(mc, &note(true, "MemberReplaced", "Failover", message))
-                .await?;
+            tell(
+                platform,
+                metrics,
+                mc,
+                note(true, "MemberReplaced", "Failover", message),
+            )
+            .await?;
         }
         failover::Step::Recover => {
             let names: Vec<String> = failures.drain(..).map(|f| f.pod_name).collect();
@@ -184,9 +233,13 @@ async fn carry_failover<P: Platform, M: Members>(
                 "every member serves again; failure members {} cleared",
                 names.join(",")
             );
-            platform
-                .event(mc, &note(false, "FailoverRecovered", "Failover", message))
-                .await?;
+            tell(
+                platform,
+                metrics,
+                mc,
+                note(false, "FailoverRecovered", "Failover", message),
+            )
+            .await?;
         }
     }
     Ok(())
@@ -197,22 +250,21 @@ async fn carry_scale<P: Platform, M: Members>(
     mc: &MeridianCluster,
     platform: &P,
     members: &M,
+    metrics: &Metrics,
     step: &scale::Step,
     pod: &impl Fn(u32) -> String,
     operator_namespace: &str,
-) -> anyhow::Result<bool> {
+) -> Result<bool, ReconcileError> {
     let (warning, reason, message) = match step {
         scale::Step::Steady => return Ok(false),
         scale::Step::Wait(why) => {
-            platform
-                .event(mc, &note(false, "Waiting", "Scale", why.clone()))
-                .await?;
+            let n = note(false, "Waiting", "Scale", why.clone());
+            tell(platform, metrics, mc, n).await?;
             return Ok(true);
         }
         scale::Step::Refuse(why) => {
-            platform
-                .event(mc, &note(true, "Refused", "Scale", why.clone()))
-                .await?;
+            let n = note(true, "Refused", "Scale", why.clone());
+            tell(platform, metrics, mc, n).await?;
             return Ok(true);
         }
         scale::Step::DeletePvc(o) => {
@@ -231,7 +283,9 @@ async fn carry_scale<P: Platform, M: Members>(
             (false, "Scaled", format!("StatefulSet replicas set to {n}"))
         }
         scale::Step::TransferLeader { from, to } => {
-            members.transfer_leader(mc, &pod(*to)).await?;
+            if members.transfer_leader(mc, &pod(*to)).await? {
+                metrics.leader_moved(mc, metrics::LeaderMove::Scale);
+            }
             (
                 false,
                 "LeaderTransferred",
@@ -252,9 +306,13 @@ async fn carry_scale<P: Platform, M: Members>(
             )
         }
     };
-    platform
-        .event(mc, &note(warning, reason, "Scale", message))
-        .await?;
+    tell(
+        platform,
+        metrics,
+        mc,
+        note(warning, reason, "Scale", message),
+    )
+    .await?;
     Ok(false)
 }
 
@@ -263,31 +321,33 @@ async fn carry_upgrade<P: Platform, M: Members>(
     mc: &MeridianCluster,
     platform: &P,
     members: &M,
+    metrics: &Metrics,
     step: &upgrade::Step,
-) -> anyhow::Result<bool> {
+) -> Result<bool, ReconcileError> {
     match step {
         upgrade::Step::Done => Ok(false),
         upgrade::Step::Wait(why) => {
-            platform
-                .event(mc, &note(false, "Waiting", "Upgrade", why.clone()))
-                .await?;
+            let n = note(false, "Waiting", "Upgrade", why.clone());
+            tell(platform, metrics, mc, n).await?;
             Ok(true)
         }
         upgrade::Step::DeletePod(name) => {
             platform.delete_pod(mc, name).await?;
             let message = format!("{name} deleted to restart on the update revision");
-            platform
-                .event(mc, &note(false, "DeletedPod", "Upgrade", message))
-                .await?;
+            let n = note(false, "DeletedPod", "Upgrade", message);
+            tell(platform, metrics, mc, n).await?;
             Ok(false)
         }
         upgrade::Step::TransferLeader { to } => {
-            members.transfer_leader(mc, to).await?;
+            let moved = members.transfer_leader(mc, to).await?;
             verify_leader(mc, members, to).await?;
+            // Counted once the members API shows it, as the event says it.
+            if moved {
+                metrics.leader_moved(mc, metrics::LeaderMove::Upgrade);
+            }
             let message = format!("leadership moved to the updated member {to}");
-            platform
-                .event(mc, &note(false, "LeaderTransferred", "Upgrade", message))
-                .await?;
+            let n = note(false, "LeaderTransferred", "Upgrade", message);
+            tell(platform, metrics, mc, n).await?;
             Ok(false)
         }
     }
@@ -298,7 +358,7 @@ async fn verify_leader<M: Members>(
     mc: &MeridianCluster,
     members: &M,
     to: &str,
-) -> anyhow::Result<()> {
+) -> Result<(), ReconcileError> {
     let deadline = tokio::time::Instant::now() + TRANSFER_VERIFY;
     loop {
         let leader = members
@@ -309,10 +369,11 @@ async fn verify_leader<M: Members>(
             return Ok(());
         }
         if tokio::time::Instant::now() >= deadline {
-            bail!(
-                "leadership did not reach {to} within {TRANSFER_VERIFY:?} (leader: {})",
-                leader.as_deref().unwrap_or("none")
-            );
+            return Err(ReconcileError::TransferUnverified {
+                to: to.to_string(),
+                within: TRANSFER_VERIFY,
+                leader: leader.unwrap_or_else(|| "none".into()),
+            });
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }

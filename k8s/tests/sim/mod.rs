@@ -23,6 +23,7 @@ use meridian::harness::{free_udp_port, ServerProcess};
 use meridian::tls::Trust;
 use meridian_operator::crd::{MeridianCluster, MeridianClusterStatus};
 use meridian_operator::decide::snapshot::{pvc_name, DEFERRED_DELETE_ANNOTATION, REVISION_LABEL};
+use meridian_operator::shell::error::ReconcileError;
 use meridian_operator::shell::platform::{Note, Owned, Platform, Workload};
 
 /// How each pod's `meridian serve` is started.
@@ -471,7 +472,7 @@ impl Platform for Sim {
         "meridian-system".into()
     }
 
-    async fn workload(&self, _: &MeridianCluster) -> anyhow::Result<Workload> {
+    async fn workload(&self, _: &MeridianCluster) -> Result<Workload, ReconcileError> {
         let s = self.state.lock().unwrap();
         let stateful_set = s.sts.clone().map(|mut sts| {
             let current = s
@@ -547,7 +548,7 @@ impl Platform for Sim {
         })
     }
 
-    async fn apply_owned(&self, owned: &Owned) -> anyhow::Result<()> {
+    async fn apply_owned(&self, owned: &Owned) -> Result<(), ReconcileError> {
         let mut s = self.state.lock().unwrap();
         // Client, peer and admin Services, NetworkPolicy, ConfigMap, budget, StatefulSet.
         s.writes += 7;
@@ -555,14 +556,14 @@ impl Platform for Sim {
         Ok(())
     }
 
-    async fn apply_stateful_set(&self, sts: &StatefulSet) -> anyhow::Result<()> {
+    async fn apply_stateful_set(&self, sts: &StatefulSet) -> Result<(), ReconcileError> {
         let mut s = self.state.lock().unwrap();
         s.writes += 1;
         s.apply_sts(sts);
         Ok(())
     }
 
-    async fn delete_pod(&self, _: &MeridianCluster, name: &str) -> anyhow::Result<()> {
+    async fn delete_pod(&self, _: &MeridianCluster, name: &str) -> Result<(), ReconcileError> {
         let mut s = self.state.lock().unwrap();
         s.writes += 1;
         s.log.push(format!("deleted {name}"));
@@ -578,7 +579,7 @@ impl Platform for Sim {
         _: &MeridianCluster,
         name: &str,
         uid: Option<&str>,
-    ) -> anyhow::Result<()> {
+    ) -> Result<(), ReconcileError> {
         let mut s = self.state.lock().unwrap();
         s.writes += 1;
         if let Some(c) = s.pvcs.get_mut(name) {
@@ -589,7 +590,7 @@ impl Platform for Sim {
         Ok(())
     }
 
-    async fn mark_pvc(&self, _: &MeridianCluster, name: &str) -> anyhow::Result<()> {
+    async fn mark_pvc(&self, _: &MeridianCluster, name: &str) -> Result<(), ReconcileError> {
         let mut s = self.state.lock().unwrap();
         s.writes += 1;
         if let Some(c) = s.pvcs.get_mut(name) {
@@ -602,14 +603,14 @@ impl Platform for Sim {
         &self,
         _: &MeridianCluster,
         status: &MeridianClusterStatus,
-    ) -> anyhow::Result<()> {
+    ) -> Result<(), ReconcileError> {
         let mut s = self.state.lock().unwrap();
         s.writes += 1;
         s.cluster.as_mut().unwrap().status = Some(status.clone());
         Ok(())
     }
 
-    async fn event(&self, _: &MeridianCluster, note: &Note) -> anyhow::Result<()> {
+    async fn event(&self, _: &MeridianCluster, note: &Note) -> Result<(), ReconcileError> {
         let mut s = self.state.lock().unwrap();
         s.writes += 1;
         s.log
