@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use super::{free_udp_port, test_binary, EtcdProcess, ServerProcess};
+use super::{free_udp_port, test_binary, EtcdProcess, FaultProxy, ServerProcess};
 use crate::admin::AdminClient;
 use crate::tls::Trust;
 
@@ -47,28 +47,48 @@ pub struct Cluster {
     /// The CA every member's certificate chains to, and the client certificate beside it
     /// (roles client, store and admin).
     pub ca: PathBuf,
+    /// Member `i`'s path to etcd, when started with [`Cluster::start_proxied`].
+    pub proxies: Vec<FaultProxy>,
 }
 
 impl Cluster {
     /// Starts etcd in `dir/etcd` and `n` members with `config` (TOML) as their config file.
     pub fn start(dir: &Path, n: usize, config: &str) -> anyhow::Result<Cluster> {
+        Self::start_with(dir, n, config, false)
+    }
+
+    /// [`Cluster::start`], each member reaching etcd through a [`FaultProxy`] of its own, so
+    /// a test can cut or slow one member's path alone.
+    pub fn start_proxied(dir: &Path, n: usize, config: &str) -> anyhow::Result<Cluster> {
+        Self::start_with(dir, n, config, true)
+    }
+
+    fn start_with(dir: &Path, n: usize, config: &str, proxied: bool) -> anyhow::Result<Cluster> {
         let etcd = EtcdProcess::start(&dir.join("etcd"))?;
+        let proxies = if proxied {
+            (0..n)
+                .map(|_| FaultProxy::start(&etcd.endpoint()))
+                .collect::<anyhow::Result<Vec<_>>>()?
+        } else {
+            Vec::new()
+        };
         let config_path = dir.join("meridian.toml");
         std::fs::write(&config_path, config)?;
-        let base = vec![
-            "--etcd".to_string(),
-            etcd.endpoint(),
-            "--config".into(),
-            config_path.display().to_string(),
-            "--cores".into(),
-            "1".into(),
-        ];
         let mut nodes: Vec<ClusterNode> = (0..n)
             .map(|i| ClusterNode {
                 name: format!("n{i}"),
                 data: dir.join(format!("n{i}")),
                 listen: format!("127.0.0.1:{}", free_udp_port()),
-                args: base.clone(),
+                args: vec![
+                    "--etcd".to_string(),
+                    proxies
+                        .get(i)
+                        .map_or_else(|| etcd.endpoint(), FaultProxy::endpoint),
+                    "--config".into(),
+                    config_path.display().to_string(),
+                    "--cores".into(),
+                    "1".into(),
+                ],
                 process: None,
             })
             .collect();
@@ -88,6 +108,7 @@ impl Cluster {
             etcd,
             nodes,
             ca: tls.join("ca.pem"),
+            proxies,
         })
     }
 

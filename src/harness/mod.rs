@@ -3,10 +3,12 @@
 
 mod cluster;
 mod etcd;
+mod proxy;
 mod server;
 
 pub use cluster::{Cluster, ClusterNode};
 pub use etcd::{EtcdProcess, EtcdTlsFiles, MERIDIAN_PREFIX, ROOT_PASSWORD};
+pub use proxy::{FaultProxy, LinkFault};
 pub use server::ServerProcess;
 
 use std::path::{Path, PathBuf};
