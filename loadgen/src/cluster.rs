@@ -185,7 +185,8 @@ pub async fn setup(
     Ok((stores, regions))
 }
 
-async fn scan_all(client: &Client) -> anyhow::Result<Vec<Region>> {
+/// Every region, in key order, read page by page.
+pub async fn scan_all(client: &Client) -> anyhow::Result<Vec<Region>> {
     let mut all: Vec<Region> = Vec::new();
     let mut from = Vec::new();
     loop {

@@ -10,6 +10,7 @@ pub mod duration;
 pub mod grpc_tso;
 pub mod latency;
 pub mod leader;
+pub mod nemesis;
 pub mod pacer;
 pub mod plot;
 pub mod progress;

@@ -1,7 +1,7 @@
 //! `loadgen`: drives a Meridian cluster with real clients and checks what comes back.
 
 use clap::{Parser, Subcommand};
-use loadgen::{attack, cluster, compare, demo, route, run};
+use loadgen::{attack, cluster, compare, demo, nemesis, route, run};
 
 #[derive(Parser)]
 #[command(
@@ -31,6 +31,10 @@ enum Command {
     /// TSO throughput under attack (handshake, connection and stream floods, oversized keys,
     /// admin slowloris) next to quiet runs, alternated, against a local demo server.
     Attack(AttackArgs),
+    /// Three members on an etcd (from PATH) under TSO, id and split load, with random faults
+    /// (SIGKILL, leader pauses, etcd partitions, clock jumps, transfers); checks every promise
+    /// at the end and exits non-zero on any broken one.
+    Nemesis(nemesis::NemesisArgs),
 }
 
 #[derive(clap::Args)]
@@ -98,6 +102,14 @@ fn main() -> std::process::ExitCode {
             Command::Cluster(args) => cluster::run(&args).await.map(|_| 0),
             Command::Route(args) => route::run(&args).await.map(|_| 0),
             Command::Attack(args) => run_attack(args).await,
+            Command::Nemesis(args) => {
+                let r = nemesis::run(&args).await?;
+                r.print();
+                if let Some(path) = &args.json {
+                    std::fs::write(path, serde_json::to_vec_pretty(&r)?)?;
+                }
+                Ok(r.failures())
+            }
         }
     });
     match result {

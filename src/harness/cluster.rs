@@ -14,6 +14,7 @@ pub struct ClusterNode {
     pub name: String,
     pub data: PathBuf,
     pub listen: String,
+    binary: PathBuf,
     args: Vec<String>,
     pub process: Option<ServerProcess>,
 }
@@ -24,7 +25,7 @@ impl ClusterNode {
         let mut args = vec!["--name".to_string(), self.name.clone()];
         args.extend(self.args.iter().cloned());
         self.process = Some(ServerProcess::start_with(
-            &test_binary(),
+            &self.binary,
             &self.data,
             &self.listen,
             &args,
@@ -54,16 +55,23 @@ pub struct Cluster {
 impl Cluster {
     /// Starts etcd in `dir/etcd` and `n` members with `config` (TOML) as their config file.
     pub fn start(dir: &Path, n: usize, config: &str) -> anyhow::Result<Cluster> {
-        Self::start_with(dir, n, config, false)
+        Self::start_binary(&test_binary(), dir, n, config, false)
     }
 
     /// [`Cluster::start`], each member reaching etcd through a [`FaultProxy`] of its own, so
     /// a test can cut or slow one member's path alone.
     pub fn start_proxied(dir: &Path, n: usize, config: &str) -> anyhow::Result<Cluster> {
-        Self::start_with(dir, n, config, true)
+        Self::start_binary(&test_binary(), dir, n, config, true)
     }
 
-    fn start_with(dir: &Path, n: usize, config: &str, proxied: bool) -> anyhow::Result<Cluster> {
+    /// [`Cluster::start`] or, when `proxied`, [`Cluster::start_proxied`], of `binary`.
+    pub fn start_binary(
+        binary: &Path,
+        dir: &Path,
+        n: usize,
+        config: &str,
+        proxied: bool,
+    ) -> anyhow::Result<Cluster> {
         let etcd = EtcdProcess::start(&dir.join("etcd"))?;
         let proxies = if proxied {
             (0..n)
@@ -79,6 +87,7 @@ impl Cluster {
                 name: format!("n{i}"),
                 data: dir.join(format!("n{i}")),
                 listen: format!("127.0.0.1:{}", free_udp_port()),
+                binary: binary.to_path_buf(),
                 args: vec![
                     "--etcd".to_string(),
                     proxies
