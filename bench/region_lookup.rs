@@ -8,7 +8,23 @@ use criterion::{criterion_group, criterion_main, Criterion};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use meridian::placement::{Epoch, Peer, PeerRole, RangeIndex, Region, RegionMap};
+use std::collections::BTreeMap;
+
+use meridian::placement::{Epoch, Peer, PeerRole, RangeIndex, Region};
+
+/// The baseline: every region in one ordered map by start key, behind one mutex, as a
+/// straightforward placement service would hold them.
+struct BaselineMap(BTreeMap<Vec<u8>, Region>);
+
+impl BaselineMap {
+    fn locate(&self, key: &[u8]) -> Option<&Region> {
+        let (_, r) = self
+            .0
+            .range::<[u8], _>((std::ops::Bound::Unbounded, std::ops::Bound::Included(key)))
+            .next_back()?;
+        (r.end_key.is_empty() || key < r.end_key.as_slice()).then_some(r)
+    }
+}
 
 // The server's allocator: where routes and blocks live decides how many page walks a lookup
 // pays (tuning.md).
@@ -121,9 +137,14 @@ fn bench(c: &mut Criterion) {
     let found: Vec<_> = found.iter().map(|r| r.map(|r| r.region.id)).collect();
     assert_eq!(found, want.iter().map(|&id| Some(id)).collect::<Vec<_>>());
     drop(snap);
-    let mut map = RegionMap::new();
-    for r in regions() {
-        map.apply(r).expect("regions are disjoint");
+    let map = BaselineMap(
+        regions()
+            .into_iter()
+            .map(|r| (r.start_key.clone(), r))
+            .collect(),
+    );
+    for (k, id) in keys.iter().zip(&want) {
+        assert_eq!(map.locate(k).map(|r| r.id), Some(*id));
     }
     let map = Arc::new(Mutex::new(map));
     let index_lookup = {

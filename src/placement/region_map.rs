@@ -35,10 +35,6 @@ impl RegionMap {
         self.regions.len()
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.regions.is_empty()
-    }
-
     pub fn get(&self, id: u64) -> Option<&Region> {
         self.regions.get(&id)
     }
