@@ -1,6 +1,10 @@
-//! `meridian-operator run [--metrics-addr ADDR]`: the operator (leader-elected on a Lease;
-//! only the holder acts), serving `/metrics`, `/healthz` and `/readyz` over plain HTTP on
-//! ADDR (default `0.0.0.0:8080`) on every replica, the followers included.
+//! `meridian-operator run [--metrics-addr ADDR] [--metrics-cert FILE --metrics-key FILE]
+//! [--metrics-insecure]`: the operator (leader-elected on a Lease; only the holder acts),
+//! serving `/metrics`, `/healthz` and `/readyz` on ADDR (default `0.0.0.0:8080`) on every
+//! replica, the followers included. Over HTTPS with the certificate and key files (a mounted
+//! Secret) or, without them, a self-signed certificate made at start; `/metrics` answers only
+//! bearer tokens the API server authenticates and lets `get` `/metrics`, the probes anyone.
+//! `--metrics-insecure` is the loud opt-out: plain HTTP, `/metrics` open.
 //! `meridian-operator crd`: prints the CustomResourceDefinition the types generate (the file
 //! committed as `k8s/manifests/crd.yaml`).
 //! `meridian-operator render`: reads a MeridianCluster (JSON) on stdin and prints the objects
@@ -8,13 +12,15 @@
 //! against the Kubernetes schemas like the committed manifests.
 
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
 use meridian::tls::Trust;
+use meridian_operator::shell::access::MetricsAccess;
 use meridian_operator::shell::controller::{self, Context};
-use meridian_operator::shell::endpoint::{self, Endpoint};
+use meridian_operator::shell::endpoint::{self, Endpoint, ServingCert, ServingTls, Transport};
 use meridian_operator::shell::kube_api::KubeApi;
 use meridian_operator::shell::lease::Elector;
 use meridian_operator::shell::members::AdminMembers;
@@ -24,8 +30,8 @@ const LEASE_DURATION: Duration = Duration::from_secs(15);
 /// Where `/metrics` and the probes are served unless `--metrics-addr` says otherwise (the
 /// port operator.yaml names `metrics`).
 const METRICS_ADDR: &str = "0.0.0.0:8080";
-const USAGE: &str =
-    "usage: meridian-operator run [--metrics-addr ADDR] | crd | render < cluster.json";
+const USAGE: &str = "usage: meridian-operator run [--metrics-addr ADDR] \
+     [--metrics-cert FILE --metrics-key FILE] [--metrics-insecure] | crd | render < cluster.json";
 
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -36,34 +42,74 @@ fn main() -> anyhow::Result<()> {
         }
         Some("render") => render(),
         Some("run") => {
-            let metrics_addr = metrics_addr(&args[1..])?;
+            let flags = metrics_flags(&args[1..])?;
             tokio::runtime::Builder::new_multi_thread()
                 .enable_all()
                 .build()?
-                .block_on(run(metrics_addr))
+                .block_on(run(flags))
         }
         _ => anyhow::bail!(USAGE),
     }
 }
 
-/// `run`'s flags: `--metrics-addr ADDR` (or `--metrics-addr=ADDR`).
-fn metrics_addr(flags: &[String]) -> anyhow::Result<SocketAddr> {
+/// How `run` serves its endpoint.
+#[derive(Debug, PartialEq, Eq)]
+struct MetricsFlags {
+    addr: SocketAddr,
+    /// `None` with `--metrics-insecure`: plain HTTP.
+    cert: Option<ServingCert>,
+}
+
+/// `run`'s flags, each `--flag VALUE` or `--flag=VALUE`: `--metrics-addr ADDR`,
+/// `--metrics-cert FILE` and `--metrics-key FILE` (together), and `--metrics-insecure` (alone,
+/// no value).
+fn metrics_flags(flags: &[String]) -> anyhow::Result<MetricsFlags> {
     let mut addr = METRICS_ADDR.to_string();
+    let (mut cert, mut key, mut insecure) = (None, None, false);
     let mut flags = flags.iter();
     while let Some(flag) = flags.next() {
-        match flag.split_once('=') {
-            Some(("--metrics-addr", value)) => addr = value.to_string(),
-            None if flag == "--metrics-addr" => {
-                addr = flags
-                    .next()
-                    .context("--metrics-addr needs an address")?
-                    .clone()
-            }
-            _ => anyhow::bail!("unknown argument {flag}; {USAGE}"),
+        let (name, inline) = match flag.split_once('=') {
+            Some((name, value)) => (name, Some(value.to_string())),
+            None => (flag.as_str(), None),
+        };
+        if name == "--metrics-insecure" {
+            anyhow::ensure!(inline.is_none(), "--metrics-insecure takes no value");
+            insecure = true;
+            continue;
         }
+        let slot = match name {
+            "--metrics-addr" => &mut addr,
+            "--metrics-cert" => cert.get_or_insert_with(String::new),
+            "--metrics-key" => key.get_or_insert_with(String::new),
+            _ => anyhow::bail!("unknown argument {flag}; {USAGE}"),
+        };
+        *slot = match inline {
+            Some(value) => value,
+            None => flags
+                .next()
+                .with_context(|| format!("{name} needs a value"))?
+                .clone(),
+        };
     }
-    addr.parse()
-        .with_context(|| format!("--metrics-addr {addr}: not an address like {METRICS_ADDR}"))
+    let addr = addr
+        .parse()
+        .with_context(|| format!("--metrics-addr {addr}: not an address like {METRICS_ADDR}"))?;
+    let cert = match (cert, key, insecure) {
+        (Some(cert), Some(key), false) => Some(ServingCert::Files {
+            cert: PathBuf::from(cert),
+            key: PathBuf::from(key),
+        }),
+        (None, None, false) => Some(ServingCert::SelfSigned),
+        (None, None, true) => None,
+        (Some(_), None, _) | (None, Some(_), _) => {
+            anyhow::bail!("--metrics-cert and --metrics-key go together")
+        }
+        (Some(_), Some(_), true) => anyhow::bail!(
+            "--metrics-insecure serves plain HTTP without a certificate: drop \
+             --metrics-cert/--metrics-key, or drop --metrics-insecure"
+        ),
+    };
+    Ok(MetricsFlags { addr, cert })
 }
 
 /// The operator's `admin` client certificate and the cluster CA, from the Secret mounted at
@@ -103,21 +149,45 @@ fn render() -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn run(metrics_addr: SocketAddr) -> anyhow::Result<()> {
+async fn run(flags: MetricsFlags) -> anyhow::Result<()> {
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
         )
         .init();
+    let addr = flags.addr;
     // Bound first, on followers too: the kubelet probes every replica, and a port taken is
     // a configuration error worth failing at start.
-    let listener = tokio::net::TcpListener::bind(metrics_addr)
+    let listener = tokio::net::TcpListener::bind(addr)
         .await
-        .with_context(|| format!("binding --metrics-addr {metrics_addr}"))?;
-    let telemetry = Endpoint::default();
-    let mut served = tokio::spawn(endpoint::serve(listener, telemetry.clone()));
-    tracing::info!("serving /metrics, /healthz and /readyz on http://{metrics_addr}");
+        .with_context(|| format!("binding --metrics-addr {addr}"))?;
     let client = kube::Client::try_default().await?;
+    let transport = match &flags.cert {
+        Some(cert) => {
+            let tls = ServingTls::load(cert)?;
+            tracing::info!(
+                "serving /metrics (bearer tokens the API server authenticates and lets get \
+                 /metrics), /healthz and /readyz on https://{addr} with {}",
+                tls.describe()
+            );
+            Transport::Https {
+                tls,
+                access: Arc::new(MetricsAccess::new(client.clone())),
+            }
+        }
+        None => {
+            let warning = format!(
+                "--metrics-insecure: /metrics IS SERVED WITHOUT AUTHENTICATION over plain HTTP \
+                 on http://{addr}. Anyone who can reach the port reads the metrics, and nothing \
+                 on the wire is encrypted. Never run a reachable operator like this."
+            );
+            eprintln!("WARNING: {warning}");
+            tracing::warn!("{warning}");
+            Transport::InsecurePlainHttp
+        }
+    };
+    let telemetry = Endpoint::default();
+    let mut served = tokio::spawn(endpoint::serve(listener, telemetry.clone(), transport));
     let me = std::env::var("POD_NAME").unwrap_or_else(|_| "meridian-operator".into());
     let namespace = std::env::var("POD_NAMESPACE").unwrap_or_else(|_| "meridian-system".into());
     let elector = Elector::new(client.clone(), &namespace, LEASE, &me, LEASE_DURATION)
@@ -164,27 +234,61 @@ mod tests {
         a.iter().map(|s| s.to_string()).collect()
     }
 
+    fn addr(a: &str) -> SocketAddr {
+        a.parse().unwrap()
+    }
+
     #[test]
-    fn metrics_addr_defaults_and_takes_either_spelling() {
+    fn the_endpoint_is_https_with_a_self_signed_certificate_unless_told_otherwise() {
         assert_eq!(
-            metrics_addr(&[]).unwrap(),
-            METRICS_ADDR.parse::<SocketAddr>().unwrap()
+            metrics_flags(&[]).unwrap(),
+            MetricsFlags {
+                addr: addr(METRICS_ADDR),
+                cert: Some(ServingCert::SelfSigned),
+            }
         );
-        let want: SocketAddr = "127.0.0.1:9090".parse().unwrap();
-        assert_eq!(
-            metrics_addr(&args(&["--metrics-addr", "127.0.0.1:9090"])).unwrap(),
-            want
-        );
-        assert_eq!(
-            metrics_addr(&args(&["--metrics-addr=127.0.0.1:9090"])).unwrap(),
-            want
-        );
+        let want = addr("127.0.0.1:9090");
+        for spelling in [
+            &["--metrics-addr", "127.0.0.1:9090"][..],
+            &["--metrics-addr=127.0.0.1:9090"],
+        ] {
+            assert_eq!(metrics_flags(&args(spelling)).unwrap().addr, want);
+        }
+        let files = Some(ServingCert::Files {
+            cert: "/tls/tls.crt".into(),
+            key: "/tls/tls.key".into(),
+        });
+        for spelling in [
+            &[
+                "--metrics-cert",
+                "/tls/tls.crt",
+                "--metrics-key",
+                "/tls/tls.key",
+            ][..],
+            &["--metrics-key=/tls/tls.key", "--metrics-cert=/tls/tls.crt"],
+        ] {
+            assert_eq!(metrics_flags(&args(spelling)).unwrap().cert, files);
+        }
+        // Plain HTTP only when asked for by name.
+        let insecure = metrics_flags(&args(&["--metrics-insecure"])).unwrap();
+        assert_eq!(insecure.cert, None);
         for bad in [
             &["--metrics-addr"][..],
             &["--metrics-addr", "localhost"],
             &["--metrics"],
+            &["--metrics-cert", "/tls/tls.crt"],
+            &["--metrics-key", "/tls/tls.key"],
+            &["--metrics-cert"],
+            &["--metrics-insecure=true"],
+            &[
+                "--metrics-insecure",
+                "--metrics-cert",
+                "c",
+                "--metrics-key",
+                "k",
+            ],
         ] {
-            assert!(metrics_addr(&args(bad)).is_err(), "{bad:?}");
+            assert!(metrics_flags(&args(bad)).is_err(), "{bad:?}");
         }
     }
 }

@@ -4,12 +4,17 @@
 //! manager, status patches, deletes, events, the finalizer, the Lease, and that reconciling an
 //! unchanged cluster writes nothing. Through the controller's entry point, the operator's own
 //! endpoint: what a reconcile counts (errors by kind), the probes, and that every metric the
-//! Grafana dashboard `dashboards/meridian-operator.json` queries is served by `/metrics`.
+//! Grafana dashboard `dashboards/meridian-operator.json` queries is served by `/metrics`. The
+//! endpoint itself, started as `run` starts it: HTTPS, `/metrics` only for a bearer token the
+//! mock API server authenticates (TokenReview) and authorizes (SubjectAccessReview), with the
+//! decisions cached, the probes open, and plain HTTP only with the explicit opt-out.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+
+use ureq::tls::{PemItem, RootCerts, TlsConfig, TlsProvider};
 
 use http::{Request, Response, StatusCode};
 use k8s_openapi::api::apps::v1::{StatefulSet, StatefulSetStatus};
@@ -22,8 +27,11 @@ use meridian_operator::crd::{MeridianCluster, MeridianClusterSpec, MeridianClust
 use meridian_operator::decide::snapshot::{
     MemberView, MembersView, DEFERRED_DELETE_ANNOTATION, REVISION_LABEL,
 };
+use meridian_operator::shell::access::MetricsAccess;
 use meridian_operator::shell::controller::{self, Context, FINALIZER};
-use meridian_operator::shell::endpoint::{self, Endpoint, Probes};
+use meridian_operator::shell::endpoint::{
+    self, Endpoint, Probes, ServingCert, ServingTls, Transport,
+};
 use meridian_operator::shell::error::ReconcileError;
 use meridian_operator::shell::kube_api::KubeApi;
 use meridian_operator::shell::lease::Elector;
@@ -51,11 +59,58 @@ impl Seen {
 }
 
 /// GET answers by path (without query); anything not listed is a 404. Writes echo their body,
-/// except where `write_replies` has an answer for the path.
+/// except where `write_replies` has an answer for the path, and TokenReviews and
+/// SubjectAccessReviews (unless `write_replies` answers them), which are answered from `tokens`
+/// and `metrics_readers` as the API server would.
 #[derive(Default, Clone)]
 struct Table {
     gets: BTreeMap<String, serde_json::Value>,
     write_replies: BTreeMap<String, (u16, serde_json::Value)>,
+    /// Bearer token to the user name it authenticates; any other token is rejected.
+    tokens: BTreeMap<String, String>,
+    /// The users a SubjectAccessReview lets `get` the non-resource URL `/metrics`.
+    metrics_readers: BTreeSet<String>,
+}
+
+const TOKEN_REVIEWS: &str = "/apis/authentication.k8s.io/v1/tokenreviews";
+const ACCESS_REVIEWS: &str = "/apis/authorization.k8s.io/v1/subjectaccessreviews";
+
+impl Table {
+    /// A TokenReview or SubjectAccessReview POST answered with its status, as the API server
+    /// does: the review echoed back with `status` filled in.
+    fn review(&self, path: &str, body: &serde_json::Value) -> Option<serde_json::Value> {
+        let status = match path {
+            TOKEN_REVIEWS => {
+                let token = body["spec"]["token"].as_str().unwrap_or_default();
+                match self.tokens.get(token) {
+                    Some(user) => serde_json::json!({"authenticated": true, "user": {
+                        "username": user, "uid": format!("uid-{user}"),
+                        "groups": ["system:serviceaccounts", "system:authenticated"]}}),
+                    None => serde_json::json!({"authenticated": false,
+                        "error": "invalid bearer token"}),
+                }
+            }
+            ACCESS_REVIEWS => {
+                let spec = &body["spec"];
+                let asks = &spec["nonResourceAttributes"];
+                let allowed = asks["path"] == "/metrics"
+                    && asks["verb"] == "get"
+                    && spec["user"]
+                        .as_str()
+                        .is_some_and(|u| self.metrics_readers.contains(u));
+                if allowed {
+                    serde_json::json!({"allowed": true,
+                        "reason": "RBAC: allowed by ClusterRoleBinding"})
+                } else {
+                    serde_json::json!({"allowed": false})
+                }
+            }
+            _ => return None,
+        };
+        let mut reply = body.clone();
+        reply["status"] = status;
+        Some(reply)
+    }
 }
 
 fn list(kind: &str, items: Vec<serde_json::Value>) -> serde_json::Value {
@@ -110,6 +165,8 @@ fn mock_api(table: Table) -> (Client, tokio::task::JoinHandle<Vec<Seen>>) {
                 }
             } else if let Some((code, reply)) = table.write_replies.get(&path) {
                 (*code, reply.clone())
+            } else if let Some(reply) = table.review(&path, &body) {
+                (201, reply)
             } else if method == "DELETE" {
                 let ok = serde_json::json!({"kind": "Status", "apiVersion": "v1",
                     "metadata": {}, "status": "Success", "code": 200});
@@ -849,13 +906,128 @@ fn exposed(text: &str) -> BTreeSet<String> {
         .collect()
 }
 
-/// Status and body of a GET on the operator's endpoint.
-async fn get(addr: std::net::SocketAddr, path: &'static str) -> (u16, String) {
+/// The Prometheus scraper's service account, which the mock API server lets read `/metrics`,
+/// and its token; a user it authenticates but does not let in, and a token it rejects.
+const SCRAPER: &str = "system:serviceaccount:meridian-system:meridian-operator-metrics-scraper";
+const SCRAPER_TOKEN: &str = "scraper-token";
+const NOSY: &str = "system:serviceaccount:ops:nosy";
+const NOSY_TOKEN: &str = "nosy-token";
+const FORGED_TOKEN: &str = "forged-token";
+
+/// The operator's endpoint as `run` serves it by default: HTTPS, here with a certificate for
+/// loopback from a fresh CA (as `--metrics-cert/--metrics-key` from a mounted Secret), and
+/// `/metrics` reviewed by a mock API server that knows the scraper and the nosy user.
+struct Https {
+    addr: std::net::SocketAddr,
+    /// The CA a client verifies the endpoint with.
+    ca: String,
+    serving: tokio::task::JoinHandle<std::io::Result<()>>,
+    /// The mock API server; it ends, returning what it was asked, once the endpoint is gone.
+    api: tokio::task::JoinHandle<Vec<Seen>>,
+    _dir: tempfile::TempDir,
+}
+
+async fn serve_https(telemetry: Endpoint) -> Https {
+    let table = Table {
+        tokens: BTreeMap::from([
+            (SCRAPER_TOKEN.to_string(), SCRAPER.to_string()),
+            (NOSY_TOKEN.to_string(), NOSY.to_string()),
+        ]),
+        metrics_readers: BTreeSet::from([SCRAPER.to_string()]),
+        ..Table::default()
+    };
+    serve_https_on(telemetry, table).await
+}
+
+/// `serve_https` with the mock API server answering from `table`.
+async fn serve_https_on(telemetry: Endpoint, table: Table) -> Https {
+    let dir = tempfile::tempdir().unwrap();
+    let ca = meridian::tls::cert::create_ca("metrics CA").unwrap();
+    let pair =
+        meridian::tls::cert::create_node(&ca, &["127.0.0.1".into(), "localhost".into()]).unwrap();
+    let (cert, key) = (dir.path().join("tls.crt"), dir.path().join("tls.key"));
+    std::fs::write(&cert, &pair.cert).unwrap();
+    std::fs::write(&key, &pair.key).unwrap();
+    let tls = ServingTls::load(&ServingCert::Files { cert, key }).unwrap();
+    let (client, api) = mock_api(table);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let transport = Transport::Https {
+        tls,
+        access: Arc::new(MetricsAccess::new(client)),
+    };
+    let serving = tokio::spawn(endpoint::serve(listener, telemetry, transport));
+    Https {
+        addr,
+        ca: ca.cert,
+        serving,
+        api,
+        _dir: dir,
+    }
+}
+
+/// What a GET got back.
+#[derive(Debug)]
+struct Got {
+    status: u16,
+    body: String,
+    www_authenticate: Option<String>,
+}
+
+/// A GET over HTTPS verifying the endpoint against `ca`, with `token` as the bearer token.
+/// Each call has its own client, so no connection outlives it.
+async fn get_https(addr: std::net::SocketAddr, ca: &str, path: &str, token: Option<&str>) -> Got {
+    let (ca, url, token) = (
+        ca.to_string(),
+        format!("https://127.0.0.1:{}{path}", addr.port()),
+        token.map(str::to_string),
+    );
+    tokio::task::spawn_blocking(move || {
+        let roots: Vec<_> = ureq::tls::parse_pem(ca.as_bytes())
+            .filter_map(|item| match item {
+                Ok(PemItem::Certificate(c)) => Some(c),
+                _ => None,
+            })
+            .collect();
+        let tls = TlsConfig::builder()
+            .provider(TlsProvider::Rustls)
+            .unversioned_rustls_crypto_provider(Arc::new(rustls::crypto::ring::default_provider()))
+            .root_certs(RootCerts::Specific(Arc::new(roots)))
+            .build();
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .timeout_global(Some(Duration::from_secs(10)))
+            .tls_config(tls)
+            .build()
+            .into();
+        let mut request = agent.get(&url);
+        if let Some(token) = token {
+            request = request.header("Authorization", format!("Bearer {token}"));
+        }
+        let mut response = request.call().unwrap();
+        Got {
+            status: response.status().as_u16(),
+            www_authenticate: response
+                .headers()
+                .get("www-authenticate")
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string),
+            body: response.body_mut().read_to_string().unwrap(),
+        }
+    })
+    .await
+    .unwrap()
+}
+
+/// A plain-HTTP GET: status and body, or why there was no HTTP answer.
+async fn get_plain(
+    addr: std::net::SocketAddr,
+    path: &'static str,
+) -> anyhow::Result<(u16, String)> {
     tokio::task::spawn_blocking(move || {
         meridian::admin::AdminClient::plain(&format!("http://{addr}")).get(path)
     })
     .await
-    .unwrap()
     .unwrap()
 }
 
@@ -876,9 +1048,15 @@ async fn every_metric_the_operator_dashboard_queries_is_served_and_the_probes_an
     };
     drop(ctx);
     server.await.unwrap();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let serving = tokio::spawn(endpoint::serve(listener, telemetry.clone()));
+    let https = serve_https(telemetry.clone()).await;
+    let (addr, ca) = (https.addr, https.ca.clone());
+    let get = |path: &'static str| {
+        let ca = ca.clone();
+        async move {
+            let got = get_https(addr, &ca, path, Some(SCRAPER_TOKEN)).await;
+            (got.status, got.body)
+        }
+    };
 
     let dashboard: serde_json::Value = serde_json::from_str(
         &std::fs::read_to_string(
@@ -889,7 +1067,7 @@ async fn every_metric_the_operator_dashboard_queries_is_served_and_the_probes_an
     .unwrap();
     let wanted = queried(&dashboard);
     assert!(wanted.len() >= 8, "{wanted:?}");
-    let (status, text) = get(addr, "/metrics").await;
+    let (status, text) = get("/metrics").await;
     assert_eq!(status, 200);
     let have = exposed(&text);
     let missing: Vec<&String> = wanted.iter().filter(|n| !have.contains(*n)).collect();
@@ -919,13 +1097,13 @@ async fn every_metric_the_operator_dashboard_queries_is_served_and_the_probes_an
 
     // Liveness answers from the start; readiness once the API server answered and, on the
     // replica that leads, once MeridianClusters were listed.
-    assert_eq!(get(addr, "/healthz").await.0, 200);
-    let (status, why) = get(addr, "/readyz").await;
+    assert_eq!(get("/healthz").await.0, 200);
+    let (status, why) = get("/readyz").await;
     assert_eq!(status, 503, "{why}");
     telemetry.probes.api_reached(true);
-    assert_eq!(get(addr, "/readyz").await.0, 200, "a follower standing by");
+    assert_eq!(get("/readyz").await.0, 200, "a follower standing by");
     telemetry.probes.leading();
-    let (status, why) = get(addr, "/readyz").await;
+    let (status, why) = get("/readyz").await;
     assert_eq!(status, 503);
     assert!(why.contains("first list"), "{why}");
     let mut table = Table::default();
@@ -940,6 +1118,150 @@ async fn every_metric_the_operator_dashboard_queries_is_served_and_the_probes_an
         seen.iter().map(Seen::line).collect::<Vec<_>>(),
         ["GET /apis/meridian.io/v1alpha1/meridianclusters?&limit=1"]
     );
-    assert_eq!(get(addr, "/readyz").await.0, 200);
+    assert_eq!(get("/readyz").await.0, 200);
+    https.serving.abort();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_need_a_token_the_api_server_authenticates_and_authorizes_the_probes_do_not() {
+    let telemetry = Endpoint::default();
+    let https = serve_https(telemetry.clone()).await;
+    let (addr, ca) = (https.addr, https.ca.as_str());
+
+    // No token: 401 with the challenge, and no API call.
+    let got = get_https(addr, ca, "/metrics", None).await;
+    assert_eq!(got.status, 401, "{got:?}");
+    assert_eq!(got.www_authenticate.as_deref(), Some("Bearer"));
+    assert!(!got.body.contains("meridian_operator"), "{got:?}");
+    // A token the API server does not authenticate: 401, and its reason is not echoed.
+    let got = get_https(addr, ca, "/metrics", Some(FORGED_TOKEN)).await;
+    assert_eq!(got.status, 401, "{got:?}");
+    assert!(!got.body.contains("invalid bearer token"), "{got:?}");
+    // Authenticated, but no binding lets it get /metrics: 403 naming the user.
+    let got = get_https(addr, ca, "/metrics", Some(NOSY_TOKEN)).await;
+    assert_eq!(got.status, 403, "{got:?}");
+    assert!(got.body.contains(NOSY), "{got:?}");
+    // The scraper: 200 with the registry, twice.
+    for _ in 0..2 {
+        let got = get_https(addr, ca, "/metrics", Some(SCRAPER_TOKEN)).await;
+        assert_eq!(got.status, 200, "{got:?}");
+        assert!(
+            got.body.contains("meridian_operator_reconciles_total"),
+            "{got:?}"
+        );
+    }
+    // Within their 5 s, refusals are remembered too.
+    assert_eq!(
+        get_https(addr, ca, "/metrics", Some(NOSY_TOKEN))
+            .await
+            .status,
+        403
+    );
+    assert_eq!(
+        get_https(addr, ca, "/metrics", Some(FORGED_TOKEN))
+            .await
+            .status,
+        401
+    );
+
+    // The probes need no token (the kubelet sends none), and a token changes nothing.
+    let got = get_https(addr, ca, "/healthz", None).await;
+    assert_eq!((got.status, got.body.as_str()), (200, "ok\n"));
+    let got = get_https(addr, ca, "/readyz", None).await;
+    assert_eq!(got.status, 503, "{got:?}");
+    assert!(got.body.contains("not answered"), "{got:?}");
+    telemetry.probes.api_reached(true);
+    assert_eq!(get_https(addr, ca, "/readyz", None).await.status, 200);
+    assert_eq!(
+        get_https(addr, ca, "/readyz", Some(FORGED_TOKEN))
+            .await
+            .status,
+        200
+    );
+
+    // Plain HTTP gets no HTTP answer from the HTTPS port.
+    let plain = get_plain(addr, "/metrics").await;
+    assert!(plain.is_err(), "{plain:?}");
+    let plain = get_plain(addr, "/healthz").await;
+    assert!(plain.is_err(), "{plain:?}");
+
+    // What the API server was asked: one TokenReview per distinct token (the repeats were
+    // answered from the cache), carrying the token; one SubjectAccessReview per authenticated
+    // user, for get on the non-resource URL /metrics, with the user's groups.
+    https.serving.abort();
+    let seen = tokio::time::timeout(Duration::from_secs(10), https.api)
+        .await
+        .expect("the endpoint let go of its API client")
+        .unwrap();
+    let lines: Vec<String> = seen.iter().map(Seen::line).collect();
+    assert_eq!(
+        lines,
+        [
+            format!("POST {TOKEN_REVIEWS}?"),
+            format!("POST {TOKEN_REVIEWS}?"),
+            format!("POST {ACCESS_REVIEWS}?"),
+            format!("POST {TOKEN_REVIEWS}?"),
+            format!("POST {ACCESS_REVIEWS}?"),
+        ]
+    );
+    let tokens: Vec<&serde_json::Value> = seen
+        .iter()
+        .filter(|s| s.uri.starts_with(TOKEN_REVIEWS))
+        .map(|s| &s.body["spec"]["token"])
+        .collect();
+    assert_eq!(tokens, [FORGED_TOKEN, NOSY_TOKEN, SCRAPER_TOKEN]);
+    let asked = &seen[4].body["spec"];
+    assert_eq!(asked["user"], SCRAPER);
+    assert_eq!(asked["uid"], format!("uid-{SCRAPER}"));
+    assert_eq!(asked["groups"][0], "system:serviceaccounts");
+    assert_eq!(
+        asked["nonResourceAttributes"],
+        serde_json::json!({"path": "/metrics", "verb": "get"})
+    );
+    assert_eq!(seen[2].body["spec"]["user"], NOSY);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_review_the_api_server_fails_is_a_503_and_is_asked_again_next_time() {
+    let mut table = Table::default();
+    table.write_replies.insert(
+        TOKEN_REVIEWS.into(),
+        (500, status_json(500, "InternalError")),
+    );
+    let https = serve_https_on(Endpoint::default(), table).await;
+    for _ in 0..2 {
+        let got = get_https(https.addr, &https.ca, "/metrics", Some(SCRAPER_TOKEN)).await;
+        assert_eq!(got.status, 503, "{got:?}");
+        assert!(!got.body.contains("meridian_operator"), "{got:?}");
+    }
+    https.serving.abort();
+    let seen = tokio::time::timeout(Duration::from_secs(10), https.api)
+        .await
+        .expect("the endpoint let go of its API client")
+        .unwrap();
+    assert_eq!(
+        seen.len(),
+        2,
+        "an outage is not a decision to remember: {seen:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plain_http_and_open_metrics_only_with_the_insecure_opt_out() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let telemetry = Endpoint::default();
+    let serving = tokio::spawn(endpoint::serve(
+        listener,
+        telemetry,
+        Transport::InsecurePlainHttp,
+    ));
+    let (status, text) = get_plain(addr, "/metrics").await.unwrap();
+    assert_eq!(status, 200);
+    assert!(
+        text.contains("meridian_operator_reconciles_total"),
+        "{text}"
+    );
+    assert_eq!(get_plain(addr, "/healthz").await.unwrap().0, 200);
     serving.abort();
 }

@@ -1,9 +1,11 @@
 //! Reconcile decisions: pure functions from an observed snapshot (pods, revisions, members'
 //! health and leader) to the next step. No clock, no API calls; the shell supplies times as
-//! durations and carries the steps out.
+//! durations and carries the steps out. Also who may read the operator's `/metrics`, from the
+//! API server's review answers.
 
 pub mod failover;
 pub mod lease;
+pub mod metrics_access;
 pub mod reconcile;
 pub mod resources;
 pub mod scale;
