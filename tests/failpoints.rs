@@ -14,6 +14,7 @@ use meridian::client::{Client, ClientOptions};
 use meridian::failpoint::points;
 use meridian::harness::ServerProcess;
 use meridian::placement::{Epoch, Peer, PeerRole, Region, Store, StoreState};
+use meridian::proto::{Reply, Request, Response};
 
 fn bin() -> &'static std::path::Path {
     env!("CARGO_BIN_EXE_meridian").as_ref()
@@ -25,32 +26,32 @@ async fn connect(server: &ServerProcess, budget: Duration) -> Client {
     Client::connect(opts).await.unwrap()
 }
 
-/// Timestamps from 16 concurrent callers until every caller is refused (or `limit` passes);
-/// each caller's must go up. Many callers: when the window's last millisecond is reached, its
-/// 2^18 logical values are still handed out.
-async fn timestamps_until_refused(client: &Arc<Client>, limit: Duration) -> (Vec<u64>, bool) {
+/// Timestamps in batches of 4,096 (as PD's clients ask) from 4 streams until every stream is
+/// refused (or `limit` passes): the ranges handed out, each stream's above its last. Batches,
+/// so that the window's last millisecond (2^18 logical values) runs out in 64 requests
+/// whatever the machine's speed.
+async fn timestamps_until_refused(client: &Client, limit: Duration) -> (Vec<(u64, u64)>, bool) {
     let deadline = Instant::now() + limit;
-    let tasks: Vec<_> = (0..16)
-        .map(|_| {
-            let client = client.clone();
-            tokio::spawn(async move {
-                let mut got: Vec<u64> = Vec::new();
-                while Instant::now() < deadline {
-                    match client.get_ts().await {
-                        Ok(ts) => {
-                            let ts = ts.as_u64();
-                            if let Some(&last) = got.last() {
-                                assert!(ts > last, "{ts} after {last}");
-                            }
-                            got.push(ts);
+    let mut tasks = Vec::new();
+    for _ in 0..4 {
+        let mut stream = client.open_stream().await.unwrap();
+        tasks.push(tokio::spawn(async move {
+            let mut got: Vec<(u64, u64)> = Vec::new();
+            while Instant::now() < deadline {
+                match stream.call(&Request::Tso { count: 4096 }).await {
+                    Ok(Response::Ok(Reply::Tso { first, count })) if count > 0 => {
+                        let last = first + u64::from(count) - 1;
+                        if let Some(&(_, before)) = got.last() {
+                            assert!(first > before, "{first} after {before}");
                         }
-                        Err(_) => return (got, true),
+                        got.push((first, last));
                     }
+                    _ => return (got, true),
                 }
-                (got, false)
-            })
-        })
-        .collect();
+            }
+            (got, false)
+        }));
+    }
     let mut all = Vec::new();
     let mut refused = true;
     for t in tasks {
@@ -61,17 +62,27 @@ async fn timestamps_until_refused(client: &Arc<Client>, limit: Duration) -> (Vec
     (all, refused)
 }
 
-/// Ids from 32 concurrent callers until every caller is refused (or `limit` passes).
-async fn ids_until_refused(client: &Arc<Client>, limit: Duration) -> (Vec<u64>, bool) {
+/// Ids from 4 concurrent callers, 512 at a time (a split of `region` into 257, each new
+/// region an id and its one peer another), until every caller is refused (or `limit` passes).
+async fn ids_until_refused(
+    client: &Arc<Client>,
+    region: &Region,
+    limit: Duration,
+) -> (Vec<u64>, bool) {
     let deadline = Instant::now() + limit;
-    let tasks: Vec<_> = (0..32)
+    let tasks: Vec<_> = (0..4)
         .map(|_| {
-            let client = client.clone();
+            let (client, region) = (client.clone(), region.clone());
             tokio::spawn(async move {
                 let mut got = Vec::new();
                 while Instant::now() < deadline {
-                    match client.alloc_id().await {
-                        Ok(id) => got.push(id),
+                    match client.ask_batch_split(region.clone(), 256).await {
+                        Ok(splits) => {
+                            for s in splits {
+                                got.push(s.region_id);
+                                got.extend(s.peer_ids);
+                            }
+                        }
                         Err(_) => return (got, true),
                     }
                 }
@@ -99,10 +110,12 @@ async fn a_failing_disk_stops_timestamps_and_ids_and_a_restart_repeats_none() {
         let data = tmp.path().join("node");
         let server = ServerProcess::start(bin(), &data, "127.0.0.1:0", Some(2)).unwrap();
         let client = Arc::new(connect(&server, Duration::from_secs(1)).await);
+        let region = bootstrap(&client).await;
         let mut handed_ts = Vec::new();
         let mut handed_ids = Vec::new();
         for _ in 0..50 {
-            handed_ts.push(client.get_ts().await.unwrap().as_u64());
+            let ts = client.get_ts().await.unwrap().as_u64();
+            handed_ts.push((ts, ts));
             handed_ids.push(client.alloc_id().await.unwrap());
         }
 
@@ -113,11 +126,11 @@ async fn a_failing_disk_stops_timestamps_and_ids_and_a_restart_repeats_none() {
         // they are served to their end, and not one step further.
         let (ts, ts_refused) = timestamps_until_refused(&client, Duration::from_secs(30)).await;
         assert!(ts_refused, "{point}: timestamps never stopped");
-        let (ids, ids_refused) = ids_until_refused(&client, Duration::from_secs(60)).await;
+        let (ids, ids_refused) = ids_until_refused(&client, &region, Duration::from_secs(60)).await;
         assert!(ids_refused, "{point}: ids never stopped");
         println!(
             "{point}={errno}: {} more timestamps and {} more ids before the node stopped",
-            ts.len(),
+            ts.iter().map(|(first, last)| last - first + 1).sum::<u64>(),
             ids.len()
         );
         handed_ts.extend(ts);
@@ -134,15 +147,16 @@ async fn a_failing_disk_stops_timestamps_and_ids_and_a_restart_repeats_none() {
         let server = ServerProcess::start(bin(), &data, "127.0.0.1:0", Some(2)).unwrap();
         let client = connect(&server, Duration::from_secs(10)).await;
         let (max_ts, max_id) = (
-            *handed_ts.iter().max().unwrap(),
+            handed_ts.iter().map(|&(_, last)| last).max().unwrap(),
             *handed_ids.iter().max().unwrap(),
         );
-        let unique: HashSet<u64> = handed_ts.iter().copied().collect();
-        assert_eq!(
-            unique.len(),
-            handed_ts.len(),
-            "{point}: a timestamp was handed out twice"
-        );
+        handed_ts.sort_unstable();
+        for pair in handed_ts.windows(2) {
+            assert!(
+                pair[1].0 > pair[0].1,
+                "{point}: a timestamp was handed out twice: {pair:?}"
+            );
+        }
         let unique: HashSet<u64> = handed_ids.iter().copied().collect();
         assert_eq!(
             unique.len(),
@@ -220,7 +234,8 @@ async fn sigkill_at_each_compaction_step_loses_no_acknowledged_write() {
     }
 }
 
-async fn bootstrap(client: &Client) {
+/// Bootstraps with one store and a region covering every key; returns the region.
+async fn bootstrap(client: &Client) -> Region {
     let (store, region, peer) = (
         client.alloc_id().await.unwrap(),
         client.alloc_id().await.unwrap(),
@@ -247,7 +262,8 @@ async fn bootstrap(client: &Client) {
         }],
         leader: Some(peer),
     };
-    client.bootstrap(store, region).await.unwrap();
+    client.bootstrap(store, region.clone()).await.unwrap();
+    region
 }
 
 /// Registers a store for each id, 16 at a time, until the node goes away; the ids whose
