@@ -4,6 +4,12 @@
 //! up meanwhile. Once every member serves, the failure members are cleared and the extra
 //! replica goes. Never more than `max_failover_count` at once; pods never scheduled do not count
 //! (they are a scheduling problem, not a member failure).
+//!
+//! A failure is the member that failed, not the pod name: it is recorded with its member id
+//! and volume UIDs, and only that member is ever replaced. The pod that comes back under the
+//! same name joins as a new member with a new id and an empty volume; while it catches up it
+//! is unhealthy too, and keyed by name it would be replaced again, and again (TiDB Operator
+//! #1895).
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Member {
@@ -25,8 +31,27 @@ pub struct Observed {
     pub period_ms: u64,
     pub max_failover_count: usize,
     pub members: Vec<Member>,
-    /// Pods already declared failed (`status.failureMembers`).
-    pub failures: Vec<String>,
+    /// Members already declared failed (`status.failureMembers`).
+    pub failures: Vec<Failure>,
+}
+
+/// A member declared failed, as recorded when it was.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failure {
+    pub pod: String,
+    pub member_id: String,
+    pub pvc_uids: Vec<String>,
+}
+
+impl Failure {
+    /// `m` is the very member that failed: same id, and (when recorded) still on one of the
+    /// same volumes. Its replacement has a new id and a new volume, and is never it.
+    fn is(&self, m: &Member) -> bool {
+        m.pod == self.pod
+            && !self.member_id.is_empty()
+            && m.member_id == self.member_id
+            && (self.pvc_uids.is_empty() || m.pvc_uids.iter().any(|u| self.pvc_uids.contains(u)))
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -57,11 +82,11 @@ pub fn next_step(o: &Observed) -> Step {
     if !o.enabled {
         return Step::Nothing;
     }
-    for pod in &o.failures {
+    for failure in &o.failures {
         if let Some(m) = o
             .members
             .iter()
-            .find(|m| &m.pod == pod && m.registered && !m.healthy)
+            .find(|m| failure.is(m) && m.registered && !m.healthy)
         {
             return Step::Replace {
                 pod: m.pod.clone(),
@@ -88,7 +113,7 @@ pub fn next_step(o: &Observed) -> Step {
             !m.healthy
                 && m.scheduled
                 && m.unhealthy_for_ms >= o.period_ms
-                && !o.failures.contains(&m.pod)
+                && !o.failures.iter().any(|f| f.pod == m.pod)
         })
         .map_or(Step::Nothing, |m| Step::Declare {
             pod: m.pod.clone(),
@@ -110,6 +135,14 @@ mod tests {
             scheduled: true,
             pvc_uids: vec![format!("pvc-{i}")],
             registered: true,
+        }
+    }
+
+    fn failure(i: usize) -> Failure {
+        Failure {
+            pod: format!("m-{i}"),
+            member_id: format!("{}", 100 + i),
+            pvc_uids: vec![format!("pvc-{i}")],
         }
     }
 
@@ -194,7 +227,7 @@ mod tests {
             (
                 "declared: replaced",
                 Observed {
-                    failures: vec!["m-2".into()],
+                    failures: vec![failure(2)],
                     ..observed(vec![
                         member(0, true, 0),
                         member(1, true, 0),
@@ -210,7 +243,7 @@ mod tests {
             (
                 "at the limit: no second failure",
                 Observed {
-                    failures: vec!["m-2".into()],
+                    failures: vec![failure(2)],
                     ..observed(vec![
                         member(0, true, 0),
                         member(1, false, 900_000),
@@ -227,7 +260,7 @@ mod tests {
             (
                 "everyone serves again: recover",
                 Observed {
-                    failures: vec!["m-2".into()],
+                    failures: vec![failure(2)],
                     ..observed(vec![
                         member(0, true, 0),
                         member(1, true, 0),
@@ -242,5 +275,50 @@ mod tests {
             assert_eq!(next_step(&o), want, "{name}");
         }
         assert_eq!(replicas(3, 1), 4);
+    }
+
+    #[test]
+    fn the_replacement_under_the_same_pod_name_is_never_replaced_again() {
+        // m-2 was replaced: its pod is back with a new member id and a new volume, joined
+        // but not serving yet. Keyed by pod name this was a second Replace.
+        let joining = Member {
+            member_id: "202".into(),
+            pvc_uids: vec!["pvc-2b".into()],
+            ..member(2, false, 900_000)
+        };
+        let o = Observed {
+            failures: vec![failure(2)],
+            ..observed(vec![
+                member(0, true, 0),
+                member(1, true, 0),
+                joining.clone(),
+            ])
+        };
+        assert_eq!(next_step(&o), Step::Nothing);
+        // The same id on a new volume is not the failed member either (a replacement that
+        // reused the id): its old volume is gone already.
+        let reused_id = Member {
+            pvc_uids: vec!["pvc-2b".into()],
+            ..member(2, false, 900_000)
+        };
+        let o = Observed {
+            failures: vec![failure(2)],
+            ..observed(vec![member(0, true, 0), member(1, true, 0), reused_id])
+        };
+        assert_eq!(next_step(&o), Step::Nothing);
+        // Once it serves, the failure is cleared.
+        let o = Observed {
+            failures: vec![failure(2)],
+            ..observed(vec![
+                member(0, true, 0),
+                member(1, true, 0),
+                Member {
+                    healthy: true,
+                    unhealthy_for_ms: 0,
+                    ..joining
+                },
+            ])
+        };
+        assert_eq!(next_step(&o), Step::Recover);
     }
 }

@@ -47,7 +47,7 @@ pub struct Snapshot {
     /// Some member answered the members API. Without an answer nothing is known of health or
     /// leadership, so nothing but the owned objects is touched (unless forced).
     pub members_reachable: bool,
-    pub failures: Vec<String>,
+    pub failures: Vec<failover::Failure>,
     pub deferred_pvcs: Vec<u32>,
     /// Hash of the owned objects as last applied, and as the spec wants them now.
     pub applied_hash: Option<String>,
@@ -188,7 +188,7 @@ pub fn reconcile(s: &Snapshot) -> Vec<Action> {
         .iter()
         .filter(|p| {
             (p.ready && member(&p.name).is_some_and(|m| m.healthy))
-                || (growing && s.failures.contains(&p.name))
+                || (growing && s.failures.iter().any(|f| f.pod == p.name))
         })
         .map(|p| p.ordinal)
         .collect();
@@ -501,7 +501,11 @@ mod tests {
     #[test]
     fn failure_members_add_a_replica_and_conditions_follow() {
         let mut s = snapshot(3);
-        s.failures = vec!["pd-2".into()];
+        s.failures = vec![failover::Failure {
+            pod: "pd-2".into(),
+            member_id: "12".into(),
+            pvc_uids: vec!["uid-2".into()],
+        }];
         s.members[2].healthy = false;
         s.members[2].unhealthy_for_ms = 400_000;
         // Declared: the member is replaced before anything else.

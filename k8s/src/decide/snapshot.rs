@@ -9,7 +9,7 @@ use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 
 use super::reconcile::{self, Conditions, Snapshot};
-use super::resources;
+use super::{failover, resources};
 use crate::crd::{FailureMember, MemberStatus, MeridianCluster, MeridianClusterStatus};
 
 /// The annotation that asks for upgrades (and scaling to zero) without the health gates.
@@ -244,7 +244,11 @@ pub fn snapshot(o: &Observed, now: Timestamp) -> Snapshot {
         failures: status
             .failure_members
             .iter()
-            .map(|f| f.pod_name.clone())
+            .map(|f| failover::Failure {
+                pod: f.pod_name.clone(),
+                member_id: f.member_id.clone(),
+                pvc_uids: f.pvc_uids.clone(),
+            })
             .collect(),
         deferred_pvcs: o
             .pvcs
