@@ -72,8 +72,9 @@ pub enum Ended {
 
 /// How long the clock may stay behind the allocator before a leader gives up its term.
 const CLOCK_BEHIND_GRACE_MS: u64 = 500;
-/// How long past its window's end a leader waits for a renewal before giving up its term. A
-/// renewal starts `renew_below_ms` before the end, so this is on top of that much trying.
+/// How long a leader's window may stay run out, on the monotonic clock, before it gives up its
+/// term. A renewal starts `renew_below_ms` before the end, so this is on top of that much
+/// trying; and a wall clock that jumps past the end is followed by a renewal within it.
 const WINDOW_STUCK_GRACE_MS: u64 = 1_000;
 /// How long a term's end waits for its in-flight renewal. Abandoning it is safe: the write is
 /// guarded, so once another member leads it cannot apply.
@@ -117,6 +118,7 @@ impl<M: MetaStore + Clone> TsoControl<M> {
             clock,
         } = self;
         let mut behind_since: Option<u64> = None;
+        let mut exhausted_since: Option<u64> = None;
         let mut limit_ms = plan.limit_ms;
         let mut interval = tokio::time::interval(tick);
         interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
@@ -149,16 +151,21 @@ impl<M: MetaStore + Clone> TsoControl<M> {
                 } else {
                     behind_since = None;
                 }
-                if now.saturating_sub(limit_ms) > WINDOW_STUCK_GRACE_MS {
-                    allocator.suspend();
-                    tracing::error!(
-                        limit_ms,
-                        renewal_in_flight = renewal.is_some(),
-                        "the tso window ran out {} ms ago and renewing it has not succeeded \
-                         (etcd writes failing or hanging): stepping down",
-                        now - limit_ms
-                    );
-                    break Ended::WindowStuck;
+                if now >= limit_ms {
+                    let since = *exhausted_since.get_or_insert(mono_ms());
+                    let stuck_ms = mono_ms().saturating_sub(since);
+                    if stuck_ms > WINDOW_STUCK_GRACE_MS {
+                        allocator.suspend();
+                        tracing::error!(
+                            limit_ms,
+                            renewal_in_flight = renewal.is_some(),
+                            "the tso window ran out {stuck_ms} ms ago and renewing it has not \
+                             succeeded (etcd writes failing or hanging): stepping down"
+                        );
+                        break Ended::WindowStuck;
+                    }
+                } else {
+                    exhausted_since = None;
                 }
             }
             if let Some((target, handle)) = renewal.take_if(|(_, h)| h.is_finished()) {
