@@ -10,7 +10,7 @@
 //! at 1M regions), then the segment's line (its group pivots and blocks pointer), then
 //! one group's block (8 starts and their route pointers), then the route, whose end prefix it
 //! carries. Memory is what a lookup waits on (a cache miss costs 100-215 ns on the machines
-//! this runs on, and a core has about ten misses in flight at most, see tuning.md), so past
+//! this runs on, and a core has about ten misses in flight at most: tuning.md), so past
 //! the spine a lookup reads five cache lines in three dependent steps, each requested whole;
 //! full keys are compared only when prefixes tie.
 //!
@@ -34,7 +34,7 @@ pub const SEGMENT: usize = 16;
 const _: () = assert!(SEGMENT <= MAX_SEGMENT);
 
 /// Keys searched in lockstep by `locate_many`: a lookup reads 5 lines past the spine, and 12
-/// keys keep more of those misses in flight than 8 (measured in tuning.md).
+/// keys keep more of those misses in flight than 8 (measured: docs/tuning-history.md).
 pub const LANES: usize = 12;
 
 /// A region as routing sees it, shared by the index and the shard that owns the region.
