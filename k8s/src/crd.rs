@@ -1,6 +1,7 @@
 //! The `MeridianCluster` custom resource: what a user asks for (spec) and what the operator
-//! observed (status), with the `/status` and `/scale` subresources. Owns the schema; holds no
-//! behaviour.
+//! observed (status), with the `/status` and `/scale` subresources. Owns the schema, with the
+//! CEL rules the API server enforces on updates (the storage the StatefulSet's immutable
+//! volume claim template was made with); holds no behaviour.
 
 use std::collections::BTreeMap;
 
@@ -43,6 +44,25 @@ use serde::{Deserialize, Serialize};
     )
 )]
 #[serde(rename_all = "camelCase")]
+// Transition rules (`oldSelf`) on the whole spec rather than on `storage`: a rule there would
+// not run when `storage` is added to a cluster made without it (defaults: 10Gi, the default
+// class). A StatefulSet's volume claim templates cannot change: without these rules such an
+// edit is accepted here and then refused on every apply of the StatefulSet (an `ApplyFailed`
+// condition). Growing is let through: the refusal then says what to do.
+#[schemars(extend("x-kubernetes-validations" = [
+    {
+        "rule": "(has(self.storage) && has(self.storage.storageClassName)) ? (has(oldSelf.storage) && has(oldSelf.storage.storageClassName) && self.storage.storageClassName == oldSelf.storage.storageClassName) : !(has(oldSelf.storage) && has(oldSelf.storage.storageClassName))",
+        "message": "spec.storage.storageClassName cannot be changed, set or unset after creation: the members' volume claims were made with it",
+        "fieldPath": ".storage.storageClassName",
+        "reason": "FieldValueForbidden"
+    },
+    {
+        "rule": "!isQuantity(has(oldSelf.storage) ? oldSelf.storage.size : '10Gi') || quantity(has(self.storage) ? self.storage.size : '10Gi').compareTo(quantity(has(oldSelf.storage) ? oldSelf.storage.size : '10Gi')) >= 0",
+        "message": "spec.storage.size cannot shrink: a volume claim is never made smaller",
+        "fieldPath": ".storage.size",
+        "reason": "FieldValueForbidden"
+    }
+]))]
 pub struct MeridianClusterSpec {
     /// Members (StatefulSet replicas); 3 or 5 for a cluster that survives a failure.
     pub replicas: i32,
@@ -118,9 +138,15 @@ pub struct MeridianClusterSpec {
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Storage {
-    /// PersistentVolumeClaim size, e.g. `10Gi`.
+    /// PersistentVolumeClaim size, e.g. `10Gi`. Cannot shrink after creation.
+    // Bounded, so the API server's cost estimate of the CEL rules on it stays small.
+    #[schemars(length(max = 64), extend("x-kubernetes-validations" = [
+        {"rule": "isQuantity(self)", "message": "spec.storage.size must be a quantity, e.g. 10Gi"}
+    ]))]
     pub size: String,
+    /// The members' StorageClass; unset: the cluster's default. Fixed at creation.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 253))]
     pub storage_class_name: Option<String>,
 }
 

@@ -1,12 +1,15 @@
 //! The kube I/O shell against a mock API server (`tower-test`, the `ApiServerVerifier` pattern of
 //! kube-rs's controller-rs): every request the shell makes is recorded and answered from a small
 //! object table, and the tests check the exact requests: server-side applies with the one field
-//! manager, status patches, deletes, events, the finalizer, the Lease, and that reconciling an
-//! unchanged cluster writes nothing. Through the controller's entry point, the operator's own
-//! endpoint: what a reconcile counts (errors by kind), the probes, and that every metric the
-//! Grafana dashboard `dashboards/meridian-operator.json` queries is served by `/metrics`. The
-//! endpoint itself, started as `run` starts it: HTTPS, `/metrics` only for a bearer token the
-//! mock API server authenticates (TokenReview) and authorizes (SubjectAccessReview), with the
+//! manager, status patches, deletes, events, the finalizer, the Lease, that reconciling an
+//! unchanged cluster writes nothing, that an owned object deleted or edited by hand is applied
+//! again alone, and that an apply the API server refuses becomes an `ApplyFailed` condition
+//! and one warning event while the other objects, scaling (through `/scale`) and the status
+//! go on. Through the controller's entry point, the operator's own endpoint: what a reconcile
+//! counts (errors by kind), the probes, and that every metric the Grafana dashboard
+//! `dashboards/meridian-operator.json` queries is served by `/metrics`. The endpoint itself,
+//! started as `run` starts it: HTTPS, `/metrics` only for a bearer token the mock API server
+//! authenticates (TokenReview) and authorizes (SubjectAccessReview), with the
 //! decisions cached, the probes open, and plain HTTP only with the explicit opt-out.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -19,11 +22,12 @@ use ureq::tls::{PemItem, RootCerts, TlsConfig, TlsProvider};
 use http::{Request, Response, StatusCode};
 use k8s_openapi::api::apps::v1::{StatefulSet, StatefulSetStatus};
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod, PodCondition, PodSpec, PodStatus};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, ObjectMeta, Time};
 use k8s_openapi::jiff::Timestamp;
 use kube::client::Body;
 use kube::Client;
 use meridian_operator::crd::{MeridianCluster, MeridianClusterSpec, MeridianClusterStatus};
+use meridian_operator::decide::resources::Object;
 use meridian_operator::decide::snapshot::{
     MemberView, MembersView, DEFERRED_DELETE_ANNOTATION, REVISION_LABEL,
 };
@@ -273,9 +277,11 @@ fn healthy_members() -> MembersView {
     }
 }
 
-/// A running 3-member cluster: its StatefulSet as last applied, pods on `pod_revision`.
+/// A running 3-member cluster: its owned objects as last applied (with a field or two the API
+/// server adds), pods on `pod_revision`.
 fn running(mc: &MeridianCluster, pod_revision: &str, pvcs: Vec<PersistentVolumeClaim>) -> Table {
-    let mut sts: StatefulSet = owned(mc, 3, OPERATOR_NAMESPACE).stateful_set;
+    let objects = owned(mc, 3, OPERATOR_NAMESPACE);
+    let mut sts: StatefulSet = objects.stateful_set.clone();
     sts.status = Some(StatefulSetStatus {
         update_revision: Some("rev-2".into()),
         current_revision: Some("rev-1".into()),
@@ -288,9 +294,19 @@ fn running(mc: &MeridianCluster, pod_revision: &str, pvcs: Vec<PersistentVolumeC
         .collect();
     let mut t = Table::for_cluster(mc);
     t.gets.insert(
-        "/apis/apps/v1/namespaces/db/statefulsets/pd".into(),
+        object_path(Object::StatefulSet).into(),
         serde_json::to_value(sts).unwrap(),
     );
+    for object in Object::ALL {
+        if object != Object::StatefulSet {
+            let mut stored = objects.value(object).unwrap();
+            stored["metadata"]["resourceVersion"] = "12".into();
+            if object.kind() == "Service" {
+                stored["spec"]["sessionAffinity"] = "None".into();
+            }
+            t.gets.insert(object_path(object).into(), stored);
+        }
+    }
     t.gets
         .insert("/api/v1/namespaces/db/pods".into(), list("PodList", pods));
     t.gets.insert(
@@ -305,11 +321,34 @@ fn running(mc: &MeridianCluster, pod_revision: &str, pvcs: Vec<PersistentVolumeC
     t
 }
 
-const READS: [&str; 3] = [
+/// What every reconcile reads: the StatefulSet, its pods and claims, and each other owned
+/// object by name (to compare with what the spec wants).
+const READS: [&str; 9] = [
     "GET /apis/apps/v1/namespaces/db/statefulsets/pd",
     "GET /api/v1/namespaces/db/pods?&labelSelector=app.kubernetes.io%2Finstance%3Dpd%2Capp.kubernetes.io%2Fmanaged-by%3Dmeridian-operator%2Capp.kubernetes.io%2Fname%3Dmeridian",
     "GET /api/v1/namespaces/db/persistentvolumeclaims?&labelSelector=app.kubernetes.io%2Finstance%3Dpd%2Capp.kubernetes.io%2Fmanaged-by%3Dmeridian-operator%2Capp.kubernetes.io%2Fname%3Dmeridian",
+    "GET /api/v1/namespaces/db/services/pd",
+    "GET /api/v1/namespaces/db/services/pd-peer",
+    "GET /api/v1/namespaces/db/services/pd-admin",
+    "GET /apis/networking.k8s.io/v1/namespaces/db/networkpolicies/pd-admin",
+    "GET /api/v1/namespaces/db/configmaps/pd-config",
+    "GET /apis/policy/v1/namespaces/db/poddisruptionbudgets/pd",
 ];
+
+/// Where each owned object is read and applied.
+fn object_path(object: Object) -> &'static str {
+    match object {
+        Object::ClientService => "/api/v1/namespaces/db/services/pd",
+        Object::PeerService => "/api/v1/namespaces/db/services/pd-peer",
+        Object::AdminService => "/api/v1/namespaces/db/services/pd-admin",
+        Object::AdminNetworkPolicy => {
+            "/apis/networking.k8s.io/v1/namespaces/db/networkpolicies/pd-admin"
+        }
+        Object::ConfigMap => "/api/v1/namespaces/db/configmaps/pd-config",
+        Object::DisruptionBudget => "/apis/policy/v1/namespaces/db/poddisruptionbudgets/pd",
+        Object::StatefulSet => "/apis/apps/v1/namespaces/db/statefulsets/pd",
+    }
+}
 
 async fn reconcile_on(
     table: Table,
@@ -377,13 +416,20 @@ async fn a_new_cluster_gets_its_objects_by_server_side_apply_with_one_field_mana
     assert_eq!(lines, want);
     // The StatefulSet starts with one member, OnDelete, owned by the cluster, stamped with the
     // spec's hash; the budget keeps a quorum of the three.
-    let sts = &seen[9].body;
+    let applied = &seen[READS.len()..];
+    let sts = &applied[6].body;
     assert_eq!(sts["spec"]["replicas"], 1);
     assert_eq!(sts["spec"]["updateStrategy"]["type"], "OnDelete");
     assert_eq!(sts["metadata"]["ownerReferences"][0]["uid"], "uid-pd");
-    assert!(sts["metadata"]["annotations"]["meridian.io/applied-hash"].is_string());
-    assert_eq!(seen[8].body["spec"]["minAvailable"], 2);
-    assert_eq!(seen[4].body["spec"]["publishNotReadyAddresses"], true);
+    for object in applied[..7].iter() {
+        assert!(
+            object.body["metadata"]["annotations"]["meridian.io/applied-hash"].is_string(),
+            "every object carries the hash of its desired form: {}",
+            object.line()
+        );
+    }
+    assert_eq!(applied[5].body["spec"]["minAvailable"], 2);
+    assert_eq!(applied[1].body["spec"]["publishNotReadyAddresses"], true);
     // The client Service has no admin port; the admin Service has nothing else, and reaches
     // members that are not ready yet.
     let port_names = |body: &serde_json::Value| -> Vec<String> {
@@ -394,15 +440,15 @@ async fn a_new_cluster_gets_its_objects_by_server_side_apply_with_one_field_mana
             .map(|p| p["name"].as_str().unwrap().to_string())
             .collect()
     };
-    assert_eq!(port_names(&seen[3].body), ["client", "grpc"]);
-    let admin = &seen[5].body;
+    assert_eq!(port_names(&applied[0].body), ["client", "grpc"]);
+    let admin = &applied[2].body;
     assert_eq!(port_names(admin), ["admin"]);
     assert_eq!(admin["spec"]["clusterIP"], "None");
     assert_eq!(admin["spec"]["publishNotReadyAddresses"], true);
     assert_eq!(admin["metadata"]["ownerReferences"][0]["uid"], "uid-pd");
     // The NetworkPolicy: admin port from the operator's pods in its namespace (as the platform
     // was told) and from the members; owned by the cluster like the rest.
-    let policy = &seen[6].body;
+    let policy = &applied[3].body;
     assert_eq!(policy["kind"], "NetworkPolicy");
     assert_eq!(policy["metadata"]["ownerReferences"][0]["uid"], "uid-pd");
     let operator = &policy["spec"]["ingress"][1]["from"][1];
@@ -416,7 +462,7 @@ async fn a_new_cluster_gets_its_objects_by_server_side_apply_with_one_field_mana
     );
     assert_eq!(policy["spec"]["ingress"][1]["ports"][0]["port"], 2380);
     // Status: applied whole under the same manager; no member answered, so not quorate.
-    let status = &seen[11].body;
+    let status = &applied[8].body;
     assert_eq!(status["kind"], "MeridianCluster");
     assert_eq!(status["status"]["observedGeneration"], 4);
     let quorate = status["status"]["conditions"]
@@ -492,6 +538,265 @@ async fn an_unchanged_cluster_costs_reads_and_no_write() {
         READS.to_vec()
     );
     assert!(members.calls.lock().unwrap().is_empty());
+}
+
+/// The status a pass over `table` writes (its last status write).
+fn written_status(seen: &[Seen]) -> MeridianClusterStatus {
+    let write = seen
+        .iter()
+        .rev()
+        .find(|s| s.is_write() && s.uri.contains("/meridianclusters/pd/status"))
+        .expect("a status write");
+    serde_json::from_value(write.body["status"].clone()).unwrap()
+}
+
+/// The writes of a pass, as request lines.
+fn writes(seen: &[Seen]) -> Vec<String> {
+    seen.iter()
+        .filter(|s| s.is_write())
+        .map(Seen::line)
+        .collect()
+}
+
+const APPLY: &str = "?&force=true&fieldManager=meridian-operator";
+const EVENT: &str = "POST /apis/events.k8s.io/v1/namespaces/db/events?";
+
+fn apply_line(object: Object) -> String {
+    format!("PATCH {}{APPLY}", object_path(object))
+}
+
+/// The events a pass published, by reason.
+fn event_reasons(seen: &[Seen]) -> Vec<String> {
+    seen.iter()
+        .filter(|s| s.line() == EVENT)
+        .map(|s| s.body["reason"].as_str().unwrap().to_string())
+        .collect()
+}
+
+fn apply_failed(status: &MeridianClusterStatus) -> &Condition {
+    status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == "ApplyFailed")
+        .expect("an ApplyFailed condition")
+}
+
+#[tokio::test]
+async fn a_deleted_service_and_an_edited_stateful_set_are_applied_again_each_alone() {
+    let mut mc = cluster();
+    let members = FixedMembers {
+        view: Some(healthy_members()),
+        ..FixedMembers::default()
+    };
+    let (seen, _) = reconcile_on(running(&mc, "rev-2", vec![]), &mc, &members).await;
+    mc.status = Some(written_status(&seen));
+    assert_eq!(apply_failed(mc.status.as_ref().unwrap()).status, "False");
+
+    // Someone deletes the peer Service, and edits the StatefulSet: an argument and a label
+    // the operator sets, and a label of their own.
+    let mut table = running(&mc, "rev-2", vec![]);
+    table.gets.remove(object_path(Object::PeerService));
+    let sts = table
+        .gets
+        .get_mut(object_path(Object::StatefulSet))
+        .unwrap();
+    sts["spec"]["template"]["spec"]["containers"][0]["args"][12] = "/tmp/elsewhere".into();
+    sts["metadata"]["labels"]["app.kubernetes.io/managed-by"] = "kubectl".into();
+    sts["metadata"]["labels"]["team"] = "db".into();
+    let (seen, outcome) = reconcile_on(table, &mc, &members).await;
+    // Those two are applied, nothing else; the status is as it was.
+    assert_eq!(
+        writes(&seen),
+        [
+            apply_line(Object::PeerService),
+            apply_line(Object::StatefulSet),
+            EVENT.to_string()
+        ]
+    );
+    assert!(!outcome.status_written);
+    let sts = &seen
+        .iter()
+        .find(|s| s.line() == apply_line(Object::StatefulSet))
+        .unwrap()
+        .body;
+    assert_eq!(
+        sts["spec"]["template"]["spec"]["containers"][0]["args"][12],
+        "/var/lib/meridian"
+    );
+    assert_eq!(
+        sts["metadata"]["labels"]["app.kubernetes.io/managed-by"],
+        "meridian-operator"
+    );
+    assert_eq!(sts["spec"]["replicas"], 3, "replicas stay where they are");
+    let event = &seen.iter().find(|s| s.line() == EVENT).unwrap().body;
+    assert_eq!(event["reason"], "Applied");
+    let note = event["note"].as_str().unwrap();
+    assert!(note.contains("Service db/pd-peer (missing)"), "{note}");
+    assert!(
+        note.contains("StatefulSet db/pd (metadata.labels[\"app.kubernetes.io/managed-by\"]"),
+        "{note}"
+    );
+    // No pod is restarted for the edited template: the apply puts it back.
+    assert!(!seen.iter().any(|s| s.method == "DELETE"), "{seen:?}");
+}
+
+#[tokio::test]
+async fn a_refused_apply_is_a_condition_and_an_event_and_holds_nothing_else_back() {
+    // The objects were made for 3 members with 10Gi claims. The spec now asks for 20Gi (the
+    // CRD lets a size grow; a StatefulSet's claim templates cannot change), a NodePort client
+    // Service and a fourth member.
+    let before = cluster();
+    let mut mc = cluster();
+    mc.spec.storage.size = "20Gi".into();
+    mc.spec.service_type = Some("NodePort".into());
+    mc.spec.replicas = 4;
+    let members = FixedMembers {
+        view: Some(healthy_members()),
+        ..FixedMembers::default()
+    };
+    let refusal = "StatefulSet.apps \"pd\" is invalid: spec: Forbidden: updates to statefulset \
+                   spec for fields other than 'replicas', 'ordinals', 'template', \
+                   'updateStrategy', 'persistentVolumeClaimRetentionPolicy' and \
+                   'minReadySeconds' are forbidden";
+    let mut table = running(&before, "rev-2", vec![]);
+    table.write_replies.insert(
+        object_path(Object::StatefulSet).into(),
+        (
+            422,
+            serde_json::json!({"kind": "Status", "apiVersion": "v1", "metadata": {},
+                "status": "Failure", "message": refusal, "reason": "Invalid", "code": 422}),
+        ),
+    );
+    let scale = format!("{}/scale", object_path(Object::StatefulSet));
+    table.write_replies.insert(
+        scale.clone(),
+        (
+            200,
+            serde_json::json!({"apiVersion": "autoscaling/v1", "kind": "Scale",
+                "metadata": {"name": "pd", "namespace": "db"}, "spec": {"replicas": 4}}),
+        ),
+    );
+    let pass = |mc: MeridianCluster, table: Table| {
+        let members = &members;
+        async move {
+            let (client, server) = mock_api(table);
+            let platform = KubeApi::new(client, Some("op-0".into()), OPERATOR_NAMESPACE.into());
+            let now: Timestamp = "2026-11-22T00:00:00Z".parse().unwrap();
+            let result = reconcile_once(&mc, &platform, members, &Metrics::default(), now).await;
+            drop(platform);
+            (server.await.unwrap(), result)
+        }
+    };
+    let (seen, result) = pass(mc.clone(), table.clone()).await;
+    // The refusal is the reconcile's error, returned once everything else is done.
+    let e = result.expect_err("the refused apply");
+    assert_eq!(e.kind(), "kube_api");
+    assert!(e.to_string().starts_with("apply StatefulSet db/pd"), "{e}");
+    let scaled = format!("PATCH {scale}?&fieldManager=meridian-operator");
+    let status_write =
+        format!("PATCH /apis/meridian.io/v1alpha1/namespaces/db/meridianclusters/pd/status{APPLY}");
+    assert_eq!(
+        writes(&seen),
+        [
+            apply_line(Object::ClientService),
+            apply_line(Object::DisruptionBudget),
+            apply_line(Object::StatefulSet),
+            EVENT.to_string(),
+            scaled.clone(),
+            EVENT.to_string(),
+            EVENT.to_string(),
+            status_write,
+        ]
+    );
+    assert_eq!(event_reasons(&seen), ["Applied", "Scaled", "ApplyFailed"]);
+    let body = |line: &str| &seen.iter().find(|s| s.line() == line).unwrap().body;
+    assert_eq!(
+        body(&apply_line(Object::ClientService))["spec"]["type"],
+        "NodePort"
+    );
+    assert_eq!(
+        body(&apply_line(Object::DisruptionBudget))["spec"]["minAvailable"],
+        3
+    );
+    // Scaling went through the scale subresource, the replicas alone.
+    assert_eq!(*body(&scaled), serde_json::json!({"spec": {"replicas": 4}}));
+    let status = written_status(&seen);
+    let condition = apply_failed(&status);
+    assert_eq!(
+        (condition.status.as_str(), condition.reason.as_str()),
+        ("True", "ApplyError")
+    );
+    assert_eq!(condition.message, format!("StatefulSet db/pd: {refusal}"));
+    let warning = seen
+        .iter()
+        .find(|s| s.line() == EVENT && s.body["reason"] == "ApplyFailed")
+        .unwrap();
+    assert_eq!(warning.body["type"], "Warning");
+    assert_eq!(warning.body["note"], condition.message.as_str());
+    // The rest of the status is still written: members, leader.
+    assert_eq!(status.leader.as_deref(), Some("pd-0"));
+
+    // The next pass, with that status stored: the apply is tried again, but the warning is
+    // not repeated, and the unchanged status is not written again.
+    mc.status = Some(status);
+    let (seen, result) = pass(mc, table).await;
+    assert!(result.is_err());
+    assert_eq!(event_reasons(&seen), ["Applied", "Scaled"]);
+    assert!(
+        !writes(&seen).iter().any(|w| w.contains("/status")),
+        "{seen:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_stateful_set_is_not_created_while_the_admin_network_policy_is_refused() {
+    let mc = cluster();
+    let mut table = Table::for_cluster(&mc);
+    table.write_replies.insert(
+        object_path(Object::AdminNetworkPolicy).into(),
+        (
+            403,
+            serde_json::json!({"kind": "Status", "apiVersion": "v1", "metadata": {},
+                "status": "Failure", "message": "admission webhook \"policy.example\" denied the request",
+                "reason": "Forbidden", "code": 403}),
+        ),
+    );
+    let (client, server) = mock_api(table);
+    let platform = KubeApi::new(client, Some("op-0".into()), OPERATOR_NAMESPACE.into());
+    let now: Timestamp = "2026-11-22T00:00:00Z".parse().unwrap();
+    let members = FixedMembers::default();
+    let e = reconcile_once(&mc, &platform, &members, &Metrics::default(), now)
+        .await
+        .expect_err("the refused NetworkPolicy");
+    drop(platform);
+    let seen = server.await.unwrap();
+    assert!(
+        e.to_string().starts_with("apply NetworkPolicy db/pd-admin"),
+        "{e}"
+    );
+    let w = writes(&seen);
+    assert!(
+        !w.contains(&apply_line(Object::StatefulSet)),
+        "members would run with the admin port open: {w:?}"
+    );
+    for object in [
+        Object::ClientService,
+        Object::PeerService,
+        Object::AdminService,
+        Object::ConfigMap,
+        Object::DisruptionBudget,
+    ] {
+        assert!(w.contains(&apply_line(object)), "{object:?}: {w:?}");
+    }
+    let message = apply_failed(&written_status(&seen)).message.clone();
+    assert!(
+        message.starts_with("NetworkPolicy db/pd-admin: admission webhook"),
+        "{message}"
+    );
+    assert!(
+        message.contains("; StatefulSet db/pd: not created while the NetworkPolicy"),
+        "{message}"
+    );
 }
 
 #[tokio::test]
@@ -832,7 +1137,8 @@ async fn a_scale_in_off_the_leader_counts_one_leader_move() {
 
 #[tokio::test]
 async fn a_failed_reconcile_is_counted_by_the_kind_of_its_error() {
-    // The API server refuses the first apply with 409 Conflict.
+    // The API server refuses the first apply with 409 Conflict: the rest of the reconcile goes
+    // on, and the conflict is its error.
     let mc = cluster();
     let mut table = Table::for_cluster(&mc);
     table.write_replies.insert(

@@ -1,5 +1,5 @@
-//! The committed CRD is exactly what the types generate; regenerate it with
-//! `cargo run -p meridian-operator -- crd > k8s/manifests/crd.yaml`.
+//! The committed CRD is exactly what the types generate, CEL rules included; regenerate it
+//! with `cargo run -p meridian-operator -- crd > k8s/manifests/crd.yaml`.
 
 #[test]
 fn committed_crd_matches_the_types() {
@@ -49,4 +49,42 @@ fn committed_crd_matches_the_types() {
     assert_eq!(tls_secret["type"], "string");
     assert_eq!(tls_secret["minLength"], 1);
     assert!(tls_secret.get("nullable").is_none(), "{tls_secret}");
+    // The StatefulSet's volume claim template cannot change: the API server refuses a new
+    // storage class (set, changed or unset) and a smaller size on the cluster itself, by
+    // transition rules on the spec (so they hold when `storage` was absent before), and a
+    // size that is no quantity on creation.
+    let rules = spec["x-kubernetes-validations"].as_array().unwrap();
+    let rule = |field: &str| {
+        rules
+            .iter()
+            .find(|r| r["fieldPath"] == field)
+            .unwrap_or_else(|| panic!("no rule for {field}: {rules:?}"))
+    };
+    let class = rule(".storage.storageClassName");
+    let text = class["rule"].as_str().unwrap();
+    assert!(
+        text.contains("self.storage.storageClassName == oldSelf.storage.storageClassName"),
+        "{text}"
+    );
+    assert!(class["message"]
+        .as_str()
+        .unwrap()
+        .contains("cannot be changed"));
+    let size = rule(".storage.size")["rule"].as_str().unwrap();
+    assert!(
+        size.contains("compareTo(quantity(has(oldSelf.storage) ? oldSelf.storage.size")
+            && size.ends_with(">= 0"),
+        "{size}"
+    );
+    for r in rules {
+        assert_eq!(r["reason"], "FieldValueForbidden", "{r}");
+    }
+    let storage = &spec["properties"]["storage"]["properties"];
+    assert_eq!(
+        storage["size"]["x-kubernetes-validations"][0]["rule"],
+        "isQuantity(self)"
+    );
+    // Bounded strings keep the rules' estimated cost within the API server's budget.
+    assert_eq!(storage["size"]["maxLength"], 64);
+    assert_eq!(storage["storageClassName"]["maxLength"], 253);
 }

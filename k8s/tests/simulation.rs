@@ -1,7 +1,11 @@
 //! End-to-end simulation: the operator's reconcile shell drives an in-process Kubernetes
 //! (`sim`) whose pods are real `meridian serve` processes on a real etcd, under continuous TSO
 //! load with the loadgen order checker. Scenarios: rolling upgrade of 3 members, a member lost
-//! for good (failover), scale 3 -> 5 -> 3 (and the reused ordinal's old claim deleted first).
+//! for good (failover), scale 3 -> 5 -> 3 (and the reused ordinal's old claim deleted first),
+//! a deleted Service and a hand-edited StatefulSet put back (no pod restarted), and a storage
+//! class change the API server refuses on the StatefulSet, reported in a condition while the
+//! other objects are applied and the cluster scales and serves. After each, an unchanged
+//! cluster costs no write.
 //! Timings are printed (and recorded in tuning.md), not asserted; order, leader moves, errors
 //! and violations are asserted, and so are the operator's metrics of what it carried out
 //! (leader moves, failover steps, rollout progress).
@@ -20,6 +24,7 @@ use meridian::tls::Trust;
 use meridian_operator::crd::{Failover, MeridianCluster, MeridianClusterSpec};
 use meridian_operator::shell::members::AdminMembers;
 use meridian_operator::shell::metrics::Metrics;
+use meridian_operator::shell::platform::Object;
 use meridian_operator::shell::reconciler::reconcile_once;
 use sim::{Env, Sim};
 use tokio::sync::watch;
@@ -97,13 +102,14 @@ async fn world(spec: MeridianClusterSpec) -> World {
 
 /// The operator: reconcile, then again after the requeue (at most 250 ms here, to keep the
 /// scenarios short; the controller waits as long as the reconcile asks), counted and timed as
-/// the controller does.
+/// the controller does. An error is printed once while it repeats.
 async fn operate(
     sim: Arc<Sim>,
     members: AdminMembers,
     metrics: Arc<Metrics>,
     mut stop: watch::Receiver<bool>,
 ) {
+    let mut last_error = String::new();
     while !*stop.borrow() {
         let mc = sim.cluster();
         let started = Instant::now();
@@ -112,7 +118,11 @@ async fn operate(
         let pause = match result {
             Ok(o) => o.requeue_after.min(Duration::from_millis(250)),
             Err(e) => {
-                eprintln!("reconcile ({}): {e:#}", e.kind());
+                let error = format!("reconcile ({}): {e:#}", e.kind());
+                if error != last_error {
+                    eprintln!("{error}");
+                    last_error = error;
+                }
                 Duration::from_millis(250)
             }
         };
@@ -148,6 +158,40 @@ impl World {
             .conditions
             .iter()
             .any(|c| c.type_ == kind && c.status == "True")
+    }
+
+    /// Settled: reconciling the unchanged cluster three times takes no action and writes
+    /// nothing (status included).
+    async fn idle_costs_no_write(&self) {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let writes = self.sim.writes();
+        for _ in 0..3 {
+            let outcome = reconcile_once(
+                &self.sim.cluster(),
+                &*self.sim,
+                &self.members,
+                &self.metrics,
+                Timestamp::now(),
+            )
+            .await
+            .unwrap();
+            assert!(outcome.actions.is_empty(), "{:?}", outcome.actions);
+        }
+        assert_eq!(self.sim.writes(), writes, "{:#?}", self.sim.log());
+    }
+}
+
+/// Polls `ok` every 100 ms until it holds, or fails naming `what` after `within`.
+async fn until(w: &World, what: &str, within: Duration, ok: impl Fn() -> bool) {
+    let deadline = Instant::now() + within;
+    while !ok() {
+        assert!(
+            Instant::now() < deadline,
+            "{what}: not within {within:?}\nstatus {:?}\nlog {:#?}",
+            w.sim.status(),
+            w.sim.log()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
 
@@ -322,22 +366,164 @@ async fn rolls_leader_last(what: &str, edit: impl FnOnce(&mut MeridianCluster)) 
         "restarts on purpose are no failures"
     );
 
-    // Settled: reconciling the unchanged cluster writes nothing (status included).
+    w.idle_costs_no_write().await;
+    w.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deleted_service_and_a_hand_edited_stateful_set_are_put_back_under_load() {
+    let w = world(spec(3)).await;
+    let peer = w.sim.object(Object::PeerService).unwrap();
+    let sts = w.sim.object(Object::StatefulSet).unwrap();
+    let revision = w.sim.update_revision();
+    let load = w.load(Duration::from_secs(8));
     tokio::time::sleep(Duration::from_secs(1)).await;
-    let writes = w.sim.writes();
-    for _ in 0..3 {
-        let outcome = reconcile_once(
-            &w.sim.cluster(),
-            &*w.sim,
-            &w.members,
-            &w.metrics,
-            Timestamp::now(),
-        )
-        .await
-        .unwrap();
-        assert!(outcome.actions.is_empty(), "{:?}", outcome.actions);
+    let log_before = w.sim.log().len();
+    let events_before = w.sim.events().len();
+    let started = Instant::now();
+    // By hand: the peer Service deleted; the members pointed at an etcd nobody serves (were a
+    // pod restarted onto that template, it would not join), and a label the operator sets
+    // changed.
+    w.sim.delete_object(Object::PeerService);
+    w.sim.edit_stateful_set(|sts| {
+        let pod = sts.spec.as_mut().unwrap().template.spec.as_mut().unwrap();
+        let args = pod.containers[0].args.as_mut().unwrap();
+        let etcd = args.iter().position(|a| a == "--etcd").unwrap() + 1;
+        args[etcd] = "http://127.0.0.1:9".into();
+        sts.metadata
+            .labels
+            .as_mut()
+            .unwrap()
+            .insert("app.kubernetes.io/managed-by".into(), "kubectl".into());
+    });
+    until(&w, "both put back", Duration::from_secs(10), || {
+        w.sim.object(Object::PeerService).as_ref() == Some(&peer)
+            && w.sim.object(Object::StatefulSet).as_ref() == Some(&sts)
+    })
+    .await;
+    let repaired = started.elapsed();
+    assert_eq!(
+        w.sim.update_revision(),
+        revision,
+        "the template is the spec's again"
+    );
+    settled(&w, 3, Duration::from_secs(10)).await;
+    let report = load.await.unwrap().unwrap();
+    print_load("drift repair", &report, started.elapsed());
+    println!("put back after {:.2} s", repaired.as_secs_f64());
+    let log: Vec<String> = w.sim.log()[log_before..].to_vec();
+    println!("{log:#?}");
+    assert!(
+        !log.iter()
+            .any(|l| l.starts_with("deleted ") || l.starts_with("created ")),
+        "no member restarted for the edit: {log:#?}"
+    );
+    let templates = log.iter().filter(|l| l.starts_with("template ")).count();
+    assert_eq!(
+        templates, 2,
+        "the edit's template, then the spec's again: {log:#?}"
+    );
+    let applied: Vec<String> = w.sim.events()[events_before..]
+        .iter()
+        .filter(|e| e.reason == "Applied")
+        .map(|e| e.message.clone())
+        .collect();
+    let applied = applied.join("; ");
+    assert!(
+        applied.contains("Service sim/pd-peer (missing)"),
+        "{applied}"
+    );
+    assert!(applied.contains("StatefulSet sim/pd ("), "{applied}");
+    for other in [
+        "Service sim/pd ",
+        "ConfigMap",
+        "NetworkPolicy",
+        "PodDisruptionBudget",
+    ] {
+        assert!(!applied.contains(other), "{other} was as wanted: {applied}");
     }
-    assert_eq!(w.sim.writes(), writes, "{:#?}", w.sim.log());
+    assert!(!w.condition("ApplyFailed"));
+    assert_eq!(report.violations, 0, "{report:?}");
+    assert_eq!(report.errors, 0, "{report:?}");
+    w.idle_costs_no_write().await;
+    w.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_storage_class_change_is_a_condition_while_the_cluster_scales_and_serves() {
+    let w = world(spec(3)).await;
+    let claim_template = |w: &World| {
+        w.sim.object(Object::StatefulSet).unwrap()["spec"]["volumeClaimTemplates"][0]["spec"]
+            .clone()
+    };
+    let claims = claim_template(&w);
+    let load = w.load(Duration::from_secs(8));
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let started = Instant::now();
+    // A new storage class (which the CRD's rule refuses before it gets here on a real API
+    // server; a cluster without the rule, or a larger size, gets this far), a NodePort client
+    // Service and a fourth member, in one edit.
+    w.sim.edit(|mc| {
+        mc.spec.storage.storage_class_name = Some("fast-ssd".into());
+        mc.spec.service_type = Some("NodePort".into());
+        mc.spec.replicas = 4;
+    });
+    let refused = |w: &World| {
+        w.sim
+            .status()
+            .conditions
+            .into_iter()
+            .find(|c| c.type_ == "ApplyFailed" && c.status == "True")
+    };
+    until(&w, "ApplyFailed", Duration::from_secs(10), || {
+        refused(&w).is_some()
+    })
+    .await;
+    let reported = started.elapsed();
+    let condition = refused(&w).unwrap();
+    assert!(
+        condition
+            .message
+            .starts_with("StatefulSet sim/pd: StatefulSet.apps \"pd\" is invalid: spec: Forbidden"),
+        "{condition:?}"
+    );
+    // The other objects were applied; the claim template is as it was.
+    let client = w.sim.object(Object::ClientService).unwrap();
+    assert_eq!(client["spec"]["type"], "NodePort");
+    assert_eq!(claim_template(&w), claims);
+    // Scaling goes on (replicas alone, through /scale), and so do the status and the load.
+    settled(&w, 4, Duration::from_secs(20)).await;
+    let scaled = started.elapsed();
+    let report = load.await.unwrap().unwrap();
+    print_load("refused apply, scale 3 -> 4", &report, scaled);
+    println!(
+        "condition after {:.2} s, 4 members after {:.1} s",
+        reported.as_secs_f64(),
+        scaled.as_secs_f64()
+    );
+    assert_eq!(report.violations, 0, "{report:?}");
+    assert_eq!(report.errors, 0, "{report:?}");
+    assert!(refused(&w).is_some(), "still refused: {:?}", w.sim.status());
+    // One warning, not one per pass that tried again.
+    let warnings = w
+        .sim
+        .events()
+        .iter()
+        .filter(|e| e.reason == "ApplyFailed")
+        .count();
+    assert_eq!(warnings, 1, "{:#?}", w.sim.log());
+    assert!(
+        w.metric("meridian_operator_reconcile_errors_total{kind=\"kube_api\"}") >= 1.0,
+        "the refused apply is counted"
+    );
+
+    // The class put back: nothing to apply, the condition clears, and the cluster is idle.
+    w.sim.edit(|mc| mc.spec.storage.storage_class_name = None);
+    until(&w, "ApplyFailed cleared", Duration::from_secs(5), || {
+        refused(&w).is_none()
+    })
+    .await;
+    w.idle_costs_no_write().await;
     w.shutdown().await;
 }
 

@@ -1,8 +1,11 @@
 //! One reconcile: from the observed snapshot of a cluster to the actions to take and the
-//! status to write. Failover first (a dead member is the most urgent), then scaling, then the
-//! rolling upgrade; `paused` keeps only the status. The shell applies the owned objects only
-//! when their content changed, so an unchanged cluster costs no write.
+//! status to write. The owned objects that are missing or drifted are applied first, each
+//! alone, so an unchanged cluster costs no write; then failover (a dead member is the most
+//! urgent), then scaling, then the rolling upgrade; `paused` keeps only the status. An apply
+//! that fails holds nothing else back: the shell reports it and carries on.
 
+use super::drift::Drift;
+use super::resources::Object;
 use super::{failover, scale, upgrade};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -49,9 +52,8 @@ pub struct Snapshot {
     pub members_reachable: bool,
     pub failures: Vec<failover::Failure>,
     pub deferred_pvcs: Vec<u32>,
-    /// Hash of the owned objects as last applied, and as the spec wants them now.
-    pub applied_hash: Option<String>,
-    pub desired_hash: String,
+    /// The owned objects missing or differing from what the spec wants, in apply order.
+    pub drift: Vec<Drift>,
     /// The spec names a TLS Secret. Without one the members could not authenticate each other
     /// or the operator, so nothing is applied or touched.
     pub tls_secret: bool,
@@ -59,10 +61,11 @@ pub struct Snapshot {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Action {
-    /// Server-side apply the owned objects (services, config map, StatefulSet with `replicas`,
-    /// disruption budget).
+    /// Server-side apply these owned objects, each alone, in this order (the StatefulSet
+    /// with `replicas`, the count it has: scaling moves it).
     ApplyOwned {
         replicas: u32,
+        objects: Vec<Drift>,
     },
     Failover(failover::Step),
     Scale(scale::Step),
@@ -121,13 +124,14 @@ pub fn reconcile(s: &Snapshot) -> Vec<Action> {
     }
     let replicas = failover::replicas(s.spec_replicas, s.failures.len());
     let mut actions = Vec::new();
-    if s.applied_hash.as_deref() != Some(s.desired_hash.as_str()) || s.sts_replicas.is_none() {
+    if !s.drift.is_empty() {
         // Replicas stay where scaling has them: a spec change (the budget follows
         // spec.replicas) must not shrink the StatefulSet past the scale-in steps.
         actions.push(Action::ApplyOwned {
             replicas: s.sts_replicas.unwrap_or(1),
+            objects: s.drift.clone(),
         });
-        // Everything else waits for the objects to exist as wanted.
+        // Everything else waits for the StatefulSet to exist.
         if s.sts_replicas.is_none() {
             return actions;
         }
@@ -210,6 +214,12 @@ pub fn reconcile(s: &Snapshot) -> Vec<Action> {
         actions.push(Action::Scale(step));
         return actions;
     }
+    // The update revision read this pass is the one the StatefulSet's apply replaces (a
+    // template edited by hand is put back): pods are restarted only onto the revision the
+    // spec wants, from the next pass on.
+    if s.drift.iter().any(|d| d.object == Object::StatefulSet) {
+        return actions;
+    }
     // The upgrade's quorum arithmetic needs every member's pod, as it is.
     if let Some(p) = s.pods.iter().find(|p| p.terminating) {
         actions.push(Action::Upgrade(upgrade::Step::Wait(format!(
@@ -245,6 +255,21 @@ pub fn reconcile(s: &Snapshot) -> Vec<Action> {
         step => actions.push(Action::Upgrade(step)),
     }
     actions
+}
+
+/// Why `drift`'s object is held back after the applies of this pass that failed (`refused`),
+/// of `objects` (the pass's drift): a StatefulSet is not created while the NetworkPolicy that
+/// fences the admin port does not exist, so members never run with that port open.
+pub fn held_back(drift: &Drift, objects: &[Drift], refused: &[Object]) -> Option<String> {
+    let unfenced = refused.contains(&Object::AdminNetworkPolicy)
+        && objects
+            .iter()
+            .any(|d| d.object == Object::AdminNetworkPolicy && d.missing());
+    (drift.object == Object::StatefulSet && drift.missing() && unfenced).then(|| {
+        "not created while the NetworkPolicy fencing the admin port is missing (its apply \
+         failed)"
+            .to_string()
+    })
 }
 
 #[cfg(test)]
@@ -286,8 +311,7 @@ mod tests {
             members_reachable: true,
             failures: vec![],
             deferred_pvcs: vec![],
-            applied_hash: Some("h".into()),
-            desired_hash: "h".into(),
+            drift: vec![],
             tls_secret: true,
         }
     }
@@ -303,14 +327,31 @@ mod tests {
         );
     }
 
+    fn drifted(object: Object) -> Drift {
+        Drift {
+            object,
+            field: Some("metadata.annotations[\"meridian.io/applied-hash\"]".into()),
+        }
+    }
+
+    fn missing(object: Object) -> Drift {
+        Drift {
+            object,
+            field: None,
+        }
+    }
+
     #[test]
     fn table() {
         let mut spec_changed = snapshot(3);
-        spec_changed.desired_hash = "h2".into();
+        spec_changed.drift = vec![drifted(Object::ConfigMap), drifted(Object::StatefulSet)];
         let mut shrink_asked = snapshot(5);
         shrink_asked.spec_replicas = 3;
-        shrink_asked.desired_hash = "h2".into();
+        shrink_asked.drift = vec![drifted(Object::DisruptionBudget)];
+        let mut service_deleted = snapshot(3);
+        service_deleted.drift = vec![missing(Object::PeerService)];
         let mut fresh = snapshot(3);
+        fresh.drift = Object::ALL.into_iter().map(missing).collect();
         fresh.sts_replicas = None;
         fresh.pods.clear();
         fresh.members.clear();
@@ -334,32 +375,50 @@ mod tests {
         recreating.pods.pop();
         let mut no_secret = snapshot(3);
         no_secret.tls_secret = false;
-        no_secret.desired_hash = "h2".into();
+        no_secret.drift = vec![drifted(Object::StatefulSet)];
         no_secret.update_revision = "r2".into();
         let mut no_secret_fresh = snapshot(3);
         no_secret_fresh.tls_secret = false;
         no_secret_fresh.sts_replicas = None;
+        no_secret_fresh.drift = Object::ALL.into_iter().map(missing).collect();
         let mut dead = snapshot(3);
         dead.members[2].healthy = false;
         dead.members[2].unhealthy_for_ms = 400_000;
         let cases = vec![
             (
-                "spec changed: apply, then carry on",
+                "spec changed: the objects it changed are applied, then carry on",
                 spec_changed,
-                vec![Action::ApplyOwned { replicas: 3 }],
+                vec![Action::ApplyOwned {
+                    replicas: 3,
+                    objects: vec![drifted(Object::ConfigMap), drifted(Object::StatefulSet)],
+                }],
             ),
             (
                 "5 -> 3 changes the budget: applied at 5, then the first scale-in step",
                 shrink_asked,
                 vec![
-                    Action::ApplyOwned { replicas: 5 },
+                    Action::ApplyOwned {
+                        replicas: 5,
+                        objects: vec![drifted(Object::DisruptionBudget)],
+                    },
                     Action::Scale(scale::Step::DeleteMember("pd-4".into())),
                 ],
             ),
             (
+                "a Service deleted by hand: that one is applied, nothing else",
+                service_deleted,
+                vec![Action::ApplyOwned {
+                    replicas: 3,
+                    objects: vec![missing(Object::PeerService)],
+                }],
+            ),
+            (
                 "nothing exists: apply with one member first",
                 fresh,
-                vec![Action::ApplyOwned { replicas: 1 }],
+                vec![Action::ApplyOwned {
+                    replicas: 1,
+                    objects: Object::ALL.into_iter().map(missing).collect(),
+                }],
             ),
             (
                 "paused: nothing, even with an upgrade pending",
@@ -418,6 +477,59 @@ mod tests {
         for (name, s, want) in cases {
             assert_eq!(reconcile(&s), want, "{name}");
         }
+    }
+
+    #[test]
+    fn a_stateful_set_to_be_put_back_holds_the_upgrade_and_nothing_else() {
+        // A template edited by hand: its update revision is not the pods', yet no pod is
+        // restarted onto it; the apply puts the template back.
+        let mut edited = snapshot(3);
+        edited.update_revision = "r-hand".into();
+        edited.drift = vec![drifted(Object::StatefulSet)];
+        assert_eq!(
+            reconcile(&edited),
+            vec![Action::ApplyOwned {
+                replicas: 3,
+                objects: vec![drifted(Object::StatefulSet)],
+            }]
+        );
+        // Its apply failing pass after pass (an immutable field) holds no scaling or
+        // failover: they come in the same pass.
+        let mut growing = snapshot(3);
+        growing.spec_replicas = 4;
+        growing.drift = vec![drifted(Object::StatefulSet)];
+        assert_eq!(
+            reconcile(&growing)[1..],
+            [Action::Scale(scale::Step::SetReplicas(4))]
+        );
+        let mut dead = snapshot(3);
+        dead.members[1].healthy = false;
+        dead.members[1].unhealthy_for_ms = 400_000;
+        dead.drift = vec![drifted(Object::StatefulSet)];
+        assert!(matches!(
+            reconcile(&dead)[1..],
+            [Action::Failover(failover::Step::Declare { .. })]
+        ));
+    }
+
+    #[test]
+    fn a_stateful_set_is_not_created_while_the_admin_port_is_unfenced() {
+        let all: Vec<Drift> = Object::ALL.into_iter().map(missing).collect();
+        let sts = missing(Object::StatefulSet);
+        assert!(held_back(&sts, &all, &[Object::AdminNetworkPolicy]).is_some());
+        // Another failure, or a policy that exists (and only differs), holds nothing back.
+        assert_eq!(held_back(&sts, &all, &[Object::ConfigMap]), None);
+        let policy_edited = vec![drifted(Object::AdminNetworkPolicy), sts.clone()];
+        assert_eq!(
+            held_back(&sts, &policy_edited, &[Object::AdminNetworkPolicy]),
+            None
+        );
+        // An existing StatefulSet is applied still: holding it back fences nothing.
+        let edited = drifted(Object::StatefulSet);
+        assert_eq!(
+            held_back(&edited, &all, &[Object::AdminNetworkPolicy]),
+            None
+        );
     }
 
     #[test]

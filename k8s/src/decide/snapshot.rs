@@ -1,6 +1,8 @@
-//! From what the shell read (the cluster resource, its StatefulSet, pods, PVCs and the members
-//! API) to the decision snapshot, and from a decision back to the status to write. Pure: the
-//! time is an argument, nothing is fetched here.
+//! From what the shell read (the cluster resource, its owned objects, pods, PVCs and the
+//! members API) to the decision snapshot, and from a decision and what its applies met back to
+//! the status to write. Pure: the time is an argument, nothing is fetched here.
+
+use std::collections::BTreeMap;
 
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
@@ -9,13 +11,13 @@ use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 
 use super::reconcile::{self, Conditions, Snapshot};
-use super::{failover, resources};
+use super::resources::Object;
+use super::{drift, failover, resources};
 use crate::crd::{FailureMember, MemberStatus, MeridianCluster, MeridianClusterStatus};
 
 /// The annotation that asks for upgrades (and scaling to zero) without the health gates.
 pub const FORCE_ANNOTATION: &str = "meridian.io/force-upgrade";
-/// On the StatefulSet: the hash of the owned objects as last applied.
-pub const APPLIED_HASH_ANNOTATION: &str = "meridian.io/applied-hash";
+pub use super::resources::APPLIED_HASH_ANNOTATION;
 /// On a PVC: delete it before its ordinal is used again.
 pub const DEFERRED_DELETE_ANNOTATION: &str = "meridian.io/deferred-delete";
 pub const REVISION_LABEL: &str = "controller-revision-hash";
@@ -47,6 +49,8 @@ impl MembersView {
 pub struct Observed {
     pub cluster: MeridianCluster,
     pub stateful_set: Option<StatefulSet>,
+    /// The other owned objects as stored, as JSON; one missing is not in the map.
+    pub objects: BTreeMap<Object, serde_json::Value>,
     pub pods: Vec<Pod>,
     pub pvcs: Vec<PersistentVolumeClaim>,
     /// `None` when no member answered.
@@ -138,23 +142,38 @@ pub fn member_statuses(
         .collect()
 }
 
-/// A stable hash of the owned objects as the spec wants them (replicas excluded: they move
-/// with scaling, not with the spec). The operator's namespace is in it through the admin
-/// NetworkPolicy: an operator moved elsewhere re-applies the policy that lets it in.
-pub fn desired_hash(mc: &MeridianCluster, operator_namespace: &str) -> String {
-    use std::hash::{Hash, Hasher};
-    let objects = serde_json::json!([
-        resources::client_service(mc),
-        resources::peer_service(mc),
-        resources::admin_service(mc),
-        resources::admin_network_policy(mc, operator_namespace),
-        resources::config_map(mc),
-        resources::disruption_budget(mc),
-        resources::stateful_set(mc, 0),
-    ]);
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    objects.to_string().hash(&mut h);
-    format!("{:016x}", h.finish())
+/// An apply of this reconcile that failed: the object, and what the API server (or the
+/// operator) said.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApplyFailure {
+    pub object: Object,
+    pub message: String,
+}
+
+/// The condition that says which applies failed, and why.
+pub const APPLY_FAILED: &str = "ApplyFailed";
+
+/// What the `ApplyFailed` condition and its event say: each object and why it failed.
+pub fn apply_failed_message(mc: &MeridianCluster, failures: &[ApplyFailure]) -> String {
+    failures
+        .iter()
+        .map(|f| format!("{}: {}", f.object.describe(mc), f.message))
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// Whether `failures` are news against the stored status (none before, or other ones): the
+/// warning event is published then, not on every pass that tries the same refused apply again.
+pub fn apply_failures_are_news(mc: &MeridianCluster, failures: &[ApplyFailure]) -> bool {
+    if failures.is_empty() {
+        return false;
+    }
+    let message = apply_failed_message(mc, failures);
+    !mc.status.as_ref().is_some_and(|s| {
+        s.conditions
+            .iter()
+            .any(|c| c.type_ == APPLY_FAILED && c.status == "True" && c.message == message)
+    })
 }
 
 /// The spec names a TLS Secret (the schema requires one; a cluster stored before it did may
@@ -221,6 +240,19 @@ pub fn snapshot(o: &Observed, now: Timestamp) -> Snapshot {
         })
         .collect();
     let annotations = mc.annotations();
+    let sts_replicas = o
+        .stateful_set
+        .as_ref()
+        .map(|s| s.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1).max(0) as u32);
+    let desired = resources::owned(mc, sts_replicas.unwrap_or(1), &o.operator_namespace);
+    let drift = drift::drifted(&desired, |object| match object {
+        // A typed object always serializes; were it not to, it is applied again.
+        Object::StatefulSet => o
+            .stateful_set
+            .as_ref()
+            .and_then(|s| serde_json::to_value(s).ok()),
+        _ => o.objects.get(&object).cloned(),
+    });
     Snapshot {
         spec_replicas: mc.spec.replicas.max(0) as u32,
         paused: mc.spec.paused,
@@ -231,10 +263,7 @@ pub fn snapshot(o: &Observed, now: Timestamp) -> Snapshot {
         failover_enabled: mc.spec.failover.enabled,
         failover_period_ms: parse_duration_ms(&mc.spec.failover.period).unwrap_or(300_000),
         max_failover_count: mc.spec.failover.max_failover_count.max(0) as usize,
-        sts_replicas: o
-            .stateful_set
-            .as_ref()
-            .map(|s| s.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1).max(0) as u32),
+        sts_replicas,
         update_revision: sts_status
             .and_then(|s| s.update_revision.clone())
             .unwrap_or_default(),
@@ -256,11 +285,7 @@ pub fn snapshot(o: &Observed, now: Timestamp) -> Snapshot {
             .filter(|c| c.annotations().contains_key(DEFERRED_DELETE_ANNOTATION))
             .filter_map(|c| ordinal(&name, c.name_any().strip_prefix("data-")?))
             .collect(),
-        applied_hash: o
-            .stateful_set
-            .as_ref()
-            .and_then(|s| s.annotations().get(APPLIED_HASH_ANNOTATION).cloned()),
-        desired_hash: desired_hash(mc, &o.operator_namespace),
+        drift,
         tls_secret: has_tls_secret(mc),
     }
 }
@@ -290,12 +315,13 @@ fn condition(
 }
 
 /// The status one reconcile observed. `failures` are the failure members after this
-/// reconcile's failover step. Unchanged input gives an equal status (times are kept), so the
-/// shell can skip the write.
+/// reconcile's failover step, `refused` the applies of this reconcile that failed. Unchanged
+/// input gives an equal status (times are kept), so the shell can skip the write.
 pub fn status(
     o: &Observed,
     s: &Snapshot,
     failures: Vec<FailureMember>,
+    refused: &[ApplyFailure],
     now: Timestamp,
 ) -> MeridianClusterStatus {
     let mc = &o.cluster;
@@ -396,6 +422,21 @@ pub fn status(
                     .map(|m| m.name.as_str())
                     .collect::<Vec<_>>()
                     .join(","),
+                generation,
+                now,
+            ),
+            // False again once every apply went through (or none was needed): the object
+            // is as wanted.
+            condition(
+                p,
+                APPLY_FAILED,
+                !refused.is_empty(),
+                if refused.is_empty() {
+                    "NoFailure"
+                } else {
+                    "ApplyError"
+                },
+                apply_failed_message(mc, refused),
                 generation,
                 now,
             ),

@@ -99,6 +99,22 @@ impl ReconcileError {
         }
     }
 
+    /// What went wrong, without the call: the API server's own message when it answered (what
+    /// a condition shows a user), else the error as it reads.
+    pub fn cause(&self) -> String {
+        match self {
+            ReconcileError::Kube { source, .. } | ReconcileError::Conflict { source, .. } => {
+                match source {
+                    kube::Error::Api(status) if !status.message.is_empty() => {
+                        status.message.clone()
+                    }
+                    other => other.to_string(),
+                }
+            }
+            other => other.to_string(),
+        }
+    }
+
     /// A failed Kubernetes call doing `action`; a 409 is a `Conflict`.
     pub fn kube(action: impl Into<String>, source: kube::Error) -> Self {
         let action = action.into();
@@ -226,6 +242,8 @@ mod tests {
             text.starts_with("apply StatefulSet db/pd: conflict:") && text.contains("refused"),
             "{text}"
         );
+        // The cause alone is the API server's message, without the call or the code.
+        assert_eq!(e.cause(), "refused");
         let e = ReconcileError::MembersUnreachable {
             what: "POST https://pd-0/api/v1/leader/transfer/pd-1".into(),
             source: anyhow::anyhow!("timed out").context("admin call"),

@@ -1,5 +1,7 @@
-//! `Platform` on the Kubernetes API: reads by the cluster's labels, server-side apply with one
-//! field manager (forced, so the operator owns what it sets), status through the `/status`
+//! `Platform` on the Kubernetes API: the owned objects read by name (so one stripped of its
+//! labels is still found), pods and claims by the cluster's labels; server-side apply of one
+//! object at a time with one field manager (forced, so the operator owns what it sets),
+//! replicas through the StatefulSet's `/scale` subresource, status through the `/status`
 //! subresource, events through the events API. A thing already gone counts as deleted. Every
 //! failure names the call that failed (`ReconcileError::kube`: a 409 is a conflict).
 
@@ -14,7 +16,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use super::error::ReconcileError;
-use super::platform::{Note, Owned, Platform, Workload};
+use super::platform::{Note, Object, Owned, Platform, Workload};
 use crate::crd::{MeridianCluster, MeridianClusterStatus};
 use crate::decide::resources;
 use crate::decide::snapshot::DEFERRED_DELETE_ANNOTATION;
@@ -76,6 +78,30 @@ impl KubeApi {
         Ok(())
     }
 
+    /// The object `object` of `mc` as stored, as JSON; `None` when there is none.
+    async fn observe<K>(
+        &self,
+        mc: &MeridianCluster,
+        object: Object,
+    ) -> Result<Option<serde_json::Value>, ReconcileError>
+    where
+        K: Resource<Scope = k8s_openapi::NamespaceResourceScope>
+            + Clone
+            + DeserializeOwned
+            + Serialize
+            + std::fmt::Debug,
+        K::DynamicType: Default,
+    {
+        let (ns, name) = (namespace_of(mc), object.name(mc));
+        let found =
+            self.api::<K>(&ns).get_opt(&name).await.map_err(|e| {
+                ReconcileError::kube(format!("get {} {ns}/{name}", object.kind()), e)
+            })?;
+        // A typed object always serializes; were it not to, it counts as missing and is
+        // applied again.
+        Ok(found.and_then(|k| serde_json::to_value(k).ok()))
+    }
+
     /// Deletes `name` (a 404 is fine: it is gone already).
     async fn delete<K>(&self, namespace: &str, name: &str) -> Result<(), ReconcileError>
     where
@@ -111,7 +137,7 @@ impl KubeApi {
         let admin = resources::admin_service_name(mc);
         self.delete::<Service>(&ns, &admin).await?;
         self.delete::<NetworkPolicy>(&ns, &admin).await?;
-        self.delete::<ConfigMap>(&ns, &resources::config_map(mc).name_any())
+        self.delete::<ConfigMap>(&ns, &resources::config_map_name(mc))
             .await?;
         self.delete::<PodDisruptionBudget>(&ns, &name).await?;
         let pvcs = self
@@ -172,29 +198,63 @@ impl Platform for KubeApi {
             .await
             .map_err(|e| ReconcileError::kube(format!("list claims of {ns}/{name}"), e))?
             .items;
+        let mut objects = std::collections::BTreeMap::new();
+        for object in Object::ALL {
+            let found = match object {
+                Object::StatefulSet => continue,
+                Object::ClientService | Object::PeerService | Object::AdminService => {
+                    self.observe::<Service>(mc, object).await?
+                }
+                Object::AdminNetworkPolicy => self.observe::<NetworkPolicy>(mc, object).await?,
+                Object::ConfigMap => self.observe::<ConfigMap>(mc, object).await?,
+                Object::DisruptionBudget => self.observe::<PodDisruptionBudget>(mc, object).await?,
+            };
+            if let Some(value) = found {
+                objects.insert(object, value);
+            }
+        }
         Ok(Workload {
             stateful_set,
             pods,
             pvcs,
+            objects,
         })
     }
 
-    async fn apply_owned(&self, owned: &Owned) -> Result<(), ReconcileError> {
-        self.apply::<Service>(&owned.client_service).await?;
-        self.apply::<Service>(&owned.peer_service).await?;
-        self.apply::<Service>(&owned.admin_service).await?;
-        // Before the StatefulSet: members never run with the admin port unfenced.
-        self.apply::<NetworkPolicy>(&owned.admin_network_policy)
-            .await?;
-        self.apply::<ConfigMap>(&owned.config_map).await?;
-        self.apply::<PodDisruptionBudget>(&owned.disruption_budget)
-            .await?;
-        // Last: its hash annotation says everything before it was applied.
-        self.apply::<StatefulSet>(&owned.stateful_set).await
+    async fn apply(&self, owned: &Owned, object: Object) -> Result<(), ReconcileError> {
+        match object {
+            Object::ClientService => self.apply::<Service>(&owned.client_service).await,
+            Object::PeerService => self.apply::<Service>(&owned.peer_service).await,
+            Object::AdminService => self.apply::<Service>(&owned.admin_service).await,
+            Object::AdminNetworkPolicy => {
+                self.apply::<NetworkPolicy>(&owned.admin_network_policy)
+                    .await
+            }
+            Object::ConfigMap => self.apply::<ConfigMap>(&owned.config_map).await,
+            Object::DisruptionBudget => {
+                self.apply::<PodDisruptionBudget>(&owned.disruption_budget)
+                    .await
+            }
+            Object::StatefulSet => self.apply::<StatefulSet>(&owned.stateful_set).await,
+        }
     }
 
-    async fn apply_stateful_set(&self, sts: &StatefulSet) -> Result<(), ReconcileError> {
-        self.apply::<StatefulSet>(sts).await
+    async fn scale_stateful_set(
+        &self,
+        mc: &MeridianCluster,
+        replicas: u32,
+    ) -> Result<(), ReconcileError> {
+        let (ns, name) = (namespace_of(mc), mc.name_any());
+        let patch = serde_json::json!({"spec": {"replicas": replicas}});
+        let params = PatchParams {
+            field_manager: Some(FIELD_MANAGER.into()),
+            ..PatchParams::default()
+        };
+        self.api::<StatefulSet>(&ns)
+            .patch_scale(&name, &params, &Patch::Merge(&patch))
+            .await
+            .map_err(|e| ReconcileError::kube(format!("scale StatefulSet {ns}/{name}"), e))?;
+        Ok(())
     }
 
     async fn delete_pod(&self, mc: &MeridianCluster, name: &str) -> Result<(), ReconcileError> {

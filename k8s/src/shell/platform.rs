@@ -1,34 +1,25 @@
 //! What the shell needs from Kubernetes, as a trait: the real API (`kube_api`) and the
 //! end-to-end simulation implement it, so one reconcile shell drives both. Owns no decision.
 
+use std::collections::BTreeMap;
 use std::future::Future;
 
 use k8s_openapi::api::apps::v1::StatefulSet;
-use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Pod, Service};
-use k8s_openapi::api::networking::v1::NetworkPolicy;
-use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
 
 use super::error::ReconcileError;
 use crate::crd::{MeridianCluster, MeridianClusterStatus};
+pub use crate::decide::resources::{Object, Owned};
 
-/// The objects a cluster owns, as they are applied together.
-#[derive(Debug, Clone)]
-pub struct Owned {
-    pub client_service: Service,
-    pub peer_service: Service,
-    pub admin_service: Service,
-    pub admin_network_policy: NetworkPolicy,
-    pub config_map: ConfigMap,
-    pub disruption_budget: PodDisruptionBudget,
-    pub stateful_set: StatefulSet,
-}
-
-/// What the cluster's StatefulSet, pods and PVCs look like now.
+/// What the cluster's owned objects, pods and PVCs look like now.
 #[derive(Debug, Clone, Default)]
 pub struct Workload {
     pub stateful_set: Option<StatefulSet>,
     pub pods: Vec<Pod>,
     pub pvcs: Vec<PersistentVolumeClaim>,
+    /// The other owned objects (Services, NetworkPolicy, ConfigMap, budget) as stored, as
+    /// JSON; one missing is not in the map.
+    pub objects: BTreeMap<Object, serde_json::Value>,
 }
 
 /// An event on the cluster resource: every step and every wait, with its reason.
@@ -49,13 +40,18 @@ pub trait Platform: Send + Sync {
         &self,
         mc: &MeridianCluster,
     ) -> impl Future<Output = Result<Workload, ReconcileError>> + Send;
-    /// Server-side apply of every owned object, one field manager.
-    fn apply_owned(&self, owned: &Owned)
-        -> impl Future<Output = Result<(), ReconcileError>> + Send;
-    /// Server-side apply of the StatefulSet alone (replicas move with scaling).
-    fn apply_stateful_set(
+    /// Server-side apply of one of `owned`, with the one field manager.
+    fn apply(
         &self,
-        sts: &StatefulSet,
+        owned: &Owned,
+        object: Object,
+    ) -> impl Future<Output = Result<(), ReconcileError>> + Send;
+    /// Sets the StatefulSet's replicas alone, through its `/scale` subresource: scaling goes
+    /// on while an apply of the rest of it is refused.
+    fn scale_stateful_set(
+        &self,
+        mc: &MeridianCluster,
+        replicas: u32,
     ) -> impl Future<Output = Result<(), ReconcileError>> + Send;
     fn delete_pod(
         &self,

@@ -1,8 +1,15 @@
-//! One reconcile, the thin shell around `decide`: read the workload and the members API, build
-//! the snapshot, decide, carry the actions out (with an event for each step and each wait), and
-//! write the status only when it differs from what is stored. An unchanged, healthy cluster
-//! therefore costs reads and no write. What it carries out it counts in the metrics as it
-//! goes (a step once it took effect), and it records what it observed of the cluster.
+//! One reconcile, the thin shell around `decide`: read the owned objects, the workload and the
+//! members API, build the snapshot, decide, carry the actions out (with an event for each step
+//! and each wait), and write the status only when it differs from what is stored. An
+//! unchanged, healthy cluster therefore costs reads and no write. What it carries out it counts
+//! in the metrics as it goes (a step once it took effect), and it records what it observed of
+//! the cluster.
+//!
+//! An apply that fails holds nothing else back: the other objects are applied, failover,
+//! scaling and the upgrade go on, the status is written with an `ApplyFailed` condition naming
+//! the object and the API server's message (with a warning event when that is news, not on
+//! every pass that tries again), and only then does the reconcile return the first such error,
+//! so it is counted by kind and retried.
 
 use std::time::Duration;
 
@@ -14,8 +21,9 @@ use super::members::Members;
 use super::metrics::{self, Metrics};
 use super::platform::{Note, Owned, Platform};
 use crate::crd::{FailureMember, MeridianCluster};
+use crate::decide::drift::Drift;
 use crate::decide::reconcile::{self as decide_reconcile, reconcile, Action};
-use crate::decide::snapshot::{self, Observed, APPLIED_HASH_ANNOTATION};
+use crate::decide::snapshot::{self, ApplyFailure, Observed};
 use crate::decide::{failover, resources, scale, upgrade};
 
 /// What the controller does next.
@@ -29,27 +37,10 @@ pub struct Outcome {
 /// How long a leader transfer may take to show in the members API before the step fails.
 const TRANSFER_VERIFY: Duration = Duration::from_secs(10);
 
-/// The owned objects for `replicas` members, the StatefulSet stamped with the spec's hash; the
-/// admin NetworkPolicy lets in the operator's pods from `operator_namespace`.
+/// The owned objects for `replicas` members, each stamped with its hash; the admin
+/// NetworkPolicy lets in the operator's pods from `operator_namespace`.
 pub fn owned(mc: &MeridianCluster, replicas: u32, operator_namespace: &str) -> Owned {
-    let mut stateful_set = resources::stateful_set(mc, replicas as i32);
-    stateful_set
-        .metadata
-        .annotations
-        .get_or_insert_with(Default::default)
-        .insert(
-            APPLIED_HASH_ANNOTATION.to_string(),
-            snapshot::desired_hash(mc, operator_namespace),
-        );
-    Owned {
-        client_service: resources::client_service(mc),
-        peer_service: resources::peer_service(mc),
-        admin_service: resources::admin_service(mc),
-        admin_network_policy: resources::admin_network_policy(mc, operator_namespace),
-        config_map: resources::config_map(mc),
-        disruption_budget: resources::disruption_budget(mc),
-        stateful_set,
-    }
+    resources::owned(mc, replicas, operator_namespace)
 }
 
 fn note(warning: bool, reason: &str, action: &str, message: String) -> Note {
@@ -85,6 +76,7 @@ pub async fn reconcile_once<P: Platform, M: Members>(
     let observed = Observed {
         cluster: mc.clone(),
         stateful_set: workload.stateful_set,
+        objects: workload.objects,
         pods: workload.pods,
         pvcs: workload.pvcs,
         members: members.list(mc).await,
@@ -103,43 +95,33 @@ pub async fn reconcile_once<P: Platform, M: Members>(
         .map(|s| s.failure_members.clone())
         .unwrap_or_default();
     let mut waiting = false;
+    let mut refused = Vec::new();
+    let mut apply_error = None;
     let pod = |ordinal: u32| format!("{}-{ordinal}", mc.name_any());
     for action in &actions {
         match action {
-            Action::ApplyOwned { replicas } => {
-                platform
-                    .apply_owned(&owned(mc, *replicas, &operator_namespace))
-                    .await?;
-                let message = format!("owned objects applied ({replicas} replicas)");
-                tell(
-                    platform,
-                    metrics,
-                    mc,
-                    note(false, "Applied", "Reconcile", message),
-                )
-                .await?;
+            Action::ApplyOwned { replicas, objects } => {
+                let owned = owned(mc, *replicas, &operator_namespace);
+                apply_error =
+                    carry_apply(mc, platform, metrics, &owned, objects, &mut refused).await?;
             }
             Action::Failover(step) => {
                 carry_failover(mc, platform, members, metrics, step, &mut failures, now).await?
             }
             Action::Scale(step) => {
-                waiting |= carry_scale(
-                    mc,
-                    platform,
-                    members,
-                    metrics,
-                    step,
-                    &pod,
-                    &operator_namespace,
-                )
-                .await?
+                waiting |= carry_scale(mc, platform, members, metrics, step, &pod).await?
             }
             Action::Upgrade(step) => {
                 waiting |= carry_upgrade(mc, platform, members, metrics, step).await?
             }
         }
     }
-    let status = snapshot::status(&observed, &snap, failures, now);
+    if snapshot::apply_failures_are_news(mc, &refused) {
+        let message = snapshot::apply_failed_message(mc, &refused);
+        let n = note(true, snapshot::APPLY_FAILED, "Reconcile", message);
+        tell(platform, metrics, mc, n).await?;
+    }
+    let status = snapshot::status(&observed, &snap, failures, &refused, now);
     let status_written = mc.status.as_ref() != Some(&status);
     if status_written {
         platform.patch_status(mc, &status).await?;
@@ -156,6 +138,9 @@ pub async fn reconcile_once<P: Platform, M: Members>(
             _ => {}
         }
     }
+    if let Some(e) = apply_error {
+        return Err(e);
+    }
     let requeue_after = if actions.is_empty() {
         Duration::from_secs(30)
     } else if waiting {
@@ -168,6 +153,55 @@ pub async fn reconcile_once<P: Platform, M: Members>(
         status_written,
         requeue_after,
     })
+}
+
+/// Applies each object of `objects` alone, in order, with one event for those applied. One that
+/// fails (or is held back) goes to `refused` and the rest go on; the first API error is
+/// returned for the end of the reconcile.
+async fn carry_apply<P: Platform>(
+    mc: &MeridianCluster,
+    platform: &P,
+    metrics: &Metrics,
+    owned: &Owned,
+    objects: &[Drift],
+    refused: &mut Vec<ApplyFailure>,
+) -> Result<Option<ReconcileError>, ReconcileError> {
+    let mut applied = Vec::new();
+    let mut first_error = None;
+    for drift in objects {
+        let failed: Vec<_> = refused.iter().map(|r| r.object).collect();
+        let result = match decide_reconcile::held_back(drift, objects, &failed) {
+            Some(why) => Err(why),
+            None => platform.apply(owned, drift.object).await.map_err(|e| {
+                let cause = e.cause();
+                // The first is the reconcile's error, which the controller logs and counts;
+                // any other shows here and in the condition.
+                match first_error {
+                    None => first_error = Some(e),
+                    Some(_) => tracing::warn!("{e}"),
+                }
+                cause
+            }),
+        };
+        match result {
+            Ok(()) => applied.push(format!("{} ({})", drift.object.describe(mc), drift.why())),
+            Err(message) => refused.push(ApplyFailure {
+                object: drift.object,
+                message,
+            }),
+        }
+    }
+    if !applied.is_empty() {
+        let message = format!("applied {}", applied.join(", "));
+        tell(
+            platform,
+            metrics,
+            mc,
+            note(false, "Applied", "Reconcile", message),
+        )
+        .await?;
+    }
+    Ok(first_error)
 }
 
 async fn carry_failover<P: Platform, M: Members>(
@@ -253,7 +287,6 @@ async fn carry_scale<P: Platform, M: Members>(
     metrics: &Metrics,
     step: &scale::Step,
     pod: &impl Fn(u32) -> String,
-    operator_namespace: &str,
 ) -> Result<bool, ReconcileError> {
     let (warning, reason, message) = match step {
         scale::Step::Steady => return Ok(false),
@@ -277,9 +310,7 @@ async fn carry_scale<P: Platform, M: Members>(
             )
         }
         scale::Step::SetReplicas(n) => {
-            platform
-                .apply_stateful_set(&owned(mc, *n, operator_namespace).stateful_set)
-                .await?;
+            platform.scale_stateful_set(mc, *n).await?;
             (false, "Scaled", format!("StatefulSet replicas set to {n}"))
         }
         scale::Step::TransferLeader { from, to } => {

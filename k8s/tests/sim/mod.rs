@@ -5,6 +5,14 @@
 //! (a claim in use is deleted only once its pod is gone) and force deletion of pods on a lost
 //! node. Every pod is a real `meridian serve` process on loopback against a real etcd; a
 //! background "kubelet" thread does the StatefulSet controller's and kubelet's work.
+//!
+//! Owned objects are stored as the API server stores them: with fields it defaults (a
+//! Service's `sessionAffinity`, `type`, cluster IP and `targetPort`s, a pod template's
+//! `restartPolicy` and `imagePullPolicy`, a claim template's `volumeMode`), so the operator's
+//! drift check meets them; and a StatefulSet apply that changes a spec field other than those
+//! Kubernetes lets change (replicas, template, update strategy, ...; the claim templates among
+//! the forbidden) is refused with the API server's 422. Objects can be deleted or edited by
+//! hand, as `kubectl` would, which the operator must put back.
 
 #![allow(dead_code)] // each scenario uses its own subset
 
@@ -18,13 +26,14 @@ use k8s_openapi::api::apps::v1::{StatefulSet, StatefulSetStatus};
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod, PodCondition, PodSpec, PodStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use k8s_openapi::jiff::Timestamp;
+use kube::core::Status;
 use meridian::admin::AdminClient;
 use meridian::harness::{free_udp_port, ServerProcess};
 use meridian::tls::Trust;
 use meridian_operator::crd::{MeridianCluster, MeridianClusterStatus};
 use meridian_operator::decide::snapshot::{pvc_name, DEFERRED_DELETE_ANNOTATION, REVISION_LABEL};
 use meridian_operator::shell::error::ReconcileError;
-use meridian_operator::shell::platform::{Note, Owned, Platform, Workload};
+use meridian_operator::shell::platform::{Note, Object, Owned, Platform, Workload};
 
 /// How each pod's `meridian serve` is started.
 pub struct Env {
@@ -61,6 +70,8 @@ struct SimPvc {
 struct State {
     cluster: Option<MeridianCluster>,
     sts: Option<StatefulSet>,
+    /// The other owned objects, as stored.
+    objects: BTreeMap<Object, serde_json::Value>,
     update_revision: String,
     pods: BTreeMap<u32, SimPod>,
     pvcs: BTreeMap<String, SimPvc>,
@@ -208,6 +219,34 @@ impl Sim {
         if let Some(p) = process {
             p.kill().unwrap();
         }
+    }
+
+    /// An owned object as stored, as JSON; `None` when there is none.
+    pub fn object(&self, object: Object) -> Option<serde_json::Value> {
+        let s = self.state.lock().unwrap();
+        match object {
+            Object::StatefulSet => s.sts.as_ref().map(|sts| serde_json::to_value(sts).unwrap()),
+            _ => s.objects.get(&object).cloned(),
+        }
+    }
+
+    /// `kubectl delete` of an owned object other than the StatefulSet (not the operator's
+    /// write).
+    pub fn delete_object(&self, object: Object) {
+        assert_ne!(object, Object::StatefulSet, "pods would go with it");
+        let mut s = self.state.lock().unwrap();
+        s.objects.remove(&object);
+        s.log.push(format!("kubectl delete {object:?}"));
+    }
+
+    /// `kubectl edit` of the StatefulSet (not the operator's write): the update revision
+    /// follows the template, as the StatefulSet controller's does.
+    pub fn edit_stateful_set(&self, f: impl FnOnce(&mut StatefulSet)) {
+        let mut s = self.state.lock().unwrap();
+        let mut sts = s.sts.clone().expect("a StatefulSet");
+        f(&mut sts);
+        s.log.push("kubectl edit StatefulSet".into());
+        s.apply_sts(&sts);
     }
 
     /// The CA that signed the pods' shared certificate (`ca.pem` beside it).
@@ -451,6 +490,88 @@ fn start_member(
     ServerProcess::start_with(&env.bin, dir, &format!("127.0.0.1:{port}"), &args)
 }
 
+/// The spec fields of a StatefulSet an update may change; any other is refused.
+const MUTABLE_STS_SPEC: [&str; 7] = [
+    "replicas",
+    "ordinals",
+    "template",
+    "updateStrategy",
+    "revisionHistoryLimit",
+    "persistentVolumeClaimRetentionPolicy",
+    "minReadySeconds",
+];
+
+/// The API server's refusal of such an update (its message, as Kubernetes words it).
+fn sts_update_forbidden(name: &str) -> ReconcileError {
+    let message = format!(
+        "StatefulSet.apps \"{name}\" is invalid: spec: Forbidden: updates to statefulset spec \
+         for fields other than 'replicas', 'ordinals', 'template', 'updateStrategy', \
+         'revisionHistoryLimit', 'persistentVolumeClaimRetentionPolicy' and \
+         'minReadySeconds' are forbidden"
+    );
+    ReconcileError::kube(
+        format!("apply StatefulSet sim/{name}"),
+        kube::Error::Api(Status::failure(&message, "Invalid").with_code(422).boxed()),
+    )
+}
+
+/// The spec of `sts` without the fields an update may change.
+fn immutable_spec(sts: &StatefulSet) -> serde_json::Value {
+    let mut spec = serde_json::to_value(&sts.spec).unwrap();
+    if let Some(spec) = spec.as_object_mut() {
+        for field in MUTABLE_STS_SPEC {
+            spec.remove(field);
+        }
+    }
+    spec
+}
+
+/// A StatefulSet as the API server stores it: with the defaults it fills in.
+fn sts_defaults(mut sts: StatefulSet) -> StatefulSet {
+    if let Some(spec) = sts.spec.as_mut() {
+        spec.revision_history_limit.get_or_insert(10);
+        if let Some(pod) = spec.template.spec.as_mut() {
+            pod.restart_policy.get_or_insert_with(|| "Always".into());
+            pod.dns_policy.get_or_insert_with(|| "ClusterFirst".into());
+            pod.termination_grace_period_seconds.get_or_insert(30);
+            for c in &mut pod.containers {
+                c.image_pull_policy
+                    .get_or_insert_with(|| "IfNotPresent".into());
+                c.termination_message_path
+                    .get_or_insert_with(|| "/dev/termination-log".into());
+            }
+        }
+        for claim in spec.volume_claim_templates.iter_mut().flatten() {
+            if let Some(claim_spec) = claim.spec.as_mut() {
+                claim_spec
+                    .volume_mode
+                    .get_or_insert_with(|| "Filesystem".into());
+            }
+        }
+    }
+    sts.metadata.uid.get_or_insert_with(|| "sts-uid".into());
+    sts
+}
+
+/// A Service as the API server stores it: a cluster IP unless headless, the default type and
+/// session affinity, each port's target port.
+fn service_defaults(mut service: serde_json::Value, ip: u32) -> serde_json::Value {
+    let spec = &mut service["spec"];
+    if spec.get("clusterIP").is_none() {
+        spec["clusterIP"] = format!("10.96.0.{ip}").into();
+    }
+    if spec.get("type").is_none() {
+        spec["type"] = "ClusterIP".into();
+    }
+    spec["sessionAffinity"] = "None".into();
+    for port in spec["ports"].as_array_mut().into_iter().flatten() {
+        if port.get("targetPort").is_none() {
+            port["targetPort"] = port["port"].clone();
+        }
+    }
+    service
+}
+
 impl State {
     fn apply_sts(&mut self, sts: &StatefulSet) {
         let revision = revision_of(sts);
@@ -545,21 +666,51 @@ impl Platform for Sim {
             stateful_set,
             pods,
             pvcs,
+            objects: s.objects.clone(),
         })
     }
 
-    async fn apply_owned(&self, owned: &Owned) -> Result<(), ReconcileError> {
+    async fn apply(&self, owned: &Owned, object: Object) -> Result<(), ReconcileError> {
         let mut s = self.state.lock().unwrap();
-        // Client, peer and admin Services, NetworkPolicy, ConfigMap, budget, StatefulSet.
-        s.writes += 7;
-        s.apply_sts(&owned.stateful_set);
+        s.writes += 1;
+        if object == Object::StatefulSet {
+            let sts = sts_defaults(owned.stateful_set.clone());
+            let name = sts.metadata.name.clone().unwrap_or_default();
+            if let Some(stored) = &s.sts {
+                if immutable_spec(stored) != immutable_spec(&sts) {
+                    let refused = sts_update_forbidden(&name);
+                    s.log.push(format!("refused StatefulSet {name}"));
+                    return Err(refused);
+                }
+            }
+            s.log.push(format!("applied StatefulSet {name}"));
+            s.apply_sts(&sts);
+            return Ok(());
+        }
+        let mut value = owned.value(object).unwrap();
+        if object.kind() == "Service" {
+            value = service_defaults(value, object as u32 + 10);
+        }
+        value["metadata"]["uid"] = format!("uid-{object:?}").into();
+        s.log.push(format!(
+            "applied {} {}",
+            object.kind(),
+            value["metadata"]["name"].as_str().unwrap_or_default()
+        ));
+        s.objects.insert(object, value);
         Ok(())
     }
 
-    async fn apply_stateful_set(&self, sts: &StatefulSet) -> Result<(), ReconcileError> {
+    async fn scale_stateful_set(
+        &self,
+        _: &MeridianCluster,
+        replicas: u32,
+    ) -> Result<(), ReconcileError> {
         let mut s = self.state.lock().unwrap();
         s.writes += 1;
-        s.apply_sts(sts);
+        let mut sts = s.sts.clone().expect("scaled before it exists");
+        sts.spec.get_or_insert_with(Default::default).replicas = Some(replicas as i32);
+        s.apply_sts(&sts);
         Ok(())
     }
 
