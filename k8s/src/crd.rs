@@ -170,6 +170,15 @@ pub struct Failover {
     /// Most members replaced at once.
     #[serde(default = "default_max_failover_count")]
     pub max_failover_count: i32,
+    /// How long a member's node may be NotReady or gone before its pod is force-deleted
+    /// (Go duration, e.g. `5m`), so the StatefulSet can make it again and a member that does
+    /// not come back can be replaced.
+    #[serde(default = "default_node_lost_timeout")]
+    pub node_lost_timeout: String,
+}
+
+fn default_node_lost_timeout() -> String {
+    "5m".into()
 }
 
 fn default_failover_period() -> String {
@@ -186,6 +195,7 @@ impl Default for Failover {
             enabled: false,
             period: default_failover_period(),
             max_failover_count: default_max_failover_count(),
+            node_lost_timeout: default_node_lost_timeout(),
         }
     }
 }
@@ -239,6 +249,17 @@ pub struct FailureMember {
     pub pvc_uids: Vec<String>,
     /// RFC 3339 time it was declared failed.
     pub created_at: String,
+    /// RFC 3339 time of the last replace attempt (member, pod and volume deleted).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replaced_at: Option<String>,
+    /// Replace attempts so far: each waits twice as long as the one before (from 30s, at
+    /// most 10m) for the last to take effect.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub replace_attempts: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// The CRD as committed in `k8s/manifests/crd.yaml` (JSON, which is YAML too: `serde_yaml` is

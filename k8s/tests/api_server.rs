@@ -1,7 +1,8 @@
 //! The kube I/O shell against a mock API server (`tower-test`, the `ApiServerVerifier` pattern of
 //! kube-rs's controller-rs): every request the shell makes is recorded and answered from a small
 //! object table, and the tests check the exact requests: server-side applies with the one field
-//! manager, status patches, deletes, events, the finalizer, the Lease, that reconciling an
+//! manager, status patches, deletes (a pod whose node is lost force-deleted, with only the
+//! nodes under pods that are not Ready read), events, the finalizer, the Lease, that reconciling an
 //! unchanged cluster writes nothing, that an owned object deleted or edited by hand is applied
 //! again alone, and that an apply the API server refuses becomes an `ApplyFailed` condition
 //! and one warning event while the other objects, scaling (through `/scale`) and the status
@@ -844,6 +845,72 @@ async fn an_upgrade_deletes_the_highest_follower_first_and_says_so() {
     assert_eq!(event["regarding"]["name"], "pd");
     assert!(writes[2].contains("/meridianclusters/pd/status"));
     assert_eq!(writes.len(), 3);
+}
+
+#[tokio::test]
+async fn a_pod_whose_node_is_lost_past_the_timeout_is_force_deleted() {
+    let mut mc = cluster();
+    mc.spec.failover.enabled = true;
+    mc.spec.failover.node_lost_timeout = "5m".into();
+    let mut members = healthy_members();
+    members.members[2].healthy = false;
+    let members = FixedMembers {
+        view: Some(members),
+        ..FixedMembers::default()
+    };
+    // Now is 2026-11-22T00:00:00Z: pd-2 went NotReady with its node 10 minutes ago.
+    let lost: Timestamp = "2026-11-21T23:50:00Z".parse().unwrap();
+    let mut table = running(&mc, "rev-2", vec![]);
+    let mut pods: Vec<Pod> = (0..3)
+        .map(|i| pod(i, "rev-2", "2026-11-01T00:00:00Z".parse().unwrap()))
+        .collect();
+    pods[2].spec = Some(PodSpec {
+        node_name: Some("node-2".into()),
+        ..PodSpec::default()
+    });
+    pods[2].status = Some(PodStatus {
+        conditions: Some(vec![PodCondition {
+            type_: "Ready".into(),
+            status: "False".into(),
+            last_transition_time: Some(Time(lost)),
+            ..PodCondition::default()
+        }]),
+        ..PodStatus::default()
+    });
+    table.gets.insert(
+        "/api/v1/namespaces/db/pods".into(),
+        list(
+            "PodList",
+            pods.iter()
+                .map(|p| serde_json::to_value(p).unwrap())
+                .collect(),
+        ),
+    );
+    table.gets.insert(
+        "/api/v1/nodes/node-2".into(),
+        serde_json::json!({"apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": "node-2"},
+            "status": {"conditions": [{"type": "Ready", "status": "Unknown",
+                "lastTransitionTime": "2026-11-21T23:50:00Z"}]}}),
+    );
+    let (seen, _) = reconcile_on(table, &mc, &members).await;
+    // Only the node under the pod that is not Ready is read.
+    let node_reads: Vec<String> = seen
+        .iter()
+        .map(Seen::line)
+        .filter(|l| l.starts_with("GET /api/v1/nodes"))
+        .collect();
+    assert_eq!(node_reads, ["GET /api/v1/nodes/node-2"]);
+    let writes: Vec<&Seen> = seen.iter().filter(|s| s.is_write()).collect();
+    assert_eq!(writes[0].line(), "DELETE /api/v1/namespaces/db/pods/pd-2?");
+    assert_eq!(
+        writes[0].body["gracePeriodSeconds"], 0,
+        "{:?}",
+        writes[0].body
+    );
+    let event = &writes[1].body;
+    assert_eq!(event["reason"], "NodeLost");
+    assert_eq!(event["action"], "Failover");
 }
 
 #[tokio::test]

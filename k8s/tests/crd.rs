@@ -1,5 +1,6 @@
 //! The committed CRD is exactly what the types generate, CEL rules included; regenerate it
-//! with `cargo run -p meridian-operator -- crd > k8s/manifests/crd.yaml`.
+//! with `cargo run -p meridian-operator -- crd > k8s/manifests/crd.yaml`. Status and spec
+//! objects stored before a field was added still parse.
 
 #[test]
 fn committed_crd_matches_the_types() {
@@ -87,4 +88,24 @@ fn committed_crd_matches_the_types() {
     // Bounded strings keep the rules' estimated cost within the API server's budget.
     assert_eq!(storage["size"]["maxLength"], 64);
     assert_eq!(storage["storageClassName"]["maxLength"], 253);
+}
+
+#[test]
+fn status_and_spec_stored_before_the_backoff_and_node_timeout_still_parse() {
+    use meridian_operator::crd::{Failover, MeridianClusterStatus};
+    // As an operator without replace backoff wrote it.
+    let status: MeridianClusterStatus = serde_json::from_value(serde_json::json!({
+        "failureMembers": [{"podName": "pd-2", "memberId": "12", "pvcUids": ["u"],
+            "createdAt": "2026-11-01T00:00:00Z"}]
+    }))
+    .unwrap();
+    let f = &status.failure_members[0];
+    assert_eq!((f.replace_attempts, f.replaced_at.as_deref()), (0, None));
+    // Never attempted: nothing new is written for it.
+    let written = serde_json::to_value(&status.failure_members[0]).unwrap();
+    assert!(written.get("replaceAttempts").is_none(), "{written}");
+    assert!(written.get("replacedAt").is_none(), "{written}");
+    let failover: Failover =
+        serde_json::from_value(serde_json::json!({"enabled": true, "period": "1m"})).unwrap();
+    assert_eq!(failover.node_lost_timeout, "5m");
 }

@@ -1,8 +1,10 @@
 //! End-to-end simulation: the operator's reconcile shell drives an in-process Kubernetes
 //! (`sim`) whose pods are real `meridian serve` processes on a real etcd, under continuous TSO
 //! load with the loadgen order checker. Scenarios: rolling upgrade of 3 members, a member lost
-//! for good (failover), scale 3 -> 5 -> 3 (and the reused ordinal's old claim deleted first),
-//! a deleted Service and a hand-edited StatefulSet put back (no pod restarted), and a storage
+//! for good (failover), one whose replacement pod stays Pending (replaced once only, the extra
+//! replica covering for it), one whose lost node holds its pod Terminating until it is
+//! force-deleted, scale 3 -> 5 -> 3 (and the reused ordinal's old claim deleted first), a
+//! deleted Service and a hand-edited StatefulSet put back (no pod restarted), and a storage
 //! class change the API server refuses on the StatefulSet, reported in a condition while the
 //! other objects are applied and the cluster scales and serves. After each, an unchanged
 //! cluster costs no write.
@@ -534,6 +536,7 @@ async fn a_member_lost_for_good_is_replaced_and_the_cluster_shrinks_back() {
         enabled: true,
         period: "3s".into(),
         max_failover_count: 1,
+        ..Failover::default()
     };
     let w = world(s).await;
     let leader = w.sim.status().leader.unwrap();
@@ -597,6 +600,143 @@ async fn a_member_lost_for_good_is_replaced_and_the_cluster_shrinks_back() {
         0.0,
         "a follower was lost: the leader stayed"
     );
+    assert_eq!(report.violations, 0, "{report:?}");
+    assert_eq!(report.errors, 0, "{report:?}");
+    w.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replacement_that_stays_pending_is_replaced_once_only() {
+    let mut s = spec(3);
+    s.failover = Failover {
+        enabled: true,
+        period: "3s".into(),
+        max_failover_count: 1,
+        ..Failover::default()
+    };
+    let w = world(s).await;
+    let leader = w.sim.status().leader.unwrap();
+    let victim = (0..3u32).find(|o| format!("pd-{o}") != leader).unwrap();
+    let victim_name = format!("pd-{victim}");
+    let load = w.load(Duration::from_secs(12));
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let started = Instant::now();
+    // The node is lost and no other can take the pod: its replacement stays Pending.
+    tokio::task::block_in_place(|| {
+        w.sim.make_unschedulable(victim);
+        w.sim.lose_node(victim);
+    });
+    let replaced = "meridian_operator_failovers_total{cluster=\"sim/pd\",step=\"replaced\"}";
+    until(
+        &w,
+        "replaced, and the new pod Pending",
+        Duration::from_secs(20),
+        || w.metric(replaced) >= 1.0 && w.sim.pending() == vec![victim_name.clone()],
+    )
+    .await;
+    // The extra replica covers for it: three members serve.
+    until(
+        &w,
+        "the extra replica serves",
+        Duration::from_secs(20),
+        || {
+            let status = w.sim.status();
+            status.members.iter().filter(|m| m.healthy).count() == 3 && status.leader.is_some()
+        },
+    )
+    .await;
+    let took = started.elapsed();
+    // Many passes later the Pending pod is still not taken for the failed member.
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let report = load.await.unwrap().unwrap();
+    print_load("failover to a pod that stays Pending", &report, took);
+    let log = w.sim.log();
+    println!("{log:#?}");
+    assert_eq!(w.metric(replaced), 1.0, "{log:#?}");
+    assert_eq!(
+        w.metric("meridian_operator_failovers_total{cluster=\"sim/pd\",step=\"declared\"}"),
+        1.0
+    );
+    assert_eq!(w.sim.pending(), vec![victim_name.clone()]);
+    let deletions = log
+        .iter()
+        .filter(|l| **l == format!("removed {victim_name}"))
+        .count();
+    assert_eq!(deletions, 1, "the failed pod went once: {log:#?}");
+    let status = w.sim.status();
+    assert!(
+        matches!(
+            &status.failure_members[..],
+            [f] if f.pod_name == victim_name && f.replace_attempts == 1 && f.replaced_at.is_some()
+        ),
+        "{status:?}"
+    );
+    assert_eq!(w.sim.max_replicas(), 4, "one extra replica, no more");
+    assert_eq!(report.violations, 0, "{report:?}");
+    assert_eq!(report.errors, 0, "{report:?}");
+    w.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pod_held_terminating_on_a_lost_node_is_force_deleted_and_its_member_replaced() {
+    let mut s = spec(3);
+    s.failover = Failover {
+        enabled: true,
+        period: "3s".into(),
+        max_failover_count: 1,
+        node_lost_timeout: "6s".into(),
+    };
+    let w = world(s).await;
+    let leader = w.sim.status().leader.unwrap();
+    let victim = (0..3u32).find(|o| format!("pd-{o}") != leader).unwrap();
+    let victim_name = format!("pd-{victim}");
+    let load = w.load(Duration::from_secs(15));
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let started = Instant::now();
+    // The replace's graceful delete of the pod is never confirmed: it stays Terminating
+    // until the node has been lost for the timeout, then it is force-deleted.
+    tokio::task::block_in_place(|| w.sim.lose_node_holding_its_pod(victim));
+    let force_deleted = format!("force-deleted {victim_name}");
+    until(&w, "force-deleted", Duration::from_secs(20), || {
+        w.sim.log().contains(&force_deleted)
+    })
+    .await;
+    let forced = started.elapsed();
+    settled(&w, 3, Duration::from_secs(40)).await;
+    let took = started.elapsed();
+    let report = load.await.unwrap().unwrap();
+    print_load(
+        "failover of a member whose node holds its pod",
+        &report,
+        took,
+    );
+    println!("force-deleted after {:.1} s", forced.as_secs_f64());
+    let log = w.sim.log();
+    println!("{log:#?}");
+    assert_eq!(
+        log.iter().filter(|l| **l == force_deleted).count(),
+        1,
+        "{log:#?}"
+    );
+    let events: Vec<String> = w.sim.events().iter().map(|e| e.reason.clone()).collect();
+    for reason in [
+        "MemberFailed",
+        "MemberReplaced",
+        "NodeLost",
+        "FailoverRecovered",
+    ] {
+        assert!(events.iter().any(|e| e == reason), "{reason}: {events:?}");
+    }
+    for step in ["declared", "replaced", "recovered"] {
+        assert_eq!(
+            w.metric(&format!(
+                "meridian_operator_failovers_total{{cluster=\"sim/pd\",step=\"{step}\"}}"
+            )),
+            1.0,
+            "{step}"
+        );
+    }
+    assert!(w.sim.status().failure_members.is_empty());
     assert_eq!(report.violations, 0, "{report:?}");
     assert_eq!(report.errors, 0, "{report:?}");
     w.shutdown().await;

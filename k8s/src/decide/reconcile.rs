@@ -20,6 +20,8 @@ pub struct Pod {
     pub pvc_uids: Vec<String>,
     /// Deleted, not yet gone.
     pub terminating: bool,
+    /// How long its node has been NotReady or gone (`None`: not lost, or not known).
+    pub node_lost_for_ms: Option<u64>,
 }
 
 /// A member as the members API lists it (name = pod name).
@@ -42,6 +44,7 @@ pub struct Snapshot {
     pub failover_enabled: bool,
     pub failover_period_ms: u64,
     pub max_failover_count: usize,
+    pub node_lost_timeout_ms: u64,
     /// The StatefulSet's replicas, `None` before it exists.
     pub sts_replicas: Option<u32>,
     pub update_revision: String,
@@ -144,6 +147,7 @@ pub fn reconcile(s: &Snapshot) -> Vec<Action> {
         enabled: s.failover_enabled,
         period_ms: s.failover_period_ms,
         max_failover_count: s.max_failover_count,
+        node_lost_timeout_ms: s.node_lost_timeout_ms,
         members: s
             .pods
             .iter()
@@ -157,6 +161,7 @@ pub fn reconcile(s: &Snapshot) -> Vec<Action> {
                     scheduled: p.scheduled,
                     pvc_uids: p.pvc_uids.clone(),
                     registered: m.is_some(),
+                    node_lost_for_ms: p.node_lost_for_ms,
                 }
             })
             .collect(),
@@ -164,7 +169,8 @@ pub fn reconcile(s: &Snapshot) -> Vec<Action> {
     });
     // An upgrade or a user's scale restarts and adds members on purpose: a member it has
     // down is not a failure, and replacing one then can loop (TiDB Operator #1895). New
-    // failures wait for them to finish; clearing recovered ones does not.
+    // failures wait for them to finish; clearing recovered ones does not, nor does
+    // force-deleting a pod on a lost node (an upgrade would wait for it for ever).
     let upgrading = s.pods.iter().any(|p| p.revision != s.update_revision);
     let scaling = s
         .sts_replicas
@@ -285,6 +291,7 @@ mod tests {
             failover_enabled: true,
             failover_period_ms: 300_000,
             max_failover_count: 1,
+            node_lost_timeout_ms: 300_000,
             sts_replicas: Some(n),
             update_revision: "r1".into(),
             pods: (0..n)
@@ -297,6 +304,7 @@ mod tests {
                     scheduled: true,
                     pvc_uids: vec![format!("uid-{i}")],
                     terminating: false,
+                    node_lost_for_ms: None,
                 })
                 .collect(),
             members: (0..n)
@@ -617,6 +625,8 @@ mod tests {
             pod: "pd-2".into(),
             member_id: "12".into(),
             pvc_uids: vec!["uid-2".into()],
+            replace_attempts: 0,
+            since_replaced_ms: None,
         }];
         s.members[2].healthy = false;
         s.members[2].unhealthy_for_ms = 400_000;

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::apps::v1::StatefulSet;
-use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
+use k8s_openapi::api::core::v1::{Node, PersistentVolumeClaim, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
@@ -57,6 +57,41 @@ pub struct Observed {
     pub members: Option<MembersView>,
     /// The namespace the operator runs in: its pods are let in to the admin port.
     pub operator_namespace: String,
+    /// The nodes of the pods that are not Ready (`None`: gone); one not in the map is not
+    /// known.
+    pub nodes: BTreeMap<String, Option<Node>>,
+}
+
+/// How long the node under a pod that is not Ready has been lost: NotReady (since its Ready
+/// condition changed), or gone (since the pod stopped being Ready). `None` when the pod is
+/// Ready, its node is Ready or not known, or there is no time to count from.
+fn node_lost_for_ms(
+    pod: &Pod,
+    nodes: &BTreeMap<String, Option<Node>>,
+    now: Timestamp,
+) -> Option<u64> {
+    let pod_ready = pod_condition(pod, "Ready");
+    if pod_ready.is_some_and(|c| c.status == "True") {
+        return None;
+    }
+    let node_name = pod.spec.as_ref()?.node_name.as_ref()?;
+    let since = match nodes.get(node_name)? {
+        Some(node) => {
+            let ready = node
+                .status
+                .as_ref()?
+                .conditions
+                .as_ref()?
+                .iter()
+                .find(|c| c.type_ == "Ready")?;
+            if ready.status == "True" {
+                return None;
+            }
+            ready.last_transition_time.as_ref()?.0
+        }
+        None => pod_ready?.last_transition_time.as_ref()?.0,
+    };
+    Some(since_ms(now, since))
 }
 
 /// `data-<pod>`: the PVC the StatefulSet's claim template gives a pod.
@@ -217,6 +252,7 @@ pub fn snapshot(o: &Observed, now: Timestamp) -> Snapshot {
                     .filter_map(|c| c.uid())
                     .collect(),
                 terminating: p.metadata.deletion_timestamp.is_some(),
+                node_lost_for_ms: node_lost_for_ms(p, &o.nodes, now),
             })
         })
         .collect();
@@ -263,6 +299,8 @@ pub fn snapshot(o: &Observed, now: Timestamp) -> Snapshot {
         failover_enabled: mc.spec.failover.enabled,
         failover_period_ms: parse_duration_ms(&mc.spec.failover.period).unwrap_or(300_000),
         max_failover_count: mc.spec.failover.max_failover_count.max(0) as usize,
+        node_lost_timeout_ms: parse_duration_ms(&mc.spec.failover.node_lost_timeout)
+            .unwrap_or(300_000),
         sts_replicas,
         update_revision: sts_status
             .and_then(|s| s.update_revision.clone())
@@ -277,6 +315,13 @@ pub fn snapshot(o: &Observed, now: Timestamp) -> Snapshot {
                 pod: f.pod_name.clone(),
                 member_id: f.member_id.clone(),
                 pvc_uids: f.pvc_uids.clone(),
+                replace_attempts: f.replace_attempts,
+                // A time that does not parse counts as long ago: one more attempt at most.
+                since_replaced_ms: f
+                    .replaced_at
+                    .as_deref()
+                    .and_then(|t| t.parse::<Timestamp>().ok())
+                    .map(|t| since_ms(now, t)),
             })
             .collect(),
         deferred_pvcs: o
@@ -462,6 +507,79 @@ mod tests {
             ("5d", None),
         ] {
             assert_eq!(parse_duration_ms(s), ms, "{s:?}");
+        }
+    }
+
+    #[test]
+    fn a_node_is_lost_while_notready_or_gone_and_its_pod_not_ready() {
+        use k8s_openapi::api::core::v1::PodStatus;
+        use k8s_openapi::api::core::v1::{NodeCondition, NodeStatus, PodCondition, PodSpec};
+        let now: Timestamp = "2026-01-01T00:10:00Z".parse().unwrap();
+        let t0: Timestamp = "2026-01-01T00:04:00Z".parse().unwrap();
+        let t1: Timestamp = "2026-01-01T00:07:00Z".parse().unwrap();
+        let pod = |ready: &str| Pod {
+            spec: Some(PodSpec {
+                node_name: Some("n1".into()),
+                ..PodSpec::default()
+            }),
+            status: Some(PodStatus {
+                conditions: Some(vec![PodCondition {
+                    type_: "Ready".into(),
+                    status: ready.into(),
+                    last_transition_time: Some(Time(t1)),
+                    ..PodCondition::default()
+                }]),
+                ..PodStatus::default()
+            }),
+            ..Pod::default()
+        };
+        let node = |ready: &str| Node {
+            status: Some(NodeStatus {
+                conditions: Some(vec![NodeCondition {
+                    type_: "Ready".into(),
+                    status: ready.into(),
+                    last_transition_time: Some(Time(t0)),
+                    ..NodeCondition::default()
+                }]),
+                ..NodeStatus::default()
+            }),
+            ..Node::default()
+        };
+        let nodes = |n: Option<Node>| BTreeMap::from([("n1".to_string(), n)]);
+        let cases = [
+            (
+                "node NotReady since t0",
+                pod("False"),
+                nodes(Some(node("False"))),
+                Some(360_000),
+            ),
+            (
+                "node Unknown since t0",
+                pod("False"),
+                nodes(Some(node("Unknown"))),
+                Some(360_000),
+            ),
+            (
+                "node gone: since the pod went",
+                pod("False"),
+                nodes(None),
+                Some(180_000),
+            ),
+            ("node Ready", pod("False"), nodes(Some(node("True"))), None),
+            ("pod Ready", pod("True"), nodes(Some(node("False"))), None),
+            ("node not known", pod("False"), BTreeMap::new(), None),
+            (
+                "never scheduled",
+                Pod {
+                    spec: None,
+                    ..pod("False")
+                },
+                nodes(None),
+                None,
+            ),
+        ];
+        for (name, p, nodes, want) in cases {
+            assert_eq!(node_lost_for_ms(&p, &nodes, now), want, "{name}");
         }
     }
 

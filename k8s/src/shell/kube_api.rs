@@ -6,7 +6,7 @@
 //! failure names the call that failed (`ReconcileError::kube`: a 409 is a conflict).
 
 use k8s_openapi::api::apps::v1::StatefulSet;
-use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Pod, Service};
+use k8s_openapi::api::core::v1::{ConfigMap, Node, PersistentVolumeClaim, Pod, Service};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, Preconditions};
@@ -165,6 +165,39 @@ fn selector(mc: &MeridianCluster) -> ListParams {
 }
 
 /// A 404 on delete: it is gone already, which is what was asked.
+impl KubeApi {
+    /// The nodes under the pods that are not Ready (a Ready pod's kubelet reports, so its node
+    /// is not lost). A lookup that fails (no RBAC for nodes, say) leaves the node unknown,
+    /// which never counts as lost: force deletion is only for what is known.
+    async fn nodes_of_unready(
+        &self,
+        pods: &[Pod],
+    ) -> std::collections::BTreeMap<String, Option<Node>> {
+        let api: Api<Node> = Api::all(self.client.clone());
+        let mut nodes = std::collections::BTreeMap::new();
+        for pod in pods {
+            let ready = pod
+                .status
+                .as_ref()
+                .and_then(|s| s.conditions.as_ref())
+                .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"));
+            let Some(node) = pod.spec.as_ref().and_then(|s| s.node_name.clone()) else {
+                continue;
+            };
+            if ready || nodes.contains_key(&node) {
+                continue;
+            }
+            match api.get_opt(&node).await {
+                Ok(found) => {
+                    nodes.insert(node, found);
+                }
+                Err(e) => tracing::warn!("get node {node}: {e}"),
+            }
+        }
+        nodes
+    }
+}
+
 fn gone_is_fine<T>(r: Result<T, kube::Error>) -> Result<(), kube::Error> {
     match r {
         Ok(_) => Ok(()),
@@ -213,11 +246,17 @@ impl Platform for KubeApi {
                 objects.insert(object, value);
             }
         }
+        let nodes = if mc.spec.failover.enabled {
+            self.nodes_of_unready(&pods).await
+        } else {
+            Default::default()
+        };
         Ok(Workload {
             stateful_set,
             pods,
             pvcs,
             objects,
+            nodes,
         })
     }
 
@@ -259,6 +298,20 @@ impl Platform for KubeApi {
 
     async fn delete_pod(&self, mc: &MeridianCluster, name: &str) -> Result<(), ReconcileError> {
         self.delete::<Pod>(&namespace_of(mc), name).await
+    }
+
+    async fn force_delete_pod(
+        &self,
+        mc: &MeridianCluster,
+        name: &str,
+    ) -> Result<(), ReconcileError> {
+        let ns = namespace_of(mc);
+        let params = DeleteParams {
+            grace_period_seconds: Some(0),
+            ..DeleteParams::default()
+        };
+        gone_is_fine(self.api::<Pod>(&ns).delete(name, &params).await)
+            .map_err(|e| ReconcileError::kube(format!("force-delete pod {ns}/{name}"), e))
     }
 
     async fn delete_pvc(

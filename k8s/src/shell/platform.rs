@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::future::Future;
 
 use k8s_openapi::api::apps::v1::StatefulSet;
-use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
+use k8s_openapi::api::core::v1::{Node, PersistentVolumeClaim, Pod};
 
 use super::error::ReconcileError;
 use crate::crd::{MeridianCluster, MeridianClusterStatus};
@@ -20,6 +20,10 @@ pub struct Workload {
     /// The other owned objects (Services, NetworkPolicy, ConfigMap, budget) as stored, as
     /// JSON; one missing is not in the map.
     pub objects: BTreeMap<Object, serde_json::Value>,
+    /// The nodes of the pods that are not Ready, by name (looked up only with failover on):
+    /// `None` for one that is gone. A node not in the map is not known (not looked up, or the
+    /// lookup failed).
+    pub nodes: BTreeMap<String, Option<Node>>,
 }
 
 /// An event on the cluster resource: every step and every wait, with its reason.
@@ -54,6 +58,13 @@ pub trait Platform: Send + Sync {
         replicas: u32,
     ) -> impl Future<Output = Result<(), ReconcileError>> + Send;
     fn delete_pod(
+        &self,
+        mc: &MeridianCluster,
+        name: &str,
+    ) -> impl Future<Output = Result<(), ReconcileError>> + Send;
+    /// Deletes a pod at once (grace period 0): for a pod whose node is lost, whose kubelet
+    /// will never confirm a graceful delete.
+    fn force_delete_pod(
         &self,
         mc: &MeridianCluster,
         name: &str,

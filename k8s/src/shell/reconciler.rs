@@ -81,6 +81,7 @@ pub async fn reconcile_once<P: Platform, M: Members>(
         pvcs: workload.pvcs,
         members: members.list(mc).await,
         operator_namespace: operator_namespace.clone(),
+        nodes: workload.nodes,
     };
     let snap = snapshot::snapshot(&observed, now);
     metrics.observed(
@@ -97,6 +98,7 @@ pub async fn reconcile_once<P: Platform, M: Members>(
     let mut waiting = false;
     let mut refused = Vec::new();
     let mut apply_error = None;
+    let mut failover_error = None;
     let pod = |ordinal: u32| format!("{}-{ordinal}", mc.name_any());
     for action in &actions {
         match action {
@@ -106,7 +108,13 @@ pub async fn reconcile_once<P: Platform, M: Members>(
                     carry_apply(mc, platform, metrics, &owned, objects, &mut refused).await?;
             }
             Action::Failover(step) => {
-                carry_failover(mc, platform, members, metrics, step, &mut failures, now).await?
+                // A replace attempt that failed half-way is still recorded in the status
+                // (its backoff starts), and the error returned after the write.
+                if let Err(e) =
+                    carry_failover(mc, platform, members, metrics, step, &mut failures, now).await
+                {
+                    failover_error = Some(e);
+                }
             }
             Action::Scale(step) => {
                 waiting |= carry_scale(mc, platform, members, metrics, step, &pod).await?
@@ -138,7 +146,7 @@ pub async fn reconcile_once<P: Platform, M: Members>(
             _ => {}
         }
     }
-    if let Some(e) = apply_error {
+    if let Some(e) = failover_error.or(apply_error) {
         return Err(e);
     }
     let requeue_after = if actions.is_empty() {
@@ -225,6 +233,8 @@ async fn carry_failover<P: Platform, M: Members>(
                 member_id: member_id.clone(),
                 pvc_uids: pvc_uids.clone(),
                 created_at: now.to_string(),
+                replaced_at: None,
+                replace_attempts: 0,
             });
             let message = format!(
                 "{pod} (member {member_id}) unhealthy for longer than {}: replacing it",
@@ -238,11 +248,34 @@ async fn carry_failover<P: Platform, M: Members>(
             )
             .await?;
         }
+        failover::Step::ForceDelete { pod, lost_for_ms } => {
+            platform.force_delete_pod(mc, pod).await?;
+            let message = format!(
+                "{pod}'s node lost for {}s (longer than {}): pod force-deleted",
+                lost_for_ms / 1_000,
+                mc.spec.failover.node_lost_timeout
+            );
+            tell(
+                platform,
+                metrics,
+                mc,
+                note(true, "NodeLost", "Failover", message),
+            )
+            .await?;
+        }
         failover::Step::Replace {
             pod,
             member_id,
             pvc_uids,
         } => {
+            // Recorded before the deletes, so one that fails half-way backs off too.
+            if let Some(f) = failures
+                .iter_mut()
+                .find(|f| f.pod_name == *pod && f.member_id == *member_id)
+            {
+                f.replaced_at = Some(now.to_string());
+                f.replace_attempts = f.replace_attempts.saturating_add(1);
+            }
             members.delete_member(mc, pod).await?;
             platform.delete_pod(mc, pod).await?;
             for uid in pvc_uids {

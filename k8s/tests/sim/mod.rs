@@ -3,8 +3,11 @@
 //! ordinals on the update revision and never replaced on a template change until deleted),
 //! `controller-revision-hash` labels, readiness from each member's `/ready`, PVC protection
 //! (a claim in use is deleted only once its pod is gone) and force deletion of pods on a lost
-//! node. Every pod is a real `meridian serve` process on loopback against a real etcd; a
-//! background "kubelet" thread does the StatefulSet controller's and kubelet's work.
+//! node; an ordinal no node can take any more has its new pods stay `Pending` (no node, no
+//! process) until deleted; a lost node can also hold its pod Terminating until it is
+//! force-deleted. Every pod is a real `meridian serve` process on loopback against a
+//! real etcd; a background "kubelet" thread does the StatefulSet controller's and kubelet's
+//! work.
 //!
 //! Owned objects are stored as the API server stores them: with fields it defaults (a
 //! Service's `sessionAffinity`, `type`, cluster IP and `targetPort`s, a pod template's
@@ -16,7 +19,7 @@
 
 #![allow(dead_code)] // each scenario uses its own subset
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -56,6 +59,13 @@ struct SimPod {
     terminating: bool,
     /// Its node is gone: the process is dead and is never restarted there.
     node_lost: bool,
+    /// No node can take it: it stays `Pending`, with no process, until deleted.
+    pending: bool,
+    /// When its node was lost: the node is gone from then on.
+    lost_at: Option<Timestamp>,
+    /// A graceful delete is never confirmed (its kubelet is gone with the node): it stays
+    /// Terminating until force-deleted.
+    held: bool,
     ready_since: Option<Timestamp>,
 }
 
@@ -83,6 +93,8 @@ struct State {
     /// What happened, in order: `deleted pd-2`, `created pd-2 <rev>`, `replicas 4`, ...
     log: Vec<String>,
     max_replicas: i32,
+    /// Ordinals whose new pods no node can take (they stay `Pending`).
+    unschedulable: BTreeSet<u32>,
 }
 
 pub struct Sim {
@@ -213,11 +225,41 @@ impl Sim {
             let pod = s.pods.get_mut(&ordinal).expect("no such pod");
             pod.node_lost = true;
             pod.ready_since = None;
+            pod.lost_at = Some(Timestamp::now());
             s.log.push(format!("node lost under {}", pod_name(ordinal)));
             s.pods.get_mut(&ordinal).unwrap().process.take()
         };
         if let Some(p) = process {
             p.kill().unwrap();
+        }
+    }
+
+    /// No node can take a pod of this ordinal from now on (its node is gone and its volume
+    /// bound there, or a selector no node matches): the next one created stays `Pending`.
+    pub fn make_unschedulable(&self, ordinal: u32) {
+        let mut s = self.state.lock().unwrap();
+        s.unschedulable.insert(ordinal);
+        s.log
+            .push(format!("no node can take {} any more", pod_name(ordinal)));
+    }
+
+    /// The pods that are `Pending` (never scheduled).
+    pub fn pending(&self) -> Vec<String> {
+        let s = self.state.lock().unwrap();
+        s.pods
+            .values()
+            .filter(|p| p.pending)
+            .map(|p| pod_name(p.ordinal))
+            .collect()
+    }
+
+    /// As `lose_node`, and the pod is not removed on a graceful delete: it stays Terminating
+    /// until force-deleted, as on a real cluster whose node does not come back.
+    pub fn lose_node_holding_its_pod(&self, ordinal: u32) {
+        self.lose_node(ordinal);
+        let mut s = self.state.lock().unwrap();
+        if let Some(pod) = s.pods.get_mut(&ordinal) {
+            pod.held = true;
         }
     }
 
@@ -299,7 +341,7 @@ fn kubelet_round(state: &Mutex<State>, env: &Env) {
         let gone: Vec<u32> = s
             .pods
             .values()
-            .filter(|p| p.terminating && !p.starting)
+            .filter(|p| p.terminating && !p.starting && !p.held)
             .map(|p| p.ordinal)
             .collect();
         for o in gone {
@@ -344,6 +386,7 @@ fn kubelet_round(state: &Mutex<State>, env: &Env) {
                     );
                 }
                 let revision = s.update_revision.clone();
+                let pending = s.unschedulable.contains(&o);
                 s.pods.insert(
                     o,
                     SimPod {
@@ -351,12 +394,19 @@ fn kubelet_round(state: &Mutex<State>, env: &Env) {
                         revision: revision.clone(),
                         uid,
                         process: None,
-                        starting: true,
+                        starting: !pending,
                         terminating: false,
                         node_lost: false,
+                        pending,
+                        lost_at: None,
+                        held: false,
                         ready_since: None,
                     },
                 );
+                if pending {
+                    s.log.push(format!("{} pending", pod_name(o)));
+                    continue;
+                }
                 let port = *s.client_ports.entry(o).or_insert_with(free_udp_port);
                 let dir = s.pvcs[&claim].dir.clone();
                 s.log.push(format!("created {} {revision}", pod_name(o)));
@@ -625,10 +675,11 @@ impl Platform for Sim {
                     ..ObjectMeta::default()
                 },
                 spec: Some(PodSpec {
-                    node_name: Some(format!("node-{}", p.ordinal)),
+                    node_name: (!p.pending).then(|| format!("node-{}", p.ordinal)),
                     ..PodSpec::default()
                 }),
                 status: Some(PodStatus {
+                    phase: Some(if p.pending { "Pending" } else { "Running" }.into()),
                     conditions: Some(vec![PodCondition {
                         type_: "Ready".into(),
                         status: if p.ready_since.is_some() {
@@ -637,7 +688,7 @@ impl Platform for Sim {
                             "False"
                         }
                         .into(),
-                        last_transition_time: p.ready_since.map(Time),
+                        last_transition_time: p.ready_since.or(p.lost_at).map(Time),
                         ..PodCondition::default()
                     }]),
                     ..PodStatus::default()
@@ -662,10 +713,18 @@ impl Platform for Sim {
                 ..PersistentVolumeClaim::default()
             })
             .collect();
+        // A lost node is gone: its pods' nodes are looked up and not found.
+        let nodes = s
+            .pods
+            .values()
+            .filter(|p| p.lost_at.is_some())
+            .map(|p| (format!("node-{}", p.ordinal), None))
+            .collect();
         Ok(Workload {
             stateful_set,
             pods,
             pvcs,
+            nodes,
             objects: s.objects.clone(),
         })
     }
@@ -719,6 +778,22 @@ impl Platform for Sim {
         s.writes += 1;
         s.log.push(format!("deleted {name}"));
         if let Some(pod) = s.pods.values_mut().find(|p| pod_name(p.ordinal) == name) {
+            pod.terminating = true;
+            pod.ready_since = None;
+        }
+        Ok(())
+    }
+
+    async fn force_delete_pod(
+        &self,
+        _: &MeridianCluster,
+        name: &str,
+    ) -> Result<(), ReconcileError> {
+        let mut s = self.state.lock().unwrap();
+        s.writes += 1;
+        s.log.push(format!("force-deleted {name}"));
+        if let Some(pod) = s.pods.values_mut().find(|p| pod_name(p.ordinal) == name) {
+            pod.held = false;
             pod.terminating = true;
             pod.ready_since = None;
         }
