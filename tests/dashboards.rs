@@ -8,8 +8,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use meridian::client::{Client, ClientOptions};
-use meridian::harness::ServerProcess;
-use meridian::placement::{Epoch, Peer, PeerRole, Region, Store, StoreState};
+use meridian::harness::{bootstrap_one_region, ServerProcess};
 use meridian::tls::Trust;
 
 fn bin() -> &'static Path {
@@ -59,33 +58,8 @@ async fn every_metric_the_dashboard_queries_is_exposed() {
     for _ in 0..10 {
         client.get_ts().await.unwrap();
     }
-    let (s, r, p) = (
-        client.alloc_id().await.unwrap(),
-        client.alloc_id().await.unwrap(),
-        client.alloc_id().await.unwrap(),
-    );
-    let region = Region {
-        id: r,
-        start_key: vec![],
-        end_key: vec![],
-        epoch: Epoch {
-            conf_ver: 1,
-            version: 1,
-        },
-        peers: vec![Peer {
-            id: p,
-            store_id: s,
-            role: PeerRole::Voter,
-        }],
-        leader: Some(p),
-    };
-    let store = Store {
-        id: s,
-        address: "tikv-1:20160".into(),
-        labels: vec![],
-        state: StoreState::Up,
-    };
-    client.bootstrap(store, region.clone()).await.unwrap();
+    let region = bootstrap_one_region(&client, "tikv-1:20160").await.unwrap();
+    let s = region.peers[0].store_id;
     client
         .region_heartbeat(region, Default::default())
         .await

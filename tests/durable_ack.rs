@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use meridian::client::{Client, ClientOptions};
-use meridian::harness::ServerProcess;
-use meridian::placement::{Epoch, Peer, PeerRole, Region, Store, StoreState};
+use meridian::harness::{bootstrap_one_region, ServerProcess};
+use meridian::placement::{Epoch, Peer, PeerRole, Region};
 
 fn bin() -> &'static std::path::Path {
     env!("CARGO_BIN_EXE_meridian").as_ref()
@@ -23,34 +23,15 @@ async fn an_acknowledged_split_survives_a_sigkill_right_after_the_ack() {
     let data = tmp.path().join("node");
     let mut server = ServerProcess::start(bin(), &data, "127.0.0.1:0", Some(2)).unwrap();
     let client = connect(&server).await;
-    let s1 = client.alloc_id().await.unwrap();
-    let (rid, pid) = (
-        client.alloc_id().await.unwrap(),
-        client.alloc_id().await.unwrap(),
-    );
+    let mut last = bootstrap_one_region(&client, "127.0.0.1:20160")
+        .await
+        .unwrap();
+    let s1 = last.peers[0].store_id;
     let peer = |id| Peer {
         id,
         store_id: s1,
         role: PeerRole::Voter,
     };
-    let mut last = Region {
-        id: rid,
-        start_key: vec![],
-        end_key: vec![],
-        epoch: Epoch {
-            conf_ver: 1,
-            version: 1,
-        },
-        peers: vec![peer(pid)],
-        leader: Some(pid),
-    };
-    let store = Store {
-        id: s1,
-        address: "127.0.0.1:20160".into(),
-        labels: vec![],
-        state: StoreState::Up,
-    };
-    client.bootstrap(store, last.clone()).await.unwrap();
     drop(client);
 
     // Each round: split the rightmost region once, and kill the node the moment the report

@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 
 use meridian::client::{Client, ClientOptions};
 use meridian::failpoint::points;
-use meridian::harness::ServerProcess;
-use meridian::placement::{Epoch, Peer, PeerRole, Region, Store, StoreState};
+use meridian::harness::{bootstrap_one_region, ServerProcess};
+use meridian::placement::{Region, Store, StoreState};
 use meridian::proto::{Reply, Request, Response};
 
 fn bin() -> &'static std::path::Path {
@@ -110,7 +110,9 @@ async fn a_failing_disk_stops_timestamps_and_ids_and_a_restart_repeats_none() {
         let data = tmp.path().join("node");
         let server = ServerProcess::start(bin(), &data, "127.0.0.1:0", Some(2)).unwrap();
         let client = Arc::new(connect(&server, Duration::from_secs(1)).await);
-        let region = bootstrap(&client).await;
+        let region = bootstrap_one_region(&client, "127.0.0.1:20160")
+            .await
+            .unwrap();
         let mut handed_ts = Vec::new();
         let mut handed_ids = Vec::new();
         for _ in 0..50 {
@@ -190,7 +192,9 @@ async fn sigkill_at_each_compaction_step_loses_no_acknowledged_write() {
         let data = tmp.path().join("node");
         let mut server = ServerProcess::start(bin(), &data, "127.0.0.1:0", Some(2)).unwrap();
         let client = Arc::new(connect(&server, Duration::from_secs(2)).await);
-        bootstrap(&client).await;
+        bootstrap_one_region(&client, "127.0.0.1:20160")
+            .await
+            .unwrap();
         let ts_before = client.get_ts().await.unwrap().as_u64();
         // Each registration is one record in the log; compaction comes at 4,096.
         let ids: Vec<u64> = {
@@ -232,38 +236,6 @@ async fn sigkill_at_each_compaction_step_loses_no_acknowledged_write() {
         assert!(client.alloc_id().await.unwrap() > max_id, "{point}");
         server.stop().unwrap();
     }
-}
-
-/// Bootstraps with one store and a region covering every key; returns the region.
-async fn bootstrap(client: &Client) -> Region {
-    let (store, region, peer) = (
-        client.alloc_id().await.unwrap(),
-        client.alloc_id().await.unwrap(),
-        client.alloc_id().await.unwrap(),
-    );
-    let store = Store {
-        id: store,
-        address: "127.0.0.1:20160".into(),
-        labels: vec![],
-        state: StoreState::Up,
-    };
-    let region = Region {
-        id: region,
-        start_key: vec![],
-        end_key: vec![],
-        epoch: Epoch {
-            conf_ver: 1,
-            version: 1,
-        },
-        peers: vec![Peer {
-            id: peer,
-            store_id: store.id,
-            role: PeerRole::Voter,
-        }],
-        leader: Some(peer),
-    };
-    client.bootstrap(store, region.clone()).await.unwrap();
-    region
 }
 
 /// Registers a store for each id, 16 at a time, until the node goes away; the ids whose

@@ -17,8 +17,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use meridian::client::{Client, ClientOptions};
-use meridian::harness::Cluster;
-use meridian::placement::{Epoch, Peer, PeerRole, Region, RegionStats, Store, StoreState};
+use meridian::harness::{bootstrap_one_region, Cluster};
+use meridian::placement::{Epoch, Peer, PeerRole, Region, RegionStats};
 use serde::Serialize;
 
 use crate::checker::count_duplicates;
@@ -436,7 +436,7 @@ async fn split_forever(client: Arc<Client>, stop: Arc<AtomicBool>) -> Vec<Region
         if stop.load(Ordering::Relaxed) {
             return acknowledged;
         }
-        match bootstrap(&client).await {
+        match bootstrap_one_region(&client, STORE_ADDRESS).await {
             Ok(r) => break r,
             Err(_) => retry().await,
         }
@@ -494,38 +494,6 @@ async fn split_forever(client: Arc<Client>, stop: Arc<AtomicBool>) -> Vec<Region
         round += 1;
     }
     acknowledged
-}
-
-/// The first store and the region covering every key.
-async fn bootstrap(client: &Client) -> anyhow::Result<Region> {
-    let (store_id, region_id, peer_id) = (
-        client.alloc_id().await?,
-        client.alloc_id().await?,
-        client.alloc_id().await?,
-    );
-    let region = Region {
-        id: region_id,
-        start_key: vec![],
-        end_key: vec![],
-        epoch: Epoch {
-            conf_ver: 1,
-            version: 1,
-        },
-        peers: vec![Peer {
-            id: peer_id,
-            store_id,
-            role: PeerRole::Voter,
-        }],
-        leader: Some(peer_id),
-    };
-    let store = Store {
-        id: store_id,
-        address: STORE_ADDRESS.into(),
-        labels: vec![],
-        state: StoreState::Up,
-    };
-    client.bootstrap(store, region.clone()).await?;
-    Ok(region)
 }
 
 #[cfg(test)]

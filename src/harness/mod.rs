@@ -1,11 +1,13 @@
 //! Real processes for demos and end-to-end tests: `meridian serve` and `etcd` on loopback ports
 //! in temp dirs, stopped gracefully or killed, and always reaped when dropped.
 
+mod bootstrap;
 mod cluster;
 mod etcd;
 mod proxy;
 mod server;
 
+pub use bootstrap::bootstrap_one_region;
 pub use cluster::{Cluster, ClusterNode};
 pub use etcd::{EtcdProcess, EtcdTlsFiles, MERIDIAN_PREFIX, ROOT_PASSWORD};
 pub use proxy::{FaultProxy, LinkFault};

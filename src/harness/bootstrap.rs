@@ -1,0 +1,41 @@
+//! The first placement a test or a load run needs: one store and one region covering every
+//! key, made through the client as a first TiKV store makes it (ids from `AllocId`, then
+//! `Bootstrap`). Owns only that recipe; what is done with the region afterwards is the
+//! caller's.
+
+use crate::client::Client;
+use crate::placement::{Epoch, Peer, PeerRole, Region, Store, StoreState};
+
+/// Bootstraps the cluster with one store at `store_address` holding one region (epoch 1/1,
+/// a single voter that leads it) over the whole key space; returns that region, whose
+/// `peers[0].store_id` is the store's id.
+pub async fn bootstrap_one_region(client: &Client, store_address: &str) -> anyhow::Result<Region> {
+    let (store_id, region_id, peer_id) = (
+        client.alloc_id().await?,
+        client.alloc_id().await?,
+        client.alloc_id().await?,
+    );
+    let region = Region {
+        id: region_id,
+        start_key: vec![],
+        end_key: vec![],
+        epoch: Epoch {
+            conf_ver: 1,
+            version: 1,
+        },
+        peers: vec![Peer {
+            id: peer_id,
+            store_id,
+            role: PeerRole::Voter,
+        }],
+        leader: Some(peer_id),
+    };
+    let store = Store {
+        id: store_id,
+        address: store_address.into(),
+        labels: vec![],
+        state: StoreState::Up,
+    };
+    client.bootstrap(store, region.clone()).await?;
+    Ok(region)
+}
