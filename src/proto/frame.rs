@@ -39,6 +39,9 @@ pub enum FrameError {
     Malformed(String),
 }
 
+/// Why a frame that is not a valid request archive is refused, in the server's own words.
+const NOT_A_REQUEST: &str = "not a valid request archive";
+
 /// Appends one framed message to `out`, using `scratch` for the archive so its alignment holds.
 pub fn encode<T>(msg: &T, scratch: &mut AlignedVec, out: &mut Vec<u8>) -> Result<(), FrameError>
 where
@@ -165,9 +168,12 @@ impl FrameDecoder {
     pub fn next_request(
         &mut self,
     ) -> Result<Option<Result<&ArchivedRequest, FrameError>>, FrameError> {
+        // `rancor::Failure`, not `rancor::Error`: the reply to a peer must not carry rkyv's
+        // message, which prints addresses in this process's heap (a gift to anyone working
+        // around ASLR), and formatting it was most of what a malformed frame cost.
         Ok(self.next_payload()?.map(|payload| {
-            rkyv::access::<ArchivedRequest, rancor::Error>(payload)
-                .map_err(|e| FrameError::Malformed(e.to_string()))
+            rkyv::access::<ArchivedRequest, rancor::Failure>(payload)
+                .map_err(|_| FrameError::Malformed(NOT_A_REQUEST.into()))
         }))
     }
 
