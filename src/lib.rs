@@ -8,6 +8,8 @@ pub mod alloc;
 pub mod auth;
 /// Rust client: connection, TSO batching dispatcher, typed errors.
 pub mod client;
+/// The wall clock every subsystem reads, with an offset tests shift at run time.
+pub mod clock;
 /// Runtime configuration: file format and defaults.
 pub mod config;
 /// `meridian ctl`'s pd-ctl-level verbs and how they print (JSON or tables).

@@ -16,10 +16,10 @@ use serde_json::json;
 use super::client::AdminClient;
 use super::metrics::Metrics;
 use crate::auth::Call;
+use crate::clock::WallClock;
 use crate::election::{Command, Membership};
 use crate::meta::{EtcdStore, Keys};
 use crate::proto::MemberInfo;
-use crate::server::WallClock;
 use crate::tso::Allocator;
 use tokio::sync::mpsc;
 

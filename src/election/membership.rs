@@ -1,13 +1,13 @@
 //! What this node knows of the cluster: its own identity and who leads. Read by the request
-//! path (to answer `NotLeader` with the leader) and the admin API; written only by the
-//! leadership loop through the `watch` channel.
+//! path (to answer `NotLeader` with the leader, [`Membership::not_serving`]) and the admin
+//! API; written only by the leadership loop through the `watch` channel.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use tokio::sync::watch;
 
-use crate::proto::{MemberInfo, MembersReply};
+use crate::proto::{ErrorReply, MemberInfo, MembersReply};
 
 #[derive(Clone)]
 pub struct Membership {
@@ -53,6 +53,19 @@ impl Membership {
             .borrow()
             .as_ref()
             .is_some_and(|l| l.id == self.me.id)
+    }
+
+    /// Why this node does not serve a request that needs the leader: a follower says who
+    /// leads (if it knows) so the client goes there; a leader still starting or stepping
+    /// down asks for a retry.
+    pub fn not_serving(&self) -> ErrorReply {
+        if self.is_leader() {
+            ErrorReply::Unavailable("leader not serving yet".into())
+        } else {
+            ErrorReply::NotLeader {
+                leader: self.leader(),
+            }
+        }
     }
 
     /// Replaces the registered members (from the registry in etcd).

@@ -1,21 +1,20 @@
 //! The `frame_to_request` target: QUIC stream bytes through the core's framing and dispatch
-//! (`server::dispatch::Action`), then through [`super::model`]. Owns the target, its oracle of
+//! (`server::service::Op`), then through [`super::model`]. Owns the target, its oracle of
 //! read-cutting independence and the wire round trip; touches no shared state.
 
 use std::fmt::Debug;
 
 use rkyv::util::AlignedVec;
 
-use crate::auth::Call;
 use crate::proto::{self, FrameDecoder, FrameError, Request};
-use crate::server::dispatch::Action;
+use crate::server::service::Op;
 
 use super::model::{serve, Model};
 
 /// QUIC stream bytes, as a core reads them: `data[0]` says how the rest arrives (low 6 bits:
 /// chunk length, 0 for all at once; high 2 bits: the test index's segment size - 1, so small
 /// maps still cross segment boundaries), the rest is the stream. Every complete request goes
-/// through what the core does before it touches shared state (`Action::of`, the authorization
+/// through what the core does before it touches shared state (`Op::of_archived`, the authorization
 /// of every role set, `[limits]`), then is applied to a small region map and index whose
 /// invariants are checked. The same bytes fed at once must give the same requests and errors.
 pub fn frame_to_request(data: &[u8]) {
@@ -83,11 +82,14 @@ pub(super) fn drain(decoder: &mut FrameDecoder, out: &mut Vec<Outcome>) -> bool 
         match decoder.next_request() {
             Ok(None) => return false,
             Ok(Some(Ok(archived))) => out.push(
-                Action::of(archived)
-                    .map(|action| {
-                        let req = request_of(action);
-                        // `Action::call` and `Request::call` classify one request alike.
-                        assert_eq!(request_of_call(&req), req.call());
+                Op::of_archived(archived)
+                    .map(|op| {
+                        let call = op.call();
+                        let req = op.into_request();
+                        // The op a core authorizes and the request it carries classify
+                        // alike, and sorting the request again gives the same op.
+                        assert_eq!(call, req.call());
+                        assert_eq!(Op::of(req.clone()).call(), call);
                         req
                     })
                     .map_err(|_| Refusal::Request),
@@ -103,28 +105,6 @@ pub(super) fn drain(decoder: &mut FrameDecoder, out: &mut Vec<Outcome>) -> bool 
             }
         }
     }
-}
-
-/// The request an action carries, whole (the three the core answers without deserialising
-/// are rebuilt), so outcomes compare.
-fn request_of(action: Action) -> Request {
-    match action {
-        Action::Ping => Request::Ping,
-        Action::Tso(count) => Request::Tso { count },
-        Action::GetMembers => Request::GetMembers,
-        Action::Placement(req) => *req,
-    }
-}
-
-/// The call the core authorizes for `req`: `Action::call` of the action it would build.
-fn request_of_call(req: &Request) -> Call {
-    let action = match req {
-        Request::Ping => Action::Ping,
-        Request::Tso { count } => Action::Tso(*count),
-        Request::GetMembers => Action::GetMembers,
-        other => Action::Placement(Box::new(other.clone())),
-    };
-    action.call()
 }
 
 /// A request the server decoded re-encodes (as a client frames it) to a frame that decodes to

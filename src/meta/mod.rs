@@ -3,6 +3,7 @@
 //! a highly available cluster (`etcd_access`: how the node is let in, TLS and user). This module
 //! owns bytes on disk and their keys, never what they mean.
 
+mod decimal;
 mod etcd;
 mod etcd_access;
 mod keys;
@@ -10,6 +11,7 @@ mod keys;
 pub(crate) mod local;
 mod store;
 
+pub use decimal::load_decimal;
 pub use etcd::{EtcdStore, LeaderGuard};
 pub use etcd_access::{EtcdAccess, EtcdAccessFlags, PASSWORD_ENV};
 pub use keys::Keys;

@@ -10,32 +10,15 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use super::clock::WallClock;
 use crate::admin::Metrics;
+use crate::clock::WallClock;
 use crate::election::{mono_ms, Term};
 use crate::failpoint::{self, points};
-use crate::meta::{Keys, MetaError, MetaStore};
+use crate::meta::{load_decimal, Keys, MetaError, MetaStore};
 use crate::tso::{Allocator, WindowConfig, WindowPlan};
 
 pub async fn load_limit<M: MetaStore>(store: &M, keys: &Keys) -> Result<Option<u64>, MetaError> {
     load_decimal(store, &keys.tso_limit()).await
-}
-
-/// A number stored as decimal text (the TSO limit, the id block end), if the key exists.
-pub async fn load_decimal<M: MetaStore>(store: &M, key: &[u8]) -> Result<Option<u64>, MetaError> {
-    match store.get(key).await? {
-        None => Ok(None),
-        Some(bytes) => std::str::from_utf8(&bytes)
-            .ok()
-            .and_then(|s| s.parse::<u64>().ok())
-            .map(Some)
-            .ok_or_else(|| {
-                MetaError::Corrupt(format!(
-                    "{} holds {bytes:?}, not a number",
-                    String::from_utf8_lossy(key)
-                ))
-            }),
-    }
 }
 
 async fn save_limit<M: MetaStore>(store: &M, keys: &Keys, limit_ms: u64) -> Result<(), MetaError> {

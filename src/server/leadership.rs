@@ -7,9 +7,9 @@ use std::time::Duration;
 
 use tokio::sync::{mpsc, watch};
 
-use super::clock::WallClock;
 use super::control::{Ended, TsoControl};
 use crate::admin::Metrics;
+use crate::clock::WallClock;
 use crate::election::{Command, Election};
 use crate::meta::{EtcdStore, Keys, MetaError};
 use crate::proto::MemberInfo;

@@ -2,11 +2,8 @@
 //! core per CPU with its own QUIC endpoint on a shared port, and the admin HTTP server, and
 //! shuts them down in order. Decisions live in `tso` and `proto`; this module only runs them.
 
-mod clock;
 mod control;
 mod core;
-// `pub(crate)`: `crate::fuzzing` runs `Action::of` on fuzzed frames.
-pub(crate) mod dispatch;
 mod exclusive;
 // `pub(crate)`: `crate::fuzzing` runs `grpc::convert` on fuzzed pdpb messages.
 pub(crate) mod grpc;
@@ -15,6 +12,8 @@ mod identity;
 mod leadership;
 // `pub(crate)`: `crate::fuzzing` decodes fuzzed region buckets with `placement::persist`.
 pub(crate) mod placement;
+// `pub(crate)`: `crate::fuzzing` sorts fuzzed frames with `service::Op`.
+pub(crate) mod service;
 mod socket;
 mod stream;
 
@@ -27,6 +26,7 @@ use anyhow::Context;
 use tokio::sync::watch;
 
 use crate::admin::{self, AdminControl, AdminState, Metrics};
+use crate::clock::WallClock;
 use crate::config::Config;
 use crate::election::{encode_member, Election, Membership};
 use crate::meta::{EtcdAccess, EtcdStore, Keys, LocalStore, MetaStore};
@@ -34,7 +34,6 @@ use crate::proto::MemberInfo;
 use crate::tls;
 use crate::tso::Allocator;
 
-pub use clock::WallClock;
 pub use grpc::GrpcListen;
 pub use socket::available_cores;
 

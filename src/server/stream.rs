@@ -13,8 +13,8 @@ use crate::admin::RequestKind;
 use crate::auth::{Denied, Grants};
 use crate::proto::{self, ErrorReply, FrameDecoder, FrameError, Request, Response, StreamCode};
 
-use super::dispatch::{execute, Action};
 use super::placement::{get_regions, handle, heartbeats};
+use super::service::{execute, Op};
 use super::Shared;
 
 enum DecodeFailure {
@@ -37,7 +37,7 @@ impl std::fmt::Display for DecodeFailure {
 /// A request on its way to a reply.
 enum Pending {
     Now(Response),
-    Later(Action),
+    Later(Op),
     /// The next of the read's heartbeat replies.
     Beat,
     /// The next of the read's GetRegion replies.
@@ -92,7 +92,7 @@ pub async fn serve_stream(
             match decoder.next_request() {
                 Ok(None) => break,
                 Ok(Some(Ok(req))) => actions.push(
-                    Action::of(req)
+                    Op::of_archived(req)
                         .map_err(DecodeFailure::Request)
                         .and_then(|a| match a.call().permitted(grants) {
                             Ok(()) => Ok(a),
@@ -113,20 +113,19 @@ pub async fn serve_stream(
         let mut keys = Vec::new();
         for action in actions.drain(..) {
             pending.push(match action {
-                Ok(Action::Placement(req)) if shared.placement.is_ready() => match *req {
-                    Request::RegionHeartbeat { region, stats } => {
-                        metrics.request(RequestKind::RegionHeartbeat);
-                        beats.push((region, stats));
-                        Pending::Beat
-                    }
-                    Request::GetRegion { key } => {
-                        metrics.request(RequestKind::Placement);
-                        keys.push(key);
-                        Pending::Located
-                    }
-                    other => Pending::Later(Action::Placement(Box::new(other))),
-                },
-                Ok(action) => Pending::Later(action),
+                // Batched only once placement serves; before that each is answered alone
+                // through `execute`, which says why it is not served.
+                Ok(Op::Heartbeat(region, stats)) if shared.placement.is_ready() => {
+                    metrics.request(RequestKind::RegionHeartbeat);
+                    beats.push((*region, stats));
+                    Pending::Beat
+                }
+                Ok(Op::Locate(key)) if shared.placement.is_ready() => {
+                    metrics.request(RequestKind::Placement);
+                    keys.push(key);
+                    Pending::Located
+                }
+                Ok(op) => Pending::Later(op),
                 Err(DecodeFailure::Denied(denied)) => {
                     let reply = ErrorReply::PermissionDenied(denied.to_string());
                     metrics.error(&reply);

@@ -1,5 +1,5 @@
 //! `pdpb.PD` on Meridian's engine: each RPC checks its header as PD does (cluster id, then
-//! leadership), becomes one Meridian `Request` through `dispatch::execute`, and its `Response`
+//! leadership), becomes one Meridian `Request` through `service::execute`, and its `Response`
 //! becomes the kvproto reply. Owns PD's error conventions; holds no placement or TSO logic.
 
 // Replies end in `..Default::default()` even where the proto subset has no other field yet, so
@@ -24,8 +24,8 @@ use crate::kvproto::metapb;
 use crate::kvproto::pdpb::{self, pd_server::Pd};
 use crate::placement::{Region, RegionStats};
 use crate::proto::{ErrorReply, MemberInfo, Reply, Request, Response, MAX_BATCH_SCAN_REGIONS};
-use crate::server::dispatch::{execute, Action};
 use crate::server::placement::{get_regions, heartbeats};
+use crate::server::service::{execute, Op};
 use crate::server::Shared;
 use crate::tso::{Timestamp, MAX_COUNT};
 
@@ -117,12 +117,7 @@ impl PdService {
     }
 
     async fn call(&self, req: Request) -> Response {
-        execute(
-            Action::Placement(Box::new(req)),
-            &self.shared,
-            self.metrics(),
-        )
-        .await
+        execute(Op::of(req), &self.shared, self.metrics()).await
     }
 
     /// Runs a placement request. `Ok(Err(header))` is an answer PD gives in the response header
@@ -1071,7 +1066,7 @@ impl PdService {
         // first timestamp as `last.logical - count + 1` within one: a range that carried into
         // the next millisecond is skipped (never handed out again, T1) and asked for anew.
         for _ in 0..4 {
-            match execute(Action::Tso(req.count), &self.shared, self.metrics()).await {
+            match execute(Op::Tso(req.count), &self.shared, self.metrics()).await {
                 Response::Ok(Reply::Tso { first, count }) => {
                     let first = Timestamp::from_u64(first);
                     let last = Timestamp::from_u64(first.as_u64() + u64::from(count) - 1);

@@ -7,9 +7,9 @@ use std::time::Duration;
 
 use tokio::sync::oneshot;
 
-use super::persist::{encode_regions, encode_store, PersistOp, BUCKET_IDS};
-use super::shard_task::Beats;
-use super::shard_task::{forget_elsewhere, heartbeat_local, region_error, ShardMsg};
+use super::messages::{Beats, PersistOp, ShardMsg};
+use super::persist::{encode_regions, encode_store, BUCKET_IDS};
+use super::shard_task::{forget_elsewhere, heartbeat_local, region_error};
 use super::state::PlacementState;
 use crate::gc::{encode_service, GcUpdate, ServiceChange};
 use crate::placement::{
@@ -18,7 +18,6 @@ use crate::placement::{
 use crate::proto::{
     ErrorReply, Reply, Request, Response, SplitIds, MAX_BATCH_SPLIT, MAX_SCAN_REGIONS,
 };
-use crate::server::dispatch::not_serving;
 use crate::server::Shared;
 
 /// How long a request waits for an id block or a durable write before `Unavailable`.
@@ -183,7 +182,7 @@ pub async fn heartbeats(
 pub async fn handle(req: Request, shared: &Shared) -> Response {
     let state = &*shared.placement;
     if !state.is_ready() {
-        return not_serving(shared);
+        return Response::Err(shared.membership.not_serving());
     }
     if let Err(e) = check_limits(&state.limits, &req) {
         return over_limit(e);

@@ -11,23 +11,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rkyv::util::AlignedVec;
-use tokio::sync::{oneshot, watch};
+use tokio::sync::watch;
 
-use super::shard_task::ShardMsg;
+use super::messages::{PersistOp, ShardMsg};
 use super::state::PlacementState;
 use crate::failpoint::{self, points};
-use crate::meta::{Keys, MetaError, MetaStore, WriteOp};
+use crate::meta::{load_decimal, Keys, MetaError, MetaStore, WriteOp};
 use crate::placement::{Region, Store, StoreStats, StoreStatus};
-use crate::server::control::load_decimal;
-
-/// Writes a request waits for (bootstrap, store registration). Changes the map made on its
-/// own are marked in the dirty set instead.
-pub enum PersistOp {
-    Sync {
-        ops: Vec<WriteOp>,
-        reply: oneshot::Sender<Result<(), MetaError>>,
-    },
-}
 
 /// Longest pause between attempts to load placement after a failure.
 const LOAD_BACKOFF_MAX: Duration = Duration::from_secs(5);

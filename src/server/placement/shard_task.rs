@@ -6,39 +6,16 @@
 use std::cell::RefCell;
 use std::sync::Arc;
 
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::sync::{mpsc, watch};
 
+use super::messages::{Beats, ShardMsg};
 use super::state::PlacementState;
-use crate::placement::{Region, RegionError, RegionStats, Route, Shard, StoreView};
+use crate::placement::{Region, RegionError, RegionStats, Shard, StoreView};
 use crate::proto::{ErrorReply, Reply, Response};
-
-pub enum ShardMsg {
-    /// Heartbeats forwarded from another core, answered together in order.
-    Heartbeats {
-        items: Vec<(Region, RegionStats)>,
-        reply: oneshot::Sender<Beats>,
-    },
-    GetById {
-        id: u64,
-        reply: oneshot::Sender<Option<Region>>,
-    },
-    /// Regions another shard's change displaced.
-    Forget(Vec<u64>),
-    /// Everything this shard owns from now on (a new term's load; empty on stepping down).
-    Reset(Vec<Arc<Route>>),
-}
 
 thread_local! {
     /// This core's shard; `None` on threads that are not cores.
     static SHARD: RefCell<Option<Shard>> = const { RefCell::new(None) };
-}
-
-/// Replies to heartbeats, in order, and the dirty generation that must be durable before any
-/// of them is sent (0: none changed what is persisted).
-#[derive(Default)]
-pub struct Beats {
-    pub replies: Vec<Response>,
-    pub durable_at: u64,
 }
 
 /// Handles heartbeats for this core's own shard, in order.

@@ -10,13 +10,12 @@ use arc_swap::ArcSwap;
 use tokio::sync::{mpsc, Notify};
 
 use super::dirty::DirtySet;
-use super::persist::PersistOp;
-use super::shard_task::ShardMsg;
+use super::messages::{PersistOp, ShardMsg};
 use crate::admin::{Metrics, PlacementGauges, StoreCounts};
+use crate::clock::WallClock;
 use crate::gc::SafePoints;
 use crate::meta::Keys;
 use crate::placement::{IdAllocator, Limits, RangeIndex, ScheduleConfig, StoreMap, StoreView};
-use crate::server::WallClock;
 
 /// Ids per persisted block; a new block is persisted when half of one is left.
 pub const ID_BLOCK: u64 = 100_000;

@@ -1,0 +1,46 @@
+//! The messages of placement's tasks, in one place: what a core sends another core's shard
+//! task ([`ShardMsg`], answered with [`Beats`] for heartbeats) and what a request sends the
+//! term's persister ([`PersistOp`]). Owns only their shapes; the tasks that receive them are
+//! `shard_task` and `persist`.
+
+use std::sync::Arc;
+
+use tokio::sync::oneshot;
+
+use crate::meta::{MetaError, WriteOp};
+use crate::placement::{Region, RegionStats, Route};
+use crate::proto::Response;
+
+/// To a core's shard task, from the other cores and the term's loader.
+pub enum ShardMsg {
+    /// Heartbeats forwarded from another core, answered together in order.
+    Heartbeats {
+        items: Vec<(Region, RegionStats)>,
+        reply: oneshot::Sender<Beats>,
+    },
+    GetById {
+        id: u64,
+        reply: oneshot::Sender<Option<Region>>,
+    },
+    /// Regions another shard's change displaced.
+    Forget(Vec<u64>),
+    /// Everything this shard owns from now on (a new term's load; empty on stepping down).
+    Reset(Vec<Arc<Route>>),
+}
+
+/// Replies to heartbeats, in order, and the dirty generation that must be durable before any
+/// of them is sent (0: none changed what is persisted).
+#[derive(Default)]
+pub struct Beats {
+    pub replies: Vec<Response>,
+    pub durable_at: u64,
+}
+
+/// Writes a request waits for (bootstrap, store registration). Changes the map made on its
+/// own are marked in the dirty set instead.
+pub enum PersistOp {
+    Sync {
+        ops: Vec<WriteOp>,
+        reply: oneshot::Sender<Result<(), MetaError>>,
+    },
+}
