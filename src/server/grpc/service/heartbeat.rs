@@ -1,0 +1,163 @@
+//! The RegionHeartbeat stream: heartbeats taken in batches to the shards, operators pushed back on the stream for the region they concern.
+
+use super::*;
+
+/// Most heartbeats taken from one stream before they are handed to the shards as one batch.
+const HEARTBEAT_BATCH: usize = 256;
+
+impl PdService {
+    pub(super) async fn region_heartbeat(
+        self: &Arc<Self>,
+        request: GrpcRequest<Streaming<pdpb::RegionHeartbeatRequest>>,
+    ) -> Result<GrpcResponse<Stream<pdpb::RegionHeartbeatResponse>>, Status> {
+        self.authorize(&request, Call::RegionHeartbeat)?;
+        let inbound = request.into_inner();
+        let (tx, rx) = mpsc::channel(STREAM_BACKLOG);
+        tokio::spawn(self.clone().heartbeat_stream(inbound, tx));
+        Ok(GrpcResponse::new(Box::pin(ReceiverStream::new(rx))))
+    }
+
+    /// Reads heartbeats as they come, hands whatever has arrived to the shards as one batch,
+    /// and pushes an operator back on the stream for each region that got one.
+    pub(super) async fn heartbeat_stream(
+        self: Arc<Self>,
+        mut inbound: Streaming<pdpb::RegionHeartbeatRequest>,
+        tx: mpsc::Sender<Result<pdpb::RegionHeartbeatResponse, Status>>,
+    ) {
+        let mut shutdown = self.shared.shutdown.clone();
+        loop {
+            let next_batch = std::future::poll_fn(|cx| {
+                let mut batch = Vec::new();
+                loop {
+                    match Pin::new(&mut inbound).poll_next(cx) {
+                        Poll::Ready(Some(item)) => {
+                            batch.push(item);
+                            if batch.len() >= HEARTBEAT_BATCH {
+                                return Poll::Ready((batch, false));
+                            }
+                        }
+                        Poll::Ready(None) => return Poll::Ready((batch, true)),
+                        Poll::Pending if batch.is_empty() => return Poll::Pending,
+                        Poll::Pending => return Poll::Ready((batch, false)),
+                    }
+                }
+            });
+            let (batch, ended) = tokio::select! {
+                next = next_batch => next,
+                _ = shutdown.wait_for(|s| *s) => return,
+            };
+            let mut items: Vec<(Region, RegionStats)> = Vec::with_capacity(batch.len());
+            for item in batch {
+                let req = match item {
+                    Ok(req) => req,
+                    Err(status) => {
+                        tracing::debug!("region heartbeat stream ended: {status}");
+                        return;
+                    }
+                };
+                if let Err(status) = self.check(req.header.as_ref()) {
+                    let _ = tx.send(Err(status)).await;
+                    return;
+                }
+                let Some(region_pb) = req.region.as_ref() else {
+                    let _ = tx
+                        .send(Err(Status::invalid_argument("heartbeat without a region")))
+                        .await;
+                    return;
+                };
+                match convert::region_from(region_pb, req.leader.as_ref()) {
+                    Ok(region) => items.push((region, convert::region_stats_from(&req))),
+                    Err(e) => {
+                        let _ = tx.send(Err(bad(e))).await;
+                        return;
+                    }
+                }
+            }
+            if !items.is_empty() && !self.beat(items, &tx).await {
+                return;
+            }
+            if ended {
+                return;
+            }
+        }
+    }
+
+    /// One batch through the shards; false when the stream is to end.
+    pub(super) async fn beat(
+        &self,
+        items: Vec<(Region, RegionStats)>,
+        tx: &mpsc::Sender<Result<pdpb::RegionHeartbeatResponse, Status>>,
+    ) -> bool {
+        let state = &*self.shared.placement;
+        let metrics = self.metrics();
+        for _ in 0..items.len() {
+            metrics.request(RequestKind::RegionHeartbeat);
+        }
+        // Leadership and bootstrap first, as for any placement request.
+        if !state.is_ready()
+            || !state
+                .bootstrapped
+                .load(std::sync::atomic::Ordering::Acquire)
+        {
+            let probe = self.call(Request::IsBootstrapped).await;
+            let header = match probe {
+                Response::Ok(Reply::Bootstrapped(true)) => None,
+                Response::Ok(_) => self.refusal(ErrorReply::NotBootstrapped).ok().flatten(),
+                Response::Err(e) => match self.refusal(e) {
+                    Ok(h) => h,
+                    Err(status) => {
+                        let _ = tx.send(Err(status)).await;
+                        return false;
+                    }
+                },
+            };
+            // PD answers once with the header and closes the stream; the store reconnects.
+            if let Some(header) = header {
+                let reply = pdpb::RegionHeartbeatResponse {
+                    header: Some(header),
+                    ..Default::default()
+                };
+                let _ = tx.send(Ok(reply)).await;
+                return false;
+            }
+        }
+        let regions: Vec<Region> = items.iter().map(|(r, _)| r.clone()).collect();
+        let replies = heartbeats(state, usize::MAX, items).await;
+        for (region, reply) in regions.iter().zip(replies) {
+            match reply {
+                Response::Ok(Reply::RegionHeartbeat { operator: Some(op) }) => {
+                    let mut resp = convert::operator_to(region, &op);
+                    resp.header = self.header();
+                    if tx.send(Ok(resp)).await.is_err() {
+                        return false;
+                    }
+                }
+                Response::Ok(_) => {}
+                // A stale or malformed report changes nothing (P1). PD answers it with an UNKNOWN
+                // error header addressed to the reporting leader, and the stream goes on.
+                Response::Err(e @ (ErrorReply::StaleEpoch(_) | ErrorReply::InvalidArgument(_))) => {
+                    metrics.error(&e);
+                    let m = e.to_string();
+                    tracing::debug!(region = region.id, "region heartbeat refused: {m}");
+                    let reply = pdpb::RegionHeartbeatResponse {
+                        header: self.error_header(pdpb::ErrorType::Unknown, m),
+                        region_id: region.id,
+                        target_peer: convert::leader_to(region),
+                        ..Default::default()
+                    };
+                    if tx.send(Ok(reply)).await.is_err() {
+                        return false;
+                    }
+                }
+                Response::Err(e) => {
+                    metrics.error(&e);
+                    if let Err(status) = self.refusal(e) {
+                        let _ = tx.send(Err(status)).await;
+                        return false;
+                    }
+                }
+            }
+        }
+        true
+    }
+}

@@ -1,0 +1,297 @@
+//! Routing: GetRegion, GetPrevRegion, GetRegionByID, QueryRegion, ScanRegions and BatchScanRegions.
+
+use super::*;
+
+impl PdService {
+    pub(super) async fn get_region(
+        self: &Arc<Self>,
+        request: GrpcRequest<pdpb::GetRegionRequest>,
+    ) -> Result<GrpcResponse<pdpb::GetRegionResponse>, Status> {
+        self.authorize(&request, Call::GetRegion)?;
+        let req = request.into_inner();
+        self.check(req.header.as_ref())?;
+        self.found(Request::GetRegion {
+            key: req.region_key,
+        })
+        .await
+    }
+
+    pub(super) async fn get_prev_region(
+        self: &Arc<Self>,
+        request: GrpcRequest<pdpb::GetRegionRequest>,
+    ) -> Result<GrpcResponse<pdpb::GetRegionResponse>, Status> {
+        self.authorize(&request, Call::GetPrevRegion)?;
+        let req = request.into_inner();
+        self.check(req.header.as_ref())?;
+        self.found(Request::GetPrevRegion {
+            key: req.region_key,
+        })
+        .await
+    }
+
+    pub(super) async fn get_region_by_id(
+        self: &Arc<Self>,
+        request: GrpcRequest<pdpb::GetRegionByIdRequest>,
+    ) -> Result<GrpcResponse<pdpb::GetRegionResponse>, Status> {
+        self.authorize(&request, Call::GetRegionById)?;
+        let req = request.into_inner();
+        self.check(req.header.as_ref())?;
+        self.found(Request::GetRegionById { id: req.region_id })
+            .await
+    }
+
+    /// The router client's batched lookups (keys, previous keys and ids in one message), one
+    /// response per request message; see `query_one`.
+    pub(super) async fn query_region(
+        self: &Arc<Self>,
+        request: GrpcRequest<Streaming<pdpb::QueryRegionRequest>>,
+    ) -> Result<GrpcResponse<Stream<pdpb::QueryRegionResponse>>, Status> {
+        self.authorize(&request, Call::QueryRegion)?;
+        Ok(GrpcResponse::new(answer_each(
+            self.clone(),
+            request.into_inner(),
+            "query region",
+            |this, req| async move { this.query_one(req).await },
+        )))
+    }
+
+    pub(super) async fn scan_regions(
+        self: &Arc<Self>,
+        request: GrpcRequest<pdpb::ScanRegionsRequest>,
+    ) -> Result<GrpcResponse<pdpb::ScanRegionsResponse>, Status> {
+        self.authorize(&request, Call::ScanRegions)?;
+        let req = request.into_inner();
+        self.check(req.header.as_ref())?;
+        let limit = u32::try_from(req.limit.max(0)).unwrap_or(u32::MAX);
+        match self
+            .placement(Request::ScanRegions {
+                start: req.start_key,
+                end: req.end_key,
+                limit,
+            })
+            .await?
+        {
+            Ok(Reply::Regions(regions)) => Ok(GrpcResponse::new(pdpb::ScanRegionsResponse {
+                header: self.header(),
+                region_metas: regions.iter().map(convert::region_to).collect(),
+                leaders: regions
+                    .iter()
+                    .map(|r| convert::leader_to(r).unwrap_or_default())
+                    .collect(),
+                regions: regions.iter().map(PdService::scan_entry).collect(),
+            })),
+            Ok(other) => Err(unexpected(other)),
+            Err(header) => Ok(GrpcResponse::new(pdpb::ScanRegionsResponse {
+                header,
+                ..Default::default()
+            })),
+        }
+    }
+
+    pub(super) async fn batch_scan_regions(
+        self: &Arc<Self>,
+        request: GrpcRequest<pdpb::BatchScanRegionsRequest>,
+    ) -> Result<GrpcResponse<pdpb::BatchScanRegionsResponse>, Status> {
+        self.authorize(&request, Call::ScanRegions)?;
+        let req = request.into_inner();
+        self.check(req.header.as_ref())?;
+        // PD reads a limit of 0 as "no limit"; here it is the most one answer carries, so a
+        // million-region map cannot be asked for in one message.
+        let mut limit = match u32::try_from(req.limit) {
+            Ok(n) if n > 0 => n.min(MAX_BATCH_SCAN_REGIONS),
+            _ => MAX_BATCH_SCAN_REGIONS,
+        };
+        let mut out: Vec<Region> = Vec::new();
+        let mut last_end: Option<Vec<u8>> = None;
+        for range in &req.ranges {
+            if !range.end_key.is_empty() && range.end_key < range.start_key {
+                return Err(Status::invalid_argument(
+                    "a range's end key is before its start key",
+                ));
+            }
+            // PD requires the ranges in order and apart; an overlap would answer a region twice.
+            if let Some(prev_end) = &last_end {
+                if prev_end.is_empty() || range.start_key < *prev_end {
+                    return Err(Status::invalid_argument(
+                        "ranges overlap or are out of order",
+                    ));
+                }
+            }
+            last_end = Some(range.end_key.clone());
+            let mut start = range.start_key.clone();
+            // One range may cover more regions than one scan answers: continue from the last end.
+            while limit > 0 {
+                let got = match self
+                    .placement(Request::ScanRegions {
+                        start: start.clone(),
+                        end: range.end_key.clone(),
+                        limit: limit.min(crate::proto::MAX_SCAN_REGIONS),
+                    })
+                    .await?
+                {
+                    Ok(Reply::Regions(regions)) => regions,
+                    Ok(other) => return Err(unexpected(other)),
+                    Err(header) => {
+                        return Ok(GrpcResponse::new(pdpb::BatchScanRegionsResponse {
+                            header,
+                            ..Default::default()
+                        }))
+                    }
+                };
+                let Some(last) = got.last() else { break };
+                let next = last.end_key.clone();
+                limit -= got.len() as u32;
+                for r in got {
+                    if out.last().is_none_or(|p| p.id != r.id) {
+                        out.push(r);
+                    }
+                }
+                // A page may be short because of its size, not only because the range ran
+                // out: go on until the range or the key space ends.
+                if next.is_empty() || (!range.end_key.is_empty() && next >= range.end_key) {
+                    break;
+                }
+                start = next;
+            }
+        }
+        Ok(GrpcResponse::new(pdpb::BatchScanRegionsResponse {
+            header: self.header(),
+            regions: out.iter().map(PdService::scan_entry).collect(),
+        }))
+    }
+
+    pub(super) async fn found(
+        &self,
+        req: Request,
+    ) -> Result<GrpcResponse<pdpb::GetRegionResponse>, Status> {
+        match self.placement(req).await? {
+            Ok(Reply::Region(found)) => Ok(GrpcResponse::new(self.region_reply(found))),
+            Ok(other) => Err(unexpected(other)),
+            Err(header) => Ok(GrpcResponse::new(pdpb::GetRegionResponse {
+                header,
+                ..Default::default()
+            })),
+        }
+    }
+
+    /// One `QueryRegion` message, answered as PD does (tikv/pd server/grpc_service.go
+    /// `QueryRegion`; pkg/core/region.go `QueryRegions`): `key_id_map` and `prev_key_id_map`
+    /// hold, in request order, the id of the region holding each key (of the region just before
+    /// it, adjacent, for each previous key), or 0 when there is none; `regions_by_id` holds each
+    /// region found once, and an entry for every requested id not found (PD's nil entry).
+    /// Meridian keeps no buckets, so `need_buckets` is answered like PD with region buckets off.
+    pub(super) async fn query_one(
+        &self,
+        req: pdpb::QueryRegionRequest,
+    ) -> Result<pdpb::QueryRegionResponse, Status> {
+        // PD checks the cluster id of every message first; a mismatch ends the stream.
+        self.check_cluster(req.header.as_ref())?;
+        if !self.shared.membership.is_leader() {
+            // A PD follower answers from the regions its region syncer copied, and with
+            // REGION_NOT_FOUND in the header while the syncer is not running. A Meridian follower
+            // keeps no regions: it is the latter, and the stream goes on (the client asks the
+            // members for the leader and reconnects).
+            return Ok(self.query_refused(
+                self.error_header(pdpb::ErrorType::RegionNotFound, "region not found".into()),
+            ));
+        }
+        let keys = &req.keys;
+        // Every key from one snapshot; placement that does not serve reads says why through the
+        // request path (PD's leader answers a cluster not bootstrapped with NOT_BOOTSTRAPPED).
+        let by_key = match get_regions(&self.shared.placement, keys) {
+            Some(found) => {
+                for _ in keys {
+                    self.metrics().request(RequestKind::Placement);
+                }
+                found
+            }
+            None => {
+                match self.placement(Request::IsBootstrapped).await? {
+                    Ok(Reply::Bootstrapped(true)) => {}
+                    Ok(Reply::Bootstrapped(false)) => {
+                        return Ok(self.query_refused(self.refusal(ErrorReply::NotBootstrapped)?))
+                    }
+                    Ok(other) => return Err(unexpected(other)),
+                    Err(header) => return Ok(self.query_refused(header)),
+                }
+                let mut found = Vec::with_capacity(keys.len());
+                for key in keys {
+                    found.push(self.call(Request::GetRegion { key: key.clone() }).await);
+                }
+                found
+            }
+        };
+        let mut out = pdpb::QueryRegionResponse {
+            header: self.header(),
+            key_id_map: Vec::with_capacity(keys.len()),
+            prev_key_id_map: Vec::with_capacity(req.prev_keys.len()),
+            ..Default::default()
+        };
+        for response in by_key {
+            match self.region_of(response)? {
+                Ok(found) => out
+                    .key_id_map
+                    .push(add_found(&mut out.regions_by_id, found.as_ref())),
+                Err(header) => return Ok(self.query_refused(header)),
+            }
+        }
+        for key in &req.prev_keys {
+            let response = self.call(Request::GetPrevRegion { key: key.clone() }).await;
+            match self.region_of(response)? {
+                Ok(found) => out
+                    .prev_key_id_map
+                    .push(add_found(&mut out.regions_by_id, found.as_ref())),
+                Err(header) => return Ok(self.query_refused(header)),
+            }
+        }
+        for &id in &req.ids {
+            // PD skips id 0 and ids already found through a key.
+            if id == 0
+                || out
+                    .regions_by_id
+                    .get(&id)
+                    .is_some_and(|r| r.region.is_some())
+            {
+                continue;
+            }
+            let response = self.call(Request::GetRegionById { id }).await;
+            match self.region_of(response)? {
+                Ok(Some(region)) => {
+                    add_found(&mut out.regions_by_id, Some(&region));
+                }
+                // PD puts a nil value under the id, which gogoproto sends as a map entry with
+                // no value; prost cannot leave a message value out, so it is an empty
+                // `RegionResponse`. Go decodes either as a response without a region, which
+                // pd's router client turns into "not found".
+                Ok(None) => {
+                    out.regions_by_id.entry(id).or_default();
+                }
+                Err(header) => return Ok(self.query_refused(header)),
+            }
+        }
+        Ok(out)
+    }
+
+    /// A `QueryRegion` answer that is only its header.
+    pub(super) fn query_refused(
+        &self,
+        header: Option<pdpb::ResponseHeader>,
+    ) -> pdpb::QueryRegionResponse {
+        pdpb::QueryRegionResponse {
+            header,
+            ..Default::default()
+        }
+    }
+
+    /// A region lookup's `Response`: the region (or none), or a header-only refusal.
+    pub(super) fn region_of(
+        &self,
+        response: Response,
+    ) -> Result<Result<Option<Region>, Option<pdpb::ResponseHeader>>, Status> {
+        match self.answer(response)? {
+            Ok(Reply::Region(found)) => Ok(Ok(found)),
+            Ok(other) => Err(unexpected(other)),
+            Err(header) => Ok(Err(header)),
+        }
+    }
+}
