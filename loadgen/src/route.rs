@@ -35,11 +35,23 @@ pub struct RouteArgs {
     /// GetRegion calls in flight per stream, as PD clients issue them).
     #[arg(long, value_enum, default_value_t = Protocol::Quic)]
     pub protocol: Protocol,
+    /// The unary call made over gRPC: `get-region` (the lookup) or `get-members` (a call the
+    /// server answers with almost no work: the floor the transport sets on any unary call,
+    /// to compare the lookup with).
+    #[arg(long, value_enum, default_value_t = Rpc::GetRegion)]
+    pub rpc: Rpc,
     /// Draw the run into this SVG file: lookups/s and p50/p99/p99.9 latency per second, the
     /// stretches with no completed lookup and the leader changes seen, and the latency
     /// percentile distribution.
     #[arg(long, value_name = "FILE.svg")]
     pub plot: Option<std::path::PathBuf>,
+}
+
+/// What each gRPC caller asks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Rpc {
+    GetRegion,
+    GetMembers,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -76,7 +88,7 @@ type CallerGaps = Vec<Vec<(u64, u64)>>;
 /// `depth` callers, each one unary GetRegion at a time, over one HTTP/2 connection.
 async fn drive_grpc(
     target: TargetArgs,
-    depth: usize,
+    (depth, rpc): (usize, Rpc),
     seed: u64,
     (run_start, deadline): (Instant, Instant),
     c: Arc<Counters>,
@@ -97,21 +109,38 @@ async fn drive_grpc(
                 ..Default::default()
             });
             while Instant::now() < deadline {
-                let req = pdpb::GetRegionRequest {
-                    header: header.clone(),
-                    region_key: next_key(&mut x),
-                    ..Default::default()
-                };
                 let t = Instant::now();
-                match pd.get_region(req).await {
-                    Ok(r) => {
+                // Ok(found): the call succeeded; found is whether a region was there.
+                let answer = match rpc {
+                    Rpc::GetRegion => {
+                        let req = pdpb::GetRegionRequest {
+                            header: header.clone(),
+                            region_key: next_key(&mut x),
+                            ..Default::default()
+                        };
+                        pd.get_region(req).await.map(|r| {
+                            let r = r.into_inner();
+                            (r.header.and_then(|h| h.error).is_none(), r.region.is_some())
+                        })
+                    }
+                    Rpc::GetMembers => {
+                        let req = pdpb::GetMembersRequest {
+                            header: header.clone(),
+                        };
+                        pd.get_members(req).await.map(|r| {
+                            let r = r.into_inner();
+                            (r.header.and_then(|h| h.error).is_none(), r.leader.is_some())
+                        })
+                    }
+                };
+                match answer {
+                    Ok((clean, found)) => {
                         let at = since_start();
                         recorder.record_at(at, t.elapsed().as_nanos() as u64);
                         gaps.success(at);
-                        let r = r.into_inner();
-                        if r.header.and_then(|h| h.error).is_some() {
+                        if !clean {
                             c.errors.fetch_add(1, Relaxed);
-                        } else if r.region.is_none() {
+                        } else if !found {
                             c.misses.fetch_add(1, Relaxed);
                         }
                         c.lookups.fetch_add(1, Relaxed);
@@ -185,6 +214,9 @@ async fn drive(
 }
 
 pub async fn run(args: &RouteArgs) -> anyhow::Result<RouteReport> {
+    if args.rpc != Rpc::GetRegion && args.protocol != Protocol::Grpc {
+        anyhow::bail!("--rpc get-members is a gRPC call: pass --protocol grpc");
+    }
     if let Some(path) = &args.plot {
         crate::plot::check_writable(path)?;
     }
@@ -210,12 +242,13 @@ pub async fn run(args: &RouteArgs) -> anyhow::Result<RouteReport> {
     };
     let mut threads = Vec::new();
     for conn in 0..args.connections.max(1) {
-        let (target, c, depth, streams, protocol) = (
+        let (target, c, depth, streams, protocol, rpc) = (
             args.target.clone(),
             c.clone(),
             args.depth.max(1),
             args.streams.max(1),
             args.protocol,
+            args.rpc,
         );
         threads.push(std::thread::spawn(move || -> anyhow::Result<CallerGaps> {
             let rt = tokio::runtime::Builder::new_current_thread()
@@ -236,7 +269,7 @@ pub async fn run(args: &RouteArgs) -> anyhow::Result<RouteReport> {
                         )),
                         Protocol::Grpc => tasks.spawn(drive_grpc(
                             target.clone(),
-                            depth,
+                            (depth, rpc),
                             seed,
                             (started, deadline),
                             c.clone(),

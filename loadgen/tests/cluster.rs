@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use loadgen::cluster::{self, ClusterArgs};
-use loadgen::route::{self, RouteArgs};
+use loadgen::route::{self, RouteArgs, Rpc};
 use loadgen::run::Protocol;
 use loadgen::target::TargetArgs;
 use meridian::harness::{test_binary, ServerProcess};
@@ -59,6 +59,7 @@ async fn simulated_cluster_heartbeats_routes_and_sees_stores_go_down() {
         depth: 16,
         json: None,
         protocol: Protocol::Quic,
+        rpc: Rpc::GetRegion,
         plot: None,
     })
     .await
@@ -74,6 +75,7 @@ async fn simulated_cluster_heartbeats_routes_and_sees_stores_go_down() {
         depth: 8,
         json: None,
         protocol: Protocol::Grpc,
+        rpc: Rpc::GetRegion,
         plot: None,
     })
     .await
@@ -84,6 +86,22 @@ async fn simulated_cluster_heartbeats_routes_and_sees_stores_go_down() {
         (0, 0),
         "{over_grpc:?}"
     );
+    // The transport's floor: GetMembers, answered with almost no work, over the same calls.
+    let members = route::run(&RouteArgs {
+        target: target.clone(),
+        duration: Duration::from_millis(300),
+        connections: 1,
+        streams: 1,
+        depth: 8,
+        json: None,
+        protocol: Protocol::Grpc,
+        rpc: Rpc::GetMembers,
+        plot: None,
+    })
+    .await
+    .unwrap();
+    assert!(members.lookups > 0);
+    assert_eq!((members.misses, members.errors), (0, 0), "{members:?}");
 
     // The simulated stores are silent now: Down after 1.5 s, and their peers get removed.
     tokio::time::sleep(Duration::from_millis(3_500)).await;

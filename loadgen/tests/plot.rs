@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use loadgen::cluster::{self, ClusterArgs};
 use loadgen::plot::{DISTRIBUTION, PERCENTILES, THROUGHPUT};
-use loadgen::route::{self, RouteArgs};
+use loadgen::route::{self, RouteArgs, Rpc};
 use loadgen::run::{self, Protocol, TsoArgs};
 use loadgen::target::TargetArgs;
 use meridian::admin::AdminClient;
@@ -175,6 +175,7 @@ async fn tso_cluster_and_route_runs_plot() {
         depth: 16,
         json: None,
         protocol: Protocol::Quic,
+        rpc: Rpc::GetRegion,
         plot: Some(route_svg.clone()),
     })
     .await
