@@ -8,16 +8,19 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use meridian::client::Client;
+use meridian::kvproto::pdpb::{self, pd_client::PdClient};
 use meridian::placement::{
     Epoch, Operator, Peer, PeerRole, Region, RegionStats, Store, StoreState, StoreStats,
 };
 use meridian::proto::{self, Reply, Request, Response, MAX_BATCH_SPLIT, MAX_SCAN_REGIONS};
 use serde::Serialize;
+use tonic::transport::Channel;
 
 use crate::latency::Latencies;
 use crate::leader::LeaderWatch;
 use crate::progress::Progress;
 use crate::report::Latency;
+use crate::run::Protocol;
 use crate::target::TargetArgs;
 
 #[derive(Debug, Clone, clap::Args)]
@@ -40,9 +43,16 @@ pub struct ClusterArgs {
     /// Streams per connection.
     #[arg(long, default_value_t = 4)]
     pub streams: usize,
-    /// Heartbeats in flight per stream (sent with one write).
+    /// Heartbeats in flight per stream (sent with one write; QUIC only).
     #[arg(long, default_value_t = 128)]
     pub depth: usize,
+    /// How the heartbeats go (setup is over QUIC either way): QUIC frames answered one by one,
+    /// or kvproto's `RegionHeartbeat` gRPC stream as a TiKV store sends it, one stream per
+    /// client stream, where PD's answer is only an operator or a refusal. Over gRPC a run
+    /// ends by closing each stream and waiting for the server to end its side, so every
+    /// heartbeat counted was handled; there is no per-heartbeat round trip to report.
+    #[arg(long, value_enum, default_value_t = Protocol::Quic)]
+    pub protocol: Protocol,
     #[arg(long)]
     pub json: Option<std::path::PathBuf>,
     /// Draw the heartbeat phase into this SVG file: heartbeats/s and p50/p99/p99.9 batch round
@@ -315,7 +325,94 @@ async fn drive(
     Some(gaps.finish((Instant::now().min(deadline) - run_start).as_nanos() as u64))
 }
 
+/// One stream's share over the gRPC front end: kvproto region heartbeats on one
+/// `RegionHeartbeat` stream, round after round until `deadline`, then the stream is closed and
+/// its replies (operators, refusals) read until the server ends its side, which it does once it
+/// handled every heartbeat sent.
+async fn drive_grpc(
+    (mut pd, cluster_id): (PdClient<Channel>, u64),
+    regions: Vec<Region>,
+    per_sec: Option<f64>,
+    deadline: Instant,
+    counters: Arc<Counters>,
+) {
+    use meridian::client::pd_grpc::{leader_to, region_to};
+    if regions.is_empty() {
+        return;
+    }
+    let header = Some(pdpb::RequestHeader {
+        cluster_id,
+        ..Default::default()
+    });
+    let requests: Vec<pdpb::RegionHeartbeatRequest> = regions
+        .iter()
+        .map(|r| pdpb::RegionHeartbeatRequest {
+            header: header.clone(),
+            region: Some(region_to(r)),
+            leader: leader_to(r),
+            approximate_size: 96 << 20,
+            approximate_keys: 1_000_000,
+            bytes_written: 4096,
+            keys_written: 16,
+            ..Default::default()
+        })
+        .collect();
+    let (tx, rx) = tokio::sync::mpsc::channel(1024);
+    let replies = match pd
+        .region_heartbeat(tokio_stream::wrappers::ReceiverStream::new(rx))
+        .await
+    {
+        Ok(r) => r.into_inner(),
+        Err(_) => {
+            counters.errors.fetch_add(1, Relaxed);
+            return;
+        }
+    };
+    let reader = {
+        let counters = counters.clone();
+        tokio::spawn(async move {
+            let mut replies = replies;
+            loop {
+                match replies.message().await {
+                    Ok(Some(r)) if r.header.as_ref().and_then(|h| h.error.as_ref()).is_some() => {
+                        counters.errors.fetch_add(1, Relaxed);
+                    }
+                    Ok(Some(_)) => {
+                        counters.operators.fetch_add(1, Relaxed);
+                    }
+                    Ok(None) => return,
+                    Err(_) => {
+                        counters.errors.fetch_add(1, Relaxed);
+                        return;
+                    }
+                }
+            }
+        })
+    };
+    let start = Instant::now();
+    for (sent, req) in requests.iter().cycle().enumerate() {
+        if Instant::now() >= deadline {
+            break;
+        }
+        if let Some(rate) = per_sec {
+            let due = start + Duration::from_secs_f64(sent as f64 / rate);
+            tokio::time::sleep_until(due.into()).await;
+        }
+        // The channel is bounded and HTTP/2 flow control stands behind it: the sender waits
+        // for the server instead of queueing without end.
+        if tx.send(req.clone()).await.is_err() {
+            break;
+        }
+        counters.heartbeats.fetch_add(1, Relaxed);
+    }
+    drop(tx);
+    let _ = reader.await;
+}
+
 pub async fn run(args: &ClusterArgs) -> anyhow::Result<ClusterReport> {
+    if args.plot.is_some() && args.protocol == Protocol::Grpc {
+        anyhow::bail!("--plot draws round trips, which the gRPC heartbeat stream has none of");
+    }
     if let Some(path) = &args.plot {
         crate::plot::check_writable(path)?;
     }
@@ -381,12 +478,30 @@ pub async fn run(args: &ClusterArgs) -> anyhow::Result<ClusterReport> {
     for _ in 0..args.connections.max(1) {
         let mine: Vec<Vec<Region>> = shares.by_ref().take(args.streams.max(1)).collect();
         let (target, counters, depth) = (args.target.clone(), counters.clone(), args.depth.max(1));
+        let protocol = args.protocol;
         threads.push(std::thread::spawn(
             move || -> anyhow::Result<Vec<Vec<(u64, u64)>>> {
                 let rt = tokio::runtime::Builder::new_current_thread()
                     .enable_all()
                     .build()?;
                 rt.block_on(async move {
+                    if protocol == Protocol::Grpc {
+                        let (pd, cluster_id) =
+                            crate::grpc_tso::leader_client(&target.endpoints, &target.trust()?)
+                                .await?;
+                        let mut tasks = tokio::task::JoinSet::new();
+                        for share in mine {
+                            tasks.spawn(drive_grpc(
+                                (pd.clone(), cluster_id),
+                                share,
+                                per_sec,
+                                deadline,
+                                counters.clone(),
+                            ));
+                        }
+                        while tasks.join_next().await.is_some() {}
+                        return Ok(Vec::new());
+                    }
                     let client = target.connect().await?;
                     let mut tasks = tokio::task::JoinSet::new();
                     for share in mine {
@@ -435,11 +550,18 @@ pub async fn run(args: &ClusterArgs) -> anyhow::Result<ClusterReport> {
         errors: counters.errors.load(Relaxed),
         operators: counters.operators.load(Relaxed),
     };
-    println!(
-        "{} region heartbeats in {:.1} s: {:.0}/s; latency (batch of {}) p50 {:.0} us, p99 {:.0} us, p999 {:.0} us; {} errors, {} operators",
-        report.heartbeats, report.duration_s, report.heartbeats_per_sec, args.depth,
-        report.latency_us.p50, report.latency_us.p99, report.latency_us.p999, report.errors, report.operators
-    );
+    if args.protocol == Protocol::Grpc {
+        println!(
+            "{} region heartbeats in {:.1} s over gRPC streams, every one handled: {:.0}/s; {} errors, {} operators",
+            report.heartbeats, report.duration_s, report.heartbeats_per_sec, report.errors, report.operators
+        );
+    } else {
+        println!(
+            "{} region heartbeats in {:.1} s: {:.0}/s; latency (batch of {}) p50 {:.0} us, p99 {:.0} us, p999 {:.0} us; {} errors, {} operators",
+            report.heartbeats, report.duration_s, report.heartbeats_per_sec, args.depth,
+            report.latency_us.p50, report.latency_us.p99, report.latency_us.p999, report.errors, report.operators
+        );
+    }
     if let Some(path) = &args.json {
         std::fs::write(path, serde_json::to_vec_pretty(&report)?)?;
     }

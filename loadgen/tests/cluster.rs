@@ -37,6 +37,7 @@ async fn simulated_cluster_heartbeats_routes_and_sees_stores_go_down() {
         connections: 2,
         streams: 2,
         depth: 32,
+        protocol: Protocol::Quic,
         json: None,
         plot: None,
     };
@@ -50,6 +51,38 @@ async fn simulated_cluster_heartbeats_routes_and_sees_stores_go_down() {
     let second = cluster::run(&args).await.unwrap();
     assert_eq!((second.regions, second.errors), (3_000, 0));
     assert!(second.heartbeats_per_sec < 3_000.0, "{second:?}");
+
+    // The same heartbeats on kvproto's RegionHeartbeat stream, as a TiKV store sends them.
+    // PD answers only operators and refusals, so the run ends by closing each stream and
+    // waiting for the server to end its side: every heartbeat counted was handled.
+    let admin = server.admin().unwrap();
+    let handled = || {
+        let (_, text) = tokio::task::block_in_place(|| admin.get("/metrics")).unwrap();
+        text.lines()
+            .filter_map(|l| l.strip_prefix("meridian_requests_total{"))
+            .filter(|l| l.contains("kind=\"region_heartbeat\""))
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum::<f64>()
+    };
+    let before = handled();
+    args.rate = None;
+    args.protocol = Protocol::Grpc;
+    args.duration = Duration::from_millis(500);
+    let over_grpc = cluster::run(&args).await.unwrap();
+    assert_eq!(
+        (over_grpc.regions, over_grpc.errors),
+        (3_000, 0),
+        "{over_grpc:?}"
+    );
+    assert!(over_grpc.heartbeats > 0, "{over_grpc:?}");
+    let after = handled();
+    assert!(
+        after - before >= over_grpc.heartbeats as f64,
+        "{} heartbeats sent over gRPC, {} handled",
+        over_grpc.heartbeats,
+        after - before
+    );
+    args.protocol = Protocol::Quic;
 
     let routed = route::run(&RouteArgs {
         target: target.clone(),

@@ -158,6 +158,7 @@ async fn tso_cluster_and_route_runs_plot() {
         connections: 1,
         streams: 2,
         depth: 16,
+        protocol: Protocol::Quic,
         json: None,
         plot: Some(cluster_svg.clone()),
     })

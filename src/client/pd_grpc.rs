@@ -9,6 +9,10 @@ use tonic::transport::{Certificate, Channel, ClientTlsConfig, Identity};
 use crate::kvproto::pdpb::pd_client::PdClient;
 use crate::tls::Trust;
 
+/// Meridian's regions and peers in kvproto form, as a store sends them (the server's own
+/// conversions, so a client and the front end cannot disagree on a field).
+pub use crate::server::grpc::convert::{leader_to, region_to};
+
 /// Connects to `addr` (`host:port`), verifying the server's certificate for `localhost` or the
 /// host given, against `trust`'s CA file.
 pub async fn connect(addr: &str, trust: &Trust) -> anyhow::Result<PdClient<Channel>> {
