@@ -12,7 +12,8 @@ dashboards/operator-podmonitor.yaml scrapes that port on those pods over HTTPS, 
 certificate with that Secret's ca.crt, with the token of a service account bound to the
 ClusterRole that may get /metrics (its built-in objects checked with kubernetes-validate
 --strict; the PodMonitor, a CRD type the schemas lack, field by field against
-prometheus-operator's). Exit status 1 on any failure."""
+prometheus-operator's); and that the image names and tags agree with the Cargo versions, the
+Dockerfile and scripts/images (image_tags.py). Exit status 1 on any failure."""
 import os
 import json
 import subprocess
@@ -22,6 +23,8 @@ from pathlib import Path
 
 import jsonschema
 import yaml
+
+from image_tags import images_agree
 
 HERE = Path(__file__).parent / "manifests"
 MONITORING = Path(__file__).parent.parent / "dashboards" / "podmonitor.yaml"
@@ -390,6 +393,7 @@ def main():
             operator_fits(deployment, policy)
             + operator_observable(deployment, rbac, Path(tmp))
             + monitoring_fits(sample, files, Path(tmp))
+            + images_agree()
         )
         for err in errors:
             print(err)

@@ -138,7 +138,9 @@ pub struct MeridianClusterSpec {
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Storage {
-    /// PersistentVolumeClaim size, e.g. `10Gi`. Cannot shrink after creation.
+    /// PersistentVolumeClaim size, e.g. `10Gi`. Cannot shrink after creation. A larger size
+    /// grows every member's claim in place (PVC expansion) where the StorageClass allows it
+    /// (`allowVolumeExpansion`); the `VolumesExpanded` condition reports it.
     // Bounded, so the API server's cost estimate of the CEL rules on it stays small.
     #[schemars(length(max = 64), extend("x-kubernetes-validations" = [
         {"rule": "isQuantity(self)", "message": "spec.storage.size must be a quantity, e.g. 10Gi"}

@@ -6,8 +6,10 @@
 //! force-deleted, scale 3 -> 5 -> 3 (and the reused ordinal's old claim deleted first), a
 //! deleted Service and a hand-edited StatefulSet put back (no pod restarted), and a storage
 //! class change the API server refuses on the StatefulSet, reported in a condition while the
-//! other objects are applied and the cluster scales and serves. After each, an unchanged
-//! cluster costs no write.
+//! other objects are applied and the cluster scales and serves; a larger storage size that
+//! grows every claim in place (PVC expansion, no pod restarted, a member added later raised
+//! too), and one on a StorageClass that refuses expansion, a condition with nothing written.
+//! After each, an unchanged cluster costs no write.
 //! Timings are printed (and recorded in tuning.md), not asserted; order, leader moves, errors
 //! and violations are asserted, and so are the operator's metrics of what it carried out
 //! (leader moves, failover steps, rollout progress).
@@ -802,5 +804,122 @@ async fn scale_three_to_five_and_back_under_load() {
         0.0,
         "members added and removed on purpose are no failures"
     );
+    w.shutdown().await;
+}
+
+/// The claim template's storage request, as stored.
+fn template_size(w: &World) -> serde_json::Value {
+    w.sim.object(Object::StatefulSet).unwrap()["spec"]["volumeClaimTemplates"][0]["spec"]
+        ["resources"]["requests"]["storage"]
+        .clone()
+}
+
+fn volumes_condition(w: &World) -> (String, String) {
+    w.sim
+        .status()
+        .conditions
+        .into_iter()
+        .find(|c| c.type_ == "VolumesExpanded")
+        .map(|c| (c.status, c.reason))
+        .unwrap_or_default()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_larger_storage_size_grows_every_claim_in_place_under_load() {
+    let w = world(spec(3)).await;
+    assert_eq!(template_size(&w), "10Gi");
+    assert_eq!(volumes_condition(&w), ("True".into(), "AtSize".into()));
+    let lookups_idle = w.sim.class_lookups();
+    let load = w.load(Duration::from_secs(8));
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let started = Instant::now();
+    w.sim.edit(|mc| mc.spec.storage.size = "20Gi".into());
+    let all_at = |w: &World, n: usize, size: &str| {
+        let sizes = w.sim.claim_sizes();
+        sizes.len() == n && sizes.values().all(|(r, c)| r == size && c == size)
+    };
+    until(&w, "every claim at 20Gi", Duration::from_secs(10), || {
+        all_at(&w, 3, "20Gi") && volumes_condition(&w).0 == "True"
+    })
+    .await;
+    let grown = started.elapsed();
+    // The template cannot change and keeps its size; nothing was refused or restarted.
+    assert_eq!(template_size(&w), "10Gi");
+    assert!(!w.condition("ApplyFailed"), "{:?}", w.sim.status());
+    assert!(
+        w.sim.class_lookups() > lookups_idle,
+        "the class was read to grow"
+    );
+
+    // A member added now gets a claim from the template, and it is raised too.
+    w.sim.edit(|mc| mc.spec.replicas = 4);
+    settled(&w, 4, Duration::from_secs(20)).await;
+    until(&w, "the new claim at 20Gi", Duration::from_secs(10), || {
+        all_at(&w, 4, "20Gi")
+    })
+    .await;
+    let report = load.await.unwrap().unwrap();
+    print_load(
+        "storage 10Gi -> 20Gi, then 3 -> 4",
+        &report,
+        started.elapsed(),
+    );
+    println!("3 claims grown in {:.2} s", grown.as_secs_f64());
+    assert_eq!(report.violations, 0, "{report:?}");
+    assert_eq!(report.errors, 0, "{report:?}");
+    let log = w.sim.log();
+    assert!(
+        !log.iter().any(|l| l.starts_with("deleted pd-")),
+        "{log:#?}"
+    );
+    let resized: Vec<&String> = log
+        .iter()
+        .filter(|l| l.starts_with("resized claim"))
+        .collect();
+    assert_eq!(resized.len(), 4, "each claim raised once: {log:#?}");
+    let events = w.sim.events();
+    assert_eq!(
+        events.iter().filter(|e| e.reason == "ResizedPvc").count(),
+        4
+    );
+    assert_eq!(volumes_condition(&w), ("True".into(), "AtSize".into()));
+    // At size, the class is not read again: an idle cluster makes no extra call.
+    let lookups = w.sim.class_lookups();
+    w.idle_costs_no_write().await;
+    assert_eq!(w.sim.class_lookups(), lookups);
+    w.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_storage_class_without_expansion_is_a_condition_and_nothing_is_written() {
+    let w = world(spec(3)).await;
+    w.sim.set_fixed_size_class(true);
+    let load = w.load(Duration::from_secs(4));
+    w.sim.edit(|mc| mc.spec.storage.size = "20Gi".into());
+    until(&w, "ExpansionNotAllowed", Duration::from_secs(10), || {
+        volumes_condition(&w) == ("False".into(), "ExpansionNotAllowed".into())
+    })
+    .await;
+    let report = load.await.unwrap().unwrap();
+    assert_eq!(report.violations, 0, "{report:?}");
+    assert_eq!(report.errors, 0, "{report:?}");
+    // Nothing was raised, refused or restarted, and the state costs no write per pass.
+    assert!(w
+        .sim
+        .claim_sizes()
+        .values()
+        .all(|(r, c)| r == "10Gi" && c == "10Gi"));
+    assert!(!w.sim.log().iter().any(|l| l.starts_with("resized claim")));
+    assert!(!w.condition("ApplyFailed"), "{:?}", w.sim.status());
+    assert_eq!(template_size(&w), "10Gi");
+    w.idle_costs_no_write().await;
+
+    // The size put back: at size again.
+    w.sim.edit(|mc| mc.spec.storage.size = "10Gi".into());
+    until(&w, "AtSize", Duration::from_secs(5), || {
+        volumes_condition(&w) == ("True".into(), "AtSize".into())
+    })
+    .await;
+    w.idle_costs_no_write().await;
     w.shutdown().await;
 }

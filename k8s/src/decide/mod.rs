@@ -12,3 +12,4 @@ pub mod resources;
 pub mod scale;
 pub mod snapshot;
 pub mod upgrade;
+pub mod volumes;

@@ -6,7 +6,7 @@
 
 use super::drift::Drift;
 use super::resources::Object;
-use super::{failover, scale, upgrade};
+use super::{failover, scale, upgrade, volumes};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Pod {
@@ -60,6 +60,8 @@ pub struct Snapshot {
     /// The spec names a TLS Secret. Without one the members could not authenticate each other
     /// or the operator, so nothing is applied or touched.
     pub tls_secret: bool,
+    /// The claims to raise to the spec's storage size, and what the condition says.
+    pub volumes: volumes::Growth,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -73,6 +75,8 @@ pub enum Action {
     Failover(failover::Step),
     Scale(scale::Step),
     Upgrade(upgrade::Step),
+    /// Raise these claims' storage requests (PVC expansion).
+    GrowVolumes(Vec<volumes::Resize>),
 }
 
 /// The four conditions of the status.
@@ -138,6 +142,11 @@ pub fn reconcile(s: &Snapshot) -> Vec<Action> {
         if s.sts_replicas.is_none() {
             return actions;
         }
+    }
+    // Raising a claim's request restarts nothing and needs no member: it goes with whatever
+    // else this pass does.
+    if !s.volumes.resize.is_empty() {
+        actions.push(Action::GrowVolumes(s.volumes.resize.clone()));
     }
     if !s.members_reachable && !s.force {
         return actions;
@@ -321,6 +330,10 @@ mod tests {
             deferred_pvcs: vec![],
             drift: vec![],
             tls_secret: true,
+            volumes: volumes::Growth {
+                resize: vec![],
+                state: volumes::State::AtSize,
+            },
         }
     }
 

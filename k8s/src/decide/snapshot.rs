@@ -12,7 +12,7 @@ use kube::ResourceExt;
 
 use super::reconcile::{self, Conditions, Snapshot};
 use super::resources::Object;
-use super::{drift, failover, resources};
+use super::{drift, failover, resources, volumes};
 use crate::crd::{FailureMember, MemberStatus, MeridianCluster, MeridianClusterStatus};
 
 /// The annotation that asks for upgrades (and scaling to zero) without the health gates.
@@ -60,6 +60,59 @@ pub struct Observed {
     /// The nodes of the pods that are not Ready (`None`: gone); one not in the map is not
     /// known.
     pub nodes: BTreeMap<String, Option<Node>>,
+    /// Whether the claims' StorageClass allows volume expansion: looked up only while a claim
+    /// asks for less than the spec (`volumes::any_below`); `None` when not looked up or not
+    /// known.
+    pub storage_expandable: Option<bool>,
+}
+
+/// The members' claims as `volumes` sees them.
+pub fn claims(pvcs: &[PersistentVolumeClaim]) -> Vec<volumes::Claim> {
+    pvcs.iter()
+        .map(|c| volumes::Claim {
+            name: c.name_any(),
+            requested: c
+                .spec
+                .as_ref()
+                .and_then(|s| s.resources.as_ref())
+                .and_then(|r| r.requests.as_ref())
+                .and_then(|r| r.get("storage"))
+                .map(|q| q.0.clone()),
+            capacity: c
+                .status
+                .as_ref()
+                .and_then(|s| s.capacity.as_ref())
+                .and_then(|c| c.get("storage"))
+                .map(|q| q.0.clone()),
+        })
+        .collect()
+}
+
+/// The storage size of a stored StatefulSet's claim template.
+fn template_size(sts: &StatefulSet) -> Option<&str> {
+    sts.spec
+        .as_ref()?
+        .volume_claim_templates
+        .as_ref()?
+        .first()?
+        .spec
+        .as_ref()?
+        .resources
+        .as_ref()?
+        .requests
+        .as_ref()?
+        .get("storage")
+        .map(|q| q.0.as_str())
+}
+
+/// `mc` as its StatefulSet can be applied now: the claim template keeps the stored size while
+/// the spec asks for more, since that field cannot change (the claims grow instead:
+/// `volumes`). Everything else is the spec's.
+pub fn buildable(mc: &MeridianCluster, stored: Option<&StatefulSet>) -> MeridianCluster {
+    let mut built = mc.clone();
+    built.spec.storage.size =
+        volumes::kept_size(&mc.spec.storage.size, stored.and_then(template_size));
+    built
 }
 
 /// How long the node under a pod that is not Ready has been lost: NotReady (since its Ready
@@ -280,7 +333,11 @@ pub fn snapshot(o: &Observed, now: Timestamp) -> Snapshot {
         .stateful_set
         .as_ref()
         .map(|s| s.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1).max(0) as u32);
-    let desired = resources::owned(mc, sts_replicas.unwrap_or(1), &o.operator_namespace);
+    let desired = resources::owned(
+        &buildable(mc, o.stateful_set.as_ref()),
+        sts_replicas.unwrap_or(1),
+        &o.operator_namespace,
+    );
     let drift = drift::drifted(&desired, |object| match object {
         // A typed object always serializes; were it not to, it is applied again.
         Object::StatefulSet => o
@@ -332,6 +389,11 @@ pub fn snapshot(o: &Observed, now: Timestamp) -> Snapshot {
             .collect(),
         drift,
         tls_secret: has_tls_secret(mc),
+        volumes: volumes::grow(
+            &mc.spec.storage.size,
+            &claims(&o.pvcs),
+            o.storage_expandable,
+        ),
     }
 }
 
@@ -485,6 +547,19 @@ pub fn status(
                 generation,
                 now,
             ),
+            {
+                let (at_size, reason, message) =
+                    volumes::condition(&s.volumes.state, &mc.spec.storage.size);
+                condition(
+                    p,
+                    "VolumesExpanded",
+                    at_size,
+                    reason,
+                    message,
+                    generation,
+                    now,
+                )
+            },
         ],
         observed_generation: generation,
     }

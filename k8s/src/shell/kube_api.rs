@@ -9,6 +9,7 @@ use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{ConfigMap, Node, PersistentVolumeClaim, Pod, Service};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::api::storage::v1::StorageClass;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, Preconditions};
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::{Client, Resource, ResourceExt};
@@ -18,8 +19,8 @@ use serde::Serialize;
 use super::error::ReconcileError;
 use super::platform::{Note, Object, Owned, Platform, Workload};
 use crate::crd::{MeridianCluster, MeridianClusterStatus};
-use crate::decide::resources;
-use crate::decide::snapshot::DEFERRED_DELETE_ANNOTATION;
+use crate::decide::snapshot::{self, DEFERRED_DELETE_ANNOTATION};
+use crate::decide::{resources, volumes};
 
 /// The one field manager of every write.
 pub const FIELD_MANAGER: &str = "meridian-operator";
@@ -198,6 +199,47 @@ impl KubeApi {
     }
 }
 
+/// The annotation that marks the cluster's default StorageClass.
+const DEFAULT_CLASS_ANNOTATION: &str = "storageclass.kubernetes.io/is-default-class";
+
+impl KubeApi {
+    /// Whether the claims' StorageClass allows expansion, asked only while a claim is below
+    /// the spec's size (an idle cluster makes no extra read). A claim without a class name
+    /// takes the default class. A class that is not there allows nothing; a lookup that fails
+    /// (no RBAC for storageclasses, say) is not known, and nothing is resized on it.
+    async fn storage_expandable(
+        &self,
+        mc: &MeridianCluster,
+        pvcs: &[PersistentVolumeClaim],
+    ) -> Option<bool> {
+        if !volumes::any_below(&mc.spec.storage.size, &snapshot::claims(pvcs)) {
+            return None;
+        }
+        let named = pvcs
+            .iter()
+            .find_map(|c| c.spec.as_ref()?.storage_class_name.clone())
+            .or_else(|| mc.spec.storage.storage_class_name.clone());
+        let api: Api<StorageClass> = Api::all(self.client.clone());
+        let class = match named {
+            Some(name) => api.get_opt(&name).await,
+            None => api.list(&ListParams::default()).await.map(|l| {
+                l.items.into_iter().find(|c| {
+                    c.annotations()
+                        .get(DEFAULT_CLASS_ANNOTATION)
+                        .is_some_and(|v| v == "true")
+                })
+            }),
+        };
+        match class {
+            Ok(class) => Some(class.is_some_and(|c| c.allow_volume_expansion == Some(true))),
+            Err(e) => {
+                tracing::warn!("reading the claims' StorageClass: {e}");
+                None
+            }
+        }
+    }
+}
+
 fn gone_is_fine<T>(r: Result<T, kube::Error>) -> Result<(), kube::Error> {
     match r {
         Ok(_) => Ok(()),
@@ -251,12 +293,14 @@ impl Platform for KubeApi {
         } else {
             Default::default()
         };
+        let storage_expandable = self.storage_expandable(mc, &pvcs).await;
         Ok(Workload {
             stateful_set,
             pods,
             pvcs,
             objects,
             nodes,
+            storage_expandable,
         })
     }
 
@@ -338,6 +382,23 @@ impl Platform for KubeApi {
             r => gone_is_fine(r)
                 .map_err(|e| ReconcileError::kube(format!("delete claim {ns}/{name}"), e)),
         }
+    }
+
+    async fn resize_pvc(
+        &self,
+        mc: &MeridianCluster,
+        name: &str,
+        size: &str,
+    ) -> Result<(), ReconcileError> {
+        let patch = serde_json::json!({
+            "spec": {"resources": {"requests": {"storage": size}}}
+        });
+        let ns = namespace_of(mc);
+        self.api::<PersistentVolumeClaim>(&ns)
+            .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .map_err(|e| ReconcileError::kube(format!("resize claim {ns}/{name} to {size}"), e))?;
+        Ok(())
     }
 
     async fn mark_pvc(&self, mc: &MeridianCluster, name: &str) -> Result<(), ReconcileError> {

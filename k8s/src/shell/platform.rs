@@ -24,6 +24,9 @@ pub struct Workload {
     /// `None` for one that is gone. A node not in the map is not known (not looked up, or the
     /// lookup failed).
     pub nodes: BTreeMap<String, Option<Node>>,
+    /// Whether the claims' StorageClass allows volume expansion, looked up only while a claim
+    /// asks for less than the spec (`None`: not looked up, or the lookup failed).
+    pub storage_expandable: Option<bool>,
 }
 
 /// An event on the cluster resource: every step and every wait, with its reason.
@@ -75,6 +78,13 @@ pub trait Platform: Send + Sync {
         mc: &MeridianCluster,
         name: &str,
         uid: Option<&str>,
+    ) -> impl Future<Output = Result<(), ReconcileError>> + Send;
+    /// Raises a PVC's storage request to `size` (PVC expansion).
+    fn resize_pvc(
+        &self,
+        mc: &MeridianCluster,
+        name: &str,
+        size: &str,
     ) -> impl Future<Output = Result<(), ReconcileError>> + Send;
     /// Marks a PVC for deletion before its ordinal is used again.
     fn mark_pvc(

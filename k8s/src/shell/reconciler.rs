@@ -82,6 +82,7 @@ pub async fn reconcile_once<P: Platform, M: Members>(
         members: members.list(mc).await,
         operator_namespace: operator_namespace.clone(),
         nodes: workload.nodes,
+        storage_expandable: workload.storage_expandable,
     };
     let snap = snapshot::snapshot(&observed, now);
     metrics.observed(
@@ -103,7 +104,9 @@ pub async fn reconcile_once<P: Platform, M: Members>(
     for action in &actions {
         match action {
             Action::ApplyOwned { replicas, objects } => {
-                let owned = owned(mc, *replicas, &operator_namespace);
+                // The claim template as the stored StatefulSet has it while the claims grow.
+                let built = snapshot::buildable(mc, observed.stateful_set.as_ref());
+                let owned = owned(&built, *replicas, &operator_namespace);
                 apply_error =
                     carry_apply(mc, platform, metrics, &owned, objects, &mut refused).await?;
             }
@@ -121,6 +124,20 @@ pub async fn reconcile_once<P: Platform, M: Members>(
             }
             Action::Upgrade(step) => {
                 waiting |= carry_upgrade(mc, platform, members, metrics, step).await?
+            }
+            Action::GrowVolumes(resizes) => {
+                for r in resizes {
+                    platform.resize_pvc(mc, &r.claim, &r.size).await?;
+                    let message = format!("raised claim {} to {} (PVC expansion)", r.claim, r.size);
+                    tell(
+                        platform,
+                        metrics,
+                        mc,
+                        note(false, "ResizedPvc", "Storage", message),
+                    )
+                    .await?;
+                }
+                waiting = true;
             }
         }
     }

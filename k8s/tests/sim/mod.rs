@@ -26,7 +26,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::{StatefulSet, StatefulSetStatus};
-use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod, PodCondition, PodSpec, PodStatus};
+use k8s_openapi::api::core::v1::{
+    PersistentVolumeClaim, PersistentVolumeClaimSpec, PersistentVolumeClaimStatus, Pod,
+    PodCondition, PodSpec, PodStatus, VolumeResourceRequirements,
+};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use k8s_openapi::jiff::Timestamp;
 use kube::core::Status;
@@ -34,7 +38,10 @@ use meridian::admin::AdminClient;
 use meridian::harness::{free_udp_port, ServerProcess};
 use meridian::tls::Trust;
 use meridian_operator::crd::{MeridianCluster, MeridianClusterStatus};
-use meridian_operator::decide::snapshot::{pvc_name, DEFERRED_DELETE_ANNOTATION, REVISION_LABEL};
+use meridian_operator::decide::snapshot::{
+    self, pvc_name, DEFERRED_DELETE_ANNOTATION, REVISION_LABEL,
+};
+use meridian_operator::decide::volumes;
 use meridian_operator::shell::error::ReconcileError;
 use meridian_operator::shell::platform::{Note, Object, Owned, Platform, Workload};
 
@@ -74,6 +81,10 @@ struct SimPvc {
     dir: PathBuf,
     deferred: bool,
     deleting: bool,
+    /// The storage request, as the claim template or a resize set it.
+    requested: String,
+    /// What the volume holds: the request once the driver grew it.
+    capacity: String,
 }
 
 #[derive(Default)]
@@ -95,6 +106,10 @@ struct State {
     max_replicas: i32,
     /// Ordinals whose new pods no node can take (they stay `Pending`).
     unschedulable: BTreeSet<u32>,
+    /// The claims' StorageClass refuses expansion (`allowVolumeExpansion` unset).
+    fixed_size_class: bool,
+    /// Storage class lookups made (only while a claim is below the spec's size).
+    class_lookups: usize,
 }
 
 pub struct Sim {
@@ -195,6 +210,25 @@ impl Sim {
     pub fn pvc(&self, name: &str) -> Option<(String, bool)> {
         let s = self.state.lock().unwrap();
         s.pvcs.get(name).map(|c| (c.uid.clone(), c.deferred))
+    }
+
+    /// Each claim's request and capacity, by name.
+    pub fn claim_sizes(&self) -> BTreeMap<String, (String, String)> {
+        let s = self.state.lock().unwrap();
+        s.pvcs
+            .iter()
+            .map(|(n, c)| (n.clone(), (c.requested.clone(), c.capacity.clone())))
+            .collect()
+    }
+
+    /// Makes the claims' StorageClass refuse (or allow again) volume expansion.
+    pub fn set_fixed_size_class(&self, fixed: bool) {
+        self.state.lock().unwrap().fixed_size_class = fixed;
+    }
+
+    /// How many times the operator looked the StorageClass up.
+    pub fn class_lookups(&self) -> usize {
+        self.state.lock().unwrap().class_lookups
     }
 
     /// The stable client address of each ordinal ever created (like a pod's DNS name).
@@ -375,6 +409,15 @@ fn kubelet_round(state: &Mutex<State>, env: &Env) {
                 let uid = s.next_uid;
                 if !s.pvcs.contains_key(&claim) {
                     let dir = env.dir.join(format!("{claim}-{uid}"));
+                    // The StatefulSet controller makes a claim from the template as stored.
+                    let size = s.sts.as_ref().map(|sts| {
+                        serde_json::to_value(sts).unwrap()["spec"]["volumeClaimTemplates"][0]
+                            ["spec"]["resources"]["requests"]["storage"]
+                            .as_str()
+                            .unwrap_or_default()
+                            .to_string()
+                    });
+                    let size = size.unwrap_or_default();
                     s.pvcs.insert(
                         claim.clone(),
                         SimPvc {
@@ -382,6 +425,8 @@ fn kubelet_round(state: &Mutex<State>, env: &Env) {
                             dir,
                             deferred: false,
                             deleting: false,
+                            requested: size.clone(),
+                            capacity: size,
                         },
                     );
                 }
@@ -643,8 +688,8 @@ impl Platform for Sim {
         "meridian-system".into()
     }
 
-    async fn workload(&self, _: &MeridianCluster) -> Result<Workload, ReconcileError> {
-        let s = self.state.lock().unwrap();
+    async fn workload(&self, mc: &MeridianCluster) -> Result<Workload, ReconcileError> {
+        let mut s = self.state.lock().unwrap();
         let stateful_set = s.sts.clone().map(|mut sts| {
             let current = s
                 .pods
@@ -710,9 +755,31 @@ impl Platform for Sim {
                     }),
                     ..ObjectMeta::default()
                 },
-                ..PersistentVolumeClaim::default()
+                spec: Some(PersistentVolumeClaimSpec {
+                    resources: Some(VolumeResourceRequirements {
+                        requests: Some(BTreeMap::from([(
+                            "storage".to_string(),
+                            Quantity(c.requested.clone()),
+                        )])),
+                        ..VolumeResourceRequirements::default()
+                    }),
+                    ..PersistentVolumeClaimSpec::default()
+                }),
+                status: Some(PersistentVolumeClaimStatus {
+                    capacity: Some(BTreeMap::from([(
+                        "storage".to_string(),
+                        Quantity(c.capacity.clone()),
+                    )])),
+                    ..PersistentVolumeClaimStatus::default()
+                }),
             })
-            .collect();
+            .collect::<Vec<_>>();
+        // The StorageClass is read, as the API platform reads it, only while a claim is small.
+        let storage_expandable =
+            volumes::any_below(&mc.spec.storage.size, &snapshot::claims(&pvcs)).then(|| {
+                s.class_lookups += 1;
+                !s.fixed_size_class
+            });
         // A lost node is gone: its pods' nodes are looked up and not found.
         let nodes = s
             .pods
@@ -726,6 +793,7 @@ impl Platform for Sim {
             pvcs,
             nodes,
             objects: s.objects.clone(),
+            storage_expandable,
         })
     }
 
@@ -812,6 +880,39 @@ impl Platform for Sim {
             if uid.is_none_or(|u| u == c.uid) {
                 c.deleting = true;
             }
+        }
+        Ok(())
+    }
+
+    async fn resize_pvc(
+        &self,
+        _: &MeridianCluster,
+        name: &str,
+        size: &str,
+    ) -> Result<(), ReconcileError> {
+        let mut s = self.state.lock().unwrap();
+        s.writes += 1;
+        s.log.push(format!("resized claim {name} to {size}"));
+        let fixed = s.fixed_size_class;
+        if let Some(c) = s.pvcs.get_mut(name) {
+            // As the API server's admission does: a class without expansion refuses the raise.
+            if fixed {
+                return Err(ReconcileError::kube(
+                    format!("resize claim sim/{name}"),
+                    kube::Error::Api(
+                        Status::failure(
+                            "only dynamically provisioned pvc can be resized and the \
+                             storageclass that provisions the pvc must support resize",
+                            "Forbidden",
+                        )
+                        .with_code(403)
+                        .boxed(),
+                    ),
+                ));
+            }
+            // The driver grows the volume online, at once here.
+            c.requested = size.to_string();
+            c.capacity = size.to_string();
         }
         Ok(())
     }
