@@ -3,6 +3,7 @@
 //! QUIC cores stay as they are. The translation lives in `service` and `convert`; this module
 //! only binds, serves and stops.
 
+mod connection;
 // `pub(crate)` for `crate::fuzzing`.
 pub(crate) mod convert;
 mod service;
@@ -11,15 +12,14 @@ use std::net::{SocketAddr, TcpListener};
 use std::sync::Arc;
 
 use anyhow::Context;
-use tokio::net::TcpStream;
 use tokio::sync::{mpsc, watch, Semaphore};
-use tokio_rustls::server::TlsStream;
 use tokio_rustls::TlsAcceptor;
 use tonic::transport::Server;
 
 use crate::kvproto::pdpb::pd_server::PdServer;
 
 use super::Shared;
+use connection::Authenticated;
 pub use service::PdService;
 
 /// Largest gRPC message accepted (a batch split report of 256 regions fits many times over).
@@ -90,11 +90,13 @@ async fn serve(setup: GrpcSetup) -> anyhow::Result<()> {
     let listener = tokio::net::TcpListener::from_std(setup.listener)?;
     // TLS is ours, not tonic's, so that it resolves through the node's live certificates (a
     // SIGHUP reload reaches this port too). The same client authentication as QUIC: a
-    // certificate from the CA finishes the handshake; each call then checks its roles.
+    // certificate from the CA finishes the handshake; each call then checks its roles
+    // against what the certificate granted, read once per connection.
     let (handshaken, incoming) = mpsc::channel(64);
     tokio::spawn(accept(
         listener,
         TlsAcceptor::from(setup.tls),
+        setup.shared.clone(),
         handshaken,
         setup.shutdown.clone(),
     ));
@@ -136,7 +138,8 @@ async fn serve(setup: GrpcSetup) -> anyhow::Result<()> {
 async fn accept(
     listener: tokio::net::TcpListener,
     acceptor: TlsAcceptor,
-    handshaken: mpsc::Sender<std::io::Result<TlsStream<TcpStream>>>,
+    shared: Arc<Shared>,
+    handshaken: mpsc::Sender<std::io::Result<Authenticated>>,
     mut shutdown: watch::Receiver<bool>,
 ) {
     let handshakes = Arc::new(Semaphore::new(MAX_HANDSHAKES));
@@ -159,12 +162,13 @@ async fn accept(
             },
         };
         let _ = tcp.set_nodelay(true);
-        let (acceptor, handshaken) = (acceptor.clone(), handshaken.clone());
+        let (acceptor, handshaken, shared) = (acceptor.clone(), handshaken.clone(), shared.clone());
         tokio::spawn(async move {
             let _permit = permit;
             match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
                 Ok(Ok(tls)) => {
-                    let _ = handshaken.send(Ok(tls)).await;
+                    let connection = Authenticated::new(tls, &shared.client_auth);
+                    let _ = handshaken.send(Ok(connection)).await;
                 }
                 Ok(Err(e)) => tracing::debug!(%peer, "gRPC TLS handshake refused: {e}"),
                 Err(_) => tracing::debug!(%peer, "gRPC TLS handshake timed out"),

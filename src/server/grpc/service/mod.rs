@@ -28,9 +28,10 @@ use tokio_stream::wrappers::ReceiverStream;
 use tokio_stream::Stream as _;
 use tonic::{Request as GrpcRequest, Response as GrpcResponse, Status, Streaming};
 
+use super::connection::ConnectionGrants;
 use super::convert::{self, Malformed};
 use crate::admin::{CoreMetrics, RequestKind};
-use crate::auth::Call;
+use crate::auth::{Call, Grants};
 use crate::kvproto::metapb;
 use crate::kvproto::pdpb::{self, pd_server::Pd};
 use crate::placement::{Region, RegionStats};
@@ -51,13 +52,13 @@ pub struct PdService {
 
 impl PdService {
     /// Refuses the call, counted and changing nothing, unless the connection's certificate
-    /// carries the role it needs.
+    /// carries the role it needs. A request that did not come through the front end's
+    /// acceptor carries no grants and is refused.
     fn authorize<T>(&self, request: &GrpcRequest<T>, call: Call) -> Result<(), Status> {
-        let chain = request.peer_certs();
-        let grants = self
-            .shared
-            .client_auth
-            .grants(chain.as_deref().map(Vec::as_slice));
+        let grants = request
+            .extensions()
+            .get::<ConnectionGrants>()
+            .map_or(Grants::NONE, |g| g.0);
         call.permitted(grants).map_err(|denied| {
             let reply = ErrorReply::PermissionDenied(denied.to_string());
             self.metrics().error(&reply);
