@@ -643,12 +643,13 @@ async fn a_deleted_service_and_an_edited_stateful_set_are_applied_again_each_alo
 
 #[tokio::test]
 async fn a_refused_apply_is_a_condition_and_an_event_and_holds_nothing_else_back() {
-    // The objects were made for 3 members with 10Gi claims. The spec now asks for 20Gi (the
-    // CRD lets a size grow; a StatefulSet's claim templates cannot change), a NodePort client
-    // Service and a fourth member.
+    // The objects were made for 3 members on the default StorageClass. The spec now asks for
+    // another class (the CRD's rule refuses that on a real API server; a cluster without the
+    // rule gets this far, and a StatefulSet's claim templates cannot change), a NodePort
+    // client Service and a fourth member. (A larger size is not refused: the claims grow.)
     let before = cluster();
     let mut mc = cluster();
-    mc.spec.storage.size = "20Gi".into();
+    mc.spec.storage.storage_class_name = Some("fast-ssd".into());
     mc.spec.service_type = Some("NodePort".into());
     mc.spec.replicas = 4;
     let members = FixedMembers {

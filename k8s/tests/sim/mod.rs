@@ -19,6 +19,8 @@
 
 #![allow(dead_code)] // each scenario uses its own subset
 
+pub mod world;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
