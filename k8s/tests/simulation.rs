@@ -667,3 +667,24 @@ async fn a_storage_class_without_expansion_is_a_condition_and_nothing_is_written
     w.idle_costs_no_write().await;
     w.shutdown().await;
 }
+
+/// Issue 18's figure: an idle cluster makes 0 writes over 60 s of the operator's reconciles
+/// (every 250 ms here: some 240 passes over the real members API).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_cluster_costs_no_write_over_a_minute_of_reconciles() {
+    let w = world(spec(3)).await;
+    w.idle_costs_no_write().await;
+    let (writes, passes) = (
+        w.sim.writes(),
+        w.metric("meridian_operator_reconciles_total"),
+    );
+    tokio::time::sleep(Duration::from_secs(60)).await;
+    let passes = w.metric("meridian_operator_reconciles_total") - passes;
+    println!(
+        "idle for 60 s: {passes} reconciles, {} writes",
+        w.sim.writes() - writes
+    );
+    assert!(passes >= 60.0, "the loop kept reconciling: {passes}");
+    assert_eq!(w.sim.writes(), writes, "{:#?}", w.sim.log());
+    w.shutdown().await;
+}
