@@ -92,7 +92,7 @@ fn next_batch(index: &RangeIndex, keys: &[Vec<u8>], at: &mut usize) -> u64 {
     let mut out = Vec::with_capacity(64);
     let snap = index.snapshot();
     snap.locate_many(black_box(&keys[*at..*at + 64]), &mut out);
-    out.iter().map(|r| r.map_or(0, |r| r.region.id)).sum()
+    out.iter().map(|r| r.map_or(0, |r| r.id())).sum()
 }
 
 /// Runs `lookup` on a second thread over the same keys until dropped.
@@ -130,11 +130,11 @@ fn bench(c: &mut Criterion) {
     // What is timed must also be right: every key's region, one at a time and batched.
     let snap = index.snapshot();
     for (k, id) in keys.iter().zip(&want) {
-        assert_eq!(snap.locate(k).map(|r| r.region.id), Some(*id));
+        assert_eq!(snap.locate(k).map(|r| r.id()), Some(*id));
     }
     let mut found = Vec::new();
     snap.locate_many(&keys, &mut found);
-    let found: Vec<_> = found.iter().map(|r| r.map(|r| r.region.id)).collect();
+    let found: Vec<_> = found.iter().map(|r| r.map(|r| r.id())).collect();
     assert_eq!(found, want.iter().map(|&id| Some(id)).collect::<Vec<_>>());
     drop(snap);
     let map = BaselineMap(
@@ -150,7 +150,7 @@ fn bench(c: &mut Criterion) {
     let index_lookup = {
         let index = index.clone();
         // Under the snapshot guard, as the server encodes a reply: no reference count touched.
-        move |k: &[u8]| index.snapshot().locate(k).map_or(0, |r| r.region.id)
+        move |k: &[u8]| index.snapshot().locate(k).map_or(0, |r| r.id())
     };
     let map_lookup = {
         let map = map.clone();

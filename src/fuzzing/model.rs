@@ -80,7 +80,7 @@ pub(super) fn serve(model: &mut Model, req: &Request) {
             lookups_agree(model, key);
         }
         Request::GetRegionById { id } => {
-            let from_index = model.index.get(*id).map(|r| r.region.clone());
+            let from_index = model.index.get(*id).map(|r| r.region());
             assert_eq!(from_index.as_ref(), model.map.get(*id), "region {id} by id");
         }
         Request::ScanRegions { start, end, limit } => {
@@ -233,7 +233,7 @@ fn apply(model: &mut Model, regions: &[Region]) {
             (Ok(change), Ok(applied)) => {
                 assert_eq!(change.removed, applied.removed, "{region:?} displaced");
                 assert_eq!(change.epoch_changed, applied.epoch_changed, "{region:?}");
-                assert_eq!(&change.route.region, region);
+                assert_eq!(&change.route.region(), region);
             }
             (Err(a), Err(b)) => assert_eq!(a, b, "{region:?} refused differently"),
             _ => panic!("index {indexed:?} and map {mapped:?} disagree on {region:?}"),
@@ -273,7 +273,7 @@ fn covers_each_key_at_most_once(model: &Model) {
         );
     }
     let snapshot = model.index.snapshot();
-    let indexed: Vec<u64> = snapshot.iter().map(|r| r.region.id).collect();
+    let indexed: Vec<u64> = snapshot.iter().map(|r| r.id()).collect();
     let mapped: Vec<u64> = regions.iter().map(|r| r.id).collect();
     assert_eq!(indexed, mapped, "index and map hold different regions");
     assert_eq!(snapshot.len(), model.map.len());
@@ -314,7 +314,7 @@ fn covers_each_key_at_most_once(model: &Model) {
             "map locate {key:?}"
         );
         assert_eq!(
-            snapshot.locate(key).map(|r| r.region.id),
+            snapshot.locate(key).map(|r| r.id()),
             held_by,
             "index locate {key:?}"
         );
@@ -324,7 +324,7 @@ fn covers_each_key_at_most_once(model: &Model) {
     snapshot.locate_many(&keys, &mut many);
     for (key, found) in keys.iter().zip(many) {
         assert_eq!(
-            found.map(|r| r.region.id),
+            found.map(|r| r.id()),
             model.map.locate(key).map(|r| r.id),
             "locate_many {key:?}"
         );
@@ -335,12 +335,12 @@ fn covers_each_key_at_most_once(model: &Model) {
 fn lookups_agree(model: &Model, key: &[u8]) {
     let snapshot = model.index.snapshot();
     assert_eq!(
-        snapshot.locate(key).map(|r| r.region.id),
+        snapshot.locate(key).map(|r| r.id()),
         model.map.locate(key).map(|r| r.id),
         "locate {key:?}"
     );
     assert_eq!(
-        snapshot.prev(key).map(|r| r.region.id),
+        snapshot.prev(key).map(|r| r.id()),
         model.map.prev(key).map(|r| r.id),
         "prev {key:?}"
     );
@@ -362,7 +362,7 @@ fn scan_agrees(model: &Model, start: &[u8], end: &[u8], limit: u32) {
         .snapshot()
         .scan(start, end, limit)
         .iter()
-        .map(|r| r.region.id)
+        .map(|r| r.id())
         .collect();
     let want: Vec<u64> = model
         .map

@@ -21,7 +21,7 @@ pub fn region_bucket(data: &[u8]) {
         let snapshot = index.snapshot();
 
         assert!(snapshot.len() + refused <= regions.len());
-        let held: Vec<&Region> = snapshot.iter().map(|r| &r.region).collect();
+        let held: Vec<Region> = snapshot.iter().map(|r| r.region()).collect();
         for pair in held.windows(2) {
             assert!(
                 !pair[0].end_key.is_empty() && pair[0].end_key <= pair[1].start_key,
@@ -32,11 +32,8 @@ pub fn region_bucket(data: &[u8]) {
         }
         for r in &held {
             assert!(r.validate().is_ok(), "loaded a malformed region {r:?}");
-            assert_eq!(
-                snapshot.locate(&r.start_key).map(|x| x.region.id),
-                Some(r.id)
-            );
-            assert_eq!(index.get(r.id).map(|x| x.region.clone()).as_ref(), Some(*r));
+            assert_eq!(snapshot.locate(&r.start_key).map(|x| x.id()), Some(r.id));
+            assert_eq!(index.get(r.id).map(|x| x.region()).as_ref(), Some(r));
         }
     }
     if let Ok(store) = decode_store(data) {

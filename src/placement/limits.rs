@@ -167,9 +167,9 @@ impl Limits {
 
 /// Archive bytes of a region's fixed fields, rounded up (id, two vector headers, epoch,
 /// leader, alignment): what a region costs in a reply besides its keys and peers.
-const REGION_OVERHEAD: usize = 128;
+pub(super) const REGION_OVERHEAD: usize = 128;
 /// An archived peer is 24 bytes (two u64 and a role, aligned); 32 leaves slack.
-const PEER_SIZE: usize = 32;
+pub(super) const PEER_SIZE: usize = 32;
 const STORE_OVERHEAD: usize = 192;
 
 fn label_size(max_label_len: usize) -> usize {

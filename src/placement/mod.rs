@@ -9,6 +9,7 @@ mod prefix_search;
 mod range_index;
 mod region;
 mod region_map;
+mod route;
 mod schedule;
 mod segment;
 mod shard;
@@ -17,11 +18,12 @@ mod store;
 pub use id_alloc::{check_persisted_end, IdAllocator, IdEndError, MAX_ID_END};
 pub use limits::{page_len, store_wire_size, LimitError, Limits, KEY_LEN_CEILING, PAGE_BUDGET};
 pub use operator::{Operator, Pending};
-pub use range_index::{Change, RangeIndex, Route, Snapshot, SEGMENT};
+pub use range_index::{Change, RangeIndex, Snapshot, SEGMENT};
 pub use region::{Epoch, Peer, PeerRole, Region, RegionError, RegionStats, MAX_PEERS};
 // The reference model the property tests and the fuzzers check `RangeIndex` against; no
 // request is served from it, so it is not part of the public API.
 pub(crate) use region_map::RegionMap;
+pub use route::Route;
 pub use schedule::{decide, Allowance, ScheduleConfig, StoreLoad, StoreView};
 pub use shard::{Outcome, Shard};
 pub use store::{Label, Store, StoreError, StoreMap, StoreState, StoreStats, StoreStatus};

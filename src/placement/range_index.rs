@@ -18,15 +18,14 @@
 //! operators or anything a heartbeat changes without changing the route: those belong to the
 //! owning shard, so the index is written only when a route changes.
 
-use std::cmp::Ordering as Cmp;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use arc_swap::ArcSwap;
 
-use super::prefix_search::{count_le, end_prefix, narrow, prefetch_line, prefix, settle};
+use super::prefix_search::{count_le, narrow, prefetch_line, prefix, settle};
 use super::region::{Region, RegionError};
+pub use super::route::Route;
 use super::segment::{Block, Entries, Segment, MAX_SEGMENT};
 
 /// Regions per segment; a segment splits at twice this.
@@ -36,46 +35,6 @@ const _: () = assert!(SEGMENT <= MAX_SEGMENT);
 /// Keys searched in lockstep by `locate_many`: a lookup reads 5 lines past the spine, and 12
 /// keys keep more of those misses in flight than 8 (measured: docs/tuning-history.md).
 pub const LANES: usize = 12;
-
-/// A region as routing sees it, shared by the index and the shard that owns the region.
-#[derive(Debug)]
-pub struct Route {
-    pub region: Region,
-    /// The end key's prefix (high, low), beside the region a lookup reads anyway, so the index
-    /// need not hold ends and the end check rarely follows the end key to its own allocation.
-    /// Two u64s, not a u128: a route then needs only 8-byte alignment and is 136 bytes, 152
-    /// with the `Arc`'s reference counts (a u128 pads it to 144 and 160). jemalloc serves
-    /// both from its 160-byte size class, so this keeps one word of room before a route
-    /// spills into the 192-byte class.
-    end: [u64; 2],
-    retired: AtomicBool,
-}
-
-impl Route {
-    pub fn new(region: Region) -> Arc<Route> {
-        let end = end_prefix(&region.end_key);
-        Arc::new(Route {
-            end: [(end >> 64) as u64, end as u64],
-            region,
-            retired: AtomicBool::new(false),
-        })
-    }
-
-    /// Whether the region holds `key`, whose prefix is `kp`.
-    pub(super) fn covers(&self, key: &[u8], kp: u128) -> bool {
-        let end = (u128::from(self.end[0]) << 64) | u128::from(self.end[1]);
-        match kp.cmp(&end) {
-            Cmp::Less => true,
-            Cmp::Greater => false,
-            Cmp::Equal => self.region.contains(key),
-        }
-    }
-
-    /// False once a later change replaced or displaced this route in the index.
-    pub fn is_current(&self) -> bool {
-        !self.retired.load(Ordering::Acquire)
-    }
-}
 
 /// What a change did.
 #[derive(Debug, Clone)]
@@ -243,9 +202,9 @@ impl Snapshot {
         if !self.segments[pos.0].covers(pos.1, key, kp) {
             return None;
         }
-        let current = &self.route(pos).region;
+        let current = self.route(pos);
         let before = self.route(self.prev_pos(pos)?);
-        (before.region.end_key == current.start_key).then_some(before)
+        (before.end_key() == current.start_key()).then_some(before)
     }
 
     /// Regions overlapping `[start, end)` (empty `end`: to the end) in key order, at most
@@ -257,13 +216,13 @@ impl Snapshot {
             return out;
         }
         let mut pos = match self.floor(start, prefix(start)) {
-            Some(p) if self.route(p).region.contains(start) => Some(p),
+            Some(p) if self.route(p).contains(start) => Some(p),
             Some(p) => self.next(p),
             None => self.first(),
         };
         while let Some(p) = pos {
             let r = self.route(p);
-            if out.len() >= limit || (!end.is_empty() && r.region.start_key.as_slice() >= end) {
+            if out.len() >= limit || (!end.is_empty() && r.start_key() >= end) {
                 break;
             }
             out.push(r.clone());
@@ -281,13 +240,13 @@ impl Snapshot {
     fn overlap_run(&self, region: &Region) -> Option<(Pos, Pos)> {
         let start = &region.start_key;
         let mut pos = match self.floor(start, prefix(start)) {
-            Some(p) if self.route(p).region.overlaps(region) => Some(p),
+            Some(p) if self.route(p).overlaps(region) => Some(p),
             Some(p) => self.next(p),
             None => self.first(),
         };
         let mut run = None;
         while let Some(p) = pos {
-            if !self.route(p).region.overlaps(region) {
+            if !self.route(p).overlaps(region) {
                 break;
             }
             run = Some((run.map_or(p, |(a, _)| a), p));
@@ -360,7 +319,7 @@ impl Snapshot {
             return;
         }
         self.len += 1;
-        let start = &route.region.start_key;
+        let start = route.start_key();
         let kp = prefix(start);
         let s = self.segment_of(start, kp).unwrap_or(0);
         let i = self.segments[s].count_le(start, kp);
@@ -369,7 +328,7 @@ impl Snapshot {
 
     /// Removes the entry holding exactly `route`, if the snapshot holds it.
     fn remove_route(&mut self, route: &Arc<Route>) {
-        let start = &route.region.start_key;
+        let start = route.start_key();
         if let Some(p) = self.floor(start, prefix(start)) {
             if Arc::ptr_eq(self.route(p), route) {
                 self.remove_run(p, p);
@@ -437,7 +396,7 @@ impl RangeIndex {
     /// The current regions with ids in `ids`, in id order (the persister's view of a bucket).
     pub fn regions_in(&self, ids: std::ops::Range<u64>) -> Vec<Region> {
         let writer = self.writer();
-        ids.filter_map(|id| writer.by_id.get(&id).map(|r| r.region.clone()))
+        ids.filter_map(|id| writer.by_id.get(&id).map(|r| r.region()))
             .collect()
     }
 
@@ -466,7 +425,7 @@ impl RangeIndex {
             .collect();
         if !retired.is_empty() || results.iter().any(|r| r.is_ok()) {
             for route in &retired {
-                route.retired.store(true, Ordering::Release);
+                route.retire();
             }
             self.current.store(Arc::new(draft));
         }
@@ -478,7 +437,7 @@ impl RangeIndex {
     pub fn reset(&self, mut regions: Vec<Region>) -> usize {
         let mut writer = self.writer();
         for route in writer.by_id.values() {
-            route.retired.store(true, Ordering::Release);
+            route.retire();
         }
         writer.by_id.clear();
         regions.sort_by(|a, b| a.start_key.cmp(&b.start_key));
@@ -503,7 +462,7 @@ impl RangeIndex {
             }
             last_end = Some(region.end_key.clone());
             let route = Route::new(region);
-            writer.by_id.insert(route.region.id, route.clone());
+            writer.by_id.insert(route.id(), route.clone());
             let at = seg.len();
             seg.insert(at, route);
             if seg.len() == segment {
@@ -519,7 +478,7 @@ impl RangeIndex {
             .filter(|r| apply_one(&mut writer, &mut draft, r.clone(), &mut retired).is_err())
             .count();
         for route in &retired {
-            route.retired.store(true, Ordering::Release);
+            route.retire();
         }
         self.current.store(Arc::new(draft));
         refused
@@ -535,11 +494,11 @@ fn apply_one(
     region.validate()?;
     let known = writer.by_id.get(&region.id).cloned();
     if let Some(known) = &known {
-        if region.epoch.is_stale_against(&known.region.epoch) {
+        if region.epoch.is_stale_against(&known.epoch()) {
             return Err(RegionError::StaleEpoch {
                 id: region.id,
                 got: region.epoch,
-                known: known.region.epoch,
+                known: known.epoch(),
             });
         }
     }
@@ -548,16 +507,16 @@ fn apply_one(
     if let Some((a, b)) = run {
         let mut p = a;
         loop {
-            let other = &draft.route(p).region;
-            if other.id != region.id {
-                if region.epoch.version < other.epoch.version {
+            let other = draft.route(p);
+            if other.id() != region.id {
+                if region.epoch.version < other.epoch().version {
                     return Err(RegionError::StaleEpoch {
                         id: region.id,
                         got: region.epoch,
-                        known: other.epoch,
+                        known: other.epoch(),
                     });
                 }
-                removed.push(other.id);
+                removed.push(other.id());
             }
             if p == b {
                 break;
@@ -569,9 +528,9 @@ fn apply_one(
         }
     }
     let epoch_changed = known.as_ref().is_none_or(|k| {
-        k.region.epoch != region.epoch
-            || k.region.start_key != region.start_key
-            || k.region.end_key != region.end_key
+        k.epoch() != region.epoch
+            || k.start_key() != region.start_key.as_slice()
+            || k.end_key() != region.end_key.as_slice()
     });
     if let Some((a, b)) = run {
         draft.remove_run(a, b);
@@ -587,7 +546,7 @@ fn apply_one(
         }
     }
     let route = Route::new(region);
-    writer.by_id.insert(route.region.id, route.clone());
+    writer.by_id.insert(route.id(), route.clone());
     draft.insert(route.clone());
     Ok(Change {
         route,

@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use super::prefix_search::{count_le, prefetch_line, prefix};
-use super::range_index::Route;
+use super::route::Route;
 
 /// Entries per group: a group's starts are two cache lines, its route pointers a third.
 pub(super) const GROUP: usize = 8;
@@ -56,7 +56,7 @@ impl Entries {
     }
 
     pub(super) fn insert(&mut self, i: usize, route: Arc<Route>) {
-        self.starts.insert(i, prefix(&route.region.start_key));
+        self.starts.insert(i, prefix(route.start_key()));
         self.routes.insert(i, route);
     }
 
@@ -102,7 +102,7 @@ impl Block {
     fn start_le(&self, i: usize, key: &[u8]) -> bool {
         self.routes[i]
             .as_ref()
-            .is_some_and(|r| r.region.start_key.as_slice() <= key)
+            .is_some_and(|r| r.start_key() <= key)
     }
 
     pub(super) fn route(&self, i: usize) -> Option<&Arc<Route>> {

@@ -87,7 +87,7 @@ impl Shard {
         let unchanged = self
             .regions
             .get(&region.id)
-            .is_some_and(|e| e.route.is_current() && e.route.region == region);
+            .is_some_and(|e| e.route.is_current() && e.route.is(&region));
         // A region this shard has not seen yet (a split reported it, or a new term loaded
         // it) whose report matches the index is adopted without writing the index.
         let adopted = !unchanged
@@ -95,7 +95,7 @@ impl Shard {
             && index
                 .snapshot()
                 .locate(&region.start_key)
-                .filter(|r| r.region == region)
+                .filter(|r| r.is(&region))
                 .map(|route| {
                     self.regions.insert(
                         id,
@@ -108,7 +108,7 @@ impl Shard {
                 })
                 .is_some();
         if !unchanged && !adopted {
-            let change = index.apply(region)?;
+            let change = index.apply(region.clone())?;
             if change.epoch_changed {
                 outcome.persist = Some(change.route.clone());
             }
@@ -134,7 +134,8 @@ impl Shard {
             return Ok(outcome);
         };
         entry.stats = stats;
-        let region = &entry.route.region;
+        // The report is the route now (unchanged, adopted or just applied), unpacked.
+        let region = &region;
         if let Some(p) = &entry.pending {
             if !p.operator.is_done(region) && now_ms < p.deadline_ms {
                 outcome.operator = Some(p.operator.clone());
@@ -180,7 +181,7 @@ impl Shard {
             .into_iter()
             .map(|route| {
                 (
-                    route.region.id,
+                    route.id(),
                     Entry {
                         route,
                         stats: RegionStats::default(),
@@ -324,7 +325,7 @@ mod tests {
         assert_eq!(shard.len(), 3);
         assert!(shard.get(2).is_none() && shard.get(3).is_none());
         for want in [&first[0], &first[3], &merged] {
-            let got = shard.get(want.id).map(|r| r.region.clone());
+            let got = shard.get(want.id).map(|r| r.region());
             assert_eq!(
                 got.as_ref(),
                 Some(want),
@@ -344,7 +345,7 @@ mod tests {
         shard
             .heartbeat(good.clone(), stats, 0, &index, &stores, &mut || None)
             .unwrap();
-        let before: Vec<Region> = index.snapshot().iter().map(|r| r.region.clone()).collect();
+        let before: Vec<Region> = index.snapshot().iter().map(|r| r.region()).collect();
         let mut unknown_store = region(1, b"", b"", 2, &[1, 2, 9]);
         unknown_store.leader = Some(11);
         let mut no_leader = good.clone();
@@ -362,9 +363,9 @@ mod tests {
                     .is_err(),
                 "{bad:?}"
             );
-            let after: Vec<Region> = index.snapshot().iter().map(|r| r.region.clone()).collect();
+            let after: Vec<Region> = index.snapshot().iter().map(|r| r.region()).collect();
             assert_eq!(after, before);
-            assert_eq!(shard.get(1).map(|r| r.region.clone()), Some(good.clone()));
+            assert_eq!(shard.get(1).map(|r| r.region()), Some(good.clone()));
         }
     }
 

@@ -155,7 +155,7 @@ proptest! {
         }
         // A new leader's load rebuilds the same index from the stored regions in any order.
         let reloaded = RangeIndex::with_segment_size(segment);
-        let mut stored: Vec<Region> = index.snapshot().iter().map(|r| r.region.clone()).collect();
+        let mut stored: Vec<Region> = index.snapshot().iter().map(|r| r.region()).collect();
         stored.reverse();
         prop_assert_eq!(reloaded.reset(stored), 0);
         assert_same(&reloaded, &map, &probes)?;
@@ -169,35 +169,33 @@ fn assert_same(
     probes: &[Vec<u8>],
 ) -> Result<(), TestCaseError> {
     let snap = index.snapshot();
-    let ids: Vec<u64> = snap.iter().map(|r| r.region.id).collect();
+    let ids: Vec<u64> = snap.iter().map(|r| r.id()).collect();
     let model: Vec<u64> = map.iter().map(|r| r.id).collect();
     prop_assert_eq!(&ids, &model);
     prop_assert_eq!(snap.len(), map.len());
     for r in map.iter() {
-        prop_assert_eq!(index.get(r.id).map(|x| x.region.clone()), Some(r.clone()));
+        prop_assert_eq!(index.get(r.id).map(|x| x.region()), Some(r.clone()));
     }
     let mut many = Vec::new();
     let doubled: Vec<&Vec<u8>> = probes.iter().chain(probes.iter()).collect();
     snap.locate_many(&doubled, &mut many);
     let one_by_one: Vec<_> = doubled
         .iter()
-        .map(|k| snap.locate(k).map(|r| r.region.id))
+        .map(|k| snap.locate(k).map(|r| r.id()))
         .collect();
     prop_assert_eq!(
-        many.iter()
-            .map(|r| r.map(|r| r.region.id))
-            .collect::<Vec<_>>(),
+        many.iter().map(|r| r.map(|r| r.id())).collect::<Vec<_>>(),
         one_by_one
     );
     for key in probes {
         prop_assert_eq!(
-            snap.locate(key).map(|r| r.region.id),
+            snap.locate(key).map(|r| r.id()),
             map.locate(key).map(|r| r.id),
             "locate {:?}",
             key
         );
         prop_assert_eq!(
-            snap.prev(key).map(|r| r.region.id),
+            snap.prev(key).map(|r| r.id()),
             map.prev(key).map(|r| r.id),
             "prev {:?}",
             key
@@ -210,11 +208,7 @@ fn assert_same(
             (&b""[..], 2),
             (&b"\x01"[..], 0),
         ] {
-            let got: Vec<u64> = snap
-                .scan(key, end, limit)
-                .iter()
-                .map(|r| r.region.id)
-                .collect();
+            let got: Vec<u64> = snap.scan(key, end, limit).iter().map(|r| r.id()).collect();
             let want: Vec<u64> = map.scan(key, end, limit).iter().map(|r| r.id).collect();
             prop_assert_eq!(got, want, "scan {:?}..{:?}", key, end);
         }
@@ -383,7 +377,7 @@ fn readers_never_see_a_gap_or_an_overlap_during_splits() {
                 let mut checked = 0u64;
                 while !stop.load(Ordering::Relaxed) {
                     let snap = index.snapshot();
-                    let all: Vec<_> = snap.iter().map(|r| r.region.clone()).collect();
+                    let all: Vec<_> = snap.iter().map(|r| r.region()).collect();
                     assert!(all[0].start_key.is_empty());
                     assert!(all[all.len() - 1].end_key.is_empty());
                     for pair in all.windows(2) {
@@ -409,7 +403,7 @@ fn readers_never_see_a_gap_or_an_overlap_during_splits() {
             std::thread::yield_now();
         }
         let snap = index.snapshot();
-        let regions: Vec<Region> = snap.iter().map(|r| r.region.clone()).collect();
+        let regions: Vec<Region> = snap.iter().map(|r| r.region()).collect();
         drop(snap);
         for r in regions {
             let lo = r.start_key.first().copied().unwrap_or(0) as u16;

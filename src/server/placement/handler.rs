@@ -91,7 +91,7 @@ pub fn get_regions(state: &PlacementState, keys: &[Vec<u8>]) -> Option<Vec<Respo
     Some(
         found
             .into_iter()
-            .map(|r| Response::Ok(Reply::Region(r.map(|r| r.region.clone()))))
+            .map(|r| Response::Ok(Reply::Region(r.map(|r| r.region()))))
             .collect(),
     )
 }
@@ -254,14 +254,10 @@ pub async fn handle(req: Request, shared: &Shared) -> Response {
             }
         }
         Request::GetRegion { key } => Response::Ok(Reply::Region(
-            state
-                .index
-                .snapshot()
-                .locate(&key)
-                .map(|r| r.region.clone()),
+            state.index.snapshot().locate(&key).map(|r| r.region()),
         )),
         Request::GetPrevRegion { key } => Response::Ok(Reply::Region(
-            state.index.snapshot().prev(&key).map(|r| r.region.clone()),
+            state.index.snapshot().prev(&key).map(|r| r.region()),
         )),
         Request::GetRegionById { id } => {
             let (reply, rx) = oneshot::channel();
@@ -275,9 +271,7 @@ pub async fn handle(req: Request, shared: &Shared) -> Response {
             }
             match rx.await {
                 // A region that never heartbeated since this leader loaded is in the index only.
-                Ok(None) => {
-                    Response::Ok(Reply::Region(state.index.get(id).map(|r| r.region.clone())))
-                }
+                Ok(None) => Response::Ok(Reply::Region(state.index.get(id).map(|r| r.region()))),
                 Ok(found) => Response::Ok(Reply::Region(found)),
                 Err(_) => unavailable("shutting down"),
             }
@@ -294,9 +288,9 @@ pub async fn handle(req: Request, shared: &Shared) -> Response {
             let regions = state.index.snapshot().scan(&start, &end, limit as usize);
             // A page cut short by size ends before `limit`; the caller goes on from its
             // last end key, as it does after a full page.
-            let n = page_len(regions.iter().map(|r| r.region.wire_size()));
+            let n = page_len(regions.iter().map(|r| r.wire_size()));
             Response::Ok(Reply::Regions(
-                regions[..n].iter().map(|r| r.region.clone()).collect(),
+                regions[..n].iter().map(|r| r.region()).collect(),
             ))
         }
         Request::AskBatchSplit { region, count } => ask_batch_split(state, region, count).await,
@@ -436,16 +430,18 @@ async fn ask_batch_split(state: &PlacementState, region: Region, count: u32) -> 
     let Some(known) = state.index.get(region.id) else {
         return invalid(format!("region {} is not known", region.id));
     };
-    if region.epoch.is_stale_against(&known.region.epoch) {
+    if region.epoch.is_stale_against(&known.epoch()) {
         return Response::Err(ErrorReply::StaleEpoch(format!(
             "region {}: epoch {:?} is older than {:?}",
-            region.id, region.epoch, known.region.epoch
+            region.id,
+            region.epoch,
+            known.epoch()
         )));
     }
     let mut splits = Vec::with_capacity(count as usize);
     for _ in 0..count {
-        let mut ids = Vec::with_capacity(1 + known.region.peers.len());
-        for _ in 0..=known.region.peers.len() {
+        let mut ids = Vec::with_capacity(1 + known.peers().len());
+        for _ in 0..=known.peers().len() {
             match state.ids.alloc(WAIT).await {
                 Some(id) => ids.push(id),
                 None => return unavailable("no id block persisted in time; retry"),
@@ -541,7 +537,7 @@ async fn report_batch_split(state: &PlacementState, regions: Vec<Region>) -> Res
         match result {
             Ok(change) => {
                 if change.epoch_changed {
-                    durable_at = durable_at.max(state.dirty.region(change.route.region.id));
+                    durable_at = durable_at.max(state.dirty.region(change.route.id()));
                 }
                 for id in &change.removed {
                     durable_at = durable_at.max(state.dirty.region(*id));

@@ -265,7 +265,7 @@ async fn load<M: MetaStore>(
     let n = state.shards.len();
     let mut by_shard = vec![Vec::new(); n];
     for route in state.index.snapshot().iter() {
-        by_shard[(route.region.id % n as u64) as usize].push(route.clone());
+        by_shard[(route.id() % n as u64) as usize].push(route.clone());
     }
     for (tx, routes) in state.shards.iter().zip(by_shard) {
         let _ = tx.send(ShardMsg::Reset(routes)).await;

@@ -63,7 +63,7 @@ pub async fn run_shard(
                     let _ = reply.send(out);
                 }
                 ShardMsg::GetById { id, reply } => {
-                    let found = with_shard(&state, |s| s.get(id).map(|r| r.region.clone()));
+                    let found = with_shard(&state, |s| s.get(id).map(|r| r.region()));
                     let _ = reply.send(found);
                 }
                 ShardMsg::Forget(ids) => {
@@ -115,7 +115,7 @@ fn heartbeat(
             // A change to what is persisted is acknowledged once it is durable (the caller
             // waits for `durable_at` before replying).
             if let Some(route) = &outcome.persist {
-                beats.durable_at = beats.durable_at.max(state.dirty.region(route.region.id));
+                beats.durable_at = beats.durable_at.max(state.dirty.region(route.id()));
             }
             if !outcome.removed.is_empty() {
                 for id in &outcome.removed {
