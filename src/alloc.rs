@@ -5,9 +5,9 @@
 //! walk to the cache miss. jemalloc marks its extents `MADV_HUGEPAGE`, which this machine's
 //! kernel (THP in `madvise` mode, the common default) honours, and its small size classes carry
 //! no per-chunk header: a region's two 9-byte keys take 16 B each, 32 B each under glibc.
-//! Huge pages cost resident memory (449 B per region without them, 542-592 B with them, at 1M
-//! regions); tuning.md has the measurements. `_RJEM_MALLOC_CONF` still overrides these
-//! defaults at start (`thp:default,metadata_thp:disabled` turns the huge pages off).
+//! Huge pages cost resident memory (340 B per region without them, 408-481 B with them, at 1M
+//! regions on one embedded node); tuning.md has the measurements. `_RJEM_MALLOC_CONF` still
+//! overrides these defaults at start (`thp:default,metadata_thp:disabled` turns them off).
 //!
 //! Owns: the allocator statics a binary installs with [`install_allocator!`]. Must not be
 //! installed by the library itself: which allocator a process runs is its binary's choice.
