@@ -1,8 +1,8 @@
 //! A region as routing holds it: shared by the index and the shard that owns the region, and
 //! packed, since every region of the cluster lives here once and a million of them must fit in
 //! little memory (issue 20, goal 4). The keys and peers share one allocation beside a
-//! fixed-size header: 96 + 80 bytes in jemalloc's size classes for a region with 9-byte keys
-//! and 3 peers, where a `Region` behind an `Arc` took 160 + 16 + 16 + 80.
+//! 64-byte header: 80 + 80 bytes in jemalloc's size classes (with the `Arc`'s counts) for a
+//! region with 9-byte keys and 3 peers, where a `Region` behind an `Arc` took 160 + 16 + 16 + 80.
 //!
 //! Owns: the packed form, the reads of it and the end-key prefix lookups check. Knows nothing
 //! of the index's layout or the heartbeat rules.
@@ -13,32 +13,47 @@ use std::sync::Arc;
 
 use super::limits::{PEER_SIZE, REGION_OVERHEAD};
 use super::prefix_search::end_prefix;
-use super::region::{Epoch, Peer, PeerRole, Region};
+use super::region::{Epoch, Peer, PeerRole, Region, MAX_PEERS};
 
 /// Bytes of one packed peer: id and store id (little-endian), then the role.
 const PACKED_PEER: usize = 17;
+
+/// `Route::leader` when the region names no leader.
+const NO_LEADER: u8 = u8::MAX;
 
 #[derive(Debug)]
 pub struct Route {
     id: u64,
     epoch: Epoch,
-    /// The leader peer's id, 0 for none (a validated region never names peer 0).
-    leader: u64,
     /// The end key's prefix (high, low), read by lookups before the end key itself, so the end
     /// check rarely follows the pointer to the keys. Two u64s, not a u128: the route then needs
     /// only 8-byte alignment.
     end: [u64; 2],
-    /// The start key, the end key, then the peers packed ([`PACKED_PEER`] bytes each).
+    /// The start key, the end key, then the peers packed ([`PACKED_PEER`] bytes each); the end
+    /// key's length is what the others leave.
     bytes: Box<[u8]>,
     start_len: u32,
-    end_len: u32,
+    peer_count: u8,
+    /// The leader's index among the peers, [`NO_LEADER`] for none.
+    leader: u8,
     retired: AtomicBool,
 }
 
 impl Route {
-    /// Packs a validated region (`Region::validate`): a leader id of 0 would read back as none.
+    /// Packs a validated region (`Region::validate`): at most [`MAX_PEERS`] peers, and a
+    /// leader that is one of them. (Anything else would not read back as it was.)
     pub fn new(region: Region) -> Arc<Route> {
-        debug_assert!(region.leader != Some(0), "an unvalidated region");
+        debug_assert!(
+            region.peers.len() <= MAX_PEERS
+                && region
+                    .leader
+                    .is_none_or(|l| region.peers.iter().any(|p| p.id == l)),
+            "a region that does not validate: {region:?}"
+        );
+        let leader = region
+            .leader
+            .and_then(|l| region.peers.iter().position(|p| p.id == l))
+            .map_or(NO_LEADER, |i| i as u8);
         let mut bytes = Vec::with_capacity(
             region.start_key.len() + region.end_key.len() + PACKED_PEER * region.peers.len(),
         );
@@ -56,12 +71,12 @@ impl Route {
         Arc::new(Route {
             id: region.id,
             epoch: region.epoch,
-            leader: region.leader.unwrap_or(0),
             end: [(end >> 64) as u64, end as u64],
             bytes: bytes.into_boxed_slice(),
             // Keys are bounded by the frame and key limits, far below 4 GiB.
             start_len: region.start_key.len() as u32,
-            end_len: region.end_key.len() as u32,
+            peer_count: region.peers.len() as u8,
+            leader,
             retired: AtomicBool::new(false),
         })
     }
@@ -75,7 +90,7 @@ impl Route {
     }
 
     pub fn leader(&self) -> Option<u64> {
-        (self.leader != 0).then_some(self.leader)
+        self.peers().nth(usize::from(self.leader)).map(|p| p.id)
     }
 
     pub fn start_key(&self) -> &[u8] {
@@ -84,13 +99,16 @@ impl Route {
 
     /// Exclusive; empty means unbounded.
     pub fn end_key(&self) -> &[u8] {
-        let start = self.start_len as usize;
-        &self.bytes[start..start + self.end_len as usize]
+        &self.bytes[self.start_len as usize..self.peers_at()]
+    }
+
+    /// Where the packed peers begin.
+    fn peers_at(&self) -> usize {
+        self.bytes.len() - PACKED_PEER * usize::from(self.peer_count)
     }
 
     pub fn peers(&self) -> impl ExactSizeIterator<Item = Peer> + '_ {
-        let at = (self.start_len + self.end_len) as usize;
-        self.bytes[at..].chunks_exact(PACKED_PEER).map(|p| Peer {
+        self.bytes[self.peers_at()..].chunks_exact(PACKED_PEER).map(|p| Peer {
             id: u64::from_le_bytes(p[0..8].try_into().unwrap_or_default()),
             store_id: u64::from_le_bytes(p[8..16].try_into().unwrap_or_default()),
             role: if p[16] == 0 {
@@ -139,7 +157,7 @@ impl Route {
     /// An upper bound on the bytes the region takes in an archived reply
     /// (`Region::wire_size`, without unpacking).
     pub fn wire_size(&self) -> usize {
-        REGION_OVERHEAD + (self.start_len + self.end_len) as usize + PEER_SIZE * self.peers().len()
+        REGION_OVERHEAD + self.peers_at() + PEER_SIZE * usize::from(self.peer_count)
     }
 
     /// Whether the region holds `key`, whose prefix is `kp`.
@@ -162,7 +180,8 @@ impl Route {
     }
 }
 
-const _: () = assert!(std::mem::size_of::<Route>() <= 80);
+// With the `Arc`'s two counts, 80 bytes: jemalloc's 80-byte class.
+const _: () = assert!(std::mem::size_of::<Route>() == 64);
 
 #[cfg(test)]
 mod tests {
