@@ -29,9 +29,3 @@ impl std::hash::Hasher for IdHasher {
 }
 
 pub type IdMap<V> = HashMap<u64, V, std::hash::BuildHasherDefault<IdHasher>>;
-
-/// An id-keyed map whose values sit densely in one vector, the hash table holding only their
-/// positions. For a million regions this is what memory per region wants: a hash table runs
-/// between 44% and 87% full, and only 8-byte positions pay for the empty half, not 56-byte
-/// entries.
-pub type IdIndexMap<V> = indexmap::IndexMap<u64, V, std::hash::BuildHasherDefault<IdHasher>>;

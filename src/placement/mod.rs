@@ -1,6 +1,7 @@
 //! Placement's pure core: regions, their epochs, and the key-range map that routes a key to its
 //! region. No I/O, no clock: the server shell feeds heartbeats in and persists what changed.
 
+mod dense_map;
 mod id_alloc;
 mod id_hash;
 mod limits;

@@ -18,11 +18,11 @@
 //! operators or anything a heartbeat changes without changing the route: those belong to the
 //! owning shard, so the index is written only when a route changes.
 
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use arc_swap::ArcSwap;
 
+use super::dense_map::DenseIdMap;
 use super::prefix_search::{count_le, narrow, prefetch_line, prefix, settle};
 use super::region::{Region, RegionError};
 pub use super::route::Route;
@@ -339,7 +339,7 @@ impl Snapshot {
 
 #[derive(Default)]
 struct Writer {
-    by_id: HashMap<u64, Arc<Route>>,
+    by_id: DenseIdMap<Arc<Route>>,
 }
 
 /// The shared index. Reads never block; writes are serialized among themselves.

@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use super::id_hash::IdIndexMap;
+use super::dense_map::DenseIdMap;
 use super::operator::{Operator, Pending};
 use super::range_index::{RangeIndex, Route};
 use super::region::{Region, RegionError, RegionStats};
@@ -54,7 +54,7 @@ pub struct Outcome {
 
 #[derive(Debug, Default)]
 pub struct Shard {
-    regions: IdIndexMap<Entry>,
+    regions: DenseIdMap<Entry>,
     cfg: ScheduleConfig,
     leader_moves: usize,
     replica_moves: usize,
@@ -193,7 +193,7 @@ impl Shard {
                 return;
             }
         }
-        if let Some(e) = self.regions.swap_remove(&id) {
+        if let Some(e) = self.regions.remove(&id) {
             release(&mut self.leader_moves, &mut self.replica_moves, e.pending);
         }
     }
