@@ -1,13 +1,15 @@
-//! The process allocator: jemalloc, with transparent huge pages asked for on its memory.
+//! The process allocator: jemalloc, with transparent huge pages refused on its memory.
 //!
-//! A placement lookup at 1M regions touches a block and a route that are almost never in the
-//! TLB: with 4 KiB pages the index and routes span ~50k pages, and every such step added a page
-//! walk to the cache miss. jemalloc marks its extents `MADV_HUGEPAGE`, which this machine's
-//! kernel (THP in `madvise` mode, the common default) honours, and its small size classes carry
-//! no per-chunk header: a region's two 9-byte keys take 16 B each, 32 B each under glibc.
-//! Huge pages cost resident memory (340 B per region without them, 408-481 B with them, at 1M
-//! regions on one embedded node); tuning.md has the measurements. `_RJEM_MALLOC_CONF` still
-//! overrides these defaults at start (`thp:default,metadata_thp:disabled` turns them off).
+//! jemalloc's small size classes carry no per-chunk header (a region's two 9-byte keys take
+//! 16 B each, 32 B each under glibc), and it returns freed pages at once. Huge pages were on
+//! until the memory goal (issue 20, goal 4: <= 300 B per region at 1M regions) was measured
+//! against them: they save a lookup part of its page walks (heartbeats 1.09x, network GetRegion
+//! 1.11x at 1M regions, medians of 6 alternated rounds) but cost ~130 B per region, resident
+//! in 2 MB units that copy-on-write edits leave partly used, and that cost swings by +-40 B
+//! from run to run (282 B per region without them, 399-485 with them). Every rate stays over
+//! its goal without them, and TiDB's own deployment guide turns THP off for the same memory
+//! and latency reasons. `thp:never` also keeps them off where the kernel's THP mode is
+//! `always`. `_RJEM_MALLOC_CONF=thp:always,metadata_thp:always` at start turns them back on.
 //!
 //! Owns: the allocator statics a binary installs with [`install_allocator!`]. Must not be
 //! installed by the library itself: which allocator a process runs is its binary's choice.
@@ -23,12 +25,10 @@ pub struct MallocConf(pub *const std::ffi::c_char);
 // SAFETY: the pointer is to a `'static` C string literal, never written.
 unsafe impl Sync for MallocConf {}
 
-/// jemalloc's defaults for Meridian: huge pages for data and for jemalloc's own metadata, and
-/// freed pages returned at once, because the index's copy-on-write edits keep freeing
-/// replaced copies. The resident set moves too much between runs to show what this setting
-/// saves (tuning.md), and the lookup bench saw no cost.
+/// jemalloc's defaults for Meridian: no huge pages (see the module doc), and freed pages
+/// returned at once, because the index's copy-on-write edits keep freeing replaced copies.
 pub const MALLOC_CONF: MallocConf =
-    MallocConf(c"thp:always,metadata_thp:always,dirty_decay_ms:0".as_ptr());
+    MallocConf(c"thp:never,metadata_thp:disabled,dirty_decay_ms:0".as_ptr());
 
 /// Installs jemalloc with [`MALLOC_CONF`] as the process allocator; once, in a binary's root.
 #[macro_export]
