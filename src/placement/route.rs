@@ -108,15 +108,17 @@ impl Route {
     }
 
     pub fn peers(&self) -> impl ExactSizeIterator<Item = Peer> + '_ {
-        self.bytes[self.peers_at()..].chunks_exact(PACKED_PEER).map(|p| Peer {
-            id: u64::from_le_bytes(p[0..8].try_into().unwrap_or_default()),
-            store_id: u64::from_le_bytes(p[8..16].try_into().unwrap_or_default()),
-            role: if p[16] == 0 {
-                PeerRole::Voter
-            } else {
-                PeerRole::Learner
-            },
-        })
+        self.bytes[self.peers_at()..]
+            .chunks_exact(PACKED_PEER)
+            .map(|p| Peer {
+                id: u64::from_le_bytes(p[0..8].try_into().unwrap_or_default()),
+                store_id: u64::from_le_bytes(p[8..16].try_into().unwrap_or_default()),
+                role: if p[16] == 0 {
+                    PeerRole::Voter
+                } else {
+                    PeerRole::Learner
+                },
+            })
     }
 
     /// The region, unpacked: what replies carry.
