@@ -7,10 +7,9 @@
 //! damage in the middle, and opening fails with its offset: cutting there would drop records
 //! that were acknowledged.
 //!
-//! Values larger than [`INLINE_MAX`] stay where the log or snapshot wrote them: the map holds
-//! their offset and reads them back with `pread`. At 1M regions the region buckets are ~150 B
-//! per region that a copy in memory would keep resident for nothing, since placement holds them
-//! decoded and reads them back only when a term begins.
+//! Values over [`INLINE_MAX`] (region buckets) stay where the log or snapshot wrote them, read
+//! back with `pread`: placement holds regions decoded and reads them only when a term begins,
+//! so a copy here was ~190 B per region for nothing (tuning.md). Records: `super::record`.
 //!
 //! Fail-stop: once a write, fsync or compaction step fails, the store is poisoned and every
 //! later write fails. Retrying is not safe: after a failed fsync the kernel may have dropped
@@ -26,20 +25,19 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+use super::record::{record_at, Record, HEADER, OP_DELETE, OP_PUT};
+// `crate::fuzzing` runs the parsers on fuzzed bytes through these paths.
+pub(crate) use super::record::{next_valid_record, parse_records};
 use super::store::{KeyValue, MetaError, MetaStore, WriteOp};
 use crate::failpoint::{self, points};
 
 const WAL: &str = "meta.wal";
 const SNAP: &str = "meta.snap";
 const SNAP_TMP: &str = "meta.snap.tmp";
-const OP_PUT: u8 = 1;
-const OP_DELETE: u8 = 2;
 /// Log records before the log is folded into a new snapshot.
 const COMPACT_AFTER: usize = 4096;
 /// Values up to this size are kept in memory; larger ones are read back from the files.
 const INLINE_MAX: usize = 256;
-/// Bytes of a record before its key: crc, body length, op, key length.
-const HEADER: usize = 4 + 4 + 1 + 4;
 
 #[derive(Clone)]
 pub struct LocalStore {
@@ -254,7 +252,7 @@ impl Inner {
         self.wal_len += buf.len() as u64;
         self.wal_records += records.len();
         for (record, at) in records {
-            record.apply(Source::Wal, at, &mut self.map);
+            apply(record, Source::Wal, at, &mut self.map);
         }
         // Compaction rewrites the whole map: wait until the log is as large as the map so
         // its cost stays proportional to what was written.
@@ -383,7 +381,7 @@ impl Slot {
 fn replay(bytes: &[u8], source: Source, map: &mut BTreeMap<Vec<u8>, Slot>) -> (usize, usize) {
     let (mut count, mut pos) = (0, 0);
     while let Some((record, len)) = record_at(bytes, pos) {
-        record.apply(source, pos as u64, map);
+        apply(record, source, pos as u64, map);
         count += 1;
         pos += len;
     }
@@ -395,84 +393,17 @@ fn sync_dir(dir: &Path) -> std::io::Result<()> {
     File::open(dir)?.sync_all()
 }
 
-// `pub(crate)`, like `encode`, `parse_records` and `next_valid_record`: `crate::fuzzing` runs the
-// parser on fuzzed bytes and re-encodes what it returns.
-pub(crate) struct Record {
-    op: u8,
-    key: Vec<u8>,
-    value: Vec<u8>,
-}
-
-impl Record {
-    /// `crc32 | body_len | op | key_len | key | value`, integers little-endian.
-    pub(crate) fn encode(&self, out: &mut Vec<u8>) {
-        let mut body = Vec::with_capacity(5 + self.key.len() + self.value.len());
-        body.push(self.op);
-        body.extend_from_slice(&(self.key.len() as u32).to_le_bytes());
-        body.extend_from_slice(&self.key);
-        body.extend_from_slice(&self.value);
-        out.extend_from_slice(&crc32fast::hash(&body).to_le_bytes());
-        out.extend_from_slice(&(body.len() as u32).to_le_bytes());
-        out.extend_from_slice(&body);
-    }
-
-    fn decode(body: &[u8]) -> Option<Record> {
-        let (&op, rest) = body.split_first()?;
-        let key_len = u32::from_le_bytes(*rest.first_chunk::<4>()?) as usize;
-        let rest = &rest[4..];
-        if key_len > rest.len() || !(op == OP_PUT || op == OP_DELETE) {
-            return None;
+/// Applies `record`, written at `at` in `source`, to `map`.
+fn apply(record: Record, source: Source, at: u64, map: &mut BTreeMap<Vec<u8>, Slot>) {
+    match record.op {
+        OP_PUT => {
+            let slot = Slot::of(&record.value, record.key.len(), source, at);
+            map.insert(record.key, slot);
         }
-        let (key, value) = rest.split_at(key_len);
-        Some(Record {
-            op,
-            key: key.to_vec(),
-            value: value.to_vec(),
-        })
-    }
-
-    /// Applies a record written at `at` in `source`.
-    fn apply(self, source: Source, at: u64, map: &mut BTreeMap<Vec<u8>, Slot>) {
-        match self.op {
-            OP_PUT => {
-                let slot = Slot::of(&self.value, self.key.len(), source, at);
-                map.insert(self.key, slot);
-            }
-            _ => {
-                map.remove(&self.key);
-            }
+        _ => {
+            map.remove(&record.key);
         }
     }
-}
-
-/// Parses records until the first incomplete or damaged one; returns them and the length of the
-/// good prefix.
-pub(crate) fn parse_records(bytes: &[u8]) -> (Vec<Record>, usize) {
-    let mut records = Vec::new();
-    let mut pos = 0;
-    while let Some((record, len)) = record_at(bytes, pos) {
-        records.push(record);
-        pos += len;
-    }
-    (records, pos)
-}
-
-/// The record starting at `pos` and its encoded length, if one is there, whole and checksummed.
-fn record_at(bytes: &[u8], pos: usize) -> Option<(Record, usize)> {
-    let header = bytes.get(pos..pos.checked_add(8)?)?;
-    let crc = u32::from_le_bytes([header[0], header[1], header[2], header[3]]);
-    let len = u32::from_le_bytes([header[4], header[5], header[6], header[7]]) as usize;
-    let body = bytes.get(pos + 8..(pos + 8).checked_add(len)?)?;
-    if crc32fast::hash(body) != crc {
-        return None;
-    }
-    Some((Record::decode(body)?, 8 + len))
-}
-
-/// The offset of the first whole, checksummed record after `damaged`, if any: a torn tail has
-/// none (zero-filled or cut pages never checksum as a record, since an empty body is invalid).
-pub(crate) fn next_valid_record(bytes: &[u8], damaged: usize) -> Option<usize> {
-    (damaged + 1..bytes.len()).find(|&at| record_at(bytes, at).is_some())
 }
 
 #[cfg(test)]

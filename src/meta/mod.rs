@@ -9,6 +9,7 @@ mod etcd_access;
 mod keys;
 // `pub(crate)`: `crate::fuzzing` runs the WAL parser on fuzzed bytes.
 pub(crate) mod local;
+mod record;
 mod store;
 
 pub use decimal::load_decimal;
