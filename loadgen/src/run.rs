@@ -81,6 +81,11 @@ pub struct TsoArgs {
     /// percentile distribution.
     #[arg(long, value_name = "FILE.svg")]
     pub plot: Option<PathBuf>,
+    /// Leave the connection threads unpinned. By default connection `i`'s thread runs on the
+    /// `i`th CPU (modulo), and connects from there: a server steering connections by CPU
+    /// (`server.steer_connections`, on loopback) then serves it on the core of that CPU.
+    #[arg(long)]
+    pub no_pin: bool,
 }
 
 impl TsoArgs {
@@ -110,6 +115,7 @@ impl TsoArgs {
             insecure: false,
             max_recorded: 50_000_000,
             plot: None,
+            no_pin: false,
         }
     }
 }
@@ -169,7 +175,11 @@ pub async fn run(args: &TsoArgs) -> anyhow::Result<Report> {
         opts.tso_streams = args.streams;
         let (shared, ready, go, op) = (shared.clone(), ready.clone(), go.clone(), args.op);
         let protocol = args.protocol;
+        let pin = !args.no_pin;
         threads.push(std::thread::spawn(move || {
+            if pin {
+                meridian::server::pin_to_cpu(c);
+            }
             connection_thread(opts, protocol, op, workers, schedule, shared, &ready, &go)
         }));
     }
@@ -364,15 +374,21 @@ async fn worker(
         .expect("deadline is set before workers start");
     let start = deadline - shared.duration;
     let mut gaps = crate::stall::Gaps::default();
+    // One clock read per call: in a closed loop a call is sent when the one before is done
+    // (the bookkeeping between them, a few tens of nanoseconds, counts in the latency).
+    let mut now = Instant::now();
     loop {
         let scheduled = match &pace {
             Some(pacer) => match pacer.next().await {
-                Some(at) => Some(at),
+                Some(at) => {
+                    now = Instant::now();
+                    Some(at)
+                }
                 None => break,
             },
             None => None,
         };
-        let sent = Instant::now();
+        let sent = now;
         if sent >= deadline {
             break;
         }
@@ -411,6 +427,7 @@ async fn worker(
                 let at = (done - start).as_nanos() as u64;
                 latencies.record_at(at, (done - from).as_nanos() as u64);
                 gaps.success(at);
+                now = done;
                 ops += 1;
                 unflushed += 1;
                 if unflushed == 256 {
@@ -422,6 +439,7 @@ async fn worker(
                 errors += 1;
                 tracing::debug!("request failed: {e}");
                 tokio::time::sleep(Duration::from_millis(1)).await;
+                now = Instant::now();
             }
         }
     }
