@@ -81,6 +81,11 @@ pub struct ServerConfig {
     /// Pin each core's thread to one CPU. Right on a dedicated machine; on one shared with
     /// other busy processes, unpinned threads can move to an idle CPU instead of waiting.
     pub pin_cores: bool,
+    /// Steer each datagram to a core by the connection id the core issued, and a new
+    /// connection to the core pinned to the CPU it arrived on (a classic BPF program on the
+    /// reuseport group). Off, the kernel spreads connections by a hash of their addresses, and
+    /// two connections share a core as often as not.
+    pub steer_connections: bool,
     /// Largest UDP payload a QUIC datagram may have, in and out (1200..=65527). Path MTU
     /// discovery finds what the network carries below it; lower it only for a path that loses
     /// large datagrams without failing the discovery probes.
@@ -100,6 +105,7 @@ impl Default for ServerConfig {
             idle_timeout_ms: 30_000,
             shutdown_grace_ms: 2_000,
             pin_cores: true,
+            steer_connections: true,
             max_udp_payload: datagram::MAX_UDP_PAYLOAD,
         }
     }

@@ -212,6 +212,18 @@ impl Metrics {
             "Client connections accepted.",
             self.sum(|c| &c.connections),
         );
+        let _ = writeln!(
+            out,
+            "# HELP meridian_core_connections_total Client connections accepted, by the core serving them (the last slot is the gRPC front end)."
+        );
+        let _ = writeln!(out, "# TYPE meridian_core_connections_total counter");
+        for (i, c) in self.cores.iter().enumerate() {
+            let _ = writeln!(
+                out,
+                "meridian_core_connections_total{{core=\"{i}\"}} {}",
+                c.connections.load(Relaxed)
+            );
+        }
         counter(
             &mut out,
             "meridian_quic_connections_refused_total",

@@ -14,6 +14,7 @@ use crate::proto::StreamCode;
 
 use super::handshake_rate::HandshakeRate;
 use super::socket::pin_to_cpu;
+use super::steering::CoreCids;
 use super::stream::serve_stream;
 use super::Shared;
 
@@ -23,6 +24,9 @@ pub struct CoreSetup {
     /// The queue of the shard this core owns.
     pub shard_queue: tokio::sync::mpsc::Receiver<super::placement::ShardMsg>,
     pub endpoint_config: quinn::EndpointConfig,
+    /// With connection steering on, the connection-id key: this core's ids then carry its
+    /// index (`steering.rs`).
+    pub cid_key: Option<u64>,
     pub server_config: quinn::ServerConfig,
     pub shared: Arc<Shared>,
 }
@@ -56,10 +60,14 @@ async fn run(setup: CoreSetup) -> std::io::Result<()> {
         index,
         socket,
         shard_queue,
-        endpoint_config,
+        mut endpoint_config,
+        cid_key,
         server_config,
         shared,
     } = setup;
+    if let Some(key) = cid_key {
+        endpoint_config.cid_generator(move || Box::new(CoreCids::new(index, key)));
+    }
     let endpoint = quinn::Endpoint::new(
         endpoint_config,
         Some(server_config),

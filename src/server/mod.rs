@@ -15,6 +15,7 @@ pub(crate) mod placement;
 // `pub(crate)`: `crate::fuzzing` sorts fuzzed frames with `service::Op`.
 pub(crate) mod service;
 mod socket;
+mod steering;
 mod stream;
 
 use std::net::SocketAddr;
@@ -35,7 +36,7 @@ use crate::tls;
 use crate::tso::Allocator;
 
 pub use grpc::GrpcListen;
-pub use socket::available_cores;
+pub use socket::{allowed_cpus, available_cores, pin_to_cpu};
 
 /// `meridian serve` options (the CLI contract; see the README).
 #[derive(Debug, Clone)]
@@ -277,7 +278,9 @@ async fn serve(opts: ServeOptions) -> anyhow::Result<()> {
 
     // One EndpointConfig (and so one stateless-reset key) for all cores: a packet the kernel
     // hands to the wrong core is answered with a reset the client accepts, not ignored.
-    let endpoint_config = tls::endpoint_config(&opts.data_dir, opts.config.server.max_udp_payload)?;
+    let (endpoint_config, cid_key) =
+        tls::endpoint_config(&opts.data_dir, opts.config.server.max_udp_payload)?;
+    let steer = steer_connections(&sockets, &opts.config.server);
     let mut threads = Vec::with_capacity(cores);
     for (index, (socket, shard_queue)) in sockets.into_iter().zip(shard_queues).enumerate() {
         threads.push(core::spawn(core::CoreSetup {
@@ -285,6 +288,7 @@ async fn serve(opts: ServeOptions) -> anyhow::Result<()> {
             socket,
             shard_queue,
             endpoint_config: endpoint_config.clone(),
+            cid_key: steer.then_some(cid_key),
             server_config: server_config.clone(),
             shared: shared.clone(),
         })?);
@@ -452,6 +456,32 @@ fn advertised(advertise_client: Option<&str>, bound: SocketAddr) -> String {
     match advertise_client.and_then(|a| a.rsplit_once(':')) {
         Some((host, _)) => format!("{host}:{}", bound.port()),
         None => bound.to_string(),
+    }
+}
+
+/// Attaches the steering program to the cores' reuseport group (`steering.rs`); without it
+/// (turned off, or a kernel that refuses it) the kernel spreads connections by address hash.
+fn steer_connections(
+    sockets: &[std::net::UdpSocket],
+    config: &crate::config::ServerConfig,
+) -> bool {
+    if !config.steer_connections {
+        return false;
+    }
+    let Some(first) = sockets.first() else {
+        return false;
+    };
+    let cpus = if config.pin_cores {
+        socket::allowed_cpus()
+    } else {
+        Vec::new()
+    };
+    match steering::attach(first, &steering::program(sockets.len(), &cpus)) {
+        Ok(()) => true,
+        Err(e) => {
+            tracing::warn!("connection steering off, connections spread by address hash: {e}");
+            false
+        }
     }
 }
 

@@ -1,5 +1,6 @@
 //! UDP sockets for the per-core endpoints: every core binds the same address with SO_REUSEPORT,
-//! so the kernel spreads client connections (hashed by 4-tuple) over the cores.
+//! and the kernel hands each datagram to one of them (by `steering.rs`'s program, or else by a
+//! hash of the 4-tuple).
 
 use std::net::{SocketAddr, UdpSocket};
 
@@ -27,20 +28,28 @@ pub fn bind_reuseport(addr: SocketAddr, cores: usize) -> std::io::Result<Vec<Udp
     Ok(sockets)
 }
 
-/// Pins the calling thread to one CPU (modulo the CPUs this process may run on).
-pub fn pin_to_cpu(index: usize) {
-    // SAFETY: cpu_set_t is plain data; the libc calls only read and write the set we own.
+/// The CPUs this process may run on, in order: core `i` is pinned to the `i`th (modulo).
+pub fn allowed_cpus() -> Vec<usize> {
+    // SAFETY: cpu_set_t is plain data; the libc call only writes the set we own.
     unsafe {
         let mut allowed: libc::cpu_set_t = std::mem::zeroed();
         if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut allowed) != 0 {
-            return;
+            return Vec::new();
         }
-        let cpus: Vec<usize> = (0..libc::CPU_SETSIZE as usize)
+        (0..libc::CPU_SETSIZE as usize)
             .filter(|&c| libc::CPU_ISSET(c, &allowed))
-            .collect();
-        if cpus.is_empty() {
-            return;
-        }
+            .collect()
+    }
+}
+
+/// Pins the calling thread to one CPU (modulo the CPUs this process may run on).
+pub fn pin_to_cpu(index: usize) {
+    let cpus = allowed_cpus();
+    if cpus.is_empty() {
+        return;
+    }
+    // SAFETY: cpu_set_t is plain data; the libc call only reads the set we own.
+    unsafe {
         let mut set: libc::cpu_set_t = std::mem::zeroed();
         libc::CPU_SET(cpus[index % cpus.len()], &mut set);
         if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {

@@ -260,11 +260,12 @@ pub(crate) fn write_atomic(path: &Path, bytes: &[u8], mode: u32) -> std::io::Res
 /// The endpoint secret, created once in `DATA_DIR/tls` and kept: it keys the stateless resets
 /// and the connection-id check. After a crash and restart on the same address, the node still
 /// recognises its old connection ids as its own and answers their packets with a reset the
-/// clients accept, so they reconnect at once instead of waiting for the idle timeout.
+/// clients accept, so they reconnect at once instead of waiting for the idle timeout. Returns
+/// the connection-id key beside the config, for generators that add to the id (steering).
 pub fn endpoint_config(
     data_dir: &Path,
     max_udp_payload: u16,
-) -> anyhow::Result<quinn::EndpointConfig> {
+) -> anyhow::Result<(quinn::EndpointConfig, u64)> {
     let path = data_dir.join("tls").join("stateless_reset.key");
     let secret = match std::fs::read(&path) {
         Ok(bytes) if bytes.len() == 64 => bytes,
@@ -290,7 +291,7 @@ pub fn endpoint_config(
     config.cid_generator(move || {
         Box::new(quinn_proto::HashedConnectionIdGenerator::from_key(cid_key))
     });
-    Ok(config)
+    Ok((config, cid_key))
 }
 
 /// A TLS 1.3 server config presenting `live`'s certificate and checking clients against its
