@@ -8,6 +8,7 @@ pub mod compare;
 pub mod demo;
 pub mod duration;
 pub mod grpc_tso;
+pub mod kept;
 pub mod latency;
 pub mod leader;
 pub mod nemesis;

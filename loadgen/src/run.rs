@@ -12,6 +12,7 @@ use meridian::tls::Trust;
 
 use crate::checker::{count_duplicates, Checker};
 use crate::grpc_tso::GrpcTso;
+use crate::kept::Kept;
 use crate::latency::Latencies;
 use crate::leader::LeaderWatch;
 use crate::pacer::{Pacer, Schedule};
@@ -121,7 +122,7 @@ impl TsoArgs {
 }
 
 struct WorkerResult {
-    timestamps: Vec<u64>,
+    timestamps: Kept,
     errors: u64,
     ops: u64,
     /// This worker's stretches without a success.
@@ -218,7 +219,7 @@ pub async fn run(args: &TsoArgs) -> anyhow::Result<Report> {
     for r in results.into_iter().flatten() {
         errors += r.errors;
         ops += r.ops;
-        all.extend(r.timestamps);
+        r.timestamps.drain_into(&mut all);
         gaps.push(r.gaps);
     }
     let stalls = crate::stall::common(&gaps);
@@ -363,9 +364,8 @@ async fn worker(
     pace: Option<Arc<Pacer>>,
     shared: Arc<Shared>,
 ) -> WorkerResult {
-    let mut timestamps = Vec::new();
+    let mut timestamps = Kept::new(shared.record_quota);
     let (mut errors, mut ops, mut unflushed) = (0u64, 0u64, 0u64);
-    let record_ts = op != Op::Ping;
     // Workers never leave their connection's thread, so the thread's recorder is theirs.
     let latencies = shared.latencies.recorder();
     let deadline = *shared
@@ -419,9 +419,7 @@ async fn worker(
             Ok(ts) => {
                 if let Some(ts) = ts {
                     shared.checker.observe(floor, ts);
-                    if record_ts && timestamps.len() < shared.record_quota {
-                        timestamps.push(ts);
-                    }
+                    timestamps.push(ts);
                 }
                 let from = scheduled.map_or(sent, |at| Schedule::latency_origin(at, sent));
                 let at = (done - start).as_nanos() as u64;
