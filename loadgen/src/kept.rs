@@ -45,6 +45,10 @@ impl Kept {
         self.len
     }
 
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
     /// Appends everything kept to `all`, in the order pushed.
     pub fn drain_into(self, all: &mut Vec<u64>) {
         all.reserve(self.len);
@@ -73,6 +77,6 @@ mod tests {
         assert_eq!(all, expected);
         let mut none = Kept::new(0);
         none.push(1);
-        assert_eq!(none.len(), 0);
+        assert!(none.is_empty());
     }
 }
