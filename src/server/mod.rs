@@ -465,7 +465,8 @@ fn steer_connections(
     sockets: &[std::net::UdpSocket],
     config: &crate::config::ServerConfig,
 ) -> bool {
-    if !config.steer_connections {
+    // An id carries its core in one byte.
+    if !config.steer_connections || sockets.len() > 256 {
         return false;
     }
     let Some(first) = sockets.first() else {
