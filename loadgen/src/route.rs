@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use meridian::proto::{Reply, Request, Response};
 use serde::Serialize;
 
+use crate::grpc_router::GrpcRouter;
 use crate::latency::Latencies;
 use crate::leader::LeaderWatch;
 use crate::progress::Progress;
@@ -35,9 +36,11 @@ pub struct RouteArgs {
     /// GetRegion calls in flight per stream, as PD clients issue them).
     #[arg(long, value_enum, default_value_t = Protocol::Quic)]
     pub protocol: Protocol,
-    /// The unary call made over gRPC: `get-region` (the lookup) or `get-members` (a call the
-    /// server answers with almost no work: the floor the transport sets on any unary call,
-    /// to compare the lookup with).
+    /// What each gRPC caller does: `get-region`, the unary lookup; `query-region`, the same
+    /// lookup batched with the stream's other callers into `QueryRegion` messages, as PD's own
+    /// client sends GetRegion by default (its router client); `get-members`, a unary call the
+    /// server answers with almost no work (the floor the transport sets on any unary call, to
+    /// compare the lookup with).
     #[arg(long, value_enum, default_value_t = Rpc::GetRegion)]
     pub rpc: Rpc,
     /// Draw the run into this SVG file: lookups/s and p50/p99/p99.9 latency per second, the
@@ -51,6 +54,7 @@ pub struct RouteArgs {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Rpc {
     GetRegion,
+    QueryRegion,
     GetMembers,
 }
 
@@ -85,7 +89,8 @@ fn next_key(x: &mut u64) -> Vec<u8> {
 /// Gaps (`stall::Gaps`) of each caller, since the run's start.
 type CallerGaps = Vec<Vec<(u64, u64)>>;
 
-/// `depth` callers, each one unary GetRegion at a time, over one HTTP/2 connection.
+/// `depth` callers, each one lookup at a time, over one HTTP/2 connection: each a unary call,
+/// or all of them through one router (`QueryRegion` batches).
 async fn drive_grpc(
     target: TargetArgs,
     (depth, rpc): (usize, Rpc),
@@ -96,9 +101,15 @@ async fn drive_grpc(
     use meridian::kvproto::pdpb;
     let (pd, cluster_id) =
         crate::grpc_tso::leader_client(&target.endpoints, &target.trust()?).await?;
+    let router = match rpc {
+        Rpc::QueryRegion => {
+            Some(GrpcRouter::connect(target.endpoints.clone(), target.trust()?).await?)
+        }
+        Rpc::GetRegion | Rpc::GetMembers => None,
+    };
     let mut callers = tokio::task::JoinSet::new();
     for i in 0..depth {
-        let (mut pd, c) = (pd.clone(), c.clone());
+        let (mut pd, c, router) = (pd.clone(), c.clone(), router.clone());
         let mut x = seed.wrapping_add((i as u64).wrapping_mul(0x2545_F491_4F6C_DD1D)) | 1;
         callers.spawn(async move {
             let recorder = c.latencies.recorder();
@@ -123,6 +134,15 @@ async fn drive_grpc(
                             (r.header.and_then(|h| h.error).is_none(), r.region.is_some())
                         })
                     }
+                    Rpc::QueryRegion => match &router {
+                        // A refusal, a broken stream or a wrong route: an error either way.
+                        Some(router) => router
+                            .get_region(next_key(&mut x))
+                            .await
+                            .map(|found| (true, found.is_some()))
+                            .map_err(tonic::Status::unknown),
+                        None => Err(tonic::Status::internal("no router")),
+                    },
                     Rpc::GetMembers => {
                         let req = pdpb::GetMembersRequest {
                             header: header.clone(),
@@ -215,7 +235,9 @@ async fn drive(
 
 pub async fn run(args: &RouteArgs) -> anyhow::Result<RouteReport> {
     if args.rpc != Rpc::GetRegion && args.protocol != Protocol::Grpc {
-        anyhow::bail!("--rpc get-members is a gRPC call: pass --protocol grpc");
+        anyhow::bail!(
+            "--rpc get-members and --rpc query-region are gRPC calls: pass --protocol grpc"
+        );
     }
     if let Some(path) = &args.plot {
         crate::plot::check_writable(path)?;

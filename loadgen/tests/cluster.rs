@@ -119,6 +119,23 @@ async fn simulated_cluster_heartbeats_routes_and_sees_stores_go_down() {
         (0, 0),
         "{over_grpc:?}"
     );
+    // The same lookups as PD's own client sends GetRegion by default: batched into QueryRegion
+    // messages on one stream, every reply checked to route each key to a region holding it.
+    let batched = route::run(&RouteArgs {
+        target: target.clone(),
+        duration: Duration::from_millis(500),
+        connections: 1,
+        streams: 2,
+        depth: 32,
+        json: None,
+        protocol: Protocol::Grpc,
+        rpc: Rpc::QueryRegion,
+        plot: None,
+    })
+    .await
+    .unwrap();
+    assert!(batched.lookups > 0);
+    assert_eq!((batched.misses, batched.errors), (0, 0), "{batched:?}");
     // The transport's floor: GetMembers, answered with almost no work, over the same calls.
     let members = route::run(&RouteArgs {
         target: target.clone(),

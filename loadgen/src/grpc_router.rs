@@ -1,0 +1,257 @@
+//! A PD-style region router over the gRPC front end (`loadgen route --rpc query-region`):
+//! concurrent `get_region(key)` calls are merged into one `QueryRegionRequest` per stream round
+//! trip and each caller gets the region its key maps to in the reply. This is how PD's own Go
+//! client sends `GetRegion` since its router client became the default (tikv/pd#10105,
+//! client/clients/router): one dispatcher per client, one batch of up to 10,000 lookups in
+//! flight, the next batch collected meanwhile. On a failed stream the next batch finds the
+//! leader again through `GetMembers`.
+//!
+//! Every answer is checked, not trusted: the reply must map each key to an id, and the region
+//! under that id must hold the key; anything else is an error for that caller.
+
+use std::collections::HashMap;
+
+use tokio::sync::{mpsc, oneshot};
+
+use meridian::kvproto::{metapb, pdpb};
+use meridian::tls::Trust;
+
+/// Most lookups merged into one request (PD's router client: `defaultMaxRouterRequestBatchSize`).
+const MAX_BATCH: usize = 10_000;
+
+/// A lookup's answer: the region holding the key, `None` when no region does.
+pub type Found = Result<Option<metapb::Region>, String>;
+
+struct Lookup {
+    key: Vec<u8>,
+    reply: oneshot::Sender<Found>,
+}
+
+#[derive(Clone)]
+pub struct GrpcRouter {
+    lookups: mpsc::UnboundedSender<Lookup>,
+}
+
+impl GrpcRouter {
+    /// Connects to the leader (found through `GetMembers` on the endpoints) and starts the
+    /// dispatcher on the current runtime.
+    pub async fn connect(endpoints: Vec<String>, trust: Trust) -> anyhow::Result<GrpcRouter> {
+        let stream = QueryStream::open(&endpoints, &trust).await?;
+        let (tx, rx) = mpsc::unbounded_channel();
+        tokio::spawn(dispatch(rx, stream, endpoints, trust));
+        Ok(GrpcRouter { lookups: tx })
+    }
+
+    pub async fn get_region(&self, key: Vec<u8>) -> Found {
+        let (reply, rx) = oneshot::channel();
+        self.lookups
+            .send(Lookup { key, reply })
+            .map_err(|_| "dispatcher stopped".to_string())?;
+        rx.await.map_err(|_| "dispatcher stopped".to_string())?
+    }
+}
+
+struct QueryStream {
+    cluster_id: u64,
+    requests: mpsc::Sender<pdpb::QueryRegionRequest>,
+    replies: tonic::Streaming<pdpb::QueryRegionResponse>,
+}
+
+impl QueryStream {
+    async fn open(endpoints: &[String], trust: &Trust) -> anyhow::Result<QueryStream> {
+        let (mut pd, cluster_id) = crate::grpc_tso::leader_client(endpoints, trust).await?;
+        let (requests, rx) = mpsc::channel(16);
+        let replies = pd
+            .query_region(tokio_stream::wrappers::ReceiverStream::new(rx))
+            .await?
+            .into_inner();
+        Ok(QueryStream {
+            cluster_id,
+            requests,
+            replies,
+        })
+    }
+
+    /// One batch: the reply to a `QueryRegionRequest` for `keys`.
+    async fn batch(&mut self, keys: Vec<Vec<u8>>) -> Result<pdpb::QueryRegionResponse, String> {
+        let req = pdpb::QueryRegionRequest {
+            header: Some(pdpb::RequestHeader {
+                cluster_id: self.cluster_id,
+                ..Default::default()
+            }),
+            keys,
+            ..Default::default()
+        };
+        self.requests
+            .send(req)
+            .await
+            .map_err(|_| "query stream closed".to_string())?;
+        match self.replies.message().await {
+            Ok(Some(r)) => Ok(r),
+            Ok(None) => Err("query stream ended".into()),
+            Err(status) => Err(status.to_string()),
+        }
+    }
+}
+
+/// Each key's answer from one reply, in request order: the checks PD's router client leaves to
+/// its callers' region caches, made here so a wrong route is counted, never passed on.
+pub fn answers(keys: &[Vec<u8>], reply: &pdpb::QueryRegionResponse) -> Vec<Found> {
+    if let Some(e) = reply.header.as_ref().and_then(|h| h.error.as_ref()) {
+        let e = format!("{:?}: {}", e.r#type(), e.message);
+        return keys.iter().map(|_| Err(e.clone())).collect();
+    }
+    if reply.key_id_map.len() != keys.len() {
+        let e = format!("{} ids for {} keys", reply.key_id_map.len(), keys.len());
+        return keys.iter().map(|_| Err(e.clone())).collect();
+    }
+    let regions: &HashMap<u64, pdpb::RegionResponse> = &reply.regions_by_id;
+    keys.iter()
+        .zip(&reply.key_id_map)
+        .map(|(key, &id)| {
+            if id == 0 {
+                return Ok(None);
+            }
+            let region = regions
+                .get(&id)
+                .and_then(|r| r.region.as_ref())
+                .ok_or_else(|| format!("id {id} mapped with no region"))?;
+            let holds = region.start_key.as_slice() <= key.as_slice()
+                && (region.end_key.is_empty() || key.as_slice() < region.end_key.as_slice());
+            if region.id != id || !holds {
+                return Err(format!(
+                    "key {key:x?} routed to region {region:?} under id {id}"
+                ));
+            }
+            Ok(Some(region.clone()))
+        })
+        .collect()
+}
+
+async fn dispatch(
+    mut lookups: mpsc::UnboundedReceiver<Lookup>,
+    mut stream: QueryStream,
+    endpoints: Vec<String>,
+    trust: Trust,
+) {
+    let mut batch: Vec<Lookup> = Vec::with_capacity(MAX_BATCH);
+    let mut broken = false;
+    while let Some(first) = lookups.recv().await {
+        batch.push(first);
+        while batch.len() < MAX_BATCH {
+            match lookups.try_recv() {
+                Ok(l) => batch.push(l),
+                Err(_) => break,
+            }
+        }
+        if broken {
+            match QueryStream::open(&endpoints, &trust).await {
+                Ok(s) => {
+                    stream = s;
+                    broken = false;
+                }
+                Err(e) => {
+                    for l in batch.drain(..) {
+                        let _ = l.reply.send(Err(format!("reconnecting: {e}")));
+                    }
+                    continue;
+                }
+            }
+        }
+        let keys: Vec<Vec<u8>> = batch
+            .iter_mut()
+            .map(|l| std::mem::take(&mut l.key))
+            .collect();
+        match stream.batch(keys.clone()).await {
+            Ok(reply) => {
+                for (l, found) in batch.drain(..).zip(answers(&keys, &reply)) {
+                    let _ = l.reply.send(found);
+                }
+            }
+            Err(e) => {
+                broken = true;
+                for l in batch.drain(..) {
+                    let _ = l.reply.send(Err(e.clone()));
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn region(id: u64, start: &[u8], end: &[u8]) -> pdpb::RegionResponse {
+        pdpb::RegionResponse {
+            region: Some(metapb::Region {
+                id,
+                start_key: start.to_vec(),
+                end_key: end.to_vec(),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+    }
+
+    fn reply(ids: &[u64], regions: Vec<pdpb::RegionResponse>) -> pdpb::QueryRegionResponse {
+        pdpb::QueryRegionResponse {
+            header: Some(pdpb::ResponseHeader::default()),
+            key_id_map: ids.to_vec(),
+            regions_by_id: regions
+                .into_iter()
+                .map(|r| (r.region.as_ref().map_or(0, |r| r.id), r))
+                .collect(),
+            ..Default::default()
+        }
+    }
+
+    fn keys(ks: &[&[u8]]) -> Vec<Vec<u8>> {
+        ks.iter().map(|k| k.to_vec()).collect()
+    }
+
+    #[test]
+    fn each_key_gets_the_region_holding_it_and_a_gap_is_none() {
+        let ks = keys(&[b"a", b"z", b"m"]);
+        let r = reply(&[1, 2, 0], vec![region(1, b"", b"m"), region(2, b"n", b"")]);
+        let got = answers(&ks, &r);
+        assert_eq!(got[0].as_ref().unwrap().as_ref().unwrap().id, 1);
+        assert_eq!(got[1].as_ref().unwrap().as_ref().unwrap().id, 2);
+        assert_eq!(got[2], Ok(None));
+    }
+
+    #[test]
+    fn a_region_not_holding_its_key_is_an_error_for_that_key_only() {
+        let ks = keys(&[b"a", b"z"]);
+        // "z" is mapped to the region ["", "m").
+        let r = reply(&[1, 1], vec![region(1, b"", b"m")]);
+        let got = answers(&ks, &r);
+        assert!(got[0].is_ok());
+        assert!(got[1].as_ref().unwrap_err().contains("routed to region"));
+    }
+
+    #[test]
+    fn a_missing_region_a_short_map_and_a_header_error_fail_every_caller_they_concern() {
+        let ks = keys(&[b"a", b"b"]);
+        let r = reply(&[1, 7], vec![region(1, b"", b"")]);
+        let got = answers(&ks, &r);
+        assert!(got[0].is_ok());
+        assert!(got[1].as_ref().unwrap_err().contains("no region"));
+
+        let short = reply(&[1], vec![region(1, b"", b"")]);
+        assert!(answers(&ks, &short).iter().all(|f| f.is_err()));
+
+        let mut refused = reply(&[], vec![]);
+        refused.header = Some(pdpb::ResponseHeader {
+            error: Some(pdpb::Error {
+                r#type: pdpb::ErrorType::NotBootstrapped as i32,
+                message: "not bootstrapped".into(),
+            }),
+            ..Default::default()
+        });
+        let got = answers(&ks, &refused);
+        assert!(got
+            .iter()
+            .all(|f| f.as_ref().unwrap_err().contains("NotBootstrapped")));
+    }
+}
