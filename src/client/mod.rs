@@ -17,6 +17,7 @@ use std::time::Duration;
 pub use connector::Connector;
 pub use error::ClientError;
 pub use rpc::RpcStream;
+pub use tso::BatchHook;
 
 use crate::proto::{MembersReply, Reply, Request};
 use crate::tls::Trust;
@@ -37,6 +38,9 @@ pub struct ClientOptions {
     /// the election of its successor (the lease, 3 s by default). Longer than the server's
     /// own waits (2 s for a TSO window), so a leader that is slow but alive answers first.
     pub silence_timeout: Duration,
+    /// Sees each batch of timestamps once, as it arrives and before its callers wake
+    /// (`tso/batch_hook.rs`); `None` for ordinary clients.
+    pub tso_batch_hook: Option<BatchHook>,
 }
 
 impl ClientOptions {
@@ -47,6 +51,7 @@ impl ClientOptions {
             tso_streams: 1,
             retry_budget: Duration::from_secs(10),
             silence_timeout: Duration::from_millis(2500),
+            tso_batch_hook: None,
         }
     }
 }
@@ -102,7 +107,11 @@ impl Client {
                 .with_silence_timeout(opts.silence_timeout),
         );
         connector.connection().await?;
-        let tso = tso::Dispatcher::start(connector.clone(), opts.tso_streams.max(1));
+        let tso = tso::Dispatcher::start(
+            connector.clone(),
+            opts.tso_streams.max(1),
+            opts.tso_batch_hook.clone(),
+        );
         let client = Client {
             connector,
             tso,

@@ -4,6 +4,7 @@
 //! flight, all new calls wait and go together in the next one. This file is the I/O shell:
 //! streams, retries and waking idle workers; the batching itself is in `queue.rs`.
 
+mod batch_hook;
 mod queue;
 
 use std::future::Future;
@@ -13,6 +14,7 @@ use std::task::{Context, Poll};
 
 use tokio::sync::Notify;
 
+pub use self::batch_hook::BatchHook;
 use self::queue::{Queue, Taken, Ticket};
 use super::connector::Connector;
 use super::error::ClientError;
@@ -44,10 +46,10 @@ pub struct Dispatcher {
 }
 
 impl Dispatcher {
-    pub fn start(connector: Arc<Connector>, streams: usize) -> Dispatcher {
+    pub fn start(connector: Arc<Connector>, streams: usize, hook: Option<BatchHook>) -> Dispatcher {
         let shared = Arc::new(Shared::default());
         for _ in 0..streams {
-            tokio::spawn(worker(connector.clone(), shared.clone()));
+            tokio::spawn(worker(connector.clone(), shared.clone(), hook.clone()));
         }
         Dispatcher {
             handle: Arc::new(Handle(shared)),
@@ -85,7 +87,7 @@ impl Future for GetTs<'_> {
     }
 }
 
-async fn worker(connector: Arc<Connector>, shared: Arc<Shared>) {
+async fn worker(connector: Arc<Connector>, shared: Arc<Shared>, hook: Option<BatchHook>) {
     let mut stream: Option<RpcStream> = None;
     loop {
         let Some(batch) = next_batch(&shared).await else {
@@ -105,7 +107,12 @@ async fn worker(connector: Arc<Connector>, shared: Arc<Shared>) {
             },
         };
         batch.complete(match result {
-            Ok(Reply::Tso { first, count: got }) if got == count => Ok(first),
+            Ok(Reply::Tso { first, count: got }) if got == count => {
+                if let Some(hook) = &hook {
+                    hook.call(Timestamp::from_u64(first), count);
+                }
+                Ok(first)
+            }
             Ok(other) => Err(ClientError::Protocol(format!(
                 "asked for {count} timestamps, got {other:?}"
             ))),
