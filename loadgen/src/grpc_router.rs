@@ -136,14 +136,7 @@ async fn dispatch(
 ) {
     let mut batch: Vec<Lookup> = Vec::with_capacity(MAX_BATCH);
     let mut broken = false;
-    while let Some(first) = lookups.recv().await {
-        batch.push(first);
-        while batch.len() < MAX_BATCH {
-            match lookups.try_recv() {
-                Ok(l) => batch.push(l),
-                Err(_) => break,
-            }
-        }
+    while crate::gather::gather(&mut lookups, &mut batch, MAX_BATCH).await {
         if broken {
             match QueryStream::open(&endpoints, &trust).await {
                 Ok(s) => {

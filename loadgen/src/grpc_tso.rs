@@ -141,14 +141,7 @@ async fn dispatch(
 ) {
     let mut batch: Vec<Waiter> = Vec::with_capacity(MAX_BATCH);
     let mut broken = false;
-    while let Some(first) = waiters.recv().await {
-        batch.push(first);
-        while batch.len() < MAX_BATCH {
-            match waiters.try_recv() {
-                Ok(w) => batch.push(w),
-                Err(_) => break,
-            }
-        }
+    while crate::gather::gather(&mut waiters, &mut batch, MAX_BATCH).await {
         if broken {
             match TsoStream::open(&endpoints, &trust).await {
                 Ok(s) => {

@@ -7,6 +7,7 @@ pub mod cluster;
 pub mod compare;
 pub mod demo;
 pub mod duration;
+pub mod gather;
 pub mod grpc_router;
 pub mod grpc_tso;
 pub mod kept;
