@@ -1,8 +1,16 @@
 //! What the PD-style gRPC clients (`grpc_tso`, `grpc_router`) share: gathering the callers
-//! queued while the last batch was in flight into the next batch, as PD's own client does. It
-//! owns no stream and no retry policy; each client keeps its own.
+//! queued while the last batch was in flight into the next batch, as PD's own client does, and
+//! reading a batch's reply without waiting forever on a leader that went silent. It owns no
+//! stream and no retry policy; each client keeps its own.
+
+use std::time::Duration;
 
 use tokio::sync::mpsc;
+
+/// A leader that sends nothing for this long while a batch waits is taken for paused or cut
+/// off, as the QUIC client's `silence_timeout` does: the batch fails and the next one finds
+/// the leader again.
+pub const SILENCE: Duration = Duration::from_millis(2500);
 
 /// Waits for one caller, then takes every caller already queued, up to `max` in all; `false`
 /// once every sender is gone and nothing is queued.
@@ -22,6 +30,17 @@ pub async fn gather<T>(
         }
     }
     true
+}
+
+/// The next message on a reply stream; an error once the stream fails, ends or stays silent
+/// for [`SILENCE`].
+pub async fn reply<T>(replies: &mut tonic::Streaming<T>, what: &str) -> Result<T, String> {
+    match tokio::time::timeout(SILENCE, replies.message()).await {
+        Ok(Ok(Some(r))) => Ok(r),
+        Ok(Ok(None)) => Err(format!("{what} stream ended")),
+        Ok(Err(status)) => Err(status.to_string()),
+        Err(_) => Err(format!("{what} stream silent for {SILENCE:?}")),
+    }
 }
 
 #[cfg(test)]

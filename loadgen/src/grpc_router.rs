@@ -3,8 +3,8 @@
 //! trip and each caller gets the region its key maps to in the reply. This is how PD's own Go
 //! client sends `GetRegion` since its router client became the default (tikv/pd#10105,
 //! client/clients/router): one dispatcher per client, one batch of up to 10,000 lookups in
-//! flight, the next batch collected meanwhile. On a failed stream the next batch finds the
-//! leader again through `GetMembers`.
+//! flight, the next batch collected meanwhile. On a failed, silent or refusing stream the next
+//! batch finds the leader again through `GetMembers`.
 //!
 //! Every answer is checked, not trusted: the reply must map each key to an id, and the region
 //! under that id must hold the key; anything else is an error for that caller.
@@ -86,11 +86,7 @@ impl QueryStream {
             .send(req)
             .await
             .map_err(|_| "query stream closed".to_string())?;
-        match self.replies.message().await {
-            Ok(Some(r)) => Ok(r),
-            Ok(None) => Err("query stream ended".into()),
-            Err(status) => Err(status.to_string()),
-        }
+        crate::gather::reply(&mut self.replies, "query").await
     }
 }
 
@@ -139,10 +135,8 @@ async fn dispatch(
     while crate::gather::gather(&mut lookups, &mut batch, MAX_BATCH).await {
         if broken {
             match QueryStream::open(&endpoints, &trust).await {
-                Ok(s) => {
-                    stream = s;
-                    broken = false;
-                }
+                // `broken` is set again from this batch's outcome below.
+                Ok(s) => stream = s,
                 Err(e) => {
                     for l in batch.drain(..) {
                         let _ = l.reply.send(Err(format!("reconnecting: {e}")));
@@ -157,6 +151,9 @@ async fn dispatch(
             .collect();
         match stream.batch(keys.clone()).await {
             Ok(reply) => {
+                // A refusal (a leader that stepped down keeps its streams open and refuses
+                // on them): find the leader again for the next batch.
+                broken = reply.header.as_ref().is_some_and(|h| h.error.is_some());
                 for (l, found) in batch.drain(..).zip(answers(&keys, &reply)) {
                     let _ = l.reply.send(found);
                 }

@@ -86,11 +86,7 @@ impl TsoStream {
             .send(req)
             .await
             .map_err(|_| "tso stream closed".to_string())?;
-        let reply = match self.replies.message().await {
-            Ok(Some(r)) => r,
-            Ok(None) => return Err("tso stream ended".into()),
-            Err(status) => return Err(status.to_string()),
-        };
+        let reply = crate::gather::reply(&mut self.replies, "tso").await?;
         let ts = reply.timestamp.ok_or("reply without a timestamp")?;
         if reply.count != count || ts.logical + 1 < i64::from(count) || ts.physical < 0 {
             return Err(format!("malformed reply for {count}: {reply:?}"));

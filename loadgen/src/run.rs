@@ -180,7 +180,12 @@ pub async fn run(args: &TsoArgs) -> anyhow::Result<Report> {
             move |first, count| {
                 shared
                     .checker
-                    .publish(first.as_u64() + u64::from(count.max(1)) - 1)
+                    // The batch's last; saturating, so a reply near u64::MAX cannot panic here.
+                    .publish(
+                        first
+                            .as_u64()
+                            .saturating_add(u64::from(count.saturating_sub(1))),
+                    )
             }
         }));
         let (shared, ready, go, op) = (shared.clone(), ready.clone(), go.clone(), args.op);
