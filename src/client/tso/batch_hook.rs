@@ -2,8 +2,9 @@
 //! arrives and before any caller of the batch is woken. It lets an auditor account for a batch
 //! in one step instead of once per `get_ts()` call: the load generator's order checker
 //! publishes each batch's last timestamp through it, so a check on another thread sees every
-//! timestamp a caller here could already hold. It owns nothing and must not block: it runs on
-//! the stream worker, between the reply and the wake-ups.
+//! timestamp a caller here could already hold. It owns nothing and must neither block nor
+//! panic: it runs on the stream worker, between the reply and the wake-ups, and a panic there
+//! ends that worker.
 
 use std::fmt;
 use std::sync::Arc;
