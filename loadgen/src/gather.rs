@@ -1,16 +1,78 @@
-//! What the PD-style gRPC clients (`grpc_tso`, `grpc_router`) share: gathering the callers
-//! queued while the last batch was in flight into the next batch, as PD's own client does, and
-//! reading a batch's reply without waiting forever on a leader that went silent. It owns no
-//! stream and no retry policy; each client keeps its own.
+//! What the PD-style gRPC clients (`grpc_tso`, `grpc_router`) share: one dispatcher per
+//! client that gathers the callers queued while the last batch was in flight into the next
+//! batch (up to [`MAX_BATCH`]), as PD's own client does; opens the stream again after a batch
+//! failed; and reads a batch's reply without waiting forever on a leader that went silent.
+//! What a batch asks and how its callers are answered belongs to each client ([`BatchStream`]).
 
+use std::future::Future;
 use std::time::Duration;
 
 use tokio::sync::mpsc;
+
+use meridian::tls::Trust;
+
+/// Most callers merged into one request (PD's client caps both its TSO and router batches at
+/// 10,000).
+pub const MAX_BATCH: usize = 10_000;
 
 /// A leader that sends nothing for this long while a batch waits is taken for paused or cut
 /// off, as the QUIC client's `silence_timeout` does: the batch fails and the next one finds
 /// the leader again.
 pub const SILENCE: Duration = Duration::from_millis(2500);
+
+/// A stream that answers a whole batch of callers in one round trip.
+pub trait BatchStream: Sized + Send + 'static {
+    /// A caller's question and where its answer goes.
+    type Caller: Send + 'static;
+
+    /// A stream on the leader, found through `GetMembers` on the endpoints.
+    fn open(
+        endpoints: &[String],
+        trust: &Trust,
+    ) -> impl Future<Output = anyhow::Result<Self>> + Send;
+
+    /// Answers every caller of `batch` (leaving it empty); `false` if the stream failed or was
+    /// refused, so the next batch opens a new one.
+    fn serve(&mut self, batch: &mut Vec<Self::Caller>) -> impl Future<Output = bool> + Send;
+
+    /// Answers a caller that no stream could serve.
+    fn fail(caller: Self::Caller, why: String);
+}
+
+/// Starts `stream`'s dispatcher on the current runtime; callers are sent to the returned end.
+pub fn start<S: BatchStream>(
+    stream: S,
+    endpoints: Vec<String>,
+    trust: Trust,
+) -> mpsc::UnboundedSender<S::Caller> {
+    let (tx, rx) = mpsc::unbounded_channel();
+    tokio::spawn(dispatch(rx, stream, endpoints, trust));
+    tx
+}
+
+async fn dispatch<S: BatchStream>(
+    mut callers: mpsc::UnboundedReceiver<S::Caller>,
+    mut stream: S,
+    endpoints: Vec<String>,
+    trust: Trust,
+) {
+    let mut batch = Vec::with_capacity(MAX_BATCH);
+    let mut healthy = true;
+    while gather(&mut callers, &mut batch, MAX_BATCH).await {
+        if !healthy {
+            match S::open(&endpoints, &trust).await {
+                Ok(s) => stream = s,
+                Err(e) => {
+                    for caller in batch.drain(..) {
+                        S::fail(caller, format!("reconnecting: {e}"));
+                    }
+                    continue;
+                }
+            }
+        }
+        healthy = stream.serve(&mut batch).await;
+    }
+}
 
 /// Waits for one caller, then takes every caller already queued, up to `max` in all; `false`
 /// once every sender is gone and nothing is queued.

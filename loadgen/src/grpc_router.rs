@@ -3,8 +3,8 @@
 //! trip and each caller gets the region its key maps to in the reply. This is how PD's own Go
 //! client sends `GetRegion` since its router client became the default (tikv/pd#10105,
 //! client/clients/router): one dispatcher per client, one batch of up to 10,000 lookups in
-//! flight, the next batch collected meanwhile. On a failed, silent or refusing stream the next
-//! batch finds the leader again through `GetMembers`.
+//! flight, the next batch collected meanwhile (`gather.rs`). On a failed, silent or refusing
+//! stream the next batch finds the leader again through `GetMembers`.
 //!
 //! Every answer is checked, not trusted: the reply must map each key to an id, and the region
 //! under that id must hold the key; anything else is an error for that caller.
@@ -16,8 +16,7 @@ use tokio::sync::{mpsc, oneshot};
 use meridian::kvproto::{metapb, pdpb};
 use meridian::tls::Trust;
 
-/// Most lookups merged into one request (PD's router client: `defaultMaxRouterRequestBatchSize`).
-const MAX_BATCH: usize = 10_000;
+use crate::gather::BatchStream;
 
 /// A lookup's answer: the region holding the key, `None` when no region does.
 pub type Found = Result<Option<metapb::Region>, String>;
@@ -37,9 +36,9 @@ impl GrpcRouter {
     /// dispatcher on the current runtime.
     pub async fn connect(endpoints: Vec<String>, trust: Trust) -> anyhow::Result<GrpcRouter> {
         let stream = QueryStream::open(&endpoints, &trust).await?;
-        let (tx, rx) = mpsc::unbounded_channel();
-        tokio::spawn(dispatch(rx, stream, endpoints, trust));
-        Ok(GrpcRouter { lookups: tx })
+        Ok(GrpcRouter {
+            lookups: crate::gather::start(stream, endpoints, trust),
+        })
     }
 
     pub async fn get_region(&self, key: Vec<u8>) -> Found {
@@ -57,7 +56,9 @@ struct QueryStream {
     replies: tonic::Streaming<pdpb::QueryRegionResponse>,
 }
 
-impl QueryStream {
+impl BatchStream for QueryStream {
+    type Caller = Lookup;
+
     async fn open(endpoints: &[String], trust: &Trust) -> anyhow::Result<QueryStream> {
         let (mut pd, cluster_id) = crate::grpc_tso::leader_client(endpoints, trust).await?;
         let (requests, rx) = mpsc::channel(16);
@@ -72,6 +73,35 @@ impl QueryStream {
         })
     }
 
+    async fn serve(&mut self, batch: &mut Vec<Lookup>) -> bool {
+        let keys: Vec<Vec<u8>> = batch
+            .iter_mut()
+            .map(|l| std::mem::take(&mut l.key))
+            .collect();
+        match self.batch(keys.clone()).await {
+            Ok(reply) => {
+                for (l, found) in batch.drain(..).zip(answers(&keys, &reply)) {
+                    let _ = l.reply.send(found);
+                }
+                // A refusal (a leader that stepped down keeps its streams open and refuses
+                // on them): find the leader again for the next batch.
+                reply.header.as_ref().is_none_or(|h| h.error.is_none())
+            }
+            Err(e) => {
+                for l in batch.drain(..) {
+                    let _ = l.reply.send(Err(e.clone()));
+                }
+                false
+            }
+        }
+    }
+
+    fn fail(lookup: Lookup, why: String) {
+        let _ = lookup.reply.send(Err(why));
+    }
+}
+
+impl QueryStream {
     /// One batch: the reply to a `QueryRegionRequest` for `keys`.
     async fn batch(&mut self, keys: Vec<Vec<u8>>) -> Result<pdpb::QueryRegionResponse, String> {
         let req = pdpb::QueryRegionRequest {
@@ -122,50 +152,6 @@ pub fn answers(keys: &[Vec<u8>], reply: &pdpb::QueryRegionResponse) -> Vec<Found
             Ok(Some(region.clone()))
         })
         .collect()
-}
-
-async fn dispatch(
-    mut lookups: mpsc::UnboundedReceiver<Lookup>,
-    mut stream: QueryStream,
-    endpoints: Vec<String>,
-    trust: Trust,
-) {
-    let mut batch: Vec<Lookup> = Vec::with_capacity(MAX_BATCH);
-    let mut broken = false;
-    while crate::gather::gather(&mut lookups, &mut batch, MAX_BATCH).await {
-        if broken {
-            match QueryStream::open(&endpoints, &trust).await {
-                // `broken` is set again from this batch's outcome below.
-                Ok(s) => stream = s,
-                Err(e) => {
-                    for l in batch.drain(..) {
-                        let _ = l.reply.send(Err(format!("reconnecting: {e}")));
-                    }
-                    continue;
-                }
-            }
-        }
-        let keys: Vec<Vec<u8>> = batch
-            .iter_mut()
-            .map(|l| std::mem::take(&mut l.key))
-            .collect();
-        match stream.batch(keys.clone()).await {
-            Ok(reply) => {
-                // A refusal (a leader that stepped down keeps its streams open and refuses
-                // on them): find the leader again for the next batch.
-                broken = reply.header.as_ref().is_some_and(|h| h.error.is_some());
-                for (l, found) in batch.drain(..).zip(answers(&keys, &reply)) {
-                    let _ = l.reply.send(found);
-                }
-            }
-            Err(e) => {
-                broken = true;
-                for l in batch.drain(..) {
-                    let _ = l.reply.send(Err(e.clone()));
-                }
-            }
-        }
-    }
 }
 
 #[cfg(test)]

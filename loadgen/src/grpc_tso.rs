@@ -2,7 +2,7 @@
 //! callers are merged into one `TsoRequest{count}` per stream round trip, and the reply (the
 //! last timestamp of the batch, as PD answers) is split back into one timestamp per caller, in
 //! order: what PD's Go client and pd-tso-bench do. One batch in flight per connection; on a
-//! failed stream the next batch finds the leader again through `GetMembers`.
+//! failed stream the next batch finds the leader again through `GetMembers` (`gather.rs`).
 
 use tokio::sync::{mpsc, oneshot};
 
@@ -11,8 +11,7 @@ use meridian::kvproto::pdpb::{self, pd_client::PdClient};
 use meridian::tls::Trust;
 use tonic::transport::Channel;
 
-/// Most callers merged into one request (PD's client caps a batch at 10,000).
-const MAX_BATCH: usize = 10_000;
+use crate::gather::BatchStream;
 
 type Waiter = oneshot::Sender<Result<u64, String>>;
 
@@ -26,9 +25,9 @@ impl GrpcTso {
     /// dispatcher on the current runtime.
     pub async fn connect(endpoints: Vec<String>, trust: Trust) -> anyhow::Result<GrpcTso> {
         let stream = TsoStream::open(&endpoints, &trust).await?;
-        let (tx, rx) = mpsc::unbounded_channel();
-        tokio::spawn(dispatch(rx, stream, endpoints, trust));
-        Ok(GrpcTso { waiters: tx })
+        Ok(GrpcTso {
+            waiters: crate::gather::start(stream, endpoints, trust),
+        })
     }
 
     pub async fn get_ts(&self) -> Result<u64, String> {
@@ -46,7 +45,9 @@ struct TsoStream {
     replies: tonic::Streaming<pdpb::TsoResponse>,
 }
 
-impl TsoStream {
+impl BatchStream for TsoStream {
+    type Caller = Waiter;
+
     async fn open(endpoints: &[String], trust: &Trust) -> anyhow::Result<TsoStream> {
         let mut last_error = anyhow::anyhow!("no endpoints");
         for endpoint in endpoints {
@@ -58,6 +59,29 @@ impl TsoStream {
         Err(last_error)
     }
 
+    async fn serve(&mut self, batch: &mut Vec<Waiter>) -> bool {
+        match self.batch(batch.len() as u32).await {
+            Ok(first) => {
+                for (i, w) in batch.drain(..).enumerate() {
+                    let _ = w.send(Ok(first + i as u64));
+                }
+                true
+            }
+            Err(e) => {
+                for w in batch.drain(..) {
+                    let _ = w.send(Err(e.clone()));
+                }
+                false
+            }
+        }
+    }
+
+    fn fail(waiter: Waiter, why: String) {
+        let _ = waiter.send(Err(why));
+    }
+}
+
+impl TsoStream {
     async fn open_via(endpoint: &str, trust: &Trust) -> anyhow::Result<TsoStream> {
         let (mut pd, cluster_id) = leader_via(endpoint, trust).await?;
         let (requests, rx) = mpsc::channel(16);
@@ -127,43 +151,4 @@ async fn leader_via(endpoint: &str, trust: &Trust) -> anyhow::Result<(PdClient<C
         .trim_start_matches("https://")
         .trim_start_matches("http://");
     Ok((pd_grpc::connect(leader, trust).await?, cluster_id))
-}
-
-async fn dispatch(
-    mut waiters: mpsc::UnboundedReceiver<Waiter>,
-    mut stream: TsoStream,
-    endpoints: Vec<String>,
-    trust: Trust,
-) {
-    let mut batch: Vec<Waiter> = Vec::with_capacity(MAX_BATCH);
-    let mut broken = false;
-    while crate::gather::gather(&mut waiters, &mut batch, MAX_BATCH).await {
-        if broken {
-            match TsoStream::open(&endpoints, &trust).await {
-                Ok(s) => {
-                    stream = s;
-                    broken = false;
-                }
-                Err(e) => {
-                    for w in batch.drain(..) {
-                        let _ = w.send(Err(format!("reconnecting: {e}")));
-                    }
-                    continue;
-                }
-            }
-        }
-        match stream.batch(batch.len() as u32).await {
-            Ok(first) => {
-                for (i, w) in batch.drain(..).enumerate() {
-                    let _ = w.send(Ok(first + i as u64));
-                }
-            }
-            Err(e) => {
-                broken = true;
-                for w in batch.drain(..) {
-                    let _ = w.send(Err(e.clone()));
-                }
-            }
-        }
-    }
 }
