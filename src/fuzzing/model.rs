@@ -38,7 +38,7 @@ impl Model {
 }
 
 /// What a core does with one request before it touches shared state, then the request applied
-/// to the model (`server::placement::handler` is the shell that does it for real).
+/// to the model (`server::placement`'s handler files are the shell that do it for real).
 pub(super) fn serve(model: &mut Model, req: &Request) {
     authorize_every_role_set(req.call());
     // A request over a limit is answered `LimitExceeded` and changes nothing.
@@ -146,7 +146,7 @@ pub(super) fn authorize_every_role_set(call: Call) {
 }
 
 /// The `[limits]` each request is checked against where it enters placement (the same
-/// choice as `server::placement::handler::check_limits`); afterwards every key it carries
+/// choice as each `server::placement` handler where a request enters); afterwards every key it carries
 /// is within `max_key_len`.
 fn check_limits(limits: &Limits, req: &Request) -> Result<(), crate::placement::LimitError> {
     let checked = match req {

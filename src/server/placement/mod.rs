@@ -1,19 +1,32 @@
 //! The placement shell: runs the pure `placement` cores for the server. `state` is what every
-//! core shares, `shard_task` the per-core owner of a shard, `handler` turns placement requests
-//! into replies, `persist` writes changes and loads them when a leader starts, `messages` are
-//! what those tasks are sent. Decisions stay in `placement`; nothing here decides what a
+//! core shares, `shard_task` the per-core owner of a shard, `request` sorts placement requests
+//! by concern into one handler file each (`cluster`, `stores`, `heartbeat`, `routing`,
+//! `splits`, `gc`), `persist` writes changes and loads them when a leader starts, `messages`
+//! are what those tasks are sent. Decisions stay in `placement`; nothing here decides what a
 //! heartbeat means.
 
+mod cluster;
 mod dirty;
-mod handler;
+mod gc;
+mod heartbeat;
 mod messages;
 // `pub(crate)` for `crate::fuzzing`.
 pub(crate) mod persist;
+mod request;
+mod routing;
 mod shard_task;
+mod splits;
 mod state;
+mod stores;
 
-pub use handler::{get_regions, handle, heartbeats};
+pub use cluster::ClusterOp;
+pub use gc::GcOp;
+pub use heartbeat::batch as heartbeats;
 pub use messages::ShardMsg;
 pub use persist::{abandon_term, serve_term};
+pub use request::{handle, serves_bootstrapped, PlacementOp};
+pub use routing::{locate_many, RouteOp};
 pub use shard_task::run_shard;
+pub use splits::SplitOp;
 pub use state::PlacementState;
+pub use stores::StoreOp;

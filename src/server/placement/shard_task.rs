@@ -121,7 +121,7 @@ fn heartbeat(
                 for id in &outcome.removed {
                     beats.durable_at = beats.durable_at.max(state.dirty.region(*id));
                 }
-                forget_elsewhere(state, index, outcome.removed);
+                forget_elsewhere(state, Some(index), outcome.removed);
             }
             Response::Ok(Reply::RegionHeartbeat {
                 operator: outcome.operator,
@@ -138,16 +138,16 @@ pub fn region_error(e: RegionError) -> ErrorReply {
     }
 }
 
-/// Tells the owners of displaced regions (other than shard `index`, which already forgot
-/// them) to drop them. The index no longer holds them either way; this frees their memory.
-pub fn forget_elsewhere(state: &PlacementState, index: usize, removed: Vec<u64>) {
+/// Tells the owners of displaced regions (other than shard `done`, which already forgot them)
+/// to drop them. The index no longer holds them either way; this frees their memory.
+pub fn forget_elsewhere(state: &PlacementState, done: Option<usize>, removed: Vec<u64>) {
     let n = state.shards.len();
     let mut by_shard: Vec<Vec<u64>> = vec![Vec::new(); n];
     for id in removed {
         by_shard[(id % n as u64) as usize].push(id);
     }
     for (i, ids) in by_shard.into_iter().enumerate() {
-        if i == index || ids.is_empty() {
+        if Some(i) == done || ids.is_empty() {
             continue;
         }
         if let Err(mpsc::error::TrySendError::Full(msg)) =

@@ -30,9 +30,10 @@ pub struct PlacementState {
     pub bootstrapped: AtomicBool,
     /// One bounded queue per core's shard.
     pub shards: Vec<mpsc::Sender<ShardMsg>>,
-    /// Writes a request waits for (bootstrap, store registration); one per waiting request.
-    pub persist: mpsc::UnboundedSender<PersistOp>,
-    pub persist_rx: tokio::sync::Mutex<mpsc::UnboundedReceiver<PersistOp>>,
+    /// Writes a request waits for (bootstrap, store registration, GC safe points); bounded, so
+    /// a stalled persister makes requests wait (and time out) instead of queueing without end.
+    pub persist: mpsc::Sender<PersistOp>,
+    pub persist_rx: tokio::sync::Mutex<mpsc::Receiver<PersistOp>>,
     /// Regions and stores changed and not yet durable.
     pub dirty: DirtySet,
     pub cfg: ScheduleConfig,
@@ -52,6 +53,10 @@ pub struct PlacementState {
 /// Capacity of each shard's queue; a full queue makes the sender wait (backpressure).
 pub const SHARD_QUEUE: usize = 8192;
 
+/// Capacity of the persister's queue of waiting writes. Each is one request waiting for its
+/// write, and the persister takes them all in one batch, so this bounds only a stall.
+pub const PERSIST_QUEUE: usize = 1024;
+
 impl PlacementState {
     /// The state and each core's shard queue receiver.
     pub fn new(
@@ -64,7 +69,7 @@ impl PlacementState {
     ) -> (Arc<PlacementState>, Vec<mpsc::Receiver<ShardMsg>>) {
         let (senders, receivers): (Vec<_>, Vec<_>) =
             (0..cores).map(|_| mpsc::channel(SHARD_QUEUE)).unzip();
-        let (persist, persist_rx) = mpsc::unbounded_channel();
+        let (persist, persist_rx) = mpsc::channel(PERSIST_QUEUE);
         let state = PlacementState {
             index: RangeIndex::new(),
             stores: Mutex::new(StoreMap::new()),

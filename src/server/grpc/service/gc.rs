@@ -15,83 +15,75 @@ impl PdService {
         self: &Arc<Self>,
         request: GrpcRequest<pdpb::GetGcSafePointRequest>,
     ) -> Result<GrpcResponse<pdpb::GetGcSafePointResponse>, Status> {
-        self.authorize(&request, Call::GetGcSafePoint)?;
-        self.check(request.get_ref().header.as_ref())?;
-        match self.placement(Request::GetGcSafePoint).await? {
-            Ok(Reply::GcSafePoint(safe_point)) => {
-                Ok(GrpcResponse::new(pdpb::GetGcSafePointResponse {
-                    header: self.header(),
+        self.unary(
+            request,
+            Call::GetGcSafePoint,
+            |_| Ok(Request::GetGcSafePoint),
+            |_, reply| match reply {
+                Reply::GcSafePoint(safe_point) => Ok(pdpb::GetGcSafePointResponse {
                     safe_point,
-                }))
-            }
-            Ok(other) => Err(unexpected(other)),
-            Err(header) => Ok(GrpcResponse::new(pdpb::GetGcSafePointResponse {
-                header,
-                safe_point: 0,
-            })),
-        }
+                    ..Default::default()
+                }),
+                other => Err(unexpected(other)),
+            },
+        )
+        .await
     }
 
     pub(super) async fn update_gc_safe_point(
         self: &Arc<Self>,
         request: GrpcRequest<pdpb::UpdateGcSafePointRequest>,
     ) -> Result<GrpcResponse<pdpb::UpdateGcSafePointResponse>, Status> {
-        self.authorize(&request, Call::UpdateGcSafePoint)?;
-        let req = request.into_inner();
-        self.check(req.header.as_ref())?;
-        match self
-            .placement(Request::UpdateGcSafePoint {
-                safe_point: req.safe_point,
-            })
-            .await?
-        {
-            Ok(Reply::GcSafePoint(new_safe_point)) => {
-                Ok(GrpcResponse::new(pdpb::UpdateGcSafePointResponse {
-                    header: self.header(),
+        self.unary(
+            request,
+            Call::UpdateGcSafePoint,
+            |req| {
+                Ok(Request::UpdateGcSafePoint {
+                    safe_point: req.safe_point,
+                })
+            },
+            |_, reply| match reply {
+                Reply::GcSafePoint(new_safe_point) => Ok(pdpb::UpdateGcSafePointResponse {
                     new_safe_point,
-                }))
-            }
-            Ok(other) => Err(unexpected(other)),
-            Err(header) => Ok(GrpcResponse::new(pdpb::UpdateGcSafePointResponse {
-                header,
-                new_safe_point: 0,
-            })),
-        }
+                    ..Default::default()
+                }),
+                other => Err(unexpected(other)),
+            },
+        )
+        .await
     }
 
     pub(super) async fn update_service_gc_safe_point(
         self: &Arc<Self>,
         request: GrpcRequest<pdpb::UpdateServiceGcSafePointRequest>,
     ) -> Result<GrpcResponse<pdpb::UpdateServiceGcSafePointResponse>, Status> {
-        self.authorize(&request, Call::UpdateServiceGcSafePoint)?;
-        let req = request.into_inner();
-        self.check(req.header.as_ref())?;
-        let service_id = String::from_utf8(req.service_id)
-            .map_err(|_| Status::invalid_argument("service id is not UTF-8"))?;
-        match self
-            .placement(Request::UpdateServiceGcSafePoint {
-                service_id,
-                ttl_secs: req.ttl,
-                safe_point: req.safe_point,
-            })
-            .await?
-        {
-            Ok(Reply::ServiceSafePoint {
-                service_id,
-                ttl_secs,
-                safe_point,
-            }) => Ok(GrpcResponse::new(pdpb::UpdateServiceGcSafePointResponse {
-                header: self.header(),
-                service_id: service_id.into_bytes(),
-                ttl: ttl_secs,
-                min_safe_point: safe_point,
-            })),
-            Ok(other) => Err(unexpected(other)),
-            Err(header) => Ok(GrpcResponse::new(pdpb::UpdateServiceGcSafePointResponse {
-                header,
-                ..Default::default()
-            })),
-        }
+        self.unary(
+            request,
+            Call::UpdateServiceGcSafePoint,
+            |req| {
+                let service_id = String::from_utf8(req.service_id)
+                    .map_err(|_| Status::invalid_argument("service id is not UTF-8"))?;
+                Ok(Request::UpdateServiceGcSafePoint {
+                    service_id,
+                    ttl_secs: req.ttl,
+                    safe_point: req.safe_point,
+                })
+            },
+            |_, reply| match reply {
+                Reply::ServiceSafePoint {
+                    service_id,
+                    ttl_secs,
+                    safe_point,
+                } => Ok(pdpb::UpdateServiceGcSafePointResponse {
+                    service_id: service_id.into_bytes(),
+                    ttl: ttl_secs,
+                    min_safe_point: safe_point,
+                    ..Default::default()
+                }),
+                other => Err(unexpected(other)),
+            },
+        )
+        .await
     }
 
     /// PD's `GetGCState` (tikv/pd server/gc_service.go) over Meridian's v1 GC state. Meridian has
@@ -115,9 +107,7 @@ impl PdService {
         self: &Arc<Self>,
         request: GrpcRequest<pdpb::GetGcStateRequest>,
     ) -> Result<GrpcResponse<pdpb::GetGcStateResponse>, Status> {
-        self.authorize(&request, Call::GetGcState)?;
-        let req = request.into_inner();
-        self.check(req.header.as_ref())?;
+        let req = self.admit(request, Call::GetGcState)?;
         // The placement path first: it answers a cluster not bootstrapped as PD does, before
         // the keyspace is looked at.
         let mut gc_safe_point = match self.placement(Request::GetGcSafePoint).await? {

@@ -82,80 +82,59 @@ impl PdService {
         }
     }
 
-    /// One batch through the shards; false when the stream is to end.
+    /// One batch through the service; false when the stream is to end.
     pub(super) async fn beat(
         &self,
         items: Vec<(Region, RegionStats)>,
         tx: &mpsc::Sender<Result<pdpb::RegionHeartbeatResponse, Status>>,
     ) -> bool {
-        let state = &*self.shared.placement;
-        let metrics = self.metrics();
-        for _ in 0..items.len() {
-            metrics.request(RequestKind::RegionHeartbeat);
-        }
-        // Leadership and bootstrap first, as for any placement request.
-        if !state.is_ready()
-            || !state
-                .bootstrapped
-                .load(std::sync::atomic::Ordering::Acquire)
-        {
-            let probe = self.call(Request::IsBootstrapped).await;
-            let header = match probe {
-                Response::Ok(Reply::Bootstrapped(true)) => None,
-                Response::Ok(_) => self.refusal(ErrorReply::NotBootstrapped).ok().flatten(),
-                Response::Err(e) => match self.refusal(e) {
-                    Ok(h) => h,
-                    Err(status) => {
-                        let _ = tx.send(Err(status)).await;
-                        return false;
-                    }
-                },
-            };
-            // PD answers once with the header and closes the stream; the store reconnects.
-            if let Some(header) = header {
-                let reply = pdpb::RegionHeartbeatResponse {
-                    header: Some(header),
-                    ..Default::default()
-                };
-                let _ = tx.send(Ok(reply)).await;
-                return false;
-            }
-        }
         let regions: Vec<Region> = items.iter().map(|(r, _)| r.clone()).collect();
-        let replies = heartbeats(state, usize::MAX, items).await;
+        let batch = items
+            .into_iter()
+            .map(|(region, stats)| {
+                Ok(Op::Placement(PlacementOp::Heartbeat(
+                    Box::new(region),
+                    stats,
+                )))
+            })
+            .collect();
+        let replies = execute_batch(batch, &self.shared, None, self.metrics()).await;
         for (region, reply) in regions.iter().zip(replies) {
-            match reply {
+            let answer = match reply {
                 Response::Ok(Reply::RegionHeartbeat { operator: Some(op) }) => {
                     let mut resp = convert::operator_to(region, &op);
                     resp.header = self.header();
-                    if tx.send(Ok(resp)).await.is_err() {
-                        return false;
-                    }
+                    Ok(resp)
                 }
-                Response::Ok(_) => {}
+                Response::Ok(_) => continue,
                 // A stale or malformed report changes nothing (P1). PD answers it with an UNKNOWN
                 // error header addressed to the reporting leader, and the stream goes on.
                 Response::Err(e @ (ErrorReply::StaleEpoch(_) | ErrorReply::InvalidArgument(_))) => {
-                    metrics.error(&e);
                     let m = e.to_string();
                     tracing::debug!(region = region.id, "region heartbeat refused: {m}");
-                    let reply = pdpb::RegionHeartbeatResponse {
+                    Ok(pdpb::RegionHeartbeatResponse {
                         header: self.error_header(pdpb::ErrorType::Unknown, m),
                         region_id: region.id,
                         target_peer: convert::leader_to(region),
                         ..Default::default()
-                    };
-                    if tx.send(Ok(reply)).await.is_err() {
-                        return false;
-                    }
+                    })
                 }
+                // Not leader, not bootstrapped, unavailable: PD answers once, with the header or
+                // the status, and closes the stream; the store reconnects.
                 Response::Err(e) => {
-                    metrics.error(&e);
-                    if let Err(status) = self.refusal(e) {
-                        let _ = tx.send(Err(status)).await;
-                        return false;
-                    }
+                    let refusal = match self.refusal(e) {
+                        Ok(header) => Ok(pdpb::RegionHeartbeatResponse {
+                            header,
+                            ..Default::default()
+                        }),
+                        Err(status) => Err(status),
+                    };
+                    let _ = tx.send(refusal).await;
+                    return false;
                 }
+            };
+            if tx.send(answer).await.is_err() {
+                return false;
             }
         }
         true

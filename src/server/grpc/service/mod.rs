@@ -1,9 +1,10 @@
 //! `pdpb.PD` on Meridian's engine: each RPC checks its header as PD does (cluster id, then
-//! leadership), becomes one Meridian `Request` through `service::execute`, and its `Response`
+//! leadership), becomes Meridian `Request`s served by `server::service` (`execute`, or
+//! `execute_batch` for a stream's heartbeats and a QueryRegion's lookups), and the `Response`
 //! becomes the kvproto reply. Owns PD's error conventions; holds no placement or TSO logic.
-//! This file holds what every RPC shares (the header checks, the error mapping, streams) and
-//! the `Pd` trait, each method handing over to its group's file: `members`, `tso`, `stores`,
-//! `heartbeat`, `routing`, `splits`, `gc`.
+//! This file holds what every RPC shares (the header checks, the error mapping, the unary
+//! shape in [`PdService::unary`], streams) and the `Pd` trait, each method handing over to its
+//! group's file: `members`, `tso`, `stores`, `heartbeat`, `routing`, `splits`, `gc`.
 
 // Replies end in `..Default::default()` even where the proto subset has no other field yet, so
 // a field added to `proto/kvproto` later defaults instead of breaking the build.
@@ -36,8 +37,8 @@ use crate::kvproto::metapb;
 use crate::kvproto::pdpb::{self, pd_server::Pd};
 use crate::placement::{Region, RegionStats};
 use crate::proto::{ErrorReply, MemberInfo, Reply, Request, Response, MAX_BATCH_SCAN_REGIONS};
-use crate::server::placement::{get_regions, heartbeats};
-use crate::server::service::{execute, Op};
+use crate::server::placement::{PlacementOp, RouteOp};
+use crate::server::service::{execute, execute_batch, Op};
 use crate::server::Shared;
 use crate::tso::{Timestamp, MAX_COUNT};
 
@@ -122,6 +123,42 @@ impl PdService {
         execute(Op::of(req), &self.shared, self.metrics()).await
     }
 
+    /// Authorizes the call and checks the request's header: the request, or PD's refusal.
+    fn admit<Q: PdRequest>(&self, request: GrpcRequest<Q>, call: Call) -> Result<Q, Status> {
+        self.authorize(&request, call)?;
+        let req = request.into_inner();
+        self.check(req.header())?;
+        Ok(req)
+    }
+
+    /// The shape of every unary placement RPC: admitted as [`admit`](Self::admit) says, turned
+    /// into one `Request` and served, and answered by `answer` with this node's header (unless
+    /// `answer` set an error header); a refusal PD reports in the header is a response that is
+    /// only that header, and the rest are gRPC statuses.
+    async fn unary<Q: PdRequest, A: PdResponse>(
+        &self,
+        request: GrpcRequest<Q>,
+        call: Call,
+        to_request: impl FnOnce(Q) -> Result<Request, Status>,
+        answer: impl FnOnce(&Self, Reply) -> Result<A, Status>,
+    ) -> Result<GrpcResponse<A>, Status> {
+        let req = self.admit(request, call)?;
+        let response = self.call(to_request(req)?).await;
+        let mut reply = match self.answer(response)? {
+            Ok(reply) => answer(self, reply)?,
+            Err(header) => {
+                let mut refused = A::default();
+                *refused.header_mut() = header;
+                return Ok(GrpcResponse::new(refused));
+            }
+        };
+        let header = reply.header_mut();
+        if header.is_none() {
+            *header = self.header();
+        }
+        Ok(GrpcResponse::new(reply))
+    }
+
     /// Runs a placement request. `Ok(Err(header))` is an answer PD gives in the response header
     /// (not bootstrapped); `Err(status)` is one PD gives as a gRPC status.
     async fn placement(
@@ -176,12 +213,15 @@ impl PdService {
     }
 
     /// PD's leader answers a key no region holds with a plain header and no region.
-    fn region_reply(&self, found: Option<Region>) -> pdpb::GetRegionResponse {
-        pdpb::GetRegionResponse {
-            header: self.header(),
-            leader: found.as_ref().and_then(convert::leader_to),
-            region: found.as_ref().map(convert::region_to),
-            ..Default::default()
+    fn region_reply(&self, reply: Reply) -> Result<pdpb::GetRegionResponse, Status> {
+        match reply {
+            Reply::Region(found) => Ok(pdpb::GetRegionResponse {
+                header: self.header(),
+                leader: found.as_ref().and_then(convert::leader_to),
+                region: found.as_ref().map(convert::region_to),
+                ..Default::default()
+            }),
+            other => Err(unexpected(other)),
         }
     }
 
@@ -249,192 +289,108 @@ where
     Box::pin(ReceiverStream::new(rx))
 }
 
-#[tonic::async_trait]
-impl Pd for Arc<PdService> {
-    async fn get_members(
-        &self,
-        request: GrpcRequest<pdpb::GetMembersRequest>,
-    ) -> Result<GrpcResponse<pdpb::GetMembersResponse>, Status> {
-        PdService::get_members(self, request).await
+/// A kvproto request that carries PD's request header.
+trait PdRequest {
+    fn header(&self) -> Option<&pdpb::RequestHeader>;
+}
+
+/// A kvproto response that carries PD's response header.
+trait PdResponse: Default {
+    fn header_mut(&mut self) -> &mut Option<pdpb::ResponseHeader>;
+}
+
+/// The `header` field of each message the unary RPCs take and give.
+macro_rules! pd_headers {
+    (requests: $($request:ident),*; responses: $($response:ident),* $(,)?) => {
+        $(
+            impl PdRequest for pdpb::$request {
+                fn header(&self) -> Option<&pdpb::RequestHeader> {
+                    self.header.as_ref()
+                }
+            }
+        )*
+        $(
+            impl PdResponse for pdpb::$response {
+                fn header_mut(&mut self) -> &mut Option<pdpb::ResponseHeader> {
+                    &mut self.header
+                }
+            }
+        )*
+    };
+}
+
+pd_headers! {
+    requests: BootstrapRequest, IsBootstrappedRequest, AllocIdRequest, GetStoreRequest,
+        PutStoreRequest, GetAllStoresRequest, StoreHeartbeatRequest, GetRegionRequest,
+        GetRegionByIdRequest, ScanRegionsRequest, BatchScanRegionsRequest, AskBatchSplitRequest,
+        ReportBatchSplitRequest, GetGcSafePointRequest, UpdateGcSafePointRequest,
+        UpdateServiceGcSafePointRequest, GetGcStateRequest;
+    responses: BootstrapResponse, IsBootstrappedResponse, AllocIdResponse, GetStoreResponse,
+        PutStoreResponse, GetAllStoresResponse, StoreHeartbeatResponse, GetRegionResponse,
+        ScanRegionsResponse, BatchScanRegionsResponse, AskBatchSplitResponse,
+        ReportBatchSplitResponse, GetGcSafePointResponse, UpdateGcSafePointResponse,
+        UpdateServiceGcSafePointResponse, GetGcStateResponse,
+}
+
+/// `impl Pd`: each RPC handed to the `PdService` method of the same name in its group's file.
+macro_rules! pd_service {
+    (
+        unary { $($unary:ident($uq:ident) -> $ua:ident;)* }
+        streams { $($stream:ident($sq:ident) -> $sa:ident as $st:ident;)* }
+    ) => {
+        #[tonic::async_trait]
+        impl Pd for Arc<PdService> {
+            $(
+                async fn $unary(
+                    &self,
+                    request: GrpcRequest<pdpb::$uq>,
+                ) -> Result<GrpcResponse<pdpb::$ua>, Status> {
+                    PdService::$unary(self, request).await
+                }
+            )*
+            $(
+                type $st = Stream<pdpb::$sa>;
+
+                async fn $stream(
+                    &self,
+                    request: GrpcRequest<Streaming<pdpb::$sq>>,
+                ) -> Result<GrpcResponse<Self::$st>, Status> {
+                    PdService::$stream(self, request).await
+                }
+            )*
+        }
+    };
+}
+
+pd_service! {
+    unary {
+        get_members(GetMembersRequest) -> GetMembersResponse;
+        get_cluster_info(GetClusterInfoRequest) -> GetClusterInfoResponse;
+        bootstrap(BootstrapRequest) -> BootstrapResponse;
+        is_bootstrapped(IsBootstrappedRequest) -> IsBootstrappedResponse;
+        alloc_id(AllocIdRequest) -> AllocIdResponse;
+        get_store(GetStoreRequest) -> GetStoreResponse;
+        put_store(PutStoreRequest) -> PutStoreResponse;
+        get_all_stores(GetAllStoresRequest) -> GetAllStoresResponse;
+        store_heartbeat(StoreHeartbeatRequest) -> StoreHeartbeatResponse;
+        get_region(GetRegionRequest) -> GetRegionResponse;
+        get_prev_region(GetRegionRequest) -> GetRegionResponse;
+        get_region_by_id(GetRegionByIdRequest) -> GetRegionResponse;
+        scan_regions(ScanRegionsRequest) -> ScanRegionsResponse;
+        batch_scan_regions(BatchScanRegionsRequest) -> BatchScanRegionsResponse;
+        ask_batch_split(AskBatchSplitRequest) -> AskBatchSplitResponse;
+        report_batch_split(ReportBatchSplitRequest) -> ReportBatchSplitResponse;
+        get_gc_safe_point(GetGcSafePointRequest) -> GetGcSafePointResponse;
+        update_gc_safe_point(UpdateGcSafePointRequest) -> UpdateGcSafePointResponse;
+        update_service_gc_safe_point(UpdateServiceGcSafePointRequest)
+            -> UpdateServiceGcSafePointResponse;
+        get_gc_state(GetGcStateRequest) -> GetGcStateResponse;
     }
-
-    type TsoStream = Stream<pdpb::TsoResponse>;
-
-    async fn tso(
-        &self,
-        request: GrpcRequest<Streaming<pdpb::TsoRequest>>,
-    ) -> Result<GrpcResponse<Self::TsoStream>, Status> {
-        PdService::tso(self, request).await
-    }
-
-    async fn bootstrap(
-        &self,
-        request: GrpcRequest<pdpb::BootstrapRequest>,
-    ) -> Result<GrpcResponse<pdpb::BootstrapResponse>, Status> {
-        PdService::bootstrap(self, request).await
-    }
-
-    async fn is_bootstrapped(
-        &self,
-        request: GrpcRequest<pdpb::IsBootstrappedRequest>,
-    ) -> Result<GrpcResponse<pdpb::IsBootstrappedResponse>, Status> {
-        PdService::is_bootstrapped(self, request).await
-    }
-
-    async fn alloc_id(
-        &self,
-        request: GrpcRequest<pdpb::AllocIdRequest>,
-    ) -> Result<GrpcResponse<pdpb::AllocIdResponse>, Status> {
-        PdService::alloc_id(self, request).await
-    }
-
-    async fn get_store(
-        &self,
-        request: GrpcRequest<pdpb::GetStoreRequest>,
-    ) -> Result<GrpcResponse<pdpb::GetStoreResponse>, Status> {
-        PdService::get_store(self, request).await
-    }
-
-    async fn put_store(
-        &self,
-        request: GrpcRequest<pdpb::PutStoreRequest>,
-    ) -> Result<GrpcResponse<pdpb::PutStoreResponse>, Status> {
-        PdService::put_store(self, request).await
-    }
-
-    async fn get_all_stores(
-        &self,
-        request: GrpcRequest<pdpb::GetAllStoresRequest>,
-    ) -> Result<GrpcResponse<pdpb::GetAllStoresResponse>, Status> {
-        PdService::get_all_stores(self, request).await
-    }
-
-    async fn store_heartbeat(
-        &self,
-        request: GrpcRequest<pdpb::StoreHeartbeatRequest>,
-    ) -> Result<GrpcResponse<pdpb::StoreHeartbeatResponse>, Status> {
-        PdService::store_heartbeat(self, request).await
-    }
-
-    type RegionHeartbeatStream = Stream<pdpb::RegionHeartbeatResponse>;
-
-    async fn region_heartbeat(
-        &self,
-        request: GrpcRequest<Streaming<pdpb::RegionHeartbeatRequest>>,
-    ) -> Result<GrpcResponse<Self::RegionHeartbeatStream>, Status> {
-        PdService::region_heartbeat(self, request).await
-    }
-
-    async fn get_region(
-        &self,
-        request: GrpcRequest<pdpb::GetRegionRequest>,
-    ) -> Result<GrpcResponse<pdpb::GetRegionResponse>, Status> {
-        PdService::get_region(self, request).await
-    }
-
-    async fn get_prev_region(
-        &self,
-        request: GrpcRequest<pdpb::GetRegionRequest>,
-    ) -> Result<GrpcResponse<pdpb::GetRegionResponse>, Status> {
-        PdService::get_prev_region(self, request).await
-    }
-
-    async fn get_region_by_id(
-        &self,
-        request: GrpcRequest<pdpb::GetRegionByIdRequest>,
-    ) -> Result<GrpcResponse<pdpb::GetRegionResponse>, Status> {
-        PdService::get_region_by_id(self, request).await
-    }
-
-    type QueryRegionStream = Stream<pdpb::QueryRegionResponse>;
-
-    /// The router client's batched lookups (keys, previous keys and ids in one message), one
-    /// response per request message; see `query_one`.
-    async fn query_region(
-        &self,
-        request: GrpcRequest<Streaming<pdpb::QueryRegionRequest>>,
-    ) -> Result<GrpcResponse<Self::QueryRegionStream>, Status> {
-        PdService::query_region(self, request).await
-    }
-
-    async fn scan_regions(
-        &self,
-        request: GrpcRequest<pdpb::ScanRegionsRequest>,
-    ) -> Result<GrpcResponse<pdpb::ScanRegionsResponse>, Status> {
-        PdService::scan_regions(self, request).await
-    }
-
-    async fn batch_scan_regions(
-        &self,
-        request: GrpcRequest<pdpb::BatchScanRegionsRequest>,
-    ) -> Result<GrpcResponse<pdpb::BatchScanRegionsResponse>, Status> {
-        PdService::batch_scan_regions(self, request).await
-    }
-
-    async fn ask_batch_split(
-        &self,
-        request: GrpcRequest<pdpb::AskBatchSplitRequest>,
-    ) -> Result<GrpcResponse<pdpb::AskBatchSplitResponse>, Status> {
-        PdService::ask_batch_split(self, request).await
-    }
-
-    async fn report_batch_split(
-        &self,
-        request: GrpcRequest<pdpb::ReportBatchSplitRequest>,
-    ) -> Result<GrpcResponse<pdpb::ReportBatchSplitResponse>, Status> {
-        PdService::report_batch_split(self, request).await
-    }
-
-    async fn get_gc_safe_point(
-        &self,
-        request: GrpcRequest<pdpb::GetGcSafePointRequest>,
-    ) -> Result<GrpcResponse<pdpb::GetGcSafePointResponse>, Status> {
-        PdService::get_gc_safe_point(self, request).await
-    }
-
-    async fn update_gc_safe_point(
-        &self,
-        request: GrpcRequest<pdpb::UpdateGcSafePointRequest>,
-    ) -> Result<GrpcResponse<pdpb::UpdateGcSafePointResponse>, Status> {
-        PdService::update_gc_safe_point(self, request).await
-    }
-
-    async fn update_service_gc_safe_point(
-        &self,
-        request: GrpcRequest<pdpb::UpdateServiceGcSafePointRequest>,
-    ) -> Result<GrpcResponse<pdpb::UpdateServiceGcSafePointResponse>, Status> {
-        PdService::update_service_gc_safe_point(self, request).await
-    }
-
-    /// PD's `GetGCState` (tikv/pd server/gc_service.go) over Meridian's v1 GC state. Meridian has
-    /// no keyspaces, so every request reads the null keyspace's ("unified") state, as PD does for
-    /// a request without a keyspace, for an id outside the keyspace id range, and for the
-    /// DEFAULT keyspace (0, which PD GCs with the unified state); any other keyspace id does not
-    /// exist here, which PD answers with an UNKNOWN error in the header.
-    ///
-    /// Meridian keeps no txn safe point apart from the GC safe point (no `AdvanceTxnSafePoint`;
-    /// `gc_worker`'s service safe point is an ordinary one), so the GC safe point is reported as
-    /// both. PD keeps `gc_safe_point <= txn_safe_point`, so this is the lowest txn safe point its
-    /// invariant allows: clients refuse reads below the txn safe point, and below this one is
-    /// exactly what GC may already have collected.
-    ///
-    /// Service safe points (`UpdateServiceGCSafePoint`) are what PD now keeps as GC barriers
-    /// (its compatible path turns them into `SetGCBarrier`), so they are the reported barriers,
-    /// without `gc_worker`'s, as PD leaves it out. Global GC barriers cannot be set here
-    /// (`SetGlobalGCBarrier` is not served): when asked for, the answer is PD's "fulfilled, none
-    /// stored", an empty list.
-    async fn get_gc_state(
-        &self,
-        request: GrpcRequest<pdpb::GetGcStateRequest>,
-    ) -> Result<GrpcResponse<pdpb::GetGcStateResponse>, Status> {
-        PdService::get_gc_state(self, request).await
-    }
-
-    async fn get_cluster_info(
-        &self,
-        request: GrpcRequest<pdpb::GetClusterInfoRequest>,
-    ) -> Result<GrpcResponse<pdpb::GetClusterInfoResponse>, Status> {
-        PdService::get_cluster_info(self, request).await
+    streams {
+        tso(TsoRequest) -> TsoResponse as TsoStream;
+        region_heartbeat(RegionHeartbeatRequest) -> RegionHeartbeatResponse
+            as RegionHeartbeatStream;
+        query_region(QueryRegionRequest) -> QueryRegionResponse as QueryRegionStream;
     }
 }
 

@@ -7,12 +7,16 @@ impl PdService {
         self: &Arc<Self>,
         request: GrpcRequest<pdpb::GetRegionRequest>,
     ) -> Result<GrpcResponse<pdpb::GetRegionResponse>, Status> {
-        self.authorize(&request, Call::GetRegion)?;
-        let req = request.into_inner();
-        self.check(req.header.as_ref())?;
-        self.found(Request::GetRegion {
-            key: req.region_key,
-        })
+        self.unary(
+            request,
+            Call::GetRegion,
+            |req| {
+                Ok(Request::GetRegion {
+                    key: req.region_key,
+                })
+            },
+            PdService::region_reply,
+        )
         .await
     }
 
@@ -20,12 +24,16 @@ impl PdService {
         self: &Arc<Self>,
         request: GrpcRequest<pdpb::GetRegionRequest>,
     ) -> Result<GrpcResponse<pdpb::GetRegionResponse>, Status> {
-        self.authorize(&request, Call::GetPrevRegion)?;
-        let req = request.into_inner();
-        self.check(req.header.as_ref())?;
-        self.found(Request::GetPrevRegion {
-            key: req.region_key,
-        })
+        self.unary(
+            request,
+            Call::GetPrevRegion,
+            |req| {
+                Ok(Request::GetPrevRegion {
+                    key: req.region_key,
+                })
+            },
+            PdService::region_reply,
+        )
         .await
     }
 
@@ -33,11 +41,13 @@ impl PdService {
         self: &Arc<Self>,
         request: GrpcRequest<pdpb::GetRegionByIdRequest>,
     ) -> Result<GrpcResponse<pdpb::GetRegionResponse>, Status> {
-        self.authorize(&request, Call::GetRegionById)?;
-        let req = request.into_inner();
-        self.check(req.header.as_ref())?;
-        self.found(Request::GetRegionById { id: req.region_id })
-            .await
+        self.unary(
+            request,
+            Call::GetRegionById,
+            |req| Ok(Request::GetRegionById { id: req.region_id }),
+            PdService::region_reply,
+        )
+        .await
     }
 
     /// The router client's batched lookups (keys, previous keys and ids in one message), one
@@ -59,42 +69,37 @@ impl PdService {
         self: &Arc<Self>,
         request: GrpcRequest<pdpb::ScanRegionsRequest>,
     ) -> Result<GrpcResponse<pdpb::ScanRegionsResponse>, Status> {
-        self.authorize(&request, Call::ScanRegions)?;
-        let req = request.into_inner();
-        self.check(req.header.as_ref())?;
-        let limit = u32::try_from(req.limit.max(0)).unwrap_or(u32::MAX);
-        match self
-            .placement(Request::ScanRegions {
-                start: req.start_key,
-                end: req.end_key,
-                limit,
-            })
-            .await?
-        {
-            Ok(Reply::Regions(regions)) => Ok(GrpcResponse::new(pdpb::ScanRegionsResponse {
-                header: self.header(),
-                region_metas: regions.iter().map(convert::region_to).collect(),
-                leaders: regions
-                    .iter()
-                    .map(|r| convert::leader_to(r).unwrap_or_default())
-                    .collect(),
-                regions: regions.iter().map(PdService::scan_entry).collect(),
-            })),
-            Ok(other) => Err(unexpected(other)),
-            Err(header) => Ok(GrpcResponse::new(pdpb::ScanRegionsResponse {
-                header,
-                ..Default::default()
-            })),
-        }
+        self.unary(
+            request,
+            Call::ScanRegions,
+            |req| {
+                Ok(Request::ScanRegions {
+                    start: req.start_key,
+                    end: req.end_key,
+                    limit: u32::try_from(req.limit.max(0)).unwrap_or(u32::MAX),
+                })
+            },
+            |_, reply| match reply {
+                Reply::Regions(regions) => Ok(pdpb::ScanRegionsResponse {
+                    region_metas: regions.iter().map(convert::region_to).collect(),
+                    leaders: regions
+                        .iter()
+                        .map(|r| convert::leader_to(r).unwrap_or_default())
+                        .collect(),
+                    regions: regions.iter().map(PdService::scan_entry).collect(),
+                    ..Default::default()
+                }),
+                other => Err(unexpected(other)),
+            },
+        )
+        .await
     }
 
     pub(super) async fn batch_scan_regions(
         self: &Arc<Self>,
         request: GrpcRequest<pdpb::BatchScanRegionsRequest>,
     ) -> Result<GrpcResponse<pdpb::BatchScanRegionsResponse>, Status> {
-        self.authorize(&request, Call::ScanRegions)?;
-        let req = request.into_inner();
-        self.check(req.header.as_ref())?;
+        let req = self.admit(request, Call::ScanRegions)?;
         // PD reads a limit of 0 as "no limit"; here it is the most one answer carries, so a
         // million-region map cannot be asked for in one message.
         let mut limit = match u32::try_from(req.limit) {
@@ -160,27 +165,13 @@ impl PdService {
         }))
     }
 
-    pub(super) async fn found(
-        &self,
-        req: Request,
-    ) -> Result<GrpcResponse<pdpb::GetRegionResponse>, Status> {
-        match self.placement(req).await? {
-            Ok(Reply::Region(found)) => Ok(GrpcResponse::new(self.region_reply(found))),
-            Ok(other) => Err(unexpected(other)),
-            Err(header) => Ok(GrpcResponse::new(pdpb::GetRegionResponse {
-                header,
-                ..Default::default()
-            })),
-        }
-    }
-
     /// One `QueryRegion` message, answered as PD does (tikv/pd server/grpc_service.go
     /// `QueryRegion`; pkg/core/region.go `QueryRegions`): `key_id_map` and `prev_key_id_map`
     /// hold, in request order, the id of the region holding each key (of the region just before
     /// it, adjacent, for each previous key), or 0 when there is none; `regions_by_id` holds each
     /// region found once, and an entry for every requested id not found (PD's nil entry).
     /// Meridian keeps no buckets, so `need_buckets` is answered like PD with region buckets off.
-    pub(super) async fn query_one(
+    async fn query_one(
         &self,
         req: pdpb::QueryRegionRequest,
     ) -> Result<pdpb::QueryRegionResponse, Status> {
@@ -195,53 +186,33 @@ impl PdService {
                 self.error_header(pdpb::ErrorType::RegionNotFound, "region not found".into()),
             ));
         }
-        let keys = &req.keys;
-        // Every key from one snapshot; placement that does not serve reads says why through the
-        // request path (PD's leader answers a cluster not bootstrapped with NOT_BOOTSTRAPPED).
-        let by_key = match get_regions(&self.shared.placement, keys) {
-            Some(found) => {
-                for _ in keys {
-                    self.metrics().request(RequestKind::Placement);
-                }
-                found
-            }
-            None => {
-                match self.placement(Request::IsBootstrapped).await? {
-                    Ok(Reply::Bootstrapped(true)) => {}
-                    Ok(Reply::Bootstrapped(false)) => {
-                        return Ok(self.query_refused(self.refusal(ErrorReply::NotBootstrapped)?))
-                    }
-                    Ok(other) => return Err(unexpected(other)),
-                    Err(header) => return Ok(self.query_refused(header)),
-                }
-                let mut found = Vec::with_capacity(keys.len());
-                for key in keys {
-                    found.push(self.call(Request::GetRegion { key: key.clone() }).await);
-                }
-                found
-            }
-        };
+        // The keys from one snapshot, then the previous keys, through the service's batch;
+        // placement that does not serve reads says why in each answer (PD's leader answers a
+        // cluster not bootstrapped with NOT_BOOTSTRAPPED).
+        let lookups = req
+            .keys
+            .iter()
+            .map(|k| RouteOp::Region(k.clone()))
+            .chain(req.prev_keys.iter().map(|k| RouteOp::PrevRegion(k.clone())))
+            .map(|op| Ok(Op::Placement(PlacementOp::Routing(op))))
+            .collect();
+        let found = execute_batch(lookups, &self.shared, None, self.metrics()).await;
         let mut out = pdpb::QueryRegionResponse {
             header: self.header(),
-            key_id_map: Vec::with_capacity(keys.len()),
+            key_id_map: Vec::with_capacity(req.keys.len()),
             prev_key_id_map: Vec::with_capacity(req.prev_keys.len()),
             ..Default::default()
         };
-        for response in by_key {
-            match self.region_of(response)? {
-                Ok(found) => out
-                    .key_id_map
-                    .push(add_found(&mut out.regions_by_id, found.as_ref())),
+        for (n, response) in found.into_iter().enumerate() {
+            let region = match self.region_of(response)? {
+                Ok(region) => region,
                 Err(header) => return Ok(self.query_refused(header)),
-            }
-        }
-        for key in &req.prev_keys {
-            let response = self.call(Request::GetPrevRegion { key: key.clone() }).await;
-            match self.region_of(response)? {
-                Ok(found) => out
-                    .prev_key_id_map
-                    .push(add_found(&mut out.regions_by_id, found.as_ref())),
-                Err(header) => return Ok(self.query_refused(header)),
+            };
+            let id = add_found(&mut out.regions_by_id, region.as_ref());
+            if n < req.keys.len() {
+                out.key_id_map.push(id);
+            } else {
+                out.prev_key_id_map.push(id);
             }
         }
         for &id in &req.ids {

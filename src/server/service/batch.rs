@@ -1,0 +1,128 @@
+//! A batch of requests served together, answered in order: what one QUIC read brought, or
+//! what one gRPC stream message asks for. Two kinds gain from company and are served
+//! together while placement serves a bootstrapped cluster: region heartbeats (fanned out by
+//! owning core, `placement::heartbeats`) and GetRegion lookups (from one snapshot,
+//! `placement::locate_many`). Everything else goes through [`execute`] one by one, as does
+//! every request while placement cannot serve, so that each reply says why.
+
+use crate::admin::{CoreMetrics, RequestKind};
+use crate::proto::{ErrorReply, Response};
+use crate::server::placement::{self, PlacementOp, RouteOp};
+use crate::server::Shared;
+
+use super::{execute, Op};
+
+/// A request on its way to a reply.
+enum Pending {
+    /// Refused by the front end (malformed, not permitted): answered as it is.
+    Now(Response),
+    Later(Op),
+    /// The next of the batch's heartbeat replies.
+    Beat,
+    /// The next of the batch's lookups.
+    Located,
+}
+
+/// Where the batch's lookups are answered from.
+enum Lookups {
+    /// A snapshot is taken at the next lookup.
+    Fresh,
+    /// Answers for the lookups from here on, from one snapshot.
+    From(std::vec::IntoIter<Option<crate::placement::Region>>),
+    /// The snapshot was refused (a key over the limit, placement stopped): each lookup is
+    /// answered alone, which says why.
+    Alone,
+}
+
+/// Serves `batch` in order. `Err` items are the front end's refusals, answered as they are.
+/// `core` is the calling core (its own shard's heartbeats are handled inline), `None` from a
+/// thread that is no core.
+pub async fn execute_batch(
+    batch: Vec<Result<Op, ErrorReply>>,
+    shared: &Shared,
+    core: Option<usize>,
+    metrics: &CoreMetrics,
+) -> Vec<Response> {
+    let together = placement::serves_bootstrapped(&shared.placement);
+    let mut beats = Vec::new();
+    let mut keys = Vec::new();
+    let mut pending = Vec::with_capacity(batch.len());
+    for item in batch {
+        pending.push(match item {
+            Err(reply) => {
+                metrics.error(&reply);
+                Pending::Now(Response::Err(reply))
+            }
+            Ok(op) if !together => Pending::Later(op),
+            Ok(Op::Placement(PlacementOp::Heartbeat(region, stats))) => {
+                metrics.request(RequestKind::RegionHeartbeat);
+                beats.push((*region, stats));
+                Pending::Beat
+            }
+            Ok(Op::Placement(PlacementOp::Routing(RouteOp::Region(key)))) => {
+                metrics.request(RequestKind::Placement);
+                keys.push(key);
+                Pending::Located
+            }
+            Ok(op) => Pending::Later(op),
+        });
+    }
+    // The heartbeats are handed to the shards together (their own shard inline, the others
+    // forwarded in one batch per core); replies still go out in request order.
+    let mut beat_replies = if beats.is_empty() {
+        Vec::new()
+    } else {
+        placement::heartbeats(&shared.placement, core, beats).await
+    }
+    .into_iter();
+    // Lookups are answered from one snapshot, taken at the first of them and again after any
+    // other request ran (it may have changed a route: a lookup sees every request before it
+    // in its batch).
+    let mut lookups = Lookups::Fresh;
+    let mut next_key = 0;
+    let mut out = Vec::with_capacity(pending.len());
+    for p in pending {
+        let response = match p {
+            Pending::Now(r) => r,
+            Pending::Later(op) => {
+                lookups = Lookups::Fresh;
+                execute(op, shared, metrics).await
+            }
+            Pending::Beat => {
+                let r = beat_replies.next().unwrap_or_else(|| {
+                    Response::Err(ErrorReply::Unavailable("shutting down".into()))
+                });
+                if let Response::Err(e) = &r {
+                    metrics.error(e);
+                }
+                r
+            }
+            Pending::Located => {
+                if let Lookups::Fresh = lookups {
+                    lookups = match placement::locate_many(shared, &keys[next_key..]) {
+                        Ok(found) => Lookups::From(found.into_iter()),
+                        Err(_) => Lookups::Alone,
+                    };
+                }
+                let key = std::mem::take(&mut keys[next_key]);
+                next_key += 1;
+                match &mut lookups {
+                    Lookups::From(found) => match found.next() {
+                        Some(region) => Response::Ok(crate::proto::Reply::Region(region)),
+                        None => Response::Err(ErrorReply::Internal("a lookup went missing".into())),
+                    },
+                    Lookups::Fresh | Lookups::Alone => {
+                        let op = PlacementOp::Routing(RouteOp::Region(key));
+                        let r = placement::handle(op, shared).await;
+                        if let Response::Err(e) = &r {
+                            metrics.error(e);
+                        }
+                        r
+                    }
+                }
+            }
+        };
+        out.push(response);
+    }
+    out
+}

@@ -1,0 +1,125 @@
+//! The one transport-neutral service under both front ends. Every request, single or batched,
+//! from QUIC or gRPC, enters here: [`Op::of`] sorts it once by what serving it takes (no
+//! catch-all arm, so a new request fails to compile until it is given its place; placement
+//! requests are sorted on into their own [`PlacementOp`] groups), [`execute`] serves one, and
+//! [`execute_batch`] serves a read's worth together where that pays (a batch's region
+//! heartbeats fanned out by owning core, its lookups from one snapshot). The front ends only
+//! decode, authorize, call and encode. The only waiting done here is for the TSO window or
+//! the clock when the allocator says the window is used up, and in placement for durability.
+
+mod batch;
+mod tso;
+
+pub use batch::execute_batch;
+
+use crate::admin::{CoreMetrics, RequestKind};
+use crate::auth::Call;
+use crate::proto::{ArchivedRequest, Reply, Request, Response};
+
+use super::placement::{self, ClusterOp, GcOp, PlacementOp, RouteOp, SplitOp, StoreOp};
+use super::Shared;
+
+/// A request, sorted by what serving it takes.
+#[derive(Debug)]
+pub enum Op {
+    Ping,
+    Tso(u32),
+    Members,
+    Placement(PlacementOp),
+}
+
+impl Op {
+    /// The one place a request is sorted. Every variant is named: a new request is a
+    /// compile error here until it has a place.
+    pub fn of(req: Request) -> Op {
+        use PlacementOp as P;
+        let placement = match req {
+            Request::Ping => return Op::Ping,
+            Request::Tso { count } => return Op::Tso(count),
+            Request::GetMembers => return Op::Members,
+            Request::IsBootstrapped => P::Cluster(ClusterOp::IsBootstrapped),
+            Request::AllocId => P::Cluster(ClusterOp::AllocId),
+            Request::Bootstrap { store, region } => P::Cluster(ClusterOp::Bootstrap {
+                store,
+                region: Box::new(region),
+            }),
+            Request::PutStore { store } => P::Stores(StoreOp::Put(store)),
+            Request::GetStore { id } => P::Stores(StoreOp::Get(id)),
+            Request::GetAllStores { after_id } => P::Stores(StoreOp::GetAll { after_id }),
+            Request::StoreHeartbeat { store_id, stats } => {
+                P::Stores(StoreOp::Heartbeat { store_id, stats })
+            }
+            Request::RegionHeartbeat { region, stats } => P::Heartbeat(Box::new(region), stats),
+            Request::GetRegion { key } => P::Routing(RouteOp::Region(key)),
+            Request::GetPrevRegion { key } => P::Routing(RouteOp::PrevRegion(key)),
+            Request::GetRegionById { id } => P::Routing(RouteOp::ById(id)),
+            Request::ScanRegions { start, end, limit } => {
+                P::Routing(RouteOp::Scan { start, end, limit })
+            }
+            Request::AskBatchSplit { region, count } => P::Splits(SplitOp::Ask {
+                region: Box::new(region),
+                count,
+            }),
+            Request::ReportBatchSplit { regions } => P::Splits(SplitOp::Report(regions)),
+            Request::GetGcSafePoint => P::Gc(GcOp::Get),
+            Request::UpdateGcSafePoint { safe_point } => P::Gc(GcOp::Update(safe_point)),
+            Request::UpdateServiceGcSafePoint {
+                service_id,
+                ttl_secs,
+                safe_point,
+            } => P::Gc(GcOp::UpdateService {
+                service_id,
+                ttl_secs,
+                safe_point,
+            }),
+        };
+        Op::Placement(placement)
+    }
+
+    /// From a validated archive: the call to authorize and the op. TSO, ping and members are
+    /// read without deserialising (the hot path); every other request is deserialised, its
+    /// call read from the role table, and sorted by [`Op::of`].
+    pub fn of_archived(req: &ArchivedRequest) -> Result<(Call, Op), rkyv::rancor::Error> {
+        Ok(match req {
+            ArchivedRequest::Ping => (Call::Ping, Op::Ping),
+            ArchivedRequest::Tso { count } => (Call::Tso, Op::Tso(count.to_native())),
+            ArchivedRequest::GetMembers => (Call::GetMembers, Op::Members),
+            other => {
+                let req = rkyv::deserialize::<Request, rkyv::rancor::Error>(other)?;
+                (req.call(), Op::of(req))
+            }
+        })
+    }
+
+    /// What the metrics count it as.
+    fn kind(&self) -> RequestKind {
+        match self {
+            Op::Ping => RequestKind::Ping,
+            Op::Tso(_) => RequestKind::Tso,
+            Op::Members => RequestKind::GetMembers,
+            Op::Placement(PlacementOp::Heartbeat(..)) => RequestKind::RegionHeartbeat,
+            Op::Placement(_) => RequestKind::Placement,
+        }
+    }
+}
+
+/// Serves one request, counted in `metrics`.
+pub async fn execute(op: Op, shared: &Shared, metrics: &CoreMetrics) -> Response {
+    metrics.request(op.kind());
+    let response = match op {
+        Op::Ping => return Response::Ok(Reply::Pong),
+        Op::Members => return Response::Ok(Reply::Members(shared.membership.reply())),
+        Op::Tso(count) => {
+            let response = tso::tso(count, shared).await;
+            if let Response::Ok(_) = &response {
+                metrics.tso_batch(count);
+            }
+            response
+        }
+        Op::Placement(op) => placement::handle(op, shared).await,
+    };
+    if let Response::Err(e) = &response {
+        metrics.error(e);
+    }
+    response
+}
