@@ -1,4 +1,4 @@
-"""The images' names and tags agree everywhere they are written (issue 18 item 7): the Cargo
+"""The images' names and tags agree everywhere they are written: the Cargo
 versions of `meridian` and `meridian-operator` are the tags that k8s/manifests, the operator's
 sample, scripts/images and docker/compose.yaml use; docker/Dockerfile's targets build and
 start the binaries of those names, label them with those versions by default, and run them as

@@ -1,14 +1,13 @@
 //! The process allocator: jemalloc, with transparent huge pages refused on its memory.
 //!
 //! jemalloc's small size classes carry no per-chunk header (a region's two 9-byte keys take
-//! 16 B each, 32 B each under glibc), and it returns freed pages at once. Huge pages were on
-//! until the memory goal (issue 20, goal 4: <= 300 B per region at 1M regions) was measured
-//! against them: they save a lookup part of its page walks (heartbeats 1.09x, network GetRegion
-//! 1.11x at 1M regions, medians of 6 alternated rounds) but cost ~130 B per region, resident
-//! in 2 MB units that copy-on-write edits leave partly used, and that cost swings by +-40 B
-//! from run to run (282 B per region without them, 399-485 with them). Every rate stays over
-//! its goal without them, and TiDB's own deployment guide turns THP off for the same memory
-//! and latency reasons. `thp:never` also keeps them off where the kernel's THP mode is
+//! 16 B each, 32 B each under glibc), and it returns freed pages at once. Huge pages are off
+//! because of the memory goal (<= 300 B per region at 1M regions): they save a lookup part of
+//! its page walks (heartbeats 1.08x, network GetRegion 1.12x at 1M regions, medians of 6
+//! alternated rounds) but cost ~130 B per region, resident in 2 MB units that copy-on-write
+//! edits leave partly used, and that cost swings by +-40 B from run to run (282 B per region
+//! without them, 399-485 with them). Every rate stays over its goal without them, and TiDB's
+//! own deployment guide turns THP off for the same memory and latency reasons. `thp:never` also keeps them off where the kernel's THP mode is
 //! `always`. `_RJEM_MALLOC_CONF=thp:always,metadata_thp:always` at start turns them back on.
 //!
 //! Owns: the allocator statics a binary installs with [`install_allocator!`]. Must not be

@@ -1,5 +1,5 @@
 //! `loadgen attack`: the TSO's throughput while the node is under attack, next to a quiet run
-//! against the same node in the same session. Each round runs the TSO load once quiet and
+//! against the same node in the same run. Each round runs the TSO load once quiet and
 //! once beside each attack, in turn, so a noisy machine moves both sides alike; the report
 //! gives the medians and their ratio, and what each attack did and how the node answered.
 //!

@@ -19,7 +19,7 @@ struct Entry {
 }
 
 /// A region's reported sizes in half the bytes of [`RegionStats`]: one of these per region
-/// at 1M regions is memory the goal of ~300 B per region counts (issue 20). Sizes in KiB and
+/// at 1M regions counts against the goal of ~300 B per region. Sizes in KiB and
 /// counts saturating at `u32::MAX` (4 TiB, 4 billion keys) keep what balancing by size needs.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 struct Sizes {

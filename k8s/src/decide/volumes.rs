@@ -1,4 +1,4 @@
-//! Growing the members' volumes when `spec.storage.size` grows (issue 18 item 2): a pure
+//! Growing the members' volumes when `spec.storage.size` grows: a pure
 //! decision over the claims as stored and whether their StorageClass allows expansion. Owns
 //! which claims to resize and what the `VolumesExpanded` condition says; touches no API.
 //!
