@@ -17,6 +17,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .file_descriptor_set_path(descriptors)
         .build_server(true)
         .build_client(true)
+        // An rpc of the subset that no handler serves yet answers UNIMPLEMENTED, as PD's
+        // clients expect of a method a server lacks, instead of failing the build.
+        .generate_default_stubs(true)
         .compile_with_config(config, &protos, &["proto/kvproto"])?;
     Ok(())
 }

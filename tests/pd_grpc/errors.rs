@@ -25,7 +25,7 @@ async fn unknown_methods_and_malformed_messages_get_errors_not_hangs() {
         header: u64,
     }
     let codec = tonic_prost::ProstCodec::<Garbled, pdpb::GetMembersResponse>::default();
-    let path = tonic::codegen::http::uri::PathAndQuery::from_static("/pdpb.PD/GetOperator");
+    let path = tonic::codegen::http::uri::PathAndQuery::from_static("/pdpb.PD/GetDCLocationInfo");
     let err = tokio::time::timeout(
         Duration::from_secs(10),
         raw.unary(
