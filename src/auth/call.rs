@@ -12,9 +12,8 @@
 //!   GET): `admin`.
 
 use crate::proto::Request;
-use crate::tls::cert::Role;
 
-use super::Grants;
+use super::{Grants, Role};
 
 /// One kind of call, with no arguments.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -16,6 +16,7 @@ use anyhow::Context;
 use quinn::crypto::rustls::{QuicClientConfig, QuicServerConfig};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
 
+use crate::auth::Grants;
 use crate::datagram;
 use crate::proto::ALPN;
 
@@ -108,11 +109,11 @@ pub enum ClientAuth {
 
 impl ClientAuth {
     /// What a connection whose verified chain is `chain` may do.
-    pub fn grants(&self, chain: Option<&[CertificateDer<'_>]>) -> crate::auth::Grants {
+    pub fn grants(&self, chain: Option<&[CertificateDer<'_>]>) -> Grants {
         match (self, chain) {
-            (ClientAuth::Off, _) => crate::auth::Grants::all(),
-            (ClientAuth::Required, Some(chain)) => crate::auth::Grants::of_chain(chain),
-            (ClientAuth::Required, None) => crate::auth::Grants::NONE,
+            (ClientAuth::Off, _) => Grants::all(),
+            (ClientAuth::Required, Some(chain)) => cert::grants_of(chain),
+            (ClientAuth::Required, None) => Grants::NONE,
         }
     }
 }
