@@ -92,8 +92,13 @@ impl Call {
     }
 }
 
-impl Request {
-    pub fn call(&self) -> Call {
+/// The call a request makes, as a method of the request (which the client crate defines).
+pub trait RequestCall {
+    fn call(&self) -> Call;
+}
+
+impl RequestCall for Request {
+    fn call(&self) -> Call {
         match self {
             Request::Ping => Call::Ping,
             Request::Tso { .. } => Call::Tso,

@@ -8,6 +8,6 @@ mod call;
 mod grants;
 mod role;
 
-pub use call::{need_of, Call, Denied, Need};
+pub use call::{need_of, Call, Denied, Need, RequestCall};
 pub use grants::Grants;
 pub use role::Role;

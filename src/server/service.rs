@@ -9,7 +9,7 @@
 use std::time::Duration;
 
 use crate::admin::{CoreMetrics, RequestKind};
-use crate::auth::Call;
+use crate::auth::{Call, RequestCall};
 use crate::placement::{Region, RegionStats};
 use crate::proto::{ArchivedRequest, ErrorReply, Reply, Request, Response};
 use crate::tso::AllocError;

@@ -13,7 +13,8 @@ use super::shard_task::{forget_elsewhere, heartbeat_local, region_error};
 use super::state::PlacementState;
 use crate::gc::{encode_service, GcUpdate, ServiceChange};
 use crate::placement::{
-    page_len, store_wire_size, LimitError, Limits, Region, RegionStats, Store, StoreMap, StoreState,
+    page_len, store_wire_size, LimitError, Limits, Region, RegionShape, RegionStats, Store,
+    StoreMap, StoreState,
 };
 use crate::proto::{
     ErrorReply, Reply, Request, Response, SplitIds, MAX_BATCH_SPLIT, MAX_SCAN_REGIONS,
