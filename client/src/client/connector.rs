@@ -11,6 +11,9 @@ use super::error::ClientError;
 use crate::datagram;
 use crate::tls::{self, Trust};
 
+/// How long a handshake may take before the next member is tried.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_millis(500);
+
 #[derive(Clone)]
 struct Target {
     addr: SocketAddr,
@@ -140,16 +143,16 @@ impl Connector {
         }
     }
 
-    async fn try_connect(&self, target: &Target) -> Result<quinn::Connection, String> {
+    async fn try_connect(&self, target: &Target) -> Result<quinn::Connection, ClientError> {
         let connecting = self
             .endpoint
             .connect(target.addr, &target.server_name)
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| ClientError::Config(e.to_string()))?;
         // Short: a member that is down should cost little before the next one is tried.
-        match tokio::time::timeout(Duration::from_millis(500), connecting).await {
+        match tokio::time::timeout(HANDSHAKE_TIMEOUT, connecting).await {
             Ok(Ok(conn)) => Ok(conn),
-            Ok(Err(e)) => Err(e.to_string()),
-            Err(_) => Err("handshake timed out".into()),
+            Ok(Err(e)) => Err(ClientError::Transport(e.to_string())),
+            Err(_) => Err(ClientError::Silent(HANDSHAKE_TIMEOUT)),
         }
     }
 
