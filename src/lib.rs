@@ -6,16 +6,16 @@ pub mod admin;
 pub mod alloc;
 /// Authorization: the role each call needs and what a client certificate grants.
 pub mod auth;
-/// Rust client: connection, TSO batching dispatcher, typed errors.
-pub mod client;
+/// Rust client (the `meridian-client` crate): connection, TSO batching dispatcher, typed errors.
+pub use meridian_client::client;
 /// The wall clock every subsystem reads, with an offset tests shift at run time.
 pub mod clock;
 /// Runtime configuration: file format and defaults.
 pub mod config;
 /// `meridian ctl`'s pd-ctl-level verbs and how they print (JSON or tables).
 pub mod ctl;
-/// QUIC datagram size: the UDP payload accepted and path MTU discovery's bound.
-pub mod datagram;
+/// QUIC datagram size: the UDP payload accepted and path MTU discovery's bound (`meridian-client`).
+pub use meridian_client::datagram;
 /// Leadership on etcd: campaign, lease keepalive, lease proof (T4).
 pub mod election;
 /// Failpoints: named steps tests make fail, hang or kill the process (`failpoints` feature).
@@ -31,10 +31,12 @@ pub mod harness;
 pub mod kvproto;
 /// Durable metadata behind the `MetaStore` trait; the embedded `local` backend.
 pub mod meta;
+/// A tonic client of kvproto's PD service, for loadgen's `--protocol grpc` and the tests.
+pub mod pd_grpc;
 /// Stores and regions: the region map and the heartbeat rules (pure).
 pub mod placement;
-/// Wire messages (rkyv) and length-prefixed framing.
-pub mod proto;
+/// Wire messages (rkyv) and length-prefixed framing (`meridian-client`: one definition).
+pub use meridian_client::proto;
 /// Thread-per-core QUIC server: cores, endpoints, request dispatch, TSO control loop.
 pub mod server;
 /// TLS material: self-signed pair, server and client rustls configs.

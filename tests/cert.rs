@@ -5,9 +5,10 @@
 use std::path::Path;
 use std::process::Command;
 
-use meridian::client::{pd_grpc, Client, ClientOptions};
+use meridian::client::{Client, ClientOptions};
 use meridian::harness::ServerProcess;
 use meridian::kvproto::pdpb;
+use meridian::pd_grpc;
 use meridian::tls::cert::{roles_of, Role};
 use meridian::tls::Trust;
 

@@ -5,9 +5,10 @@
 
 use std::time::Duration;
 
-use meridian::client::{pd_grpc, Client, ClientError, ClientOptions};
+use meridian::client::{Client, ClientError, ClientOptions};
 use meridian::harness::ServerProcess;
 use meridian::kvproto::pdpb;
+use meridian::pd_grpc;
 use meridian::placement::{
     Epoch, Label, Limits, Peer, PeerRole, Region, RegionStats, Store, StoreState,
 };

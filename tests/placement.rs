@@ -355,7 +355,8 @@ fn located(responses: Vec<Response>) -> Vec<Option<u64>> {
 
 /// Lookups sent together on one stream are answered together (one snapshot for all), yet
 /// each sees every request before it on its stream: a split reported between two lookups
-/// of the same key is visible to the second.
+/// of the same key is visible to the second. A request that cannot be framed is refused by
+/// the client before it is sent.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pipelined_lookups_agree_with_single_ones_and_see_earlier_requests() {
     let tmp = tempfile::tempdir().unwrap();
@@ -426,6 +427,30 @@ async fn pipelined_lookups_agree_with_single_ones_and_see_earlier_requests() {
         exchange[3].clone(),
     ]);
     assert_eq!(ids, vec![Some(parent.id), Some(left.id), Some(right.id)]);
+
+    // A request too large for a frame fails at once, typed, neither sent nor retried (the
+    // budget is 15 s), and the stream and the client go on.
+    let huge = Request::GetRegion {
+        key: vec![0; meridian::proto::MAX_FRAME_LEN],
+    };
+    let asked = std::time::Instant::now();
+    assert!(matches!(
+        stream.call(&huge).await,
+        Err(ClientError::Encode(_))
+    ));
+    assert!(matches!(
+        client.call(huge).await,
+        Err(ClientError::Encode(_))
+    ));
+    assert!(
+        asked.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        asked.elapsed()
+    );
+    assert!(matches!(
+        stream.call(&Request::Ping).await,
+        Ok(Response::Ok(Reply::Pong))
+    ));
     server.stop().unwrap();
 }
 

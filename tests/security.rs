@@ -8,9 +8,10 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use meridian::admin::AdminClient;
-use meridian::client::{pd_grpc, Client, ClientError, ClientOptions};
+use meridian::client::{Client, ClientError, ClientOptions};
 use meridian::harness::{EtcdProcess, ServerProcess};
 use meridian::kvproto::pdpb;
+use meridian::pd_grpc;
 use meridian::placement::{Epoch, Peer, PeerRole, Region, RegionStats, Store, StoreState};
 use meridian::proto::ErrorReply;
 use meridian::tls::cert::{self, Role, Validity};

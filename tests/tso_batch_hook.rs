@@ -1,4 +1,4 @@
-//! The client's batch hook (`client/tso/batch_hook.rs`) against the real server: each batch is
+//! The client's batch hook (`client/src/client/tso/batch_hook.rs`) against the real server: each batch is
 //! reported once, before any of its callers holds a timestamp from it, and the batches account
 //! for every timestamp handed out, no more and no fewer.
 

@@ -8,9 +8,9 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use meridian::client::pd_grpc;
 use meridian::harness::{free_udp_port, test_binary, EtcdProcess, ServerProcess};
 use meridian::kvproto::{metapb, pdpb};
+use meridian::pd_grpc;
 use meridian::tls::Trust;
 use tikv_client::{Config, RawClient, TimestampExt, TransactionClient};
 

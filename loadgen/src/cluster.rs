@@ -339,7 +339,7 @@ async fn drive_grpc(
     deadline: Instant,
     counters: Arc<Counters>,
 ) {
-    use meridian::client::pd_grpc::{leader_to, region_to};
+    use meridian::pd_grpc::{leader_to, region_to};
     if regions.is_empty() {
         return;
     }

@@ -6,8 +6,8 @@
 
 use tokio::sync::{mpsc, oneshot};
 
-use meridian::client::pd_grpc;
 use meridian::kvproto::pdpb::{self, pd_client::PdClient};
+use meridian::pd_grpc;
 use meridian::tls::Trust;
 use tonic::transport::Channel;
 

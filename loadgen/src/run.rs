@@ -419,12 +419,12 @@ async fn worker(
             (Op::TsoRaw, Some(s)) => match s.call(&Request::Tso { count: 1 }).await {
                 Ok(Response::Ok(Reply::Tso { first, .. })) => Ok(Some(first)),
                 Ok(other) => Err(format!("{other:?}")),
-                Err(e) => Err(e),
+                Err(e) => Err(e.to_string()),
             },
             (Op::Ping, Some(s)) => match s.call(&Request::Ping).await {
                 Ok(Response::Ok(Reply::Pong)) => Ok(None),
                 Ok(other) => Err(format!("{other:?}")),
-                Err(e) => Err(e),
+                Err(e) => Err(e.to_string()),
             },
             (_, None) => Err("no stream".to_string()),
         };

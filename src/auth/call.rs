@@ -12,9 +12,8 @@
 //!   GET): `admin`.
 
 use crate::proto::Request;
-use crate::tls::cert::Role;
 
-use super::Grants;
+use super::{Grants, Role};
 
 /// One kind of call, with no arguments.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -93,8 +92,13 @@ impl Call {
     }
 }
 
-impl Request {
-    pub fn call(&self) -> Call {
+/// The call a request makes, as a method of the request (which the client crate defines).
+pub trait RequestCall {
+    fn call(&self) -> Call;
+}
+
+impl RequestCall for Request {
+    fn call(&self) -> Call {
         match self {
             Request::Ping => Call::Ping,
             Request::Tso { .. } => Call::Tso,

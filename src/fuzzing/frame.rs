@@ -6,6 +6,7 @@ use std::fmt::Debug;
 
 use rkyv::util::AlignedVec;
 
+use crate::auth::RequestCall;
 use crate::proto::{self, FrameDecoder, FrameError, Request};
 use crate::server::service::Op;
 

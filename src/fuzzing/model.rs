@@ -5,8 +5,10 @@
 
 use std::collections::BTreeSet;
 
-use crate::auth::{need_of, Call, Grants, Need};
-use crate::placement::{Limits, RangeIndex, Region, RegionMap, Store, StoreMap, StoreState};
+use crate::auth::{need_of, Call, Grants, Need, RequestCall};
+use crate::placement::{
+    Limits, RangeIndex, Region, RegionMap, RegionShape, Store, StoreMap, StoreState,
+};
 use crate::proto::{Request, MAX_BATCH_SPLIT, MAX_SCAN_REGIONS};
 use crate::tls::cert::Role;
 

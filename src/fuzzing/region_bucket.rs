@@ -1,6 +1,6 @@
 //! The `region_bucket` target: placement's persisted region buckets and store records.
 
-use crate::placement::{RangeIndex, Region, StoreMap, StoreStats, StoreStatus};
+use crate::placement::{RangeIndex, Region, RegionShape, StoreMap, StoreStats, StoreStatus};
 use crate::server::placement::persist::{
     decode_regions, decode_store, encode_regions, encode_store,
 };

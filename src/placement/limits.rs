@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{Region, Store, StoreStatus};
 
-/// What one paged reply (ScanRegions, GetAllStores) may carry, in [`Region::wire_size`] and
+/// What one paged reply (ScanRegions, GetAllStores) may carry, in [`RegionWireSize::wire_size`] and
 /// [`store_wire_size`] units. Half a frame: the estimates are upper bounds, and the rest of
 /// the frame is slack for the reply's own envelope.
 pub const PAGE_BUDGET: usize = crate::proto::MAX_FRAME_LEN / 2;
@@ -176,9 +176,14 @@ fn label_size(max_label_len: usize) -> usize {
     2 * max_label_len + 32
 }
 
-impl Region {
+/// What a region takes in a reply, as a method of the region (which the client crate defines).
+pub trait RegionWireSize {
     /// An upper bound on the bytes this region takes in an archived reply.
-    pub fn wire_size(&self) -> usize {
+    fn wire_size(&self) -> usize;
+}
+
+impl RegionWireSize for Region {
+    fn wire_size(&self) -> usize {
         REGION_OVERHEAD + self.start_key.len() + self.end_key.len() + PEER_SIZE * self.peers.len()
     }
 }

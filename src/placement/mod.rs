@@ -1,5 +1,8 @@
-//! Placement's pure core: regions, their epochs, and the key-range map that routes a key to its
-//! region. No I/O, no clock: the server shell feeds heartbeats in and persists what changed.
+//! Placement's pure core: the rules over regions and stores, and the key-range map that routes a
+//! key to its region. The data types are the frames' (`meridian-client`) and are re-exported
+//! here; the rules are methods of extension traits ([`RegionShape`], [`RegionWireSize`]) or of
+//! this module's own types. No I/O, no clock: the server shell feeds heartbeats in and
+//! persists what changed.
 
 mod dense_map;
 mod id_alloc;
@@ -17,10 +20,12 @@ mod shard;
 mod store;
 
 pub use id_alloc::{check_persisted_end, IdAllocator, IdEndError, MAX_ID_END};
-pub use limits::{page_len, store_wire_size, LimitError, Limits, KEY_LEN_CEILING, PAGE_BUDGET};
+pub use limits::{
+    page_len, store_wire_size, LimitError, Limits, RegionWireSize, KEY_LEN_CEILING, PAGE_BUDGET,
+};
 pub use operator::{Operator, Pending};
 pub use range_index::{Change, RangeIndex, Snapshot, SEGMENT};
-pub use region::{Epoch, Peer, PeerRole, Region, RegionError, RegionStats, MAX_PEERS};
+pub use region::{Epoch, Peer, PeerRole, Region, RegionError, RegionShape, RegionStats, MAX_PEERS};
 // The reference model the property tests and the fuzzers check `RangeIndex` against; no
 // request is served from it, so it is not part of the public API.
 pub(crate) use region_map::RegionMap;

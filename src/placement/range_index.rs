@@ -24,7 +24,7 @@ use arc_swap::ArcSwap;
 
 use super::dense_map::DenseIdMap;
 use super::prefix_search::{count_le, narrow, prefetch_line, prefix, settle};
-use super::region::{Region, RegionError};
+use super::region::{Region, RegionError, RegionShape};
 pub use super::route::Route;
 use super::segment::{Block, Entries, Segment, MAX_SEGMENT};
 

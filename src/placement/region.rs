@@ -1,63 +1,11 @@
-//! A region: a key range `[start, end)` (an empty `end` reaches to the end of the key space),
-//! its epoch, its peers and leader, and the sizes a store reports. Owns shape validation; knows
-//! nothing of other regions.
+//! The shape rules of a region report, checked where a report enters placement: a range, peers
+//! and a leader that a store could report. What a region is belongs to the frames
+//! (`meridian-client`); this knows nothing of other regions.
 
-use std::cmp::Ordering;
-
-use rkyv::{Archive, Deserialize, Serialize};
+pub use meridian_client::placement::{Epoch, Peer, PeerRole, Region, RegionStats};
 
 /// Most peers a region may have; more is a malformed report, not a placement.
 pub const MAX_PEERS: usize = 16;
-
-/// `conf_ver` grows with membership changes, `version` with splits and merges.
-#[derive(Archive, Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
-pub struct Epoch {
-    pub conf_ver: u64,
-    pub version: u64,
-}
-
-impl Epoch {
-    /// Whether `self` is older than `other` in either dimension (P1).
-    pub fn is_stale_against(&self, other: &Epoch) -> bool {
-        self.version < other.version || self.conf_ver < other.conf_ver
-    }
-}
-
-#[derive(Archive, Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum PeerRole {
-    Voter,
-    Learner,
-}
-
-#[derive(Archive, Serialize, Deserialize, Debug, Clone, PartialEq, Eq, Hash)]
-pub struct Peer {
-    pub id: u64,
-    pub store_id: u64,
-    pub role: PeerRole,
-}
-
-/// What routing needs of a region; the sizes a leader reports travel beside it as
-/// [`RegionStats`] and never enter the shared index.
-#[derive(Archive, Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
-pub struct Region {
-    pub id: u64,
-    pub start_key: Vec<u8>,
-    /// Exclusive; empty means unbounded.
-    pub end_key: Vec<u8>,
-    pub epoch: Epoch,
-    pub peers: Vec<Peer>,
-    /// The leader peer's id.
-    pub leader: Option<u64>,
-}
-
-/// Sizes and traffic a region's leader reports with each heartbeat.
-#[derive(Archive, Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct RegionStats {
-    pub approximate_size: u64,
-    pub approximate_keys: u64,
-    pub written_bytes: u64,
-    pub written_keys: u64,
-}
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum RegionError {
@@ -67,27 +15,15 @@ pub enum RegionError {
     StaleEpoch { id: u64, got: Epoch, known: Epoch },
 }
 
-impl Region {
-    /// The leader peer, if the report names one.
-    pub fn leader_peer(&self) -> Option<&Peer> {
-        let leader = self.leader?;
-        self.peers.iter().find(|p| p.id == leader)
-    }
-
-    /// Whether `key` falls in `[start, end)`.
-    pub fn contains(&self, key: &[u8]) -> bool {
-        key >= self.start_key.as_slice()
-            && (self.end_key.is_empty() || key < self.end_key.as_slice())
-    }
-
-    /// Whether the ranges of `self` and `other` share a key.
-    pub fn overlaps(&self, other: &Region) -> bool {
-        end_after(&self.end_key, &other.start_key) && end_after(&other.end_key, &self.start_key)
-    }
-
+/// The shape rules, as a method of the region (which the client crate defines).
+pub trait RegionShape {
     /// Rejects shapes no store can report: an empty or inverted range, no peers, too many,
     /// two peers on one store or with one id, a leader that is not a voter of the region.
-    pub fn validate(&self) -> Result<(), RegionError> {
+    fn validate(&self) -> Result<(), RegionError>;
+}
+
+impl RegionShape for Region {
+    fn validate(&self) -> Result<(), RegionError> {
         let bad = |why: &str| Err(RegionError::Invalid(self.id, why.to_string()));
         if self.id == 0 {
             return bad("region id 0 is never allocated");
@@ -124,9 +60,4 @@ impl Region {
             _ => Ok(()),
         }
     }
-}
-
-/// Whether an exclusive `end` (empty = unbounded) lies after `key`.
-fn end_after(end: &[u8], key: &[u8]) -> bool {
-    end.is_empty() || end.cmp(key) == Ordering::Greater
 }

@@ -8,7 +8,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::ops::Bound;
 
-use super::region::{Region, RegionError};
+use super::region::{Region, RegionError, RegionShape};
 
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct RegionMap {

@@ -188,6 +188,7 @@ const _: () = assert!(std::mem::size_of::<Route>() == 64);
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::placement::RegionWireSize;
     use proptest::prelude::*;
 
     fn region() -> impl Strategy<Value = Region> {

@@ -1,53 +1,12 @@
-//! Stores: what a storage node says of itself (address, labels) and reports in its heartbeats
-//! (capacity, counts), and the state Meridian decides for it (Up, Offline, Down, Tombstone).
-//! Owns the store rules: heartbeats only from known, live stores; Down after
-//! `max-store-down-time` without one. Knows nothing of regions. Pure: time is passed in.
+//! The stores Meridian knows: what each storage node says of itself and reports in its
+//! heartbeats, and the state Meridian decides for it (Up, Offline, Down, Tombstone); the types
+//! are the frames' (`meridian-client`). Owns the store rules: heartbeats only from known, live
+//! stores; Down after `max-store-down-time` without one. Knows nothing of regions. Pure: time
+//! is passed in.
 
 use std::collections::BTreeMap;
 
-use rkyv::{Archive, Deserialize, Serialize};
-
-#[derive(Archive, Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
-pub struct Label {
-    pub key: String,
-    pub value: String,
-}
-
-#[derive(Archive, Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StoreState {
-    Up,
-    /// Being drained on request; still serving.
-    Offline,
-    /// No heartbeat for `max-store-down-time`; its peers are replaced.
-    Down,
-    /// Gone for good; never comes back.
-    Tombstone,
-}
-
-#[derive(Archive, Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
-pub struct Store {
-    pub id: u64,
-    pub address: String,
-    pub labels: Vec<Label>,
-    pub state: StoreState,
-}
-
-#[derive(Archive, Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct StoreStats {
-    pub capacity: u64,
-    pub available: u64,
-    pub used_size: u64,
-    pub region_count: u64,
-    pub leader_count: u64,
-}
-
-/// A store with what it last reported.
-#[derive(Archive, Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
-pub struct StoreStatus {
-    pub store: Store,
-    pub stats: StoreStats,
-    pub last_heartbeat_ms: u64,
-}
+pub use meridian_client::placement::{Label, Store, StoreState, StoreStats, StoreStatus};
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum StoreError {

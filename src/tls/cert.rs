@@ -1,7 +1,7 @@
 //! A cluster's certificates, as `meridian cert` makes them (CockroachDB's `cert` commands are
 //! the model): a CA, node certificates for the members, and client certificates, each carrying
-//! a role. Owns the role encoding; must not decide what a role may do (that is the front ends'
-//! authorization).
+//! a role. Owns the role encoding in a certificate and reading it back ([`grants_of`]); must not
+//! decide what a role may do (that is `auth`'s).
 //!
 //! The role is a URI subject alternative name, `meridian://role/<role>`: SANs are the part of a
 //! certificate every TLS library exposes and no other check reads this scheme, so a role never
@@ -15,43 +15,22 @@ use rcgen::{
     BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa,
     Issuer, KeyPair, KeyUsagePurpose, SanType,
 };
+use rustls::pki_types::CertificateDer;
+
+use crate::auth::Grants;
+pub use crate::auth::Role;
 
 /// The scheme and path prefix of a role SAN.
 pub const ROLE_URI_PREFIX: &str = "meridian://role/";
 
-/// Who a certificate speaks for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, clap::ValueEnum)]
-pub enum Role {
-    /// Timestamps and placement reads.
-    Client,
-    /// A storage node: heartbeats, store registration, bootstrap, splits, id allocation.
-    Store,
-    /// Operators of the cluster: leader transfer, resign, member deletion.
-    Admin,
-    /// Another member of the cluster (node to node).
-    Member,
+/// The SAN a certificate carries for `role`.
+fn role_uri(role: Role) -> String {
+    format!("{ROLE_URI_PREFIX}{}", role.name())
 }
 
-impl Role {
-    pub const ALL: [Role; 4] = [Role::Client, Role::Store, Role::Admin, Role::Member];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Role::Client => "client",
-            Role::Store => "store",
-            Role::Admin => "admin",
-            Role::Member => "member",
-        }
-    }
-
-    pub fn uri(self) -> String {
-        format!("{ROLE_URI_PREFIX}{}", self.name())
-    }
-
-    fn of_uri(uri: &str) -> Option<Role> {
-        let name = uri.strip_prefix(ROLE_URI_PREFIX)?;
-        Role::ALL.into_iter().find(|r| r.name() == name)
-    }
+/// The role a SAN names, if it is a role SAN with a known role.
+fn role_of_uri(uri: &str) -> Option<Role> {
+    Role::of_name(uri.strip_prefix(ROLE_URI_PREFIX)?)
 }
 
 /// When a certificate is valid. Defaults follow CockroachDB's: a CA for ten years, node and
@@ -140,7 +119,7 @@ fn signed(
     for role in roles {
         params
             .subject_alt_names
-            .push(SanType::URI(role.uri().try_into()?));
+            .push(SanType::URI(role_uri(*role).try_into()?));
     }
     params.key_usages = vec![
         KeyUsagePurpose::DigitalSignature,
@@ -216,7 +195,7 @@ pub fn roles_of(cert_der: &[u8]) -> anyhow::Result<Vec<Role>> {
     if let Ok(Some(san)) = cert.subject_alternative_name() {
         for name in &san.value.general_names {
             if let x509_parser::extensions::GeneralName::URI(uri) = name {
-                if let Some(role) = Role::of_uri(uri) {
+                if let Some(role) = role_of_uri(uri) {
                     roles.push(role);
                 }
             }
@@ -225,6 +204,15 @@ pub fn roles_of(cert_der: &[u8]) -> anyhow::Result<Vec<Role>> {
     roles.sort();
     roles.dedup();
     Ok(roles)
+}
+
+/// What a verified peer's chain grants: the roles of its end-entity certificate (the first).
+/// A certificate that cannot be read grants nothing, and so do the CAs after it.
+pub fn grants_of(chain: &[CertificateDer<'_>]) -> Grants {
+    match chain.first().map(|c| roles_of(c)) {
+        Some(Ok(roles)) => Grants::of_roles(&roles),
+        _ => Grants::NONE,
+    }
 }
 
 /// Reads a PEM pair back.
@@ -378,10 +366,25 @@ mod tests {
     }
 
     #[test]
+    fn a_chain_grants_exactly_its_leaf_roles() {
+        let ca = create_ca("test").unwrap();
+        let store = create_client(&ca, "s", Role::Store).unwrap();
+        let g = grants_of(&[der(&store.cert), der(&ca.cert)]);
+        assert!(g.has(Role::Store));
+        for other in [Role::Client, Role::Admin, Role::Member] {
+            assert!(!g.has(other), "{other:?}");
+        }
+        // The CA's certificate carries no role: second in the chain, it adds nothing.
+        assert!(grants_of(&[der(&ca.cert)]).is_empty());
+        assert!(grants_of(&[]).is_empty());
+        assert!(grants_of(&[CertificateDer::from(b"junk".to_vec())]).is_empty());
+    }
+
+    #[test]
     fn unknown_role_names_and_plain_certificates_grant_nothing() {
-        assert_eq!(Role::of_uri("meridian://role/root"), None);
-        assert_eq!(Role::of_uri("https://role/admin"), None);
-        assert_eq!(Role::of_uri("meridian://role/admin"), Some(Role::Admin));
+        assert_eq!(role_of_uri("meridian://role/root"), None);
+        assert_eq!(role_of_uri("https://role/admin"), None);
+        assert_eq!(role_of_uri("meridian://role/admin"), Some(Role::Admin));
         let plain = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
         assert!(roles_of(plain.cert.der()).unwrap().is_empty());
         assert!(roles_of(b"not a certificate").is_err());

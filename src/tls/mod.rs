@@ -1,100 +1,27 @@
-//! TLS material and crypto configs: the server's certificate (given, or a local CA with a node
-//! and a client certificate created once in the data dir and kept), client authentication (the
-//! CA that signs client certificates, or the explicit opt-out), and client configs that verify
-//! against a CA file and present a client certificate. TLS 1.3 only, ALPN `meridian/1` on QUIC.
-//! What a verified certificate may do is `auth`'s business, not this module's.
+//! TLS material and the server's crypto configs: the server's certificate (given, or a local CA
+//! with a node and a client certificate created once in the data dir and kept), and client
+//! authentication (the CA that signs client certificates, or the explicit opt-out). TLS 1.3
+//! only, ALPN `meridian/1` on QUIC. The client side (`Trust`, the client configs, the crypto
+//! provider) is `meridian-client`'s and is re-exported here. What a verified certificate may
+//! do is `auth`'s business, not this module's.
 
 pub mod cert;
 mod live;
 
 pub use live::{LiveTls, TlsFiles};
+pub use meridian_client::tls::{client_builder, client_config, client_tls, Trust};
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::Context;
-use quinn::crypto::rustls::{QuicClientConfig, QuicServerConfig};
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
+use meridian_client::tls::{provider, roots_of};
+use quinn::crypto::rustls::QuicServerConfig;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 
+use crate::auth::Grants;
 use crate::datagram;
 use crate::proto::ALPN;
-
-/// How a client decides to trust the server, and which certificate it presents.
-#[derive(Debug, Clone)]
-pub enum Trust {
-    /// PEM file with the server's certificate or the CA that signed it. The client presents
-    /// `client.pem` and `client-key.pem` from the same directory when both are there (a
-    /// node's `DATA_DIR/tls`, or a `meridian cert` directory), and no certificate otherwise.
-    Ca(PathBuf),
-    /// The CA file and the client certificate and key to present.
-    Mutual {
-        ca: PathBuf,
-        cert: PathBuf,
-        key: PathBuf,
-    },
-    /// No verification of the server at all, and no client certificate: for tests and local
-    /// experiments against a node run with `--insecure-no-client-auth`.
-    Insecure,
-}
-
-impl Trust {
-    /// `--ca`, `--cert`, `--key` as the command lines take them.
-    pub fn from_flags(
-        ca: Option<PathBuf>,
-        cert: Option<PathBuf>,
-        key: Option<PathBuf>,
-        insecure: bool,
-    ) -> anyhow::Result<Trust> {
-        match (ca, cert, key, insecure) {
-            (Some(ca), None, None, false) => Ok(Trust::Ca(ca)),
-            (Some(ca), Some(cert), Some(key), false) => Ok(Trust::Mutual { ca, cert, key }),
-            (None, None, None, true) => Ok(Trust::Insecure),
-            (_, Some(_), None, _) | (_, None, Some(_), _) => {
-                anyhow::bail!("--cert and --key go together")
-            }
-            (None, _, _, false) => {
-                anyhow::bail!("pass --ca FILE (the server's DATA_DIR/tls/ca.pem) or --insecure")
-            }
-            (Some(_), _, _, true) | (None, Some(_), Some(_), true) => {
-                anyhow::bail!(
-                    "--insecure verifies nothing and presents nothing: drop --ca/--cert/--key"
-                )
-            }
-        }
-    }
-
-    /// The CA file, unless verification is off.
-    pub fn ca(&self) -> Option<&Path> {
-        match self {
-            Trust::Ca(ca) | Trust::Mutual { ca, .. } => Some(ca),
-            Trust::Insecure => None,
-        }
-    }
-
-    /// The client certificate and key to present, if any.
-    pub fn identity_files(&self) -> Option<(PathBuf, PathBuf)> {
-        match self {
-            Trust::Ca(ca) => {
-                let dir = ca.parent()?;
-                let (cert, key) = (dir.join("client.pem"), dir.join("client-key.pem"));
-                (cert.exists() && key.exists()).then_some((cert, key))
-            }
-            Trust::Mutual { cert, key, .. } => Some((cert.clone(), key.clone())),
-            Trust::Insecure => None,
-        }
-    }
-
-    /// The client identity as PEM (certificate chain, key), if any.
-    pub fn identity_pem(&self) -> anyhow::Result<Option<(Vec<u8>, Vec<u8>)>> {
-        let Some((cert, key)) = self.identity_files() else {
-            return Ok(None);
-        };
-        let cert_pem =
-            std::fs::read(&cert).with_context(|| format!("reading {}", cert.display()))?;
-        let key_pem = std::fs::read(&key).with_context(|| format!("reading {}", key.display()))?;
-        Ok(Some((cert_pem, key_pem)))
-    }
-}
 
 /// Who a server lets in. The certificates themselves are checked in the handshake, against
 /// the CA that [`LiveTls`] holds.
@@ -108,11 +35,11 @@ pub enum ClientAuth {
 
 impl ClientAuth {
     /// What a connection whose verified chain is `chain` may do.
-    pub fn grants(&self, chain: Option<&[CertificateDer<'_>]>) -> crate::auth::Grants {
+    pub fn grants(&self, chain: Option<&[CertificateDer<'_>]>) -> Grants {
         match (self, chain) {
-            (ClientAuth::Off, _) => crate::auth::Grants::all(),
-            (ClientAuth::Required, Some(chain)) => crate::auth::Grants::of_chain(chain),
-            (ClientAuth::Required, None) => crate::auth::Grants::NONE,
+            (ClientAuth::Off, _) => Grants::all(),
+            (ClientAuth::Required, Some(chain)) => cert::grants_of(chain),
+            (ClientAuth::Required, None) => Grants::NONE,
         }
     }
 }
@@ -127,24 +54,9 @@ pub fn client_ca_path(data_dir: &Path, tls_cert: Option<&Path>, tls_ca: Option<&
     }
 }
 
-fn roots_of(pem: &[u8], origin: &Path) -> anyhow::Result<rustls::RootCertStore> {
-    let mut roots = rustls::RootCertStore::empty();
-    for cert in rustls_pemfile::certs(&mut &pem[..]) {
-        roots.add(cert.with_context(|| format!("parsing {}", origin.display()))?)?;
-    }
-    if roots.is_empty() {
-        anyhow::bail!("{} holds no certificate", origin.display());
-    }
-    Ok(roots)
-}
-
 pub struct Identity {
     pub certs: Vec<CertificateDer<'static>>,
     pub key: PrivateKeyDer<'static>,
-}
-
-fn provider() -> Arc<rustls::crypto::CryptoProvider> {
-    Arc::new(rustls::crypto::ring::default_provider())
 }
 
 /// The certificate and key files a node serves with: `--tls-cert/--tls-key`, or the local pair
@@ -350,103 +262,4 @@ pub fn server_config(
     ));
     datagram::discover_up_to(transport, limits.max_udp_payload);
     Ok(config)
-}
-
-/// QUIC client config for the given trust.
-pub fn client_config(trust: &Trust) -> anyhow::Result<quinn::ClientConfig> {
-    let mut tls = client_tls(client_builder()?, trust)?;
-    tls.alpn_protocols = vec![ALPN.to_vec()];
-    let mut config = quinn::ClientConfig::new(Arc::new(QuicClientConfig::try_from(tls)?));
-    let mut transport = quinn::TransportConfig::default();
-    transport.keep_alive_interval(Some(std::time::Duration::from_secs(5)));
-    transport.max_idle_timeout(Some(std::time::Duration::from_secs(10).try_into()?));
-    datagram::discover_up_to(&mut transport, datagram::MAX_UDP_PAYLOAD);
-    config.transport_config(Arc::new(transport));
-    Ok(config)
-}
-
-/// A rustls client config for `trust` (the caller sets ALPN): the admin client uses it too.
-pub fn client_tls(
-    builder: rustls::ConfigBuilder<rustls::ClientConfig, rustls::WantsVerifier>,
-    trust: &Trust,
-) -> anyhow::Result<rustls::ClientConfig> {
-    let builder = match trust.ca() {
-        Some(path) => {
-            let pem = std::fs::read(path)
-                .with_context(|| format!("opening CA file {}", path.display()))?;
-            builder.with_root_certificates(roots_of(&pem, path)?)
-        }
-        None => builder
-            .dangerous()
-            .with_custom_certificate_verifier(Arc::new(NoVerification(provider()))),
-    };
-    Ok(match trust.identity_pem()? {
-        Some((cert_pem, key_pem)) => {
-            let certs = rustls_pemfile::certs(&mut &cert_pem[..])
-                .collect::<Result<Vec<_>, _>>()
-                .context("parsing the client certificate")?;
-            let key = rustls_pemfile::private_key(&mut &key_pem[..])
-                .context("parsing the client key")?
-                .context("the client key file holds no private key")?;
-            builder.with_client_auth_cert(certs, key)?
-        }
-        None => builder.with_no_client_auth(),
-    })
-}
-
-/// TLS 1.3 client builder with the crate's crypto provider.
-pub fn client_builder(
-) -> anyhow::Result<rustls::ConfigBuilder<rustls::ClientConfig, rustls::WantsVerifier>> {
-    Ok(rustls::ClientConfig::builder_with_provider(provider())
-        .with_protocol_versions(&[&rustls::version::TLS13])?)
-}
-
-/// Accepts any certificate but still checks the handshake signatures, so the session keys are
-/// at least bound to the key the server presented.
-#[derive(Debug)]
-struct NoVerification(Arc<rustls::crypto::CryptoProvider>);
-
-impl rustls::client::danger::ServerCertVerifier for NoVerification {
-    fn verify_server_cert(
-        &self,
-        _end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _server_name: &ServerName<'_>,
-        _ocsp: &[u8],
-        _now: UnixTime,
-    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
-        Ok(rustls::client::danger::ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &rustls::DigitallySignedStruct,
-    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &rustls::DigitallySignedStruct,
-    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
-        self.0.signature_verification_algorithms.supported_schemes()
-    }
 }

@@ -10,7 +10,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
-use super::timestamp::{Timestamp, LOGICAL_BITS, MAX_COUNT};
+use super::{Timestamp, LOGICAL_BITS, MAX_COUNT};
 
 /// Keeps the hot atomic on its own cache line so control writes to the ceiling do not bounce it.
 #[repr(align(128))]

@@ -4,8 +4,8 @@
 //! backwards) or make every timestamp jump years ahead, for good. Pure arithmetic: the clock
 //! reading is passed in.
 
-use super::timestamp::LOGICAL_BITS;
 use super::window::WindowConfig;
+use super::LOGICAL_BITS;
 
 /// The largest physical time a timestamp can carry: 46 bits of milliseconds, the year 4199.
 pub const MAX_PHYSICAL_MS: u64 = (1 << (64 - LOGICAL_BITS)) - 1;

@@ -14,10 +14,10 @@ mod scan;
 use std::path::Path;
 use std::time::Duration;
 
-use meridian::client::pd_grpc;
 use meridian::harness::ServerProcess;
 use meridian::kvproto::metapb;
 use meridian::kvproto::pdpb::{self, pd_client::PdClient};
+use meridian::pd_grpc;
 use meridian::tls::Trust;
 use tonic::transport::Channel;
 use tonic::Code;

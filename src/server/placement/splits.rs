@@ -4,7 +4,7 @@
 use super::request::{invalid, over_limit, unavailable, WAIT};
 use super::shard_task::{forget_elsewhere, region_error};
 use super::state::PlacementState;
-use crate::placement::Region;
+use crate::placement::{Region, RegionShape};
 use crate::proto::{ErrorReply, Reply, Response, SplitIds, MAX_BATCH_SPLIT};
 
 #[derive(Debug)]

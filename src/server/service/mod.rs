@@ -13,7 +13,7 @@ mod tso;
 pub use batch::execute_batch;
 
 use crate::admin::{CoreMetrics, RequestKind};
-use crate::auth::Call;
+use crate::auth::{Call, RequestCall};
 use crate::proto::{ArchivedRequest, Reply, Request, Response};
 
 use super::placement::{self, ClusterOp, GcOp, PlacementOp, RouteOp, SplitOp, StoreOp};

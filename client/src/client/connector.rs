@@ -5,12 +5,14 @@ use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use anyhow::Context;
 use tokio::sync::Mutex;
 
 use super::error::ClientError;
 use crate::datagram;
 use crate::tls::{self, Trust};
+
+/// How long a handshake may take before the next member is tried.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_millis(500);
 
 #[derive(Clone)]
 struct Target {
@@ -53,8 +55,7 @@ impl Connector {
         }
         .parse()
         .map_err(|e| ClientError::Config(format!("{e}")))?;
-        let mut endpoint = client_endpoint(bind)
-            .map_err(|e| ClientError::Config(format!("client socket: {e}")))?;
+        let mut endpoint = client_endpoint(bind)?;
         endpoint.set_default_client_config(
             tls::client_config(trust).map_err(|e| ClientError::Config(e.to_string()))?,
         );
@@ -142,16 +143,16 @@ impl Connector {
         }
     }
 
-    async fn try_connect(&self, target: &Target) -> Result<quinn::Connection, String> {
+    async fn try_connect(&self, target: &Target) -> Result<quinn::Connection, ClientError> {
         let connecting = self
             .endpoint
             .connect(target.addr, &target.server_name)
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| ClientError::Config(e.to_string()))?;
         // Short: a member that is down should cost little before the next one is tried.
-        match tokio::time::timeout(Duration::from_millis(500), connecting).await {
+        match tokio::time::timeout(HANDSHAKE_TIMEOUT, connecting).await {
             Ok(Ok(conn)) => Ok(conn),
-            Ok(Err(e)) => Err(e.to_string()),
-            Err(_) => Err("handshake timed out".into()),
+            Ok(Err(e)) => Err(ClientError::Transport(e.to_string())),
+            Err(_) => Err(ClientError::Silent(HANDSHAKE_TIMEOUT)),
         }
     }
 
@@ -250,10 +251,13 @@ async fn resolve(endpoint: &str) -> Result<Target, ClientError> {
 
 /// A client endpoint that accepts datagrams as large as QUIC allows, so replies can grow with
 /// the path (`quinn::Endpoint::client` would cap them at Ethernet's 1472 bytes).
-fn client_endpoint(bind: SocketAddr) -> anyhow::Result<quinn::Endpoint> {
+fn client_endpoint(bind: SocketAddr) -> Result<quinn::Endpoint, ClientError> {
+    let socket_error = |e: std::io::Error| ClientError::Config(format!("client socket: {e}"));
     let mut config = quinn::EndpointConfig::default();
-    datagram::accept_up_to(&mut config, datagram::MAX_UDP_PAYLOAD)?;
-    let runtime = quinn::default_runtime().context("no async runtime for the client endpoint")?;
-    let socket = std::net::UdpSocket::bind(bind)?;
-    Ok(quinn::Endpoint::new(config, None, socket, runtime)?)
+    datagram::accept_up_to(&mut config, datagram::MAX_UDP_PAYLOAD)
+        .map_err(|e| ClientError::Config(e.to_string()))?;
+    let runtime = quinn::default_runtime()
+        .ok_or_else(|| ClientError::Config("no async runtime for the client endpoint".into()))?;
+    let socket = std::net::UdpSocket::bind(bind).map_err(socket_error)?;
+    quinn::Endpoint::new(config, None, socket, runtime).map_err(socket_error)
 }

@@ -1,5 +1,7 @@
 //! A request stream: one request in flight, its response read back in order. Reopens itself on
-//! a new stream (and the connector on a new connection) after a transport failure.
+//! a new stream (and the connector on a new connection) after a transport failure. Every
+//! failure is a `ClientError`: `call` says what broke, `call_with_retry` retries what may
+//! succeed when sent again.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -8,33 +10,11 @@ use rkyv::util::AlignedVec;
 
 use super::connector::Connector;
 use super::error::ClientError;
-use crate::proto::{self, ErrorReply, FrameDecoder, Reply, Request, Response};
+use crate::proto::{self, ErrorReply, FrameDecoder, FrameError, Reply, Request, Response};
 
-/// Why an exchange failed.
-enum Failure {
-    /// The stream or connection broke, or the reply could not be read.
-    Transport(String),
-    /// Nothing came back for the silence timeout while a reply was due.
-    Silent(Duration),
-}
-
-impl Failure {
-    fn transport(why: &str) -> Failure {
-        Failure::Transport(why.to_string())
-    }
-
-    fn protocol(e: proto::FrameError) -> Failure {
-        Failure::Transport(e.to_string())
-    }
-}
-
-impl std::fmt::Display for Failure {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Failure::Transport(why) => f.write_str(why),
-            Failure::Silent(after) => write!(f, "no reply for {after:?}: the member is silent"),
-        }
-    }
+/// A reply that cannot be read: the stream is not worth reading further.
+fn unreadable(e: FrameError) -> ClientError {
+    ClientError::Protocol(e.to_string())
 }
 
 struct Open {
@@ -61,22 +41,15 @@ impl RpcStream {
             scratch: AlignedVec::new(),
             out: Vec::with_capacity(64),
         };
-        stream
-            .ensure_open()
-            .await
-            .map_err(ClientError::Unavailable)?;
+        stream.ensure_open().await?;
         Ok(stream)
     }
 
-    async fn ensure_open(&mut self) -> Result<(), String> {
+    async fn ensure_open(&mut self) -> Result<(), ClientError> {
         if self.open.is_some() {
             return Ok(());
         }
-        let (generation, connection) = self
-            .connector
-            .connection()
-            .await
-            .map_err(|e| e.to_string())?;
+        let (generation, connection) = self.connector.connection().await?;
         match connection.open_bi().await {
             Ok((send, recv)) => {
                 self.decoder = FrameDecoder::new();
@@ -90,45 +63,45 @@ impl RpcStream {
             }
             Err(e) => {
                 self.connector.invalidate(generation).await;
-                Err(format!("opening a stream: {e}"))
+                Err(ClientError::Transport(format!("opening a stream: {e}")))
             }
         }
     }
 
-    /// Sends one request and reads its response. A transport failure is returned as text and
-    /// leaves the stream to be reopened by the next call; nothing is retried here.
-    pub async fn call(&mut self, req: &Request) -> Result<Response, String> {
-        self.ensure_open().await?;
+    /// Sends one request and reads its response (the server's error reply included). A failure
+    /// to get one leaves the stream to be reopened by the next call; nothing is retried here.
+    pub async fn call(&mut self, req: &Request) -> Result<Response, ClientError> {
         self.out.clear();
-        proto::encode(req, &mut self.scratch, &mut self.out).map_err(|e| e.to_string())?;
+        proto::encode(req, &mut self.scratch, &mut self.out).map_err(ClientError::Encode)?;
+        self.ensure_open().await?;
         let result = self.exchange().await;
         self.settle(result).await
     }
 
     /// After an exchange: a failed stream is dropped, its connection too if it is closed,
     /// and a silent member is suspected (the connector asks the others next).
-    async fn settle<T>(&mut self, result: Result<T, Failure>) -> Result<T, String> {
+    async fn settle<T>(&mut self, result: Result<T, ClientError>) -> Result<T, ClientError> {
         match result {
             Ok(v) => Ok(v),
             Err(failure) => {
                 if let Some(open) = self.open.take() {
-                    if matches!(failure, Failure::Silent(_)) {
+                    if matches!(failure, ClientError::Silent(_)) {
                         self.connector.suspect(open.generation).await;
                     } else if open.connection.close_reason().is_some() {
                         self.connector.invalidate(open.generation).await;
                     }
                 }
-                Err(failure.to_string())
+                Err(failure)
             }
         }
     }
 
     /// Sends `reqs` back to back with one write and reads their responses, in order: the
     /// pipelined path for callers with many independent requests (heartbeats).
-    pub async fn call_many(&mut self, reqs: &[Request]) -> Result<Vec<Response>, String> {
+    pub async fn call_many(&mut self, reqs: &[Request]) -> Result<Vec<Response>, ClientError> {
         let mut frames = Vec::new();
         for req in reqs {
-            proto::encode(req, &mut self.scratch, &mut frames).map_err(|e| e.to_string())?;
+            proto::encode(req, &mut self.scratch, &mut frames).map_err(ClientError::Encode)?;
         }
         self.call_frames(&frames, reqs.len()).await
     }
@@ -139,7 +112,7 @@ impl RpcStream {
         &mut self,
         frames: &[u8],
         count: usize,
-    ) -> Result<Vec<Response>, String> {
+    ) -> Result<Vec<Response>, ClientError> {
         self.ensure_open().await?;
         self.out.clear();
         self.out.extend_from_slice(frames);
@@ -147,55 +120,59 @@ impl RpcStream {
         self.settle(result).await
     }
 
-    async fn exchange_many(&mut self, n: usize) -> Result<Vec<Response>, Failure> {
+    async fn exchange_many(&mut self, n: usize) -> Result<Vec<Response>, ClientError> {
         let silence = self.connector.silence_timeout;
         let open = self
             .open
             .as_mut()
-            .ok_or(Failure::transport("stream not open"))?;
+            .ok_or_else(|| ClientError::Transport("stream not open".into()))?;
         open.send
             .write_all(&self.out)
             .await
-            .map_err(|e| Failure::Transport(format!("send: {e}")))?;
+            .map_err(|e| ClientError::Transport(format!("send: {e}")))?;
         let mut responses = Vec::with_capacity(n);
         while responses.len() < n {
-            if let Some(response) = self.decoder.next_response().map_err(Failure::protocol)? {
+            if let Some(response) = self.decoder.next_response().map_err(unreadable)? {
                 responses.push(response);
                 continue;
             }
             match tokio::time::timeout(silence, open.recv.read_chunk(64 * 1024, true)).await {
                 Ok(Ok(Some(chunk))) => self.decoder.extend(&chunk.bytes),
                 Ok(Ok(None)) => {
-                    return Err(Failure::Transport("stream finished by the server".into()))
+                    return Err(ClientError::Transport(
+                        "stream finished by the server".into(),
+                    ))
                 }
-                Ok(Err(e)) => return Err(Failure::Transport(format!("receive: {e}"))),
-                Err(_) => return Err(Failure::Silent(silence)),
+                Ok(Err(e)) => return Err(ClientError::Transport(format!("receive: {e}"))),
+                Err(_) => return Err(ClientError::Silent(silence)),
             }
         }
         Ok(responses)
     }
 
-    async fn exchange(&mut self) -> Result<Response, Failure> {
+    async fn exchange(&mut self) -> Result<Response, ClientError> {
         let silence = self.connector.silence_timeout;
         let open = self
             .open
             .as_mut()
-            .ok_or(Failure::transport("stream not open"))?;
+            .ok_or_else(|| ClientError::Transport("stream not open".into()))?;
         open.send
             .write_all(&self.out)
             .await
-            .map_err(|e| Failure::Transport(format!("send: {e}")))?;
+            .map_err(|e| ClientError::Transport(format!("send: {e}")))?;
         loop {
-            if let Some(response) = self.decoder.next_response().map_err(Failure::protocol)? {
+            if let Some(response) = self.decoder.next_response().map_err(unreadable)? {
                 return Ok(response);
             }
             match tokio::time::timeout(silence, open.recv.read_chunk(64 * 1024, true)).await {
                 Ok(Ok(Some(chunk))) => self.decoder.extend(&chunk.bytes),
                 Ok(Ok(None)) => {
-                    return Err(Failure::Transport("stream finished by the server".into()))
+                    return Err(ClientError::Transport(
+                        "stream finished by the server".into(),
+                    ))
                 }
-                Ok(Err(e)) => return Err(Failure::Transport(format!("receive: {e}"))),
-                Err(_) => return Err(Failure::Silent(silence)),
+                Ok(Err(e)) => return Err(ClientError::Transport(format!("receive: {e}"))),
+                Err(_) => return Err(ClientError::Silent(silence)),
             }
         }
     }
@@ -225,7 +202,9 @@ impl RpcStream {
                     format!("not the leader (leader: {:?})", leader.map(|l| l.name))
                 }
                 Ok(Response::Err(e)) => e.to_string(),
-                Err(transport) => transport,
+                // Sending it again would not make it fit.
+                Err(e @ ClientError::Encode(_)) => return Err(e),
+                Err(e) => e.to_string(),
             };
             if tokio::time::Instant::now() + backoff > deadline {
                 return Err(ClientError::Unavailable(cause));

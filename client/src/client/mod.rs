@@ -1,11 +1,11 @@
 //! The Rust client: one QUIC connection to the cluster (re-established with backoff over the
 //! given endpoints), a TSO dispatcher that merges concurrent `get_ts` calls into one request per
-//! stream in flight, and raw request streams. Errors reach the caller typed.
+//! stream in flight, placement calls with a region cache, and raw request streams. Errors reach
+//! the caller typed ([`ClientError`]). It owns the client's connections and retries; what a
+//! frame holds is `proto`'s and `placement`'s, and it must not grow decisions the server makes.
 
 mod connector;
 mod error;
-/// kvproto's PD client over a verified TLS channel.
-pub mod pd_grpc;
 mod placement;
 mod region_cache;
 mod rpc;

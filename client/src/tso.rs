@@ -1,6 +1,8 @@
-//! The 46/18 hybrid timestamp layout: `physical_ms << 18 | logical`.
+//! The 46/18 hybrid timestamp layout: `physical_ms << 18 | logical`, and the most timestamps
+//! one request may ask for.
 //!
-//! Owns only the bit layout; it knows nothing of allocation or clocks.
+//! Owns only the bit layout; it knows nothing of allocation or clocks (the server's `tso`
+//! allocates, the client's dispatcher batches).
 
 use std::fmt;
 

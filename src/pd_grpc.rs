@@ -1,7 +1,9 @@
 //! A channel to a member's PD-compatible gRPC front end, for kvproto's generated `PdClient`
 //! (loadgen's `--protocol grpc`, the interoperability tests). TLS verifies against the given CA
 //! file and presents the client certificate `trust` names; `Trust::Insecure` has no meaning
-//! here, since tonic cannot skip verification.
+//! here, since tonic cannot skip verification. A test and load tool of the PD front end, not
+//! part of the QUIC client (`meridian-client`): it uses the server's own kvproto conversions,
+//! and must not serve anything.
 
 use anyhow::Context;
 use tonic::transport::{Certificate, Channel, ClientTlsConfig, Identity};

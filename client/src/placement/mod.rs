@@ -1,0 +1,14 @@
+//! The placement data the frames carry: regions with their epochs and peers, stores with their
+//! labels, stats and states, and the operators a heartbeat reply hands a region's leader. It
+//! owns what these types are and the questions a region answers about itself (does it hold a
+//! key, does it overlap another, which peer leads, is its epoch older); it must not hold
+//! placement rules (shape validation, the region map, scheduling, limits), which stay in the
+//! server crate that enforces them.
+
+mod operator;
+mod region;
+mod store;
+
+pub use operator::Operator;
+pub use region::{Epoch, Peer, PeerRole, Region, RegionStats};
+pub use store::{Label, Store, StoreState, StoreStats, StoreStatus};

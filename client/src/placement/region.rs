@@ -1,0 +1,111 @@
+//! A region: a key range `[start, end)` (an empty `end` reaches to the end of the key space),
+//! its epoch, its peers and leader, and the sizes a store reports. Owns what a region answers
+//! about itself; knows nothing of other regions, and does not validate shapes (the server does,
+//! where a report enters).
+
+use std::cmp::Ordering;
+
+use rkyv::{Archive, Deserialize, Serialize};
+
+/// `conf_ver` grows with membership changes, `version` with splits and merges.
+#[derive(Archive, Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
+pub struct Epoch {
+    pub conf_ver: u64,
+    pub version: u64,
+}
+
+impl Epoch {
+    /// Whether `self` is older than `other` in either dimension (P1).
+    pub fn is_stale_against(&self, other: &Epoch) -> bool {
+        self.version < other.version || self.conf_ver < other.conf_ver
+    }
+}
+
+#[derive(Archive, Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum PeerRole {
+    Voter,
+    Learner,
+}
+
+#[derive(Archive, Serialize, Deserialize, Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Peer {
+    pub id: u64,
+    pub store_id: u64,
+    pub role: PeerRole,
+}
+
+/// What routing needs of a region; the sizes a leader reports travel beside it as
+/// [`RegionStats`] and never enter the shared index.
+#[derive(Archive, Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
+pub struct Region {
+    pub id: u64,
+    pub start_key: Vec<u8>,
+    /// Exclusive; empty means unbounded.
+    pub end_key: Vec<u8>,
+    pub epoch: Epoch,
+    pub peers: Vec<Peer>,
+    /// The leader peer's id.
+    pub leader: Option<u64>,
+}
+
+/// Sizes and traffic a region's leader reports with each heartbeat.
+#[derive(Archive, Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct RegionStats {
+    pub approximate_size: u64,
+    pub approximate_keys: u64,
+    pub written_bytes: u64,
+    pub written_keys: u64,
+}
+
+impl Region {
+    /// The leader peer, if the report names one.
+    pub fn leader_peer(&self) -> Option<&Peer> {
+        let leader = self.leader?;
+        self.peers.iter().find(|p| p.id == leader)
+    }
+
+    /// Whether `key` falls in `[start, end)`.
+    pub fn contains(&self, key: &[u8]) -> bool {
+        key >= self.start_key.as_slice()
+            && (self.end_key.is_empty() || key < self.end_key.as_slice())
+    }
+
+    /// Whether the ranges of `self` and `other` share a key.
+    pub fn overlaps(&self, other: &Region) -> bool {
+        end_after(&self.end_key, &other.start_key) && end_after(&other.end_key, &self.start_key)
+    }
+}
+
+/// Whether an exclusive `end` (empty = unbounded) lies after `key`.
+fn end_after(end: &[u8], key: &[u8]) -> bool {
+    end.is_empty() || end.cmp(key) == Ordering::Greater
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn region(start: u8, end: Option<u8>) -> Region {
+        Region {
+            id: 1,
+            start_key: vec![start],
+            end_key: end.map(|e| vec![e]).unwrap_or_default(),
+            epoch: Epoch::default(),
+            peers: vec![],
+            leader: None,
+        }
+    }
+
+    proptest! {
+        /// Two ranges overlap exactly when some key is in both; an empty end is unbounded.
+        #[test]
+        fn overlaps_is_a_shared_key(a in 0u8..8, la in 1u8..4, open_a: bool,
+                                    b in 0u8..8, lb in 1u8..4, open_b: bool) {
+            let x = region(a, (!open_a).then_some(a + la));
+            let y = region(b, (!open_b).then_some(b + lb));
+            let shared = (0u8..=16).any(|k| x.contains(&[k]) && y.contains(&[k]));
+            prop_assert_eq!(x.overlaps(&y), shared);
+        }
+    }
+}
