@@ -11,7 +11,7 @@ use serde_json::json;
 use tokio::sync::oneshot;
 
 use super::client::AdminClient;
-use super::http::{member_json, AdminControl, AdminState};
+use super::state::{member_json, AdminControl, AdminState};
 use crate::election::{decode_member, Command, Membership};
 use crate::meta::MetaStore;
 
