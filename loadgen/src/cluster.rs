@@ -16,11 +16,11 @@ use meridian::proto::{self, Reply, Request, Response, MAX_BATCH_SPLIT, MAX_SCAN_
 use serde::Serialize;
 use tonic::transport::Channel;
 
+use crate::args::Protocol;
 use crate::latency::Latencies;
 use crate::leader::LeaderWatch;
 use crate::progress::Progress;
 use crate::report::Latency;
-use crate::run::Protocol;
 use crate::target::TargetArgs;
 
 #[derive(Debug, Clone, clap::Args)]

@@ -1,6 +1,7 @@
 //! The load generator as a library, so integration tests drive the same runs and the same
 //! checker as the command line.
 
+pub mod args;
 pub mod attack;
 pub mod checker;
 pub mod cluster;

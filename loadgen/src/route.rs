@@ -8,12 +8,12 @@ use std::time::{Duration, Instant};
 use meridian::proto::{Reply, Request, Response};
 use serde::Serialize;
 
+use crate::args::Protocol;
 use crate::grpc_router::GrpcRouter;
 use crate::latency::Latencies;
 use crate::leader::LeaderWatch;
 use crate::progress::Progress;
 use crate::report::Latency;
-use crate::run::Protocol;
 use crate::stall::Gaps;
 use crate::target::TargetArgs;
 

@@ -5,9 +5,9 @@
 
 use std::time::Duration;
 
+use loadgen::args::Protocol;
 use loadgen::cluster::{self, ClusterArgs};
 use loadgen::route::{self, RouteArgs, Rpc};
-use loadgen::run::Protocol;
 use loadgen::target::TargetArgs;
 use meridian::harness::{test_binary, ServerProcess};
 use meridian::placement::{Operator, RegionStats, StoreState};

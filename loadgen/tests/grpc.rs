@@ -4,7 +4,8 @@
 
 use std::time::Duration;
 
-use loadgen::run::{self, Protocol, TsoArgs};
+use loadgen::args::{Protocol, TsoArgs};
+use loadgen::run;
 use meridian::harness::{test_binary, ServerProcess};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -14,10 +14,11 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use loadgen::args::{Protocol, TsoArgs};
 use loadgen::cluster::{self, ClusterArgs};
 use loadgen::plot::{DISTRIBUTION, PERCENTILES, THROUGHPUT};
 use loadgen::route::{self, RouteArgs, Rpc};
-use loadgen::run::{self, Protocol, TsoArgs};
+use loadgen::run;
 use loadgen::target::TargetArgs;
 use meridian::admin::AdminClient;
 use meridian::harness::{free_udp_port, test_binary, EtcdProcess, ServerProcess};

@@ -8,7 +8,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use loadgen::run::{self, TsoArgs};
+use loadgen::args::TsoArgs;
+use loadgen::run;
 
 use meridian::client::{Client, ClientOptions};
 use meridian::harness::{free_udp_port, test_binary, ServerProcess};

@@ -6,8 +6,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::jiff::Timestamp;
+use loadgen::args::TsoArgs;
 use loadgen::report::Report;
-use loadgen::run::{self, TsoArgs};
+use loadgen::run;
 use meridian::admin::AdminClient;
 use meridian::harness::EtcdProcess;
 use meridian::tls::Trust;
