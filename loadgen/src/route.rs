@@ -140,7 +140,7 @@ async fn drive_grpc(
                             .get_region(next_key(&mut x))
                             .await
                             .map(|found| (true, found.is_some()))
-                            .map_err(tonic::Status::unknown),
+                            .map_err(|e| tonic::Status::unknown(e.to_string())),
                         None => Err(tonic::Status::internal("no router")),
                     },
                     Rpc::GetMembers => {

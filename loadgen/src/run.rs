@@ -311,7 +311,7 @@ async fn worker(
                     .await
                     .map(|ts| Some(ts.as_u64()))
                     .map_err(|e| e.to_string()),
-                TsoClient::Grpc(c) => c.get_ts().await.map(Some),
+                TsoClient::Grpc(c) => c.get_ts().await.map(Some).map_err(|e| e.to_string()),
             },
             (Op::TsoRaw, Some(s)) => match s.call(&Request::Tso { count: 1 }).await {
                 Ok(Response::Ok(Reply::Tso { first, .. })) => Ok(Some(first)),
