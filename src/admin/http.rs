@@ -13,6 +13,7 @@ use serde_json::json;
 
 use super::state::{member_json, AdminState};
 use crate::auth::Call;
+use crate::failpoint::ArmError;
 
 /// How long a member list with health is answered from the cache.
 const MEMBERS_FRESH: std::time::Duration = std::time::Duration::from_secs(1);
@@ -200,13 +201,14 @@ async fn disarm_failpoint(axum::extract::Path(name): axum::extract::Path<String>
     }
 }
 
-fn refused_failpoint(e: String) -> Response {
-    let status = if crate::failpoint::compiled_in() {
-        StatusCode::BAD_REQUEST
-    } else {
-        StatusCode::FORBIDDEN
+fn refused_failpoint(e: ArmError) -> Response {
+    let status = match e {
+        ArmError::NotCompiledIn => StatusCode::FORBIDDEN,
+        ArmError::Unknown(_) | ArmError::NotAnEntry(_) | ArmError::BadActions { .. } => {
+            StatusCode::BAD_REQUEST
+        }
     };
-    (status, Json(json!({"error": e}))).into_response()
+    (status, Json(json!({"error": e.to_string()}))).into_response()
 }
 
 async fn shift_clock(
