@@ -481,7 +481,7 @@ async fn update_service_safe_point(
     let mut gc = state.gc.lock().await;
     let update = match gc.update_service(service_id, ttl_secs, safe_point, now) {
         Ok(u) => u,
-        Err(why) => return invalid(why),
+        Err(why) => return invalid(why.to_string()),
     };
     let ops = update
         .changes
