@@ -13,7 +13,7 @@ mod window;
 pub use allocator::{AllocError, Allocator, TsRange};
 pub use limit::{LimitError, MAX_LIMIT_AHEAD_MS, MAX_PHYSICAL_MS};
 pub use timestamp::{Timestamp, LOGICAL_BITS, MAX_COUNT};
-pub use window::{WindowConfig, WindowPlan};
+pub use window::{WindowConfig, WindowConfigError, WindowPlan};
 
 #[cfg(test)]
 mod tests;
