@@ -1,5 +1,9 @@
 //! Real processes for demos and end-to-end tests: `meridian serve` and `etcd` on loopback ports
 //! in temp dirs, stopped gracefully or killed, and always reaped when dropped.
+//!
+//! Test support, compiled only with the `testkit` feature (the tests, loadgen, interop and the
+//! operator's tests turn it on): the server never calls it, and it must not hold anything the
+//! server needs.
 
 mod bootstrap;
 mod cluster;

@@ -88,7 +88,8 @@ impl Op {
         }
     }
 
-    /// The request again, whole.
+    /// The request again, whole (the frame fuzzer checks that sorting it again agrees).
+    #[cfg(feature = "testkit")]
     pub fn into_request(self) -> Request {
         match self {
             Op::Ping => Request::Ping,
