@@ -12,7 +12,7 @@ use meridian::harness::{test_binary, ServerProcess};
 async fn grpc_tso_load_is_checked_and_clean() {
     let tmp = tempfile::tempdir().unwrap();
     let data = tmp.path().join("data");
-    let server = ServerProcess::start(&test_binary(), &data, "127.0.0.1:0", Some(2)).unwrap();
+    let server = ServerProcess::start(test_binary(), &data, "127.0.0.1:0", Some(2)).unwrap();
     let grpc = server.grpc_addr.clone().unwrap();
     let mut args = TsoArgs::checked(
         vec![grpc],

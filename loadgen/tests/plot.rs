@@ -117,7 +117,7 @@ async fn tso_cluster_and_route_runs_plot() {
     let tmp = tempfile::tempdir().unwrap();
     let data = tmp.path().join("data");
     let listen = format!("127.0.0.1:{}", free_udp_port());
-    let server = ServerProcess::start(&test_binary(), &data, &listen, Some(2)).unwrap();
+    let server = ServerProcess::start(test_binary(), &data, &listen, Some(2)).unwrap();
     let ca = data.join("tls").join("ca.pem");
 
     // The command line, flag and all.
@@ -241,7 +241,7 @@ fn start_node(
         ]);
     }
     let (data, listen) = (nodes[i].0.clone(), nodes[i].1.clone());
-    nodes[i].2 = Some(ServerProcess::start_with(&test_binary(), &data, &listen, &args).unwrap());
+    nodes[i].2 = Some(ServerProcess::start_with(test_binary(), &data, &listen, &args).unwrap());
 }
 
 /// The node that says it leads and serves, waiting up to 15 s.

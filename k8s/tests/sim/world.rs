@@ -58,7 +58,7 @@ pub async fn world(spec: MeridianClusterSpec) -> World {
     let tls = tmp.path().join("shared");
     meridian::tls::ensure_identity(&tls, None, None, &["pd".into()]).unwrap();
     let env = Env {
-        bin: meridian::harness::test_binary(),
+        bin: meridian::harness::test_binary().to_path_buf(),
         dir: tmp.path().join("volumes"),
         etcd: etcd.endpoint(),
         config,
