@@ -13,9 +13,8 @@ use crate::checker::{count_duplicates, Checker};
 use crate::grpc_tso::GrpcTso;
 use crate::kept::Kept;
 use crate::latency::Latencies;
-use crate::leader::LeaderWatch;
 use crate::pacer::{Pacer, Schedule};
-use crate::progress::Progress;
+use crate::phase::Phase;
 use crate::report::Report;
 
 struct WorkerResult {
@@ -100,30 +99,25 @@ pub async fn run(args: &TsoArgs) -> anyhow::Result<Report> {
         move || ready.wait()
     })
     .await?;
-    let start = Instant::now();
-    let _ = shared.deadline.set(start + args.duration);
-    let leaders = args
+    let watch = args
         .plot
         .as_ref()
-        .map(|_| LeaderWatch::start(args.endpoints.clone(), trust.clone(), start));
-    let progress = Progress::start(args.duration, shared.clone_ops());
+        .map(|_| (args.endpoints.clone(), trust.clone()));
+    let done = shared.clone();
+    let phase = Phase::start(
+        args.duration,
+        move || done.ops.load(Ordering::Relaxed),
+        watch,
+    );
+    let _ = shared.deadline.set(phase.deadline);
     tokio::task::spawn_blocking(move || go.wait()).await?;
 
-    let results = tokio::task::spawn_blocking(move || {
-        threads
-            .into_iter()
-            .map(|t| {
-                t.join()
-                    .map_err(|_| anyhow::anyhow!("a load thread panicked"))?
-            })
-            .collect::<anyhow::Result<Vec<_>>>()
-    })
-    .await?;
+    let results = crate::threads::join(threads).await;
     let (mut errors, mut ops, mut all, mut gaps) = (0, 0, Vec::new(), Vec::new());
     let results = match results {
         Ok(r) => r,
         Err(e) => {
-            progress.finish();
+            phase.finish().await;
             return Err(e);
         }
     };
@@ -134,12 +128,7 @@ pub async fn run(args: &TsoArgs) -> anyhow::Result<Report> {
         gaps.push(r.gaps);
     }
     let stalls = crate::stall::common(&gaps);
-    let elapsed = start.elapsed();
-    progress.finish();
-    let failovers = match leaders {
-        Some(l) => l.finish().await,
-        None => Vec::new(),
-    };
+    let (elapsed, failovers) = phase.finish().await;
     let checked = all.len() as u64;
     let duplicates = tokio::task::spawn_blocking(move || count_duplicates(all)).await?;
     let latencies = shared.latencies.merged();
@@ -188,13 +177,6 @@ pub async fn run(args: &TsoArgs) -> anyhow::Result<Report> {
         println!("plot: {}", path.display());
     }
     Ok(report)
-}
-
-impl Shared {
-    fn clone_ops(self: &Arc<Self>) -> Arc<dyn Fn() -> u64 + Send + Sync> {
-        let s = self.clone();
-        Arc::new(move || s.ops.load(Ordering::Relaxed))
-    }
 }
 
 /// What a worker calls: Meridian's client, or the PD-style gRPC one.
