@@ -122,7 +122,7 @@ impl Config {
                     .map_err(|e| anyhow::anyhow!("config {}: {e}", path.display()))?
             }
         };
-        config.tso.validate().map_err(anyhow::Error::msg)?;
+        config.tso.validate()?;
         config.limits.validate().map_err(anyhow::Error::msg)?;
         if config.election.lease_ttl_secs < 1
             || config.election.safety_margin_ms >= config.election.lease_ttl_secs as u64 * 1000

@@ -169,8 +169,25 @@ pub async fn step(name: &str) -> std::io::Result<()> {
     }
 }
 
+/// Why a failpoint was not armed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ArmError {
+    /// This build has no failpoints: arming one would silently do nothing.
+    #[error("failpoints are not compiled in (build with --features failpoints)")]
+    NotCompiledIn,
+    /// No failpoint has this name.
+    #[error("no failpoint {0:?}; there are: {all}", all = points::ALL.join(", "))]
+    Unknown(String),
+    /// An entry of a `FAILPOINTS` list that is not `name=actions`.
+    #[error("failpoint {0:?}: expected name=actions")]
+    NotAnEntry(String),
+    /// `fail` refused the actions (its message says why).
+    #[error("failpoint {name}: {why}")]
+    BadActions { name: String, why: String },
+}
+
 /// Arms the failpoints in `FAILPOINTS` (`name=actions;...`), as a process starts.
-pub fn arm_from_env() -> Result<(), String> {
+pub fn arm_from_env() -> Result<(), ArmError> {
     match std::env::var("FAILPOINTS") {
         Ok(spec) if !spec.trim().is_empty() => arm_all(&spec),
         _ => Ok(()),
@@ -178,32 +195,32 @@ pub fn arm_from_env() -> Result<(), String> {
 }
 
 /// Arms each `name=actions` of `spec`, separated by `;`.
-pub fn arm_all(spec: &str) -> Result<(), String> {
+pub fn arm_all(spec: &str) -> Result<(), ArmError> {
     for entry in spec.split(';').map(str::trim).filter(|e| !e.is_empty()) {
         let (name, actions) = entry
             .split_once('=')
-            .ok_or_else(|| format!("failpoint {entry:?}: expected name=actions"))?;
+            .ok_or_else(|| ArmError::NotAnEntry(entry.to_string()))?;
         arm(name.trim(), actions.trim())?;
     }
     Ok(())
 }
 
 /// Arms one failpoint; an empty `actions` disarms it.
-pub fn arm(name: &str, actions: &str) -> Result<(), String> {
+pub fn arm(name: &str, actions: &str) -> Result<(), ArmError> {
     if !compiled_in() {
-        return Err("failpoints are not compiled in (build with --features failpoints)".into());
+        return Err(ArmError::NotCompiledIn);
     }
     if !points::ALL.contains(&name) {
-        return Err(format!(
-            "no failpoint {name:?}; there are: {}",
-            points::ALL.join(", ")
-        ));
+        return Err(ArmError::Unknown(name.to_string()));
     }
     if actions.is_empty() {
         fail::remove(name);
         return Ok(());
     }
-    fail::cfg(name, actions).map_err(|e| format!("failpoint {name}: {e}"))?;
+    fail::cfg(name, actions).map_err(|why| ArmError::BadActions {
+        name: name.to_string(),
+        why,
+    })?;
     tracing::warn!(failpoint = name, actions, "failpoint armed");
     Ok(())
 }
@@ -242,19 +259,22 @@ mod tests {
     #[test]
     fn arming_checks_the_name_and_the_syntax() {
         if !compiled_in() {
-            assert!(arm(points::WAL_WRITE, "return(eio)")
-                .unwrap_err()
-                .contains("not compiled in"));
+            assert_eq!(
+                arm(points::WAL_WRITE, "return(eio)"),
+                Err(ArmError::NotCompiledIn)
+            );
             return;
         }
         let err = arm("no::such::point", "return(eio)").unwrap_err();
-        assert!(
-            err.contains("no failpoint") && err.contains(points::WAL_FSYNC),
-            "{err}"
+        assert_eq!(err, ArmError::Unknown("no::such::point".into()));
+        assert!(err.to_string().contains(points::WAL_FSYNC), "{err}");
+        assert_eq!(
+            arm_all("meta::wal::write"),
+            Err(ArmError::NotAnEntry("meta::wal::write".into()))
         );
-        assert!(arm_all("meta::wal::write")
-            .unwrap_err()
-            .contains("name=actions"));
-        assert!(arm(points::PERSIST_FLUSH, "bogus(").is_err());
+        assert!(matches!(
+            arm(points::PERSIST_FLUSH, "bogus("),
+            Err(ArmError::BadActions { .. })
+        ));
     }
 }

@@ -21,11 +21,13 @@ pub mod election;
 /// Failpoints: named steps tests make fail, hang or kill the process (`failpoints` feature).
 pub mod failpoint;
 /// Fuzz targets over the decoders of outside bytes (`fuzz/`, `tests/fuzz_corpus.rs`).
+#[cfg(feature = "testkit")]
 #[doc(hidden)]
 pub mod fuzzing;
 /// GC safe points: the cluster's and per-service ones with a TTL (pure rules).
 pub mod gc;
 /// Runs `meridian serve` and `etcd` as child processes (demo, tests).
+#[cfg(feature = "testkit")]
 pub mod harness;
 /// kvproto's PD types and service, generated from proto/kvproto.
 pub mod kvproto;

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use meridian::admin::AdminClient;
 use meridian::client::{Client, ClientOptions};
-use meridian::harness::ServerProcess;
+use meridian::harness::{test_binary, ServerProcess};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// More than the admin listener's 256 connections.
@@ -22,7 +22,7 @@ const TRICKLING: usize = 8;
 async fn slowloris_on_admin_neither_stops_the_tso_nor_locks_out_an_operator() {
     let tmp = tempfile::tempdir().unwrap();
     let node = ServerProcess::start(
-        env!("CARGO_BIN_EXE_meridian").as_ref(),
+        test_binary(),
         &tmp.path().join("node"),
         "127.0.0.1:0",
         Some(1),

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use meridian::client::{Client, ClientOptions};
-use meridian::harness::ServerProcess;
+use meridian::harness::{test_binary, ServerProcess};
 use meridian::proto::{
     self, ErrorReply, FrameDecoder, Reply, Request, Response, StreamCode, MAX_FRAME_LEN,
 };
@@ -91,13 +91,7 @@ async fn assert_pong(raw: &mut Raw) {
 async fn garbage_gets_typed_errors_and_costs_only_its_stream() {
     let tmp = tempfile::tempdir().unwrap();
     let data = tmp.path().join("data");
-    let server = ServerProcess::start(
-        env!("CARGO_BIN_EXE_meridian").as_ref(),
-        &data,
-        "127.0.0.1:0",
-        Some(2),
-    )
-    .unwrap();
+    let server = ServerProcess::start(test_binary(), &data, "127.0.0.1:0", Some(2)).unwrap();
     let ca = data.join("tls").join("ca.pem");
 
     let mut endpoint = quinn::Endpoint::client("127.0.0.1:0".parse().unwrap()).unwrap();
@@ -193,21 +187,11 @@ async fn garbage_gets_typed_errors_and_costs_only_its_stream() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn wrong_ca_is_refused_and_insecure_needs_asking_on_both_sides() {
     let tmp = tempfile::tempdir().unwrap();
-    let server = ServerProcess::start(
-        env!("CARGO_BIN_EXE_meridian").as_ref(),
-        &tmp.path().join("a"),
-        "127.0.0.1:0",
-        Some(1),
-    )
-    .unwrap();
+    let server =
+        ServerProcess::start(test_binary(), &tmp.path().join("a"), "127.0.0.1:0", Some(1)).unwrap();
     // Another node's self-signed CA must not verify this one.
-    let other = ServerProcess::start(
-        env!("CARGO_BIN_EXE_meridian").as_ref(),
-        &tmp.path().join("b"),
-        "127.0.0.1:0",
-        Some(1),
-    )
-    .unwrap();
+    let other =
+        ServerProcess::start(test_binary(), &tmp.path().join("b"), "127.0.0.1:0", Some(1)).unwrap();
     let mut opts = ClientOptions::new(
         vec![server.client_addr.clone()],
         Trust::Ca(tmp.path().join("b/tls/ca.pem")),
@@ -227,7 +211,7 @@ async fn wrong_ca_is_refused_and_insecure_needs_asking_on_both_sides() {
         );
     }
     let open = ServerProcess::start_with(
-        env!("CARGO_BIN_EXE_meridian").as_ref(),
+        test_binary(),
         &tmp.path().join("c"),
         "127.0.0.1:0",
         &[

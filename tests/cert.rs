@@ -6,18 +6,14 @@ use std::path::Path;
 use std::process::Command;
 
 use meridian::client::{Client, ClientOptions};
-use meridian::harness::ServerProcess;
+use meridian::harness::{test_binary, ServerProcess};
 use meridian::kvproto::pdpb;
 use meridian::pd_grpc;
 use meridian::tls::cert::{roles_of, Role};
 use meridian::tls::Trust;
 
-fn bin() -> &'static Path {
-    env!("CARGO_BIN_EXE_meridian").as_ref()
-}
-
 fn cert(dir: &Path, args: &[&str]) -> std::process::Output {
-    Command::new(bin())
+    Command::new(test_binary())
         .args(["cert", "--certs-dir"])
         .arg(dir.join("certs"))
         .arg("--ca-key")
@@ -70,7 +66,7 @@ async fn a_node_with_a_ca_signed_certificate_serves_clients_that_trust_the_ca() 
 
     let data = dir.join("data");
     let server = ServerProcess::start_with(
-        bin(),
+        test_binary(),
         &data,
         "127.0.0.1:0",
         &[
@@ -105,7 +101,7 @@ async fn a_node_with_a_ca_signed_certificate_serves_clients_that_trust_the_ca() 
 async fn a_node_without_certificates_makes_a_local_ca_and_a_client_certificate() {
     let tmp = tempfile::tempdir().unwrap();
     let data = tmp.path().join("data");
-    let server = ServerProcess::start(bin(), &data, "127.0.0.1:0", Some(1)).unwrap();
+    let server = ServerProcess::start(test_binary(), &data, "127.0.0.1:0", Some(1)).unwrap();
     let tls = data.join("tls");
     for f in [
         "ca.pem",
@@ -141,7 +137,7 @@ fn relative_directories_that_do_not_exist_yet_are_made() {
         vec!["create-ca"],
         vec!["create-client", "--role", "admin", "--name", "ops"],
     ] {
-        let out = Command::new(bin())
+        let out = Command::new(test_binary())
             .current_dir(tmp.path())
             .args([
                 "cert",

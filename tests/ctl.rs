@@ -1,22 +1,21 @@
 //! `meridian ctl`'s pd-ctl-level verbs against the real binary: region by key, id and range,
 //! store, stores, member, leader, cluster and `tso decode`, as JSON (`--json`) and as tables.
 
-use std::path::Path;
 use std::process::Command;
 
 use meridian::client::{Client, ClientOptions};
-use meridian::harness::ServerProcess;
+use meridian::harness::{test_binary, ServerProcess};
 use meridian::placement::{Epoch, Peer, PeerRole, Region, Store, StoreState};
 use meridian::tls::Trust;
 use serde_json::Value;
 
-fn bin() -> &'static Path {
-    env!("CARGO_BIN_EXE_meridian").as_ref()
-}
-
 /// Runs `meridian ctl ARGS`; its stdout, after checking it succeeded.
 fn ctl(args: &[&str]) -> String {
-    let out = Command::new(bin()).arg("ctl").args(args).output().unwrap();
+    let out = Command::new(test_binary())
+        .arg("ctl")
+        .args(args)
+        .output()
+        .unwrap();
     assert!(
         out.status.success(),
         "ctl {args:?}: {}",
@@ -35,7 +34,7 @@ fn ctl_json(args: &[&str]) -> Value {
 async fn ctl_reads_regions_stores_members_and_timestamps() {
     let tmp = tempfile::tempdir().unwrap();
     let data = tmp.path().join("data");
-    let server = ServerProcess::start(bin(), &data, "127.0.0.1:0", Some(2)).unwrap();
+    let server = ServerProcess::start(test_binary(), &data, "127.0.0.1:0", Some(2)).unwrap();
     let ca = data.join("tls/ca.pem");
     let client = Client::connect(ClientOptions::new(
         vec![server.client_addr.clone()],
@@ -159,7 +158,7 @@ async fn ctl_reads_regions_stores_members_and_timestamps() {
     assert!(decoded["system"].as_str().unwrap().ends_with("UTC"));
 
     // Unknown ids are errors, not empty output.
-    let out = Command::new(bin())
+    let out = Command::new(test_binary())
         .arg("ctl")
         .args(base)
         .args(["store", "999999"])

@@ -8,12 +8,8 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use meridian::client::{Client, ClientOptions};
-use meridian::harness::{bootstrap_one_region, ServerProcess};
+use meridian::harness::{bootstrap_one_region, test_binary, ServerProcess};
 use meridian::tls::Trust;
-
-fn bin() -> &'static Path {
-    env!("CARGO_BIN_EXE_meridian").as_ref()
-}
 
 /// The `meridian_*` metric names a dashboard's queries use.
 fn queried(dashboard: &serde_json::Value) -> BTreeSet<String> {
@@ -48,7 +44,7 @@ fn exposed(text: &str) -> BTreeSet<String> {
 async fn every_metric_the_dashboard_queries_is_exposed() {
     let tmp = tempfile::tempdir().unwrap();
     let data = tmp.path().join("data");
-    let server = ServerProcess::start(bin(), &data, "127.0.0.1:0", Some(2)).unwrap();
+    let server = ServerProcess::start(test_binary(), &data, "127.0.0.1:0", Some(2)).unwrap();
     let client = Client::connect(ClientOptions::new(
         vec![server.client_addr.clone()],
         Trust::Ca(data.join("tls/ca.pem")),

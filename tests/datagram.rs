@@ -5,15 +5,11 @@
 use std::time::{Duration, Instant};
 
 use meridian::client::{Client, ClientOptions};
-use meridian::harness::ServerProcess;
+use meridian::harness::{test_binary, ServerProcess};
 use meridian::tls::Trust;
 
 /// quinn's own discovery bound, and Ethernet's payload: what a path settles at without ours.
 const ETHERNET_PAYLOAD: u16 = 1452;
-
-fn bin() -> &'static std::path::Path {
-    env!("CARGO_BIN_EXE_meridian").as_ref()
-}
 
 /// Starts a one-core server with `config` (TOML) and returns it with a connected client.
 async fn serve(dir: &std::path::Path, config: &str) -> (ServerProcess, Client) {
@@ -27,7 +23,7 @@ async fn serve(dir: &std::path::Path, config: &str) -> (ServerProcess, Client) {
         "--config".to_string(),
         file.display().to_string(),
     ];
-    let server = ServerProcess::start_with(bin(), &data, "127.0.0.1:0", &extra).unwrap();
+    let server = ServerProcess::start_with(test_binary(), &data, "127.0.0.1:0", &extra).unwrap();
     let ca = Trust::Ca(data.join("tls/ca.pem"));
     let client = Client::connect(ClientOptions::new(vec![server.client_addr.clone()], ca))
         .await

@@ -4,12 +4,8 @@
 use std::time::Duration;
 
 use meridian::client::{Client, ClientOptions};
-use meridian::harness::{bootstrap_one_region, ServerProcess};
+use meridian::harness::{bootstrap_one_region, test_binary, ServerProcess};
 use meridian::placement::{Epoch, Peer, PeerRole, Region};
-
-fn bin() -> &'static std::path::Path {
-    env!("CARGO_BIN_EXE_meridian").as_ref()
-}
 
 async fn connect(server: &ServerProcess) -> Client {
     let mut opts = ClientOptions::new(vec![server.client_addr.clone()], server.trust());
@@ -21,7 +17,7 @@ async fn connect(server: &ServerProcess) -> Client {
 async fn an_acknowledged_split_survives_a_sigkill_right_after_the_ack() {
     let tmp = tempfile::tempdir().unwrap();
     let data = tmp.path().join("node");
-    let mut server = ServerProcess::start(bin(), &data, "127.0.0.1:0", Some(2)).unwrap();
+    let mut server = ServerProcess::start(test_binary(), &data, "127.0.0.1:0", Some(2)).unwrap();
     let client = connect(&server).await;
     let mut last = bootstrap_one_region(&client, "127.0.0.1:20160")
         .await
@@ -62,7 +58,7 @@ async fn an_acknowledged_split_survives_a_sigkill_right_after_the_ack() {
             .await
             .unwrap();
         server.kill().unwrap();
-        server = ServerProcess::start(bin(), &data, "127.0.0.1:0", Some(2)).unwrap();
+        server = ServerProcess::start(test_binary(), &data, "127.0.0.1:0", Some(2)).unwrap();
         let client = connect(&server).await;
         let map = client.scan_regions(b"", b"", 0).await.unwrap();
         assert!(

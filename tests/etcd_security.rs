@@ -8,12 +8,8 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use meridian::client::{Client, ClientOptions};
-use meridian::harness::{EtcdProcess, EtcdTlsFiles, ServerProcess};
+use meridian::harness::{test_binary, EtcdProcess, EtcdTlsFiles, ServerProcess};
 use meridian::tls::Trust;
-
-fn bin() -> &'static Path {
-    env!("CARGO_BIN_EXE_meridian").as_ref()
-}
 
 /// A short lease, so a hand-over or a pause after a refusal takes two seconds, not ten.
 fn config(tmp: &Path) -> PathBuf {
@@ -44,7 +40,7 @@ fn start(
     .map(|s| s.to_string())
     .collect();
     args.extend_from_slice(flags);
-    ServerProcess::start_with_env(bin(), &tmp.join(name), "127.0.0.1:0", &args, env)
+    ServerProcess::start_with_env(test_binary(), &tmp.join(name), "127.0.0.1:0", &args, env)
 }
 
 fn strings(items: &[&str]) -> Vec<String> {
@@ -185,7 +181,7 @@ fn unusable_etcd_flags_name_the_flag_and_the_path() {
     let tmp = tempfile::tempdir().unwrap();
     let missing = tmp.path().join("missing.pem");
     let run = |args: &[&str], env: &[(&str, &str)]| {
-        let out = std::process::Command::new(bin())
+        let out = std::process::Command::new(test_binary())
             .args(["serve", "--data-dir"])
             .arg(tmp.path().join("data"))
             .args(["--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0"])

@@ -8,16 +8,12 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use meridian::client::{Client, ClientOptions};
-use meridian::harness::ServerProcess;
+use meridian::harness::{test_binary, ServerProcess};
 use meridian::tls::Trust;
-
-fn bin() -> &'static Path {
-    env!("CARGO_BIN_EXE_meridian").as_ref()
-}
 
 /// Runs a second `meridian serve` and waits (at most 20 s) for it to exit.
 fn second_serve(data: &Path, listen: &str) -> Output {
-    let mut child = Command::new(bin())
+    let mut child = Command::new(test_binary())
         .args(["serve", "--name", "second", "--listen", listen])
         .args(["--admin-listen", "127.0.0.1:0", "--data-dir"])
         .arg(data)
@@ -81,7 +77,7 @@ fn assert_unique_and_ordered(runs: &[Vec<Vec<u64>>]) {
 async fn a_second_process_on_the_same_address_or_data_dir_exits_and_changes_nothing() {
     let tmp = tempfile::tempdir().unwrap();
     let data = tmp.path().join("first");
-    let first = ServerProcess::start(bin(), &data, "127.0.0.1:0", Some(2)).unwrap();
+    let first = ServerProcess::start(test_binary(), &data, "127.0.0.1:0", Some(2)).unwrap();
     let ca = data.join("tls/ca.pem");
     let before = take_timestamps(&first.client_addr, &ca, 4, 200).await;
 

@@ -12,13 +12,9 @@ use std::time::{Duration, Instant};
 
 use meridian::client::{Client, ClientOptions};
 use meridian::failpoint::points;
-use meridian::harness::{bootstrap_one_region, ServerProcess};
+use meridian::harness::{bootstrap_one_region, test_binary, ServerProcess};
 use meridian::placement::{Region, Store, StoreState};
 use meridian::proto::{Reply, Request, Response};
-
-fn bin() -> &'static std::path::Path {
-    env!("CARGO_BIN_EXE_meridian").as_ref()
-}
 
 async fn connect(server: &ServerProcess, budget: Duration) -> Client {
     let mut opts = ClientOptions::new(vec![server.client_addr.clone()], server.trust());
@@ -108,7 +104,7 @@ async fn a_failing_disk_stops_timestamps_and_ids_and_a_restart_repeats_none() {
     ] {
         let tmp = tempfile::tempdir().unwrap();
         let data = tmp.path().join("node");
-        let server = ServerProcess::start(bin(), &data, "127.0.0.1:0", Some(2)).unwrap();
+        let server = ServerProcess::start(test_binary(), &data, "127.0.0.1:0", Some(2)).unwrap();
         let client = Arc::new(connect(&server, Duration::from_secs(1)).await);
         let region = bootstrap_one_region(&client, "127.0.0.1:20160")
             .await
@@ -146,7 +142,7 @@ async fn a_failing_disk_stops_timestamps_and_ids_and_a_restart_repeats_none() {
 
         // A restart replays the log: nothing handed out before is handed out again.
         server.kill().unwrap();
-        let server = ServerProcess::start(bin(), &data, "127.0.0.1:0", Some(2)).unwrap();
+        let server = ServerProcess::start(test_binary(), &data, "127.0.0.1:0", Some(2)).unwrap();
         let client = connect(&server, Duration::from_secs(10)).await;
         let (max_ts, max_id) = (
             handed_ts.iter().map(|&(_, last)| last).max().unwrap(),
@@ -190,7 +186,8 @@ async fn sigkill_at_each_compaction_step_loses_no_acknowledged_write() {
     ] {
         let tmp = tempfile::tempdir().unwrap();
         let data = tmp.path().join("node");
-        let mut server = ServerProcess::start(bin(), &data, "127.0.0.1:0", Some(2)).unwrap();
+        let mut server =
+            ServerProcess::start(test_binary(), &data, "127.0.0.1:0", Some(2)).unwrap();
         let client = Arc::new(connect(&server, Duration::from_secs(2)).await);
         bootstrap_one_region(&client, "127.0.0.1:20160")
             .await
@@ -217,7 +214,7 @@ async fn sigkill_at_each_compaction_step_loses_no_acknowledged_write() {
         );
         assert!(!acked.is_empty());
 
-        let server = ServerProcess::start(bin(), &data, "127.0.0.1:0", Some(2)).unwrap();
+        let server = ServerProcess::start(test_binary(), &data, "127.0.0.1:0", Some(2)).unwrap();
         let client = connect(&server, Duration::from_secs(10)).await;
         let stored: HashSet<u64> = client
             .get_all_stores()

@@ -6,19 +6,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use meridian::client::{Client, ClientOptions};
-use meridian::harness::ServerProcess;
+use meridian::harness::{test_binary, ServerProcess};
 use meridian::proto::{self, FrameDecoder, Reply, Request, Response};
 use meridian::tls::Trust;
-
-fn bin() -> &'static std::path::Path {
-    env!("CARGO_BIN_EXE_meridian").as_ref()
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn admin_api_reports_membership_health_and_metrics() {
     let tmp = tempfile::tempdir().unwrap();
     let data = tmp.path().join("data");
-    let server = ServerProcess::start(bin(), &data, "127.0.0.1:0", Some(2)).unwrap();
+    let server = ServerProcess::start(test_binary(), &data, "127.0.0.1:0", Some(2)).unwrap();
     let ca = Trust::Ca(data.join("tls/ca.pem"));
     let client = Client::connect(ClientOptions::new(vec![server.client_addr.clone()], ca))
         .await
@@ -72,7 +68,7 @@ async fn admin_api_reports_membership_health_and_metrics() {
 
     // `ctl` wraps the same API, and asks for a timestamp over QUIC.
     let ctl = |args: &[&str]| {
-        let out = std::process::Command::new(bin())
+        let out = std::process::Command::new(test_binary())
             .arg("ctl")
             .args(args)
             .output()
@@ -105,7 +101,7 @@ async fn admin_api_reports_membership_health_and_metrics() {
 async fn sigterm_under_load_answers_what_was_read_and_exits_zero() {
     let tmp = tempfile::tempdir().unwrap();
     let data = tmp.path().join("data");
-    let server = ServerProcess::start(bin(), &data, "127.0.0.1:0", Some(2)).unwrap();
+    let server = ServerProcess::start(test_binary(), &data, "127.0.0.1:0", Some(2)).unwrap();
     let ca = Trust::Ca(data.join("tls/ca.pem"));
     let mut opts = ClientOptions::new(vec![server.client_addr.clone()], ca.clone());
     opts.retry_budget = Duration::from_millis(300);
@@ -193,7 +189,7 @@ fn advertised_addresses_are_what_members_publish_and_the_certificate_names() {
     ]
     .map(String::from)
     .to_vec();
-    let server = ServerProcess::start_with(bin(), &data, "127.0.0.1:0", &args).unwrap();
+    let server = ServerProcess::start_with(test_binary(), &data, "127.0.0.1:0", &args).unwrap();
     let (status, members) = server.admin().unwrap().get_json("/api/v1/members").unwrap();
     assert_eq!(status, 200);
     let me = &members["members"][0];

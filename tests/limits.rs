@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use meridian::client::{Client, ClientError, ClientOptions};
-use meridian::harness::ServerProcess;
+use meridian::harness::{test_binary, ServerProcess};
 use meridian::kvproto::pdpb;
 use meridian::pd_grpc;
 use meridian::placement::{
@@ -14,10 +14,6 @@ use meridian::placement::{
 };
 use meridian::proto::{ErrorReply, MAX_FRAME_LEN};
 use meridian::tls::Trust;
-
-fn bin() -> &'static std::path::Path {
-    env!("CARGO_BIN_EXE_meridian").as_ref()
-}
 
 fn store(id: u64, labels: usize) -> Store {
     let l = Limits::default();
@@ -59,7 +55,7 @@ async fn every_limit_is_refused_at_the_boundary_and_large_replies_are_paged() {
     let config = dir.path().join("meridian.toml");
     std::fs::write(&config, format!("[limits]\nmax_stores = {STORES}\n")).unwrap();
     let server = ServerProcess::start_with(
-        bin(),
+        test_binary(),
         &data,
         "127.0.0.1:0",
         &[

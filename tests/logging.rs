@@ -1,20 +1,14 @@
 //! `--log-format json`: every line the server logs is one JSON object with a level, a target
 //! and its fields, so a log shipper can parse it; the default stays text.
 
-use std::path::Path;
-
-use meridian::harness::ServerProcess;
-
-fn bin() -> &'static Path {
-    env!("CARGO_BIN_EXE_meridian").as_ref()
-}
+use meridian::harness::{test_binary, ServerProcess};
 
 #[test]
 fn json_logs_are_one_object_per_line() {
     let tmp = tempfile::tempdir().unwrap();
     let data = tmp.path().join("data");
     let server = ServerProcess::start_with(
-        bin(),
+        test_binary(),
         &data,
         "127.0.0.1:0",
         &["--log-format".into(), "json".into()],

@@ -5,16 +5,12 @@
 use std::time::Duration;
 
 use meridian::client::{Client, ClientError, ClientOptions};
-use meridian::harness::{EtcdProcess, ServerProcess};
+use meridian::harness::{test_binary, EtcdProcess, ServerProcess};
 use meridian::placement::{
     Epoch, Operator, Peer, PeerRole, Region, RegionStats, Store, StoreState, StoreStats,
 };
 use meridian::proto::{ErrorReply, Reply, Request, Response};
 use meridian::tls::Trust;
-
-fn bin() -> &'static std::path::Path {
-    env!("CARGO_BIN_EXE_meridian").as_ref()
-}
 
 async fn connect(addr: &str, ca: &std::path::Path) -> Client {
     let mut opts = ClientOptions::new(vec![addr.to_string()], Trust::Ca(ca.to_path_buf()));
@@ -183,7 +179,7 @@ async fn check_reads(client: &Client, regions: &[Region]) {
 async fn placement_end_to_end_with_bad_input_and_restart() {
     let tmp = tempfile::tempdir().unwrap();
     let data = tmp.path().join("data");
-    let server = ServerProcess::start(bin(), &data, "127.0.0.1:0", Some(2)).unwrap();
+    let server = ServerProcess::start(test_binary(), &data, "127.0.0.1:0", Some(2)).unwrap();
     let ca = data.join("tls/ca.pem");
     let client = connect(&server.client_addr, &ca).await;
     let (stores, regions) = build(&client).await;
@@ -325,7 +321,7 @@ async fn placement_end_to_end_with_bad_input_and_restart() {
     let last_id = client.alloc_id().await.unwrap();
     drop(client);
     server.stop().unwrap();
-    let server = ServerProcess::start(bin(), &data, "127.0.0.1:0", Some(2)).unwrap();
+    let server = ServerProcess::start(test_binary(), &data, "127.0.0.1:0", Some(2)).unwrap();
     let client = connect(&server.client_addr, &ca).await;
     assert!(client.is_bootstrapped().await.unwrap());
     assert_eq!(all_regions(&client).await, before);
@@ -361,7 +357,7 @@ fn located(responses: Vec<Response>) -> Vec<Option<u64>> {
 async fn pipelined_lookups_agree_with_single_ones_and_see_earlier_requests() {
     let tmp = tempfile::tempdir().unwrap();
     let data = tmp.path().join("data");
-    let server = ServerProcess::start(bin(), &data, "127.0.0.1:0", Some(2)).unwrap();
+    let server = ServerProcess::start(test_binary(), &data, "127.0.0.1:0", Some(2)).unwrap();
     let client = connect(&server.client_addr, &data.join("tls/ca.pem")).await;
     let (_, regions) = build(&client).await;
     let keys: Vec<&[u8]> = vec![b"", b"a", b"b", b"c", b"dd", b"f", b"zzz", b"c"];
@@ -474,7 +470,8 @@ async fn followers_refuse_and_a_new_leader_loads_the_map_from_etcd() {
         .iter()
         .map(|s| s.to_string())
         .collect();
-        ServerProcess::start_with(bin(), &tmp.path().join(name), "127.0.0.1:0", &args).unwrap()
+        ServerProcess::start_with(test_binary(), &tmp.path().join(name), "127.0.0.1:0", &args)
+            .unwrap()
     };
     let a = start("a");
     let ca_a = tmp.path().join("a/tls/ca.pem");

@@ -10,14 +10,14 @@ use std::path::Path;
 use std::time::Duration;
 
 use meridian::client::{Client, ClientOptions};
-use meridian::harness::ServerProcess;
+use meridian::harness::{test_binary, ServerProcess};
 
 fn node(dir: &Path, config: &str) -> ServerProcess {
     std::fs::create_dir_all(dir).unwrap();
     let file = dir.join("meridian.toml");
     std::fs::write(&file, format!("[server]\n{config}\n")).unwrap();
     ServerProcess::start_with(
-        env!("CARGO_BIN_EXE_meridian").as_ref(),
+        test_binary(),
         &dir.join("data"),
         "127.0.0.1:0",
         &[

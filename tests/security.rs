@@ -9,17 +9,13 @@ use std::time::{Duration, SystemTime};
 
 use meridian::admin::AdminClient;
 use meridian::client::{Client, ClientError, ClientOptions};
-use meridian::harness::{EtcdProcess, ServerProcess};
+use meridian::harness::{test_binary, EtcdProcess, ServerProcess};
 use meridian::kvproto::pdpb;
 use meridian::pd_grpc;
 use meridian::placement::{Epoch, Peer, PeerRole, Region, RegionStats, Store, StoreState};
 use meridian::proto::ErrorReply;
 use meridian::tls::cert::{self, Role, Validity};
 use meridian::tls::Trust;
-
-fn bin() -> &'static Path {
-    env!("CARGO_BIN_EXE_meridian").as_ref()
-}
 
 /// The certificates of one test: a cluster CA with a node certificate and one client
 /// certificate per role, plus the bad ones.
@@ -157,7 +153,8 @@ async fn cluster(tmp: &Path, extra: &[&str]) -> Cluster {
     let mut args = certs.node_args();
     args.extend(["--etcd".into(), etcd.endpoint()]);
     args.extend(extra.iter().map(|a| a.to_string()));
-    let node = ServerProcess::start_with(bin(), &tmp.join("node"), "127.0.0.1:0", &args).unwrap();
+    let node =
+        ServerProcess::start_with(test_binary(), &tmp.join("node"), "127.0.0.1:0", &args).unwrap();
     let store_client = quic(
         &node.client_addr,
         certs.role(Role::Store),
@@ -502,10 +499,15 @@ async fn open_probes_answer_without_a_certificate_and_nothing_else_does() {
     let certs = Certs::new(tmp.path());
     let mut args = certs.node_args();
     args.push("--admin-open-probes".into());
-    let open =
-        ServerProcess::start_with(bin(), &tmp.path().join("open"), "127.0.0.1:0", &args).unwrap();
+    let open = ServerProcess::start_with(
+        test_binary(),
+        &tmp.path().join("open"),
+        "127.0.0.1:0",
+        &args,
+    )
+    .unwrap();
     let closed = ServerProcess::start_with(
-        bin(),
+        test_binary(),
         &tmp.path().join("closed"),
         "127.0.0.1:0",
         &certs.node_args(),
@@ -578,7 +580,7 @@ async fn sighup_rotates_the_certificate_and_the_ca_on_every_port_without_a_resta
     let tmp = tempfile::tempdir().unwrap();
     let certs = Certs::new(tmp.path());
     let node = ServerProcess::start_with(
-        bin(),
+        test_binary(),
         &tmp.path().join("node"),
         "127.0.0.1:0",
         &certs.node_args(),

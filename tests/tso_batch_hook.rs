@@ -5,18 +5,14 @@
 use std::sync::{Arc, Mutex};
 
 use meridian::client::{BatchHook, Client, ClientOptions};
-use meridian::harness::ServerProcess;
+use meridian::harness::{test_binary, ServerProcess};
 use meridian::tls::Trust;
-
-fn bin() -> &'static std::path::Path {
-    env!("CARGO_BIN_EXE_meridian").as_ref()
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_timestamp_is_in_a_batch_reported_before_its_caller_got_it() {
     let tmp = tempfile::tempdir().unwrap();
     let data = tmp.path().join("data");
-    let server = ServerProcess::start(bin(), &data, "127.0.0.1:0", Some(2)).unwrap();
+    let server = ServerProcess::start(test_binary(), &data, "127.0.0.1:0", Some(2)).unwrap();
     let batches: Arc<Mutex<Vec<(u64, u64)>>> = Arc::default();
     let mut opts = ClientOptions::new(
         vec![server.client_addr.clone()],

@@ -88,7 +88,7 @@ async fn bootstrap(grpc: &str, ca: &Path, store_addr: &str) {
 async fn timestamps_and_routing_through_tikv_client() {
     let tmp = tempfile::tempdir().unwrap();
     let data = tmp.path().join("data");
-    let server = ServerProcess::start(&test_binary(), &data, "127.0.0.1:0", Some(2)).unwrap();
+    let server = ServerProcess::start(test_binary(), &data, "127.0.0.1:0", Some(2)).unwrap();
     let grpc = server.grpc_addr.clone().unwrap();
     let tls = data.join("tls");
 
@@ -133,7 +133,7 @@ impl Node {
         let mut args = vec!["--name".to_string(), self.name.clone()];
         args.extend(self.args.iter().cloned());
         self.process = Some(
-            ServerProcess::start_with(&test_binary(), &self.data, &self.listen, &args).unwrap(),
+            ServerProcess::start_with(test_binary(), &self.data, &self.listen, &args).unwrap(),
         );
     }
 }

@@ -55,7 +55,7 @@ fn member(dir: &Path, pki: &Pki, etcd: Option<&EtcdProcess>) -> ServerProcess {
     if let Some(etcd) = etcd {
         args.extend(["--etcd".to_string(), etcd.endpoint()]);
     }
-    ServerProcess::start_with(&test_binary(), &dir.join("data"), "127.0.0.1:0", &args).unwrap()
+    ServerProcess::start_with(test_binary(), &dir.join("data"), "127.0.0.1:0", &args).unwrap()
 }
 
 /// A Secret volume as the kubelet lays it out, holding the operator's admin certificate.

@@ -18,9 +18,10 @@ use tokio::sync::watch;
 use meridian::proto::{self, ErrorReply, FrameDecoder, Request, Response, MAX_FRAME_LEN};
 use meridian::tls::Trust;
 
+use crate::args::TsoArgs;
 use crate::compare::median;
 use crate::demo::DemoServer;
-use crate::run::{self, TsoArgs};
+use crate::run;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize)]
 #[serde(rename_all = "kebab-case")]

@@ -16,11 +16,10 @@ use meridian::proto::{self, Reply, Request, Response, MAX_BATCH_SPLIT, MAX_SCAN_
 use serde::Serialize;
 use tonic::transport::Channel;
 
+use crate::args::Protocol;
 use crate::latency::Latencies;
-use crate::leader::LeaderWatch;
-use crate::progress::Progress;
+use crate::phase::Phase;
 use crate::report::Latency;
-use crate::run::Protocol;
 use crate::target::TargetArgs;
 
 #[derive(Debug, Clone, clap::Args)]
@@ -412,6 +411,60 @@ async fn drive_grpc(
     let _ = reader.await;
 }
 
+/// What every connection's thread runs with.
+#[derive(Clone)]
+struct Load {
+    target: TargetArgs,
+    protocol: Protocol,
+    depth: usize,
+    per_sec: Option<f64>,
+    /// When the heartbeats started, and when they stop.
+    window: (Instant, Instant),
+    counters: Arc<Counters>,
+}
+
+impl Load {
+    /// One connection: its streams' shares of the regions heartbeated until the deadline;
+    /// returns each stream's gaps (none over gRPC, which has no round trips to time).
+    async fn connection(self, shares: Vec<Vec<Region>>) -> anyhow::Result<Vec<Vec<(u64, u64)>>> {
+        let (started, deadline) = self.window;
+        if self.protocol == Protocol::Grpc {
+            let (pd, cluster_id) =
+                crate::grpc_tso::leader_client(&self.target.endpoints, &self.target.trust()?)
+                    .await?;
+            let mut tasks = tokio::task::JoinSet::new();
+            for share in shares {
+                tasks.spawn(drive_grpc(
+                    (pd.clone(), cluster_id),
+                    share,
+                    self.per_sec,
+                    deadline,
+                    self.counters.clone(),
+                ));
+            }
+            while tasks.join_next().await.is_some() {}
+            return Ok(Vec::new());
+        }
+        let client = self.target.connect().await?;
+        let mut tasks = tokio::task::JoinSet::new();
+        for share in shares {
+            tasks.spawn(drive(
+                client.clone(),
+                share,
+                self.depth,
+                self.per_sec,
+                (started, deadline),
+                self.counters.clone(),
+            ));
+        }
+        let mut gaps = Vec::new();
+        while let Some(g) = tasks.join_next().await {
+            gaps.extend(g.ok().flatten());
+        }
+        Ok(gaps)
+    }
+}
+
 pub async fn run(args: &ClusterArgs) -> anyhow::Result<ClusterReport> {
     if args.plot.is_some() && args.protocol == Protocol::Grpc {
         anyhow::bail!("--plot draws round trips, which the gRPC heartbeat stream has none of");
@@ -440,20 +493,13 @@ pub async fn run(args: &ClusterArgs) -> anyhow::Result<ClusterReport> {
         latencies: Latencies::per_second(args.plot.is_some()),
     });
     let per_sec = args.rate.map(|r| r as f64 / streams as f64);
-    let started = Instant::now();
-    let deadline = started + args.duration;
-    let progress = {
-        let c = counters.clone();
-        Progress::start(args.duration, Arc::new(move || c.heartbeats.load(Relaxed)))
-    };
-    let leaders = match &args.plot {
-        Some(_) => Some(LeaderWatch::start(
-            args.target.endpoints.clone(),
-            args.target.trust()?,
-            started,
-        )),
+    let watch = match &args.plot {
+        Some(_) => Some((args.target.endpoints.clone(), args.target.trust()?)),
         None => None,
     };
+    let done = counters.clone();
+    let phase = Phase::start(args.duration, move || done.heartbeats.load(Relaxed), watch);
+    let (started, deadline) = (phase.started, phase.deadline);
     // Stores report every second with their share of regions and leaders.
     let store_task = {
         let client = client.clone();
@@ -476,69 +522,23 @@ pub async fn run(args: &ClusterArgs) -> anyhow::Result<ClusterReport> {
             }
         })
     };
-    let mut threads = Vec::new();
     let mut shares = shares.into_iter();
-    for _ in 0..args.connections.max(1) {
-        let mine: Vec<Vec<Region>> = shares.by_ref().take(args.streams.max(1)).collect();
-        let (target, counters, depth) = (args.target.clone(), counters.clone(), args.depth.max(1));
-        let protocol = args.protocol;
-        threads.push(std::thread::spawn(
-            move || -> anyhow::Result<Vec<Vec<(u64, u64)>>> {
-                let rt = tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()?;
-                rt.block_on(async move {
-                    if protocol == Protocol::Grpc {
-                        let (pd, cluster_id) =
-                            crate::grpc_tso::leader_client(&target.endpoints, &target.trust()?)
-                                .await?;
-                        let mut tasks = tokio::task::JoinSet::new();
-                        for share in mine {
-                            tasks.spawn(drive_grpc(
-                                (pd.clone(), cluster_id),
-                                share,
-                                per_sec,
-                                deadline,
-                                counters.clone(),
-                            ));
-                        }
-                        while tasks.join_next().await.is_some() {}
-                        return Ok(Vec::new());
-                    }
-                    let client = target.connect().await?;
-                    let mut tasks = tokio::task::JoinSet::new();
-                    for share in mine {
-                        tasks.spawn(drive(
-                            client.clone(),
-                            share,
-                            depth,
-                            per_sec,
-                            (started, deadline),
-                            counters.clone(),
-                        ));
-                    }
-                    let mut gaps = Vec::new();
-                    while let Some(g) = tasks.join_next().await {
-                        gaps.extend(g.ok().flatten());
-                    }
-                    Ok(gaps)
-                })
-            },
-        ));
-    }
-    let mut gaps = Vec::new();
-    for t in threads {
-        gaps.extend(
-            t.join()
-                .map_err(|_| anyhow::anyhow!("a load thread panicked"))??,
-        );
-    }
-    let elapsed = started.elapsed();
-    progress.finish();
-    let failovers = match leaders {
-        Some(l) => l.finish().await,
-        None => Vec::new(),
+    let per_connection: Vec<Vec<Vec<Region>>> = (0..args.connections.max(1))
+        .map(|_| shares.by_ref().take(args.streams.max(1)).collect())
+        .collect();
+    let load = Load {
+        target: args.target.clone(),
+        protocol: args.protocol,
+        depth: args.depth.max(1),
+        per_sec,
+        window: (started, deadline),
+        counters: counters.clone(),
     };
+    let gaps = crate::threads::per_connection(per_connection, move |shares| {
+        load.clone().connection(shares)
+    })
+    .await?;
+    let (elapsed, failovers) = phase.finish().await;
     let _ = store_task.await;
     let heartbeats = counters.heartbeats.load(Relaxed);
     let latencies = counters.latencies.merged();

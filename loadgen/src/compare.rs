@@ -5,8 +5,9 @@
 
 use serde::Serialize;
 
+use crate::args::{Op, TsoArgs};
 use crate::report::Report;
-use crate::run::{self, Op, TsoArgs};
+use crate::run;
 
 #[derive(Debug, Serialize)]
 pub struct Comparison {

@@ -8,8 +8,9 @@ use anyhow::Context;
 
 use meridian::harness::ServerProcess;
 
+use crate::args::TsoArgs;
 use crate::report::Report;
-use crate::run::{self, TsoArgs};
+use crate::run;
 
 /// The `meridian` binary: `$MERIDIAN_BIN`, else the one beside this executable. Under
 /// `cargo run` it is (re)built first, since `-p loadgen` alone does not build it.

@@ -2,7 +2,18 @@
 
 use std::time::Duration;
 
-pub fn parse(text: &str) -> Result<Duration, String> {
+/// Why a duration was refused; each names the text it was given.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DurationError {
+    #[error("'{0}' is not a duration like 10s or 500ms")]
+    NotANumber(String),
+    #[error("unknown unit '{unit}' in '{text}' (use ms, s, m or h)")]
+    UnknownUnit { unit: String, text: String },
+    #[error("duration '{0}' must be positive")]
+    NotPositive(String),
+}
+
+pub fn parse(text: &str) -> Result<Duration, DurationError> {
     let text = text.trim();
     let split = text
         .find(|c: char| !c.is_ascii_digit() && c != '.')
@@ -10,7 +21,7 @@ pub fn parse(text: &str) -> Result<Duration, String> {
     let (number, unit) = text.split_at(split);
     let value: f64 = number
         .parse()
-        .map_err(|_| format!("'{text}' is not a duration like 10s or 500ms"))?;
+        .map_err(|_| DurationError::NotANumber(text.to_string()))?;
     let seconds = match unit {
         "" | "s" => value,
         "ms" => value / 1e3,
@@ -18,13 +29,14 @@ pub fn parse(text: &str) -> Result<Duration, String> {
         "m" => value * 60.0,
         "h" => value * 3600.0,
         _ => {
-            return Err(format!(
-                "unknown unit '{unit}' in '{text}' (use ms, s, m or h)"
-            ))
+            return Err(DurationError::UnknownUnit {
+                unit: unit.to_string(),
+                text: text.to_string(),
+            })
         }
     };
     if !seconds.is_finite() || seconds <= 0.0 {
-        return Err(format!("duration '{text}' must be positive"));
+        return Err(DurationError::NotPositive(text.to_string()));
     }
     Ok(Duration::from_secs_f64(seconds))
 }
@@ -39,8 +51,11 @@ mod tests {
         assert_eq!(parse("500ms"), Ok(Duration::from_millis(500)));
         assert_eq!(parse("2m"), Ok(Duration::from_secs(120)));
         assert_eq!(parse("3"), Ok(Duration::from_secs(3)));
-        assert!(parse("0s").is_err());
-        assert!(parse("ten").is_err());
-        assert!(parse("5d").is_err());
+        assert_eq!(parse("0s"), Err(DurationError::NotPositive("0s".into())));
+        assert_eq!(parse("ten"), Err(DurationError::NotANumber("ten".into())));
+        assert!(matches!(
+            parse("5d"),
+            Err(DurationError::UnknownUnit { .. })
+        ));
     }
 }

@@ -5,10 +5,12 @@
 //! What a batch asks and how its callers are answered belongs to each client ([`BatchStream`]).
 
 use std::future::Future;
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::mpsc;
 
+use meridian::kvproto::{metapb, pdpb};
 use meridian::tls::Trust;
 
 /// Most callers merged into one request (PD's client caps both its TSO and router batches at
@@ -19,6 +21,49 @@ pub const MAX_BATCH: usize = 10_000;
 /// off, as the QUIC client's `silence_timeout` does: the batch fails and the next one finds
 /// the leader again.
 pub const SILENCE: Duration = Duration::from_millis(2500);
+
+/// Why a caller of a PD-style gRPC client got no answer. A failed batch fails each of its
+/// callers with the same error, hence `Clone`.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum CallError {
+    /// The client's dispatcher is gone (the client was dropped, or its runtime stopped).
+    #[error("dispatcher stopped")]
+    Stopped,
+    /// The last batch failed and no stream on a leader could be opened for this one.
+    #[error("reconnecting: {0:#}")]
+    Reconnecting(Arc<anyhow::Error>),
+    /// The request could not be sent: the stream (named) is closed on our side.
+    #[error("{0} stream closed")]
+    Closed(&'static str),
+    /// The server ended the stream (named).
+    #[error("{0} stream ended")]
+    Ended(&'static str),
+    /// The stream (named) failed with a gRPC status.
+    #[error("{what} stream failed: {status}")]
+    Failed {
+        what: &'static str,
+        status: tonic::Status,
+    },
+    /// Nothing came on the stream (named) for [`SILENCE`] while a batch waited.
+    #[error("{0} stream silent for {SILENCE:?}")]
+    Silent(&'static str),
+    /// The server refused the batch (the reply header's error).
+    #[error("refused: {kind:?}: {message}")]
+    Refused {
+        kind: pdpb::ErrorType,
+        message: String,
+    },
+    /// The reply does not answer what was asked (what is wrong with it, in words).
+    #[error("malformed reply: {0}")]
+    Malformed(String),
+    /// A region lookup's answer does not hold the key: a wrong route, counted, never used.
+    #[error("key {key:x?} routed to region {region:?} under id {id}")]
+    Misrouted {
+        key: Vec<u8>,
+        id: u64,
+        region: Box<metapb::Region>,
+    },
+}
 
 /// A stream that answers a whole batch of callers in one round trip.
 pub trait BatchStream: Sized + Send + 'static {
@@ -36,7 +81,7 @@ pub trait BatchStream: Sized + Send + 'static {
     fn serve(&mut self, batch: &mut Vec<Self::Caller>) -> impl Future<Output = bool> + Send;
 
     /// Answers a caller that no stream could serve.
-    fn fail(caller: Self::Caller, why: String);
+    fn fail(caller: Self::Caller, why: CallError);
 }
 
 /// Starts `stream`'s dispatcher on the current runtime; callers are sent to the returned end.
@@ -63,8 +108,9 @@ async fn dispatch<S: BatchStream>(
             match S::open(&endpoints, &trust).await {
                 Ok(s) => stream = s,
                 Err(e) => {
+                    let why = CallError::Reconnecting(Arc::new(e));
                     for caller in batch.drain(..) {
-                        S::fail(caller, format!("reconnecting: {e}"));
+                        S::fail(caller, why.clone());
                     }
                     continue;
                 }
@@ -96,12 +142,15 @@ pub async fn gather<T>(
 
 /// The next message on a reply stream; an error once the stream fails, ends or stays silent
 /// for [`SILENCE`].
-pub async fn reply<T>(replies: &mut tonic::Streaming<T>, what: &str) -> Result<T, String> {
+pub async fn reply<T>(
+    replies: &mut tonic::Streaming<T>,
+    what: &'static str,
+) -> Result<T, CallError> {
     match tokio::time::timeout(SILENCE, replies.message()).await {
         Ok(Ok(Some(r))) => Ok(r),
-        Ok(Ok(None)) => Err(format!("{what} stream ended")),
-        Ok(Err(status)) => Err(status.to_string()),
-        Err(_) => Err(format!("{what} stream silent for {SILENCE:?}")),
+        Ok(Ok(None)) => Err(CallError::Ended(what)),
+        Ok(Err(status)) => Err(CallError::Failed { what, status }),
+        Err(_) => Err(CallError::Silent(what)),
     }
 }
 

@@ -16,10 +16,10 @@ use tokio::sync::{mpsc, oneshot};
 use meridian::kvproto::{metapb, pdpb};
 use meridian::tls::Trust;
 
-use crate::gather::BatchStream;
+use crate::gather::{BatchStream, CallError};
 
 /// A lookup's answer: the region holding the key, `None` when no region does.
-pub type Found = Result<Option<metapb::Region>, String>;
+pub type Found = Result<Option<metapb::Region>, CallError>;
 
 struct Lookup {
     key: Vec<u8>,
@@ -45,8 +45,8 @@ impl GrpcRouter {
         let (reply, rx) = oneshot::channel();
         self.lookups
             .send(Lookup { key, reply })
-            .map_err(|_| "dispatcher stopped".to_string())?;
-        rx.await.map_err(|_| "dispatcher stopped".to_string())?
+            .map_err(|_| CallError::Stopped)?;
+        rx.await.map_err(|_| CallError::Stopped)?
     }
 }
 
@@ -96,14 +96,14 @@ impl BatchStream for QueryStream {
         }
     }
 
-    fn fail(lookup: Lookup, why: String) {
+    fn fail(lookup: Lookup, why: CallError) {
         let _ = lookup.reply.send(Err(why));
     }
 }
 
 impl QueryStream {
     /// One batch: the reply to a `QueryRegionRequest` for `keys`.
-    async fn batch(&mut self, keys: Vec<Vec<u8>>) -> Result<pdpb::QueryRegionResponse, String> {
+    async fn batch(&mut self, keys: Vec<Vec<u8>>) -> Result<pdpb::QueryRegionResponse, CallError> {
         let req = pdpb::QueryRegionRequest {
             header: Some(pdpb::RequestHeader {
                 cluster_id: self.cluster_id,
@@ -115,7 +115,7 @@ impl QueryStream {
         self.requests
             .send(req)
             .await
-            .map_err(|_| "query stream closed".to_string())?;
+            .map_err(|_| CallError::Closed("query"))?;
         crate::gather::reply(&mut self.replies, "query").await
     }
 }
@@ -124,11 +124,18 @@ impl QueryStream {
 /// its callers' region caches, made here so a wrong route is counted, never passed on.
 pub fn answers(keys: &[Vec<u8>], reply: &pdpb::QueryRegionResponse) -> Vec<Found> {
     if let Some(e) = reply.header.as_ref().and_then(|h| h.error.as_ref()) {
-        let e = format!("{:?}: {}", e.r#type(), e.message);
+        let e = CallError::Refused {
+            kind: e.r#type(),
+            message: e.message.clone(),
+        };
         return keys.iter().map(|_| Err(e.clone())).collect();
     }
     if reply.key_id_map.len() != keys.len() {
-        let e = format!("{} ids for {} keys", reply.key_id_map.len(), keys.len());
+        let e = CallError::Malformed(format!(
+            "{} ids for {} keys",
+            reply.key_id_map.len(),
+            keys.len()
+        ));
         return keys.iter().map(|_| Err(e.clone())).collect();
     }
     let regions: &HashMap<u64, pdpb::RegionResponse> = &reply.regions_by_id;
@@ -141,13 +148,15 @@ pub fn answers(keys: &[Vec<u8>], reply: &pdpb::QueryRegionResponse) -> Vec<Found
             let region = regions
                 .get(&id)
                 .and_then(|r| r.region.as_ref())
-                .ok_or_else(|| format!("id {id} mapped with no region"))?;
+                .ok_or_else(|| CallError::Malformed(format!("id {id} mapped with no region")))?;
             let holds = region.start_key.as_slice() <= key.as_slice()
                 && (region.end_key.is_empty() || key.as_slice() < region.end_key.as_slice());
             if region.id != id || !holds {
-                return Err(format!(
-                    "key {key:x?} routed to region {region:?} under id {id}"
-                ));
+                return Err(CallError::Misrouted {
+                    key: key.clone(),
+                    id,
+                    region: Box::new(region.clone()),
+                });
             }
             Ok(Some(region.clone()))
         })
@@ -193,7 +202,7 @@ mod tests {
         let got = answers(&ks, &r);
         assert_eq!(got[0].as_ref().unwrap().as_ref().unwrap().id, 1);
         assert_eq!(got[1].as_ref().unwrap().as_ref().unwrap().id, 2);
-        assert_eq!(got[2], Ok(None));
+        assert!(matches!(got[2], Ok(None)), "{:?}", got[2]);
     }
 
     #[test]
@@ -203,7 +212,11 @@ mod tests {
         let r = reply(&[1, 1], vec![region(1, b"", b"m")]);
         let got = answers(&ks, &r);
         assert!(got[0].is_ok());
-        assert!(got[1].as_ref().unwrap_err().contains("routed to region"));
+        assert!(
+            matches!(got[1], Err(CallError::Misrouted { id: 1, .. })),
+            "{:?}",
+            got[1]
+        );
     }
 
     #[test]
@@ -212,10 +225,16 @@ mod tests {
         let r = reply(&[1, 7], vec![region(1, b"", b"")]);
         let got = answers(&ks, &r);
         assert!(got[0].is_ok());
-        assert!(got[1].as_ref().unwrap_err().contains("no region"));
+        assert!(
+            matches!(&got[1], Err(CallError::Malformed(why)) if why.contains("no region")),
+            "{:?}",
+            got[1]
+        );
 
         let short = reply(&[1], vec![region(1, b"", b"")]);
-        assert!(answers(&ks, &short).iter().all(|f| f.is_err()));
+        assert!(answers(&ks, &short)
+            .iter()
+            .all(|f| matches!(f, Err(CallError::Malformed(_)))));
 
         let mut refused = reply(&[], vec![]);
         refused.header = Some(pdpb::ResponseHeader {
@@ -226,8 +245,12 @@ mod tests {
             ..Default::default()
         });
         let got = answers(&ks, &refused);
-        assert!(got
-            .iter()
-            .all(|f| f.as_ref().unwrap_err().contains("NotBootstrapped")));
+        assert!(got.iter().all(|f| matches!(
+            f,
+            Err(CallError::Refused {
+                kind: pdpb::ErrorType::NotBootstrapped,
+                ..
+            })
+        )));
     }
 }

@@ -11,9 +11,9 @@ use meridian::pd_grpc;
 use meridian::tls::Trust;
 use tonic::transport::Channel;
 
-use crate::gather::BatchStream;
+use crate::gather::{BatchStream, CallError};
 
-type Waiter = oneshot::Sender<Result<u64, String>>;
+type Waiter = oneshot::Sender<Result<u64, CallError>>;
 
 #[derive(Clone)]
 pub struct GrpcTso {
@@ -30,12 +30,10 @@ impl GrpcTso {
         })
     }
 
-    pub async fn get_ts(&self) -> Result<u64, String> {
+    pub async fn get_ts(&self) -> Result<u64, CallError> {
         let (tx, rx) = oneshot::channel();
-        self.waiters
-            .send(tx)
-            .map_err(|_| "dispatcher stopped".to_string())?;
-        rx.await.map_err(|_| "dispatcher stopped".to_string())?
+        self.waiters.send(tx).map_err(|_| CallError::Stopped)?;
+        rx.await.map_err(|_| CallError::Stopped)?
     }
 }
 
@@ -76,7 +74,7 @@ impl BatchStream for TsoStream {
         }
     }
 
-    fn fail(waiter: Waiter, why: String) {
+    fn fail(waiter: Waiter, why: CallError) {
         let _ = waiter.send(Err(why));
     }
 }
@@ -97,7 +95,7 @@ impl TsoStream {
     }
 
     /// One batch: `count` timestamps, returned as the first of them.
-    async fn batch(&mut self, count: u32) -> Result<u64, String> {
+    async fn batch(&mut self, count: u32) -> Result<u64, CallError> {
         let req = pdpb::TsoRequest {
             header: Some(pdpb::RequestHeader {
                 cluster_id: self.cluster_id,
@@ -109,11 +107,13 @@ impl TsoStream {
         self.requests
             .send(req)
             .await
-            .map_err(|_| "tso stream closed".to_string())?;
+            .map_err(|_| CallError::Closed("tso"))?;
         let reply = crate::gather::reply(&mut self.replies, "tso").await?;
-        let ts = reply.timestamp.ok_or("reply without a timestamp")?;
+        let Some(ts) = reply.timestamp else {
+            return Err(CallError::Malformed(format!("no timestamp in {reply:?}")));
+        };
         if reply.count != count || ts.logical + 1 < i64::from(count) || ts.physical < 0 {
-            return Err(format!("malformed reply for {count}: {reply:?}"));
+            return Err(CallError::Malformed(format!("for {count}: {reply:?}")));
         }
         let last = ((ts.physical as u64) << 18) | ts.logical as u64;
         Ok(last + 1 - u64::from(count))

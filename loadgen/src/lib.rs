@@ -1,6 +1,7 @@
 //! The load generator as a library, so integration tests drive the same runs and the same
 //! checker as the command line.
 
+pub mod args;
 pub mod attack;
 pub mod checker;
 pub mod cluster;
@@ -15,6 +16,7 @@ pub mod latency;
 pub mod leader;
 pub mod nemesis;
 pub mod pacer;
+pub mod phase;
 pub mod plot;
 pub mod progress;
 pub mod report;
@@ -22,3 +24,4 @@ pub mod route;
 pub mod run;
 pub mod stall;
 pub mod target;
+pub mod threads;

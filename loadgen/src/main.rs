@@ -1,7 +1,7 @@
 //! `loadgen`: drives a Meridian cluster with real clients and checks what comes back.
 
 use clap::{Parser, Subcommand};
-use loadgen::{attack, cluster, compare, demo, nemesis, route, run};
+use loadgen::{args, attack, cluster, compare, demo, nemesis, route, run};
 
 #[derive(Parser)]
 #[command(
@@ -17,7 +17,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// TSO (or ping) load against running members.
-    Tso(run::TsoArgs),
+    Tso(args::TsoArgs),
     /// Start a local single-node server, run `tso` against it, stop it.
     Demo(DemoArgs),
     /// Alternate `--op ping` and `--op tso-raw` rounds and report the throughput ratio
@@ -68,7 +68,7 @@ struct DemoArgs {
     #[command(flatten)]
     server: demo::ServerSetup,
     #[command(flatten)]
-    tso: run::TsoArgs,
+    tso: args::TsoArgs,
 }
 
 fn main() -> std::process::ExitCode {
@@ -134,7 +134,7 @@ fn report(r: loadgen::report::Report, json: Option<&std::path::Path>) -> anyhow:
 }
 
 /// `--plot` draws one run: `compare` and `attack` make many.
-fn no_plot(args: &run::TsoArgs, command: &str) -> anyhow::Result<()> {
+fn no_plot(args: &args::TsoArgs, command: &str) -> anyhow::Result<()> {
     if args.plot.is_some() {
         anyhow::bail!("--plot is for tso, demo, cluster and route runs, not {command}");
     }

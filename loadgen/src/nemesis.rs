@@ -21,8 +21,9 @@ use meridian::harness::{bootstrap_one_region, Cluster};
 use meridian::placement::{Epoch, Peer, PeerRole, Region, RegionStats};
 use serde::Serialize;
 
+use crate::args::TsoArgs;
 use crate::checker::count_duplicates;
-use crate::run::{self, TsoArgs};
+use crate::run;
 
 #[derive(clap::Args, Debug, Clone)]
 pub struct NemesisArgs {

@@ -5,7 +5,7 @@ use std::time::Duration;
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
-use crate::run::{Op, TsoArgs};
+use crate::args::{Op, TsoArgs};
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Latency {

@@ -8,12 +8,11 @@ use std::time::{Duration, Instant};
 use meridian::proto::{Reply, Request, Response};
 use serde::Serialize;
 
+use crate::args::Protocol;
 use crate::grpc_router::GrpcRouter;
 use crate::latency::Latencies;
-use crate::leader::LeaderWatch;
-use crate::progress::Progress;
+use crate::phase::Phase;
 use crate::report::Latency;
-use crate::run::Protocol;
 use crate::stall::Gaps;
 use crate::target::TargetArgs;
 
@@ -140,7 +139,7 @@ async fn drive_grpc(
                             .get_region(next_key(&mut x))
                             .await
                             .map(|found| (true, found.is_some()))
-                            .map_err(tonic::Status::unknown),
+                            .map_err(|e| tonic::Status::unknown(e.to_string())),
                         None => Err(tonic::Status::internal("no router")),
                     },
                     Rpc::GetMembers => {
@@ -233,6 +232,46 @@ async fn drive(
     )])
 }
 
+/// What every connection's thread runs with.
+#[derive(Clone)]
+struct Load {
+    target: TargetArgs,
+    protocol: Protocol,
+    rpc: Rpc,
+    streams: usize,
+    depth: usize,
+    /// When the lookups started, and when they stop.
+    window: (Instant, Instant),
+    counters: Arc<Counters>,
+}
+
+impl Load {
+    /// Connection `conn`: its streams, each with a key sequence of its own, until the
+    /// deadline; returns each caller's gaps.
+    async fn connection(self, conn: usize) -> anyhow::Result<CallerGaps> {
+        let mut tasks = tokio::task::JoinSet::new();
+        for s in 0..self.streams {
+            let seed = 0x9E37_79B9_7F4A_7C15u64.wrapping_mul((conn * self.streams + s + 1) as u64);
+            let (target, c) = (self.target.clone(), self.counters.clone());
+            match self.protocol {
+                Protocol::Quic => tasks.spawn(drive(target, self.depth, seed, self.window, c)),
+                Protocol::Grpc => tasks.spawn(drive_grpc(
+                    target,
+                    (self.depth, self.rpc),
+                    seed,
+                    self.window,
+                    c,
+                )),
+            };
+        }
+        let mut gaps = Vec::new();
+        while let Some(r) = tasks.join_next().await {
+            gaps.extend(r??);
+        }
+        Ok(gaps)
+    }
+}
+
 pub async fn run(args: &RouteArgs) -> anyhow::Result<RouteReport> {
     if args.rpc != Rpc::GetRegion && args.protocol != Protocol::Grpc {
         anyhow::bail!(
@@ -248,77 +287,27 @@ pub async fn run(args: &RouteArgs) -> anyhow::Result<RouteReport> {
         errors: AtomicU64::new(0),
         latencies: Latencies::per_second(args.plot.is_some()),
     });
-    let started = Instant::now();
-    let deadline = started + args.duration;
-    let progress = {
-        let c = c.clone();
-        Progress::start(args.duration, Arc::new(move || c.lookups.load(Relaxed)))
-    };
-    let leaders = match &args.plot {
-        Some(_) => Some(LeaderWatch::start(
-            args.target.endpoints.clone(),
-            args.target.trust()?,
-            started,
-        )),
+    let watch = match &args.plot {
+        Some(_) => Some((args.target.endpoints.clone(), args.target.trust()?)),
         None => None,
     };
-    let mut threads = Vec::new();
-    for conn in 0..args.connections.max(1) {
-        let (target, c, depth, streams, protocol, rpc) = (
-            args.target.clone(),
-            c.clone(),
-            args.depth.max(1),
-            args.streams.max(1),
-            args.protocol,
-            args.rpc,
-        );
-        threads.push(std::thread::spawn(move || -> anyhow::Result<CallerGaps> {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()?;
-            rt.block_on(async move {
-                let mut tasks = tokio::task::JoinSet::new();
-                for s in 0..streams {
-                    let seed =
-                        0x9E37_79B9_7F4A_7C15u64.wrapping_mul((conn * streams + s + 1) as u64);
-                    match protocol {
-                        Protocol::Quic => tasks.spawn(drive(
-                            target.clone(),
-                            depth,
-                            seed,
-                            (started, deadline),
-                            c.clone(),
-                        )),
-                        Protocol::Grpc => tasks.spawn(drive_grpc(
-                            target.clone(),
-                            (depth, rpc),
-                            seed,
-                            (started, deadline),
-                            c.clone(),
-                        )),
-                    };
-                }
-                let mut gaps = Vec::new();
-                while let Some(r) = tasks.join_next().await {
-                    gaps.extend(r??);
-                }
-                Ok(gaps)
-            })
-        }));
-    }
-    let mut gaps = Vec::new();
-    for t in threads {
-        gaps.extend(
-            t.join()
-                .map_err(|_| anyhow::anyhow!("a load thread panicked"))??,
-        );
-    }
-    let elapsed = started.elapsed();
-    progress.finish();
-    let failovers = match leaders {
-        Some(l) => l.finish().await,
-        None => Vec::new(),
+    let done = c.clone();
+    let phase = Phase::start(args.duration, move || done.lookups.load(Relaxed), watch);
+    let (started, deadline) = (phase.started, phase.deadline);
+    let load = Load {
+        target: args.target.clone(),
+        protocol: args.protocol,
+        rpc: args.rpc,
+        streams: args.streams.max(1),
+        depth: args.depth.max(1),
+        window: (started, deadline),
+        counters: c.clone(),
     };
+    let connections = 0..args.connections.max(1);
+    let gaps =
+        crate::threads::per_connection(connections, move |conn| load.clone().connection(conn))
+            .await?;
+    let (elapsed, failovers) = phase.finish().await;
     let lookups = c.lookups.load(Relaxed);
     let latencies = c.latencies.merged();
     let report = RouteReport {

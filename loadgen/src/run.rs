@@ -1,125 +1,21 @@
 //! `loadgen tso`: closed-loop (or paced, with `--rate`) load through the real client, with the
 //! checker on every reply and an HDR histogram of latencies.
 
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Barrier, OnceLock};
 use std::time::{Duration, Instant};
 
 use meridian::client::{BatchHook, Client, ClientOptions};
 use meridian::proto::{Reply, Request, Response};
-use meridian::tls::Trust;
 
+use crate::args::{Op, Protocol, TsoArgs};
 use crate::checker::{count_duplicates, Checker};
 use crate::grpc_tso::GrpcTso;
 use crate::kept::Kept;
 use crate::latency::Latencies;
-use crate::leader::LeaderWatch;
 use crate::pacer::{Pacer, Schedule};
-use crate::progress::Progress;
+use crate::phase::Phase;
 use crate::report::Report;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Op {
-    /// `get_ts()` through the client's batching dispatcher.
-    Tso,
-    /// One `Tso{count: 1}` in flight per stream: no batching.
-    TsoRaw,
-    /// One `Ping` in flight per stream: the bare round trip of the same path.
-    Ping,
-}
-
-/// How loadgen reaches the server.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Protocol {
-    /// Meridian's own protocol: QUIC with rkyv frames.
-    Quic,
-    /// kvproto's `pdpb.PD` over gRPC, batched as PD's client batches (`--op tso` only).
-    Grpc,
-}
-
-#[derive(Debug, Clone, clap::Args)]
-pub struct TsoArgs {
-    /// Members' client addresses, host:port (`demo` sets its own).
-    #[arg(long, value_delimiter = ',')]
-    pub endpoints: Vec<String>,
-    /// How long to run: 10s, 500ms, 1m.
-    #[arg(long, default_value = "10s", value_parser = crate::duration::parse)]
-    pub duration: Duration,
-    /// Concurrent callers (tasks), spread over the connections.
-    #[arg(long, default_value_t = 1024)]
-    pub concurrency: usize,
-    /// Client connections (each a `Client` with its own dispatcher).
-    #[arg(long, default_value_t = 2)]
-    pub connections: usize,
-    /// TSO requests in flight per connection (`--op tso`).
-    #[arg(long, default_value_t = 1)]
-    pub streams: usize,
-    #[arg(long, value_enum, default_value_t = Op::Tso)]
-    pub op: Op,
-    #[arg(long, value_enum, default_value_t = Protocol::Quic)]
-    pub protocol: Protocol,
-    /// Offer this many operations per second (open loop); latency counts from each operation's
-    /// scheduled time, so a stall is not hidden.
-    #[arg(long)]
-    pub rate: Option<u64>,
-    /// Write the report as JSON to this file.
-    #[arg(long)]
-    pub json: Option<PathBuf>,
-    /// The server's certificate or CA (DATA_DIR/tls/ca.pem of a self-signed server).
-    #[arg(long, conflicts_with = "insecure")]
-    pub ca: Option<PathBuf>,
-    /// Skip certificate verification.
-    #[arg(long)]
-    pub insecure: bool,
-    /// Keep at most this many timestamps for the duplicate check (8 bytes each).
-    #[arg(long, default_value_t = 500_000_000)]
-    pub max_recorded: usize,
-    /// Draw the run into this SVG file: throughput and p50/p99/p99.9 latency per second, the
-    /// stretches with no completed request and the leader changes seen, and the latency
-    /// percentile distribution.
-    #[arg(long, value_name = "FILE.svg")]
-    pub plot: Option<PathBuf>,
-    /// Leave the connection threads unpinned. By default connection `i`'s thread runs on the
-    /// `i`th CPU (modulo), and connects from there: a server steering connections by CPU
-    /// (`server.steer_connections`, on loopback) then serves it on the core of that CPU.
-    #[arg(long)]
-    pub no_pin: bool,
-}
-
-impl TsoArgs {
-    fn trust(&self) -> anyhow::Result<Trust> {
-        crate::target::trust(self.ca.as_ref(), self.insecure)
-    }
-
-    /// Closed-loop `get_ts()` load on two connections with the checker, verified against the
-    /// CA file `ca`: what the end-to-end tests run beside their scenarios.
-    pub fn checked(
-        endpoints: Vec<String>,
-        ca: std::path::PathBuf,
-        duration: Duration,
-        concurrency: usize,
-    ) -> TsoArgs {
-        TsoArgs {
-            endpoints,
-            duration,
-            concurrency,
-            connections: 2,
-            streams: 1,
-            op: Op::Tso,
-            protocol: Protocol::Quic,
-            rate: None,
-            json: None,
-            ca: Some(ca),
-            insecure: false,
-            max_recorded: 50_000_000,
-            plot: None,
-            no_pin: false,
-        }
-    }
-}
 
 struct WorkerResult {
     timestamps: Kept,
@@ -203,30 +99,25 @@ pub async fn run(args: &TsoArgs) -> anyhow::Result<Report> {
         move || ready.wait()
     })
     .await?;
-    let start = Instant::now();
-    let _ = shared.deadline.set(start + args.duration);
-    let leaders = args
+    let watch = args
         .plot
         .as_ref()
-        .map(|_| LeaderWatch::start(args.endpoints.clone(), trust.clone(), start));
-    let progress = Progress::start(args.duration, shared.clone_ops());
+        .map(|_| (args.endpoints.clone(), trust.clone()));
+    let done = shared.clone();
+    let phase = Phase::start(
+        args.duration,
+        move || done.ops.load(Ordering::Relaxed),
+        watch,
+    );
+    let _ = shared.deadline.set(phase.deadline);
     tokio::task::spawn_blocking(move || go.wait()).await?;
 
-    let results = tokio::task::spawn_blocking(move || {
-        threads
-            .into_iter()
-            .map(|t| {
-                t.join()
-                    .map_err(|_| anyhow::anyhow!("a load thread panicked"))?
-            })
-            .collect::<anyhow::Result<Vec<_>>>()
-    })
-    .await?;
+    let results = crate::threads::join(threads).await;
     let (mut errors, mut ops, mut all, mut gaps) = (0, 0, Vec::new(), Vec::new());
     let results = match results {
         Ok(r) => r,
         Err(e) => {
-            progress.finish();
+            phase.finish().await;
             return Err(e);
         }
     };
@@ -237,12 +128,7 @@ pub async fn run(args: &TsoArgs) -> anyhow::Result<Report> {
         gaps.push(r.gaps);
     }
     let stalls = crate::stall::common(&gaps);
-    let elapsed = start.elapsed();
-    progress.finish();
-    let failovers = match leaders {
-        Some(l) => l.finish().await,
-        None => Vec::new(),
-    };
+    let (elapsed, failovers) = phase.finish().await;
     let checked = all.len() as u64;
     let duplicates = tokio::task::spawn_blocking(move || count_duplicates(all)).await?;
     let latencies = shared.latencies.merged();
@@ -291,13 +177,6 @@ pub async fn run(args: &TsoArgs) -> anyhow::Result<Report> {
         println!("plot: {}", path.display());
     }
     Ok(report)
-}
-
-impl Shared {
-    fn clone_ops(self: &Arc<Self>) -> Arc<dyn Fn() -> u64 + Send + Sync> {
-        let s = self.clone();
-        Arc::new(move || s.ops.load(Ordering::Relaxed))
-    }
 }
 
 /// What a worker calls: Meridian's client, or the PD-style gRPC one.
@@ -414,7 +293,7 @@ async fn worker(
                     .await
                     .map(|ts| Some(ts.as_u64()))
                     .map_err(|e| e.to_string()),
-                TsoClient::Grpc(c) => c.get_ts().await.map(Some),
+                TsoClient::Grpc(c) => c.get_ts().await.map(Some).map_err(|e| e.to_string()),
             },
             (Op::TsoRaw, Some(s)) => match s.call(&Request::Tso { count: 1 }).await {
                 Ok(Response::Ok(Reply::Tso { first, .. })) => Ok(Some(first)),

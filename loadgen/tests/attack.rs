@@ -4,9 +4,9 @@
 
 use std::time::Duration;
 
+use loadgen::args::TsoArgs;
 use loadgen::attack::{self, Attack};
 use loadgen::demo::{DemoServer, ServerSetup};
-use loadgen::run::TsoArgs;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_tso_serves_through_every_attack_and_the_node_refuses_it() {

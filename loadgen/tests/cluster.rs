@@ -5,9 +5,9 @@
 
 use std::time::Duration;
 
+use loadgen::args::Protocol;
 use loadgen::cluster::{self, ClusterArgs};
 use loadgen::route::{self, RouteArgs, Rpc};
-use loadgen::run::Protocol;
 use loadgen::target::TargetArgs;
 use meridian::harness::{test_binary, ServerProcess};
 use meridian::placement::{Operator, RegionStats, StoreState};
@@ -22,7 +22,7 @@ async fn simulated_cluster_heartbeats_routes_and_sees_stores_go_down() {
         .iter()
         .map(|s| s.to_string())
         .collect();
-    let server = ServerProcess::start_with(&test_binary(), &data, "127.0.0.1:0", &args).unwrap();
+    let server = ServerProcess::start_with(test_binary(), &data, "127.0.0.1:0", &args).unwrap();
     let target = TargetArgs {
         endpoints: vec![server.client_addr.clone()],
         ca: Some(data.join("tls/ca.pem")),

@@ -12,7 +12,8 @@
 
 use std::time::{Duration, Instant};
 
-use loadgen::run::{self, TsoArgs};
+use loadgen::args::TsoArgs;
+use loadgen::run;
 use meridian::failpoint::points;
 use meridian::harness::Cluster;
 

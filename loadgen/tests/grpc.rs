@@ -4,14 +4,15 @@
 
 use std::time::Duration;
 
-use loadgen::run::{self, Protocol, TsoArgs};
+use loadgen::args::{Protocol, TsoArgs};
+use loadgen::run;
 use meridian::harness::{test_binary, ServerProcess};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn grpc_tso_load_is_checked_and_clean() {
     let tmp = tempfile::tempdir().unwrap();
     let data = tmp.path().join("data");
-    let server = ServerProcess::start(&test_binary(), &data, "127.0.0.1:0", Some(2)).unwrap();
+    let server = ServerProcess::start(test_binary(), &data, "127.0.0.1:0", Some(2)).unwrap();
     let grpc = server.grpc_addr.clone().unwrap();
     let mut args = TsoArgs::checked(
         vec![grpc],

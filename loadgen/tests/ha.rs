@@ -6,8 +6,9 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use loadgen::args::TsoArgs;
 use loadgen::report::Report;
-use loadgen::run::{self, TsoArgs};
+use loadgen::run;
 use tokio::task::JoinHandle;
 
 use meridian::admin::AdminClient;

@@ -9,7 +9,8 @@
 
 use std::time::{Duration, Instant};
 
-use loadgen::run::{self, TsoArgs};
+use loadgen::args::TsoArgs;
+use loadgen::run;
 use meridian::harness::{Cluster, LinkFault};
 
 const CONFIG: &str = "[election]\nlease_ttl_secs = 2\nsafety_margin_ms = 300\n";

@@ -14,10 +14,11 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use loadgen::args::{Protocol, TsoArgs};
 use loadgen::cluster::{self, ClusterArgs};
 use loadgen::plot::{DISTRIBUTION, PERCENTILES, THROUGHPUT};
 use loadgen::route::{self, RouteArgs, Rpc};
-use loadgen::run::{self, Protocol, TsoArgs};
+use loadgen::run;
 use loadgen::target::TargetArgs;
 use meridian::admin::AdminClient;
 use meridian::harness::{free_udp_port, test_binary, EtcdProcess, ServerProcess};
@@ -116,7 +117,7 @@ async fn tso_cluster_and_route_runs_plot() {
     let tmp = tempfile::tempdir().unwrap();
     let data = tmp.path().join("data");
     let listen = format!("127.0.0.1:{}", free_udp_port());
-    let server = ServerProcess::start(&test_binary(), &data, &listen, Some(2)).unwrap();
+    let server = ServerProcess::start(test_binary(), &data, &listen, Some(2)).unwrap();
     let ca = data.join("tls").join("ca.pem");
 
     // The command line, flag and all.
@@ -240,7 +241,7 @@ fn start_node(
         ]);
     }
     let (data, listen) = (nodes[i].0.clone(), nodes[i].1.clone());
-    nodes[i].2 = Some(ServerProcess::start_with(&test_binary(), &data, &listen, &args).unwrap());
+    nodes[i].2 = Some(ServerProcess::start_with(test_binary(), &data, &listen, &args).unwrap());
 }
 
 /// The node that says it leads and serves, waiting up to 15 s.

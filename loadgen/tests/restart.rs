@@ -8,7 +8,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use loadgen::run::{self, TsoArgs};
+use loadgen::args::TsoArgs;
+use loadgen::run;
 
 use meridian::client::{Client, ClientOptions};
 use meridian::harness::{free_udp_port, test_binary, ServerProcess};
@@ -26,7 +27,7 @@ async fn sigkill_and_restart_never_steps_back() {
     let tmp = tempfile::tempdir().unwrap();
     let data = tmp.path().join("data");
     let listen = format!("127.0.0.1:{}", free_udp_port());
-    let mut server = ServerProcess::start(&bin, &data, &listen, Some(2)).unwrap();
+    let mut server = ServerProcess::start(bin, &data, &listen, Some(2)).unwrap();
     let ca = data.join("tls").join("ca.pem");
 
     let args = TsoArgs::checked(vec![listen.clone()], ca.clone(), Duration::from_secs(8), 32);
@@ -62,7 +63,7 @@ async fn sigkill_and_restart_never_steps_back() {
     for _ in 0..3 {
         tokio::time::sleep(Duration::from_millis(1500)).await;
         server.kill().unwrap();
-        server = ServerProcess::start(&bin, &data, &listen, Some(2)).unwrap();
+        server = ServerProcess::start(bin, &data, &listen, Some(2)).unwrap();
     }
     let report = load.await.unwrap().unwrap();
     stop.store(true, Ordering::Relaxed);

@@ -3,8 +3,6 @@
 //! role, or no certificate at all for probes with `--admin-open-probes`; anything that is not
 //! a GET: `admin`). The transport and its limits are `listener`'s.
 
-use std::sync::Arc;
-
 use axum::extract::{MatchedPath, Request, State};
 use axum::http::{header, Method, StatusCode};
 use axum::middleware::{self, Next};
@@ -13,43 +11,12 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde_json::json;
 
-use super::client::AdminClient;
-use super::metrics::Metrics;
+use super::state::{member_json, AdminState};
 use crate::auth::Call;
-use crate::clock::WallClock;
-use crate::election::{Command, Membership};
-use crate::meta::{EtcdStore, Keys};
-use crate::proto::MemberInfo;
-use crate::tso::Allocator;
-use tokio::sync::mpsc;
-
-#[derive(Clone)]
-pub struct AdminState {
-    pub membership: Membership,
-    pub metrics: Arc<Metrics>,
-    pub allocator: Arc<Allocator>,
-    /// Leadership control and the member registry; `None` on the single embedded node.
-    pub control: Option<AdminControl>,
-    /// The TSO clock, when `[debug] clock_injection` is on.
-    pub clock: Option<Arc<WallClock>>,
-    /// Probes answer clients without a certificate.
-    pub open_probes: bool,
-    /// How this member reaches the others' admin APIs to probe their health.
-    pub peers: Option<AdminClient>,
-    /// The last member list with health, and when it was made: one etcd read and one round of
-    /// probes a second at most, however often it is asked.
-    pub members_cache: Arc<tokio::sync::Mutex<Option<(std::time::Instant, serde_json::Value)>>>,
-}
+use crate::failpoint::ArmError;
 
 /// How long a member list with health is answered from the cache.
 const MEMBERS_FRESH: std::time::Duration = std::time::Duration::from_secs(1);
-
-#[derive(Clone)]
-pub struct AdminControl {
-    pub commands: mpsc::Sender<Command>,
-    pub store: EtcdStore,
-    pub keys: Keys,
-}
 
 pub fn router(state: AdminState) -> Router {
     Router::new()
@@ -120,10 +87,6 @@ async fn authorize(State(s): State<AdminState>, req: Request, next: Next) -> Res
                 .into_response()
         }
     }
-}
-
-pub(super) fn member_json(m: &MemberInfo) -> serde_json::Value {
-    json!({"name": m.name, "id": m.id, "client_url": m.client_url, "admin_url": m.admin_url})
 }
 
 async fn health(State(s): State<AdminState>) -> Json<serde_json::Value> {
@@ -238,13 +201,14 @@ async fn disarm_failpoint(axum::extract::Path(name): axum::extract::Path<String>
     }
 }
 
-fn refused_failpoint(e: String) -> Response {
-    let status = if crate::failpoint::compiled_in() {
-        StatusCode::BAD_REQUEST
-    } else {
-        StatusCode::FORBIDDEN
+fn refused_failpoint(e: ArmError) -> Response {
+    let status = match e {
+        ArmError::NotCompiledIn => StatusCode::FORBIDDEN,
+        ArmError::Unknown(_) | ArmError::NotAnEntry(_) | ArmError::BadActions { .. } => {
+            StatusCode::BAD_REQUEST
+        }
     };
-    (status, Json(json!({"error": e}))).into_response()
+    (status, Json(json!({"error": e.to_string()}))).into_response()
 }
 
 async fn shift_clock(

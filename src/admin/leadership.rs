@@ -11,9 +11,9 @@ use serde_json::json;
 use tokio::sync::oneshot;
 
 use super::client::AdminClient;
-use super::http::{member_json, AdminControl, AdminState};
+use super::state::{member_json, AdminControl, AdminState};
 use crate::election::{decode_member, Command, Membership};
-use crate::meta::MetaStore;
+use crate::meta::{MetaError, MetaStore};
 
 fn error(status: StatusCode, message: impl Into<String>) -> Response {
     (status, Json(json!({"error": message.into()}))).into_response()
@@ -40,10 +40,12 @@ fn leader_control(s: &AdminState) -> Result<&AdminControl, Box<Response>> {
     Ok(control)
 }
 
-async fn ask<T>(
+/// Sends `command` to the leadership loop and waits (bounded) for its outcome on `rx`; a
+/// refusal is a 409 carrying the loop's reason.
+async fn ask<T, E: std::fmt::Display>(
     control: &AdminControl,
     command: Command,
-    rx: oneshot::Receiver<Result<T, String>>,
+    rx: oneshot::Receiver<Result<T, E>>,
 ) -> Result<T, Box<Response>> {
     if control.commands.send(command).await.is_err() {
         return Err(Box::new(error(
@@ -53,7 +55,7 @@ async fn ask<T>(
     }
     match tokio::time::timeout(Duration::from_secs(10), rx).await {
         Ok(Ok(Ok(value))) => Ok(value),
-        Ok(Ok(Err(e))) => Err(Box::new(error(StatusCode::CONFLICT, e))),
+        Ok(Ok(Err(e))) => Err(Box::new(error(StatusCode::CONFLICT, e.to_string()))),
         _ => Err(Box::new(error(
             StatusCode::GATEWAY_TIMEOUT,
             "no answer from the leadership loop",
@@ -143,12 +145,8 @@ pub async fn registered_members(
     control: &AdminControl,
     membership: &Membership,
     peers: Option<&AdminClient>,
-) -> Result<serde_json::Value, String> {
-    let listed = control
-        .store
-        .list(&control.keys.members_prefix())
-        .await
-        .map_err(|e| e.to_string())?;
+) -> Result<serde_json::Value, MetaError> {
+    let listed = control.store.list(&control.keys.members_prefix()).await?;
     let members: Vec<_> = listed
         .iter()
         .filter(|(k, _)| k.ends_with(b"/info"))

@@ -7,8 +7,10 @@ mod http;
 mod leadership;
 mod listener;
 mod metrics;
+mod state;
 
 pub use client::AdminClient;
-pub use http::{spawn, AdminControl, AdminState};
+pub use http::spawn;
 pub use listener::{AdminLimits, AdminListener};
 pub use metrics::{CoreMetrics, Metrics, PlacementGauges, RequestKind, StoreCounts};
+pub use state::{AdminControl, AdminState};

@@ -11,53 +11,95 @@ use super::campaign::decode_member;
 use crate::meta::MetaError;
 use crate::proto::MemberInfo;
 
+/// What is wrong with an address read from a member record.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AddressError {
+    #[error("user info in the address")]
+    UserInfo,
+    #[error("no host")]
+    NoHost,
+    #[error("no port")]
+    NoPort,
+    #[error("port 0")]
+    PortZero,
+    /// The parser's reason.
+    #[error("not host:port: {0}")]
+    NotHostPort(String),
+    /// The parser's reason.
+    #[error("not a URL: {0}")]
+    NotUrl(String),
+    #[error("scheme {0}, not http or https")]
+    Scheme(String),
+    #[error("no http:// or https:// scheme")]
+    NoScheme,
+    #[error("a path or query after host:port")]
+    PathOrQuery,
+}
+
+/// A member record's address that does not parse, and which field holds it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{field} {url:?}: {why}")]
+pub struct BadMemberUrl {
+    pub field: &'static str,
+    pub url: String,
+    pub why: AddressError,
+}
+
 /// `host:port` with a non-empty host and a non-zero port, and nothing else (no user info).
-fn check_authority(authority: &Authority) -> Result<(), String> {
+fn check_authority(authority: &Authority) -> Result<(), AddressError> {
     if authority.as_str().contains('@') {
-        return Err("user info in the address".into());
+        return Err(AddressError::UserInfo);
     }
     if authority.host().is_empty() {
-        return Err("no host".into());
+        return Err(AddressError::NoHost);
     }
     match authority.port_u16() {
-        None => Err("no port".into()),
-        Some(0) => Err("port 0".into()),
+        None => Err(AddressError::NoPort),
+        Some(0) => Err(AddressError::PortZero),
         Some(_) => Ok(()),
     }
 }
 
 /// `host:port`: how `client_url` is written (QUIC has no URL scheme).
-pub fn check_host_port(address: &str) -> Result<(), String> {
-    let authority: Authority = address.parse().map_err(|e| format!("not host:port: {e}"))?;
+pub fn check_host_port(address: &str) -> Result<(), AddressError> {
+    let authority = address
+        .parse::<Authority>()
+        .map_err(|e| AddressError::NotHostPort(e.to_string()))?;
     check_authority(&authority)
 }
 
 /// `http://host:port` or `https://host:port`, with no path beyond `/` and no query.
-pub fn check_http_url(url: &str) -> Result<(), String> {
-    let uri: Uri = url.parse().map_err(|e| format!("not a URL: {e}"))?;
+pub fn check_http_url(url: &str) -> Result<(), AddressError> {
+    let uri = url
+        .parse::<Uri>()
+        .map_err(|e| AddressError::NotUrl(e.to_string()))?;
     match uri.scheme_str() {
         Some("http" | "https") => {}
-        Some(other) => return Err(format!("scheme {other}, not http or https")),
-        None => return Err("no http:// or https:// scheme".into()),
+        Some(other) => return Err(AddressError::Scheme(other.to_string())),
+        None => return Err(AddressError::NoScheme),
     }
-    let authority = uri.authority().ok_or("no host")?;
+    let authority = uri.authority().ok_or(AddressError::NoHost)?;
     check_authority(authority)?;
     if !matches!(uri.path(), "" | "/") || uri.query().is_some() {
-        return Err("a path or query after host:port".into());
+        return Err(AddressError::PathOrQuery);
     }
     Ok(())
 }
 
 /// Each address of `m` parses; the error names the field. `grpc_url` may be empty (gRPC off,
 /// or a member from before the gRPC front end).
-pub fn check_member_urls(m: &MemberInfo) -> Result<(), (&'static str, String)> {
-    let field = |name: &'static str, url: &str, r: Result<(), String>| {
-        r.map_err(|why| (name, format!("{url:?}: {why}")))
+pub fn check_member_urls(m: &MemberInfo) -> Result<(), BadMemberUrl> {
+    let field = |field: &'static str, url: &str, check: fn(&str) -> Result<(), AddressError>| {
+        check(url).map_err(|why| BadMemberUrl {
+            field,
+            url: url.to_string(),
+            why,
+        })
     };
-    field("client_url", &m.client_url, check_host_port(&m.client_url))?;
-    field("admin_url", &m.admin_url, check_http_url(&m.admin_url))?;
+    field("client_url", &m.client_url, check_host_port)?;
+    field("admin_url", &m.admin_url, check_http_url)?;
     if !m.grpc_url.is_empty() {
-        field("grpc_url", &m.grpc_url, check_http_url(&m.grpc_url))?;
+        field("grpc_url", &m.grpc_url, check_http_url)?;
     }
     Ok(())
 }
@@ -70,8 +112,12 @@ pub fn read_member(key: &[u8], bytes: &[u8]) -> Result<MemberInfo, MetaError> {
             String::from_utf8_lossy(key)
         ))
     })?;
-    check_member_urls(&m).map_err(|(field, why)| {
-        MetaError::out_of_range(key, format!("member {} with a bad {field}", m.name), why)
+    check_member_urls(&m).map_err(|e| {
+        MetaError::out_of_range(
+            key,
+            format!("member {} with a bad {}", m.name, e.field),
+            format!("{:?}: {}", e.url, e.why),
+        )
     })?;
     Ok(m)
 }
@@ -126,7 +172,7 @@ mod tests {
             (member("h:1", "https://h:1", "not a url"), "grpc_url"),
         ] {
             assert_eq!(
-                check_member_urls(&m).map_err(|(f, _)| f),
+                check_member_urls(&m).map_err(|e| e.field),
                 Err(field),
                 "{m:?}"
             );

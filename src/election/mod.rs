@@ -11,5 +11,5 @@ mod membership;
 pub use campaign::{decode_member, encode_member, mono_ms, Election, Term};
 pub use command::Command;
 pub use lease::LeaseProof;
-pub use member_urls::{check_member_urls, read_member};
+pub use member_urls::{check_member_urls, read_member, AddressError, BadMemberUrl};
 pub use membership::Membership;

@@ -9,7 +9,8 @@
 //! agrees with its reference model, ...), so a panic is a bug either way.
 //!
 //! Run by `fuzz/` (cargo-fuzz with libFuzzer, nightly; `scripts/fuzz`) and replayed over the
-//! committed corpus `fuzz/corpus/<target>/` by `tests/fuzz_corpus.rs` on stable.
+//! committed corpus `fuzz/corpus/<target>/` by `tests/fuzz_corpus.rs` on stable. Compiled only
+//! with the `testkit` feature, which both turn on.
 
 mod frame;
 mod member_record;

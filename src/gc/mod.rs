@@ -6,6 +6,6 @@
 mod safe_points;
 
 pub use safe_points::{
-    decode_service, encode_service, GcUpdate, SafePoints, ServiceChange, ServiceSafePoint,
-    ServiceUpdate, GC_WORKER,
+    decode_service, encode_service, BadServiceId, DecodeError, GcUpdate, SafePoints, ServiceChange,
+    ServiceSafePoint, ServiceUpdate, GC_WORKER,
 };

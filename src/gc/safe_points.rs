@@ -18,6 +18,27 @@ pub const GC_WORKER: &str = "gc_worker";
 /// Longest service id kept; more is a malformed request, not a service.
 pub const MAX_SERVICE_ID: usize = 256;
 
+/// A service id outside `1..=MAX_SERVICE_ID` bytes (its length).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("service id of {0} bytes: it must be 1..={MAX_SERVICE_ID}")]
+pub struct BadServiceId(pub usize);
+
+/// Why a stored service safe point was not read back.
+#[derive(Debug, thiserror::Error)]
+pub enum DecodeError {
+    #[error("not a service safe point: {0}")]
+    Json(#[from] serde_json::Error),
+    #[error(transparent)]
+    ServiceId(#[from] BadServiceId),
+}
+
+fn check_service_id(id: &str) -> Result<(), BadServiceId> {
+    if id.is_empty() || id.len() > MAX_SERVICE_ID {
+        return Err(BadServiceId(id.len()));
+    }
+    Ok(())
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ServiceSafePoint {
     pub service_id: String,
@@ -98,10 +119,8 @@ impl SafePoints {
         ttl_secs: i64,
         safe_point: u64,
         now: i64,
-    ) -> Result<ServiceUpdate, String> {
-        if service_id.is_empty() || service_id.len() > MAX_SERVICE_ID {
-            return Err(format!("service id must be 1..={MAX_SERVICE_ID} bytes"));
-        }
+    ) -> Result<ServiceUpdate, BadServiceId> {
+        check_service_id(service_id)?;
         let mut next = self.clone();
         let mut changes = Vec::new();
         if ttl_secs <= 0 && next.services.remove(service_id).is_some() {
@@ -170,11 +189,9 @@ pub fn encode_service(s: &ServiceSafePoint) -> Vec<u8> {
 }
 
 /// Reads a stored service safe point back; anything malformed is an error, not a guess.
-pub fn decode_service(bytes: &[u8]) -> Result<ServiceSafePoint, String> {
-    let s: ServiceSafePoint = serde_json::from_slice(bytes).map_err(|e| e.to_string())?;
-    if s.service_id.is_empty() || s.service_id.len() > MAX_SERVICE_ID {
-        return Err(format!("service id of {} bytes", s.service_id.len()));
-    }
+pub fn decode_service(bytes: &[u8]) -> Result<ServiceSafePoint, DecodeError> {
+    let s: ServiceSafePoint = serde_json::from_slice(bytes)?;
+    check_service_id(&s.service_id)?;
     Ok(s)
 }
 
@@ -254,10 +271,11 @@ mod tests {
             safe_point: 7,
         };
         assert_eq!(decode_service(&encode_service(&s)).unwrap(), s);
-        assert!(
-            decode_service(b"{\"service_id\":\"\",\"expired_at\":1,\"safe_point\":1}").is_err()
-        );
-        assert!(decode_service(b"\xff").is_err());
+        assert!(matches!(
+            decode_service(b"{\"service_id\":\"\",\"expired_at\":1,\"safe_point\":1}"),
+            Err(DecodeError::ServiceId(BadServiceId(0)))
+        ));
+        assert!(matches!(decode_service(b"\xff"), Err(DecodeError::Json(_))));
     }
 
     proptest! {

@@ -55,13 +55,13 @@ pub struct Cluster {
 impl Cluster {
     /// Starts etcd in `dir/etcd` and `n` members with `config` (TOML) as their config file.
     pub fn start(dir: &Path, n: usize, config: &str) -> anyhow::Result<Cluster> {
-        Self::start_binary(&test_binary(), dir, n, config, false)
+        Self::start_binary(test_binary(), dir, n, config, false)
     }
 
     /// [`Cluster::start`], each member reaching etcd through a [`FaultProxy`] of its own, so
     /// a test can cut or slow one member's path alone.
     pub fn start_proxied(dir: &Path, n: usize, config: &str) -> anyhow::Result<Cluster> {
-        Self::start_binary(&test_binary(), dir, n, config, true)
+        Self::start_binary(test_binary(), dir, n, config, true)
     }
 
     /// [`Cluster::start`] or, when `proxied`, [`Cluster::start_proxied`], of `binary`.

@@ -1,5 +1,9 @@
 //! Real processes for demos and end-to-end tests: `meridian serve` and `etcd` on loopback ports
 //! in temp dirs, stopped gracefully or killed, and always reaped when dropped.
+//!
+//! Test support, compiled only with the `testkit` feature (the tests, loadgen, interop and the
+//! operator's tests turn it on): the server never calls it, and it must not hold anything the
+//! server needs.
 
 mod bootstrap;
 mod cluster;
@@ -14,13 +18,22 @@ pub use proxy::{FaultProxy, LinkFault};
 pub use server::ServerProcess;
 
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 use anyhow::Context;
 
 /// The `meridian` binary of the build a test binary belongs to: `$MERIDIAN_BIN`, else
 /// `target/<profile>/meridian` beside the test's `deps/`, built first when it is missing and
-/// the test runs under Cargo (`cargo test -p meridian-operator` does not build it).
-pub fn test_binary() -> PathBuf {
+/// the test runs under Cargo (`cargo test -p meridian-operator` does not build it). Every test
+/// that runs the binary finds it here, this crate's own included: Cargo builds it for them,
+/// and the same file is found. Found once per process, so tests running at the same time do
+/// not build it twice.
+pub fn test_binary() -> &'static Path {
+    static BINARY: OnceLock<PathBuf> = OnceLock::new();
+    BINARY.get_or_init(find_test_binary)
+}
+
+fn find_test_binary() -> PathBuf {
     if let Some(p) = std::env::var_os("MERIDIAN_BIN") {
         return p.into();
     }

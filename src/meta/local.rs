@@ -27,7 +27,9 @@ use std::sync::{Arc, Mutex};
 
 use super::record::{record_at, Record, HEADER, OP_DELETE, OP_PUT};
 // `crate::fuzzing` runs the parsers on fuzzed bytes through these paths.
-pub(crate) use super::record::{next_valid_record, parse_records};
+pub(crate) use super::record::next_valid_record;
+#[cfg(feature = "testkit")]
+pub(crate) use super::record::parse_records;
 use super::store::{KeyValue, MetaError, MetaStore, WriteOp};
 use crate::failpoint::{self, points};
 

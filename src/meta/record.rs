@@ -46,7 +46,8 @@ impl Record {
 }
 
 /// Parses records until the first incomplete or damaged one; returns them and the length of the
-/// good prefix.
+/// good prefix. Only the fuzzers need the records themselves (the store replays as it parses).
+#[cfg(feature = "testkit")]
 pub(crate) fn parse_records(bytes: &[u8]) -> (Vec<Record>, usize) {
     let mut records = Vec::new();
     let mut pos = 0;

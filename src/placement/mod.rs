@@ -12,6 +12,7 @@ mod operator;
 mod prefix_search;
 mod range_index;
 mod region;
+#[cfg(any(test, feature = "testkit"))]
 mod region_map;
 mod route;
 mod schedule;
@@ -28,6 +29,7 @@ pub use range_index::{Change, RangeIndex, Snapshot, SEGMENT};
 pub use region::{Epoch, Peer, PeerRole, Region, RegionError, RegionShape, RegionStats, MAX_PEERS};
 // The reference model the property tests and the fuzzers check `RangeIndex` against; no
 // request is served from it, so it is not part of the public API.
+#[cfg(any(test, feature = "testkit"))]
 pub(crate) use region_map::RegionMap;
 pub use route::Route;
 pub use schedule::{decide, Allowance, ScheduleConfig, StoreLoad, StoreView};

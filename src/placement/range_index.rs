@@ -326,6 +326,42 @@ impl Snapshot {
         self.edit(s, |e| e.insert(i, route));
     }
 
+    /// P2 around `route`, just inserted: the entries on either side of it end at or before
+    /// its start and start at or after its end.
+    fn disjoint_from_neighbours(&self, route: &Arc<Route>) -> bool {
+        let start = route.start_key();
+        let Some(at) = self.floor(start, prefix(start)) else {
+            return false;
+        };
+        if !Arc::ptr_eq(self.route(at), route) {
+            return false;
+        }
+        let before_ok = self.prev_pos(at).is_none_or(|p| {
+            let end = self.route(p).end_key();
+            !end.is_empty() && end <= start
+        });
+        let after_ok = self.next(at).is_none_or(|n| {
+            !route.end_key().is_empty() && route.end_key() <= self.route(n).start_key()
+        });
+        before_ok && after_ok
+    }
+
+    /// Every entry ends at or before the next one starts (P2 over the whole snapshot).
+    fn disjoint(&self) -> bool {
+        let mut routes = self.iter();
+        let Some(mut before) = routes.next() else {
+            return true;
+        };
+        for route in routes {
+            let end = before.end_key();
+            if end.is_empty() || end > route.start_key() {
+                return false;
+            }
+            before = route;
+        }
+        true
+    }
+
     /// Removes the entry holding exactly `route`, if the snapshot holds it.
     fn remove_route(&mut self, route: &Arc<Route>) {
         let start = route.start_key();
@@ -480,6 +516,7 @@ impl RangeIndex {
         for route in &retired {
             route.retire();
         }
+        debug_assert!(draft.disjoint(), "P2: the loaded index covers a key twice");
         self.current.store(Arc::new(draft));
         refused
     }
@@ -548,9 +585,55 @@ fn apply_one(
     let route = Route::new(region);
     writer.by_id.insert(route.id(), route.clone());
     draft.insert(route.clone());
+    debug_assert!(
+        draft.disjoint_from_neighbours(&route),
+        "P2: region {} overlaps a neighbour once applied",
+        route.id()
+    );
     Ok(Change {
         route,
         removed,
         epoch_changed,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::placement::{Epoch, Peer, PeerRole};
+
+    fn route(id: u64, start: &[u8], end: &[u8]) -> Arc<Route> {
+        Route::new(Region {
+            id,
+            start_key: start.to_vec(),
+            end_key: end.to_vec(),
+            epoch: Epoch {
+                conf_ver: 1,
+                version: 1,
+            },
+            peers: vec![Peer {
+                id: id * 10,
+                store_id: 1,
+                role: PeerRole::Voter,
+            }],
+            leader: Some(id * 10),
+        })
+    }
+
+    /// The P2 checks `apply` and `reset` assert see an overlap that an edit let through
+    /// (`insert` itself trusts its caller to have removed what overlaps).
+    #[test]
+    fn the_p2_checks_see_two_regions_covering_one_key() {
+        let mut snapshot = Snapshot::default();
+        let (a, b) = (route(1, b"", b"m"), route(2, b"m", b""));
+        snapshot.insert(a.clone());
+        snapshot.insert(b.clone());
+        assert!(snapshot.disjoint());
+        assert!(snapshot.disjoint_from_neighbours(&a) && snapshot.disjoint_from_neighbours(&b));
+
+        let c = route(3, b"k", b"p");
+        snapshot.insert(c.clone());
+        assert!(!snapshot.disjoint());
+        assert!(!snapshot.disjoint_from_neighbours(&c));
+    }
 }

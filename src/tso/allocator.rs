@@ -50,6 +50,9 @@ pub struct Allocator {
     ceiling: CacheLine<AtomicU64>,
     control: Mutex<Control>,
     max_lead_ms: u64,
+    /// The highest end of a range handed out, for `allocate`'s check of T1. Touched only in
+    /// debug builds: a release build pays nothing for it on the hot path.
+    handed_out_end: AtomicU64,
 }
 
 /// State only the control operations touch; the mutex serialises them so a `suspend` can never be
@@ -74,6 +77,7 @@ impl Allocator {
                 start_ms: 0,
             }),
             max_lead_ms,
+            handed_out_end: AtomicU64::new(0),
         }
     }
 
@@ -87,11 +91,27 @@ impl Allocator {
         if ceiling == 0 {
             return Err(AllocError::NotServing);
         }
+        // Read before the `fetch_add`: every range recorded by then was taken by an earlier
+        // `fetch_add`, so ours must start at or above its end.
+        let handed_out = if cfg!(debug_assertions) {
+            self.handed_out_end.load(Ordering::Acquire)
+        } else {
+            0
+        };
         let first = self.next.0.fetch_add(u64::from(count), Ordering::AcqRel);
         if first + u64::from(count) > ceiling {
             // The overshoot is a gap, never a duplicate; callers wait with `can_fit` before
             // retrying so a stalled window does not push the state far ahead.
             return Err(AllocError::Exhausted);
+        }
+        if cfg!(debug_assertions) {
+            // T1: strictly above every range handed out before (`next` only ever grows).
+            debug_assert!(
+                first >= handed_out,
+                "T1: a range starting at {first} handed out after one ending at {handed_out}"
+            );
+            self.handed_out_end
+                .fetch_max(first + u64::from(count), Ordering::AcqRel);
         }
         Ok(TsRange {
             first: Timestamp::from_u64(first),
@@ -179,5 +199,23 @@ impl Allocator {
         // between them; a panic while holding the lock cannot leave them half-written, so
         // poisoning carries no information.
         self.control.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The T1 check fires on a state that moved back, as a bug in `begin` or `advance` would
+    /// move it (debug builds only: a release build does not check).
+    #[test]
+    #[cfg(debug_assertions)]
+    #[should_panic(expected = "T1")]
+    fn a_range_below_one_already_handed_out_is_caught() {
+        let a = Allocator::new(1_000);
+        a.begin(100, 10_000, 100);
+        let first = a.allocate(10).unwrap();
+        a.next.0.store(first.first.as_u64(), Ordering::Release);
+        let _ = a.allocate(1);
     }
 }

@@ -13,7 +13,7 @@ pub use allocator::{AllocError, Allocator, TsRange};
 pub use limit::{LimitError, MAX_LIMIT_AHEAD_MS, MAX_PHYSICAL_MS};
 // The layout lives with the client, which hands timestamps out: one definition for both.
 pub use meridian_client::tso::{Timestamp, LOGICAL_BITS, MAX_COUNT};
-pub use window::{WindowConfig, WindowPlan};
+pub use window::{WindowConfig, WindowConfigError, WindowPlan};
 
 #[cfg(test)]
 mod tests;

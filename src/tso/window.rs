@@ -25,6 +25,17 @@ impl Default for WindowConfig {
     }
 }
 
+/// A `[tso]` setting that would break the window's arithmetic.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum WindowConfigError {
+    /// A window this short would be renewed about as often as it is used.
+    #[error("tso.window_ms must be at least 10, not {0}")]
+    WindowTooShort(u64),
+    /// Renewal must start after some of the window is used and before all of it is.
+    #[error("tso.renew_below_ms must be within 1..window_ms ({window_ms}), not {renew_below_ms}")]
+    RenewOutsideWindow { renew_below_ms: u64, window_ms: u64 },
+}
+
 /// What the shell must persist, then start serving with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct WindowPlan {
@@ -33,12 +44,15 @@ pub struct WindowPlan {
 }
 
 impl WindowConfig {
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), WindowConfigError> {
         if self.window_ms < 10 {
-            return Err("tso.window_ms must be at least 10".into());
+            return Err(WindowConfigError::WindowTooShort(self.window_ms));
         }
         if self.renew_below_ms == 0 || self.renew_below_ms >= self.window_ms {
-            return Err("tso.renew_below_ms must be within 1..window_ms".into());
+            return Err(WindowConfigError::RenewOutsideWindow {
+                renew_below_ms: self.renew_below_ms,
+                window_ms: self.window_ms,
+            });
         }
         Ok(())
     }

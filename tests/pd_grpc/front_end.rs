@@ -11,7 +11,7 @@ async fn the_front_end_can_be_turned_off_or_moved() {
 
     let tmp = tempfile::tempdir().unwrap();
     let off = ServerProcess::start_with(
-        bin(),
+        test_binary(),
         &tmp.path().join("off"),
         "127.0.0.1:0",
         &["--grpc-listen".into(), "off".into()],
@@ -30,7 +30,7 @@ async fn the_front_end_can_be_turned_off_or_moved() {
 
     let data = tmp.path().join("moved");
     let moved = ServerProcess::start_with(
-        bin(),
+        test_binary(),
         &data,
         "127.0.0.1:0",
         &["--grpc-listen".into(), "127.0.0.1:0".into()],

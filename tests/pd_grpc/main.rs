@@ -14,17 +14,13 @@ mod scan;
 use std::path::Path;
 use std::time::Duration;
 
-use meridian::harness::ServerProcess;
+use meridian::harness::{test_binary, ServerProcess};
 use meridian::kvproto::metapb;
 use meridian::kvproto::pdpb::{self, pd_client::PdClient};
 use meridian::pd_grpc;
 use meridian::tls::Trust;
 use tonic::transport::Channel;
 use tonic::Code;
-
-fn bin() -> &'static Path {
-    env!("CARGO_BIN_EXE_meridian").as_ref()
-}
 
 struct Node {
     server: ServerProcess,
@@ -33,7 +29,7 @@ struct Node {
 }
 
 async fn start(data: &Path) -> Node {
-    let server = ServerProcess::start(bin(), data, "127.0.0.1:0", Some(2)).unwrap();
+    let server = ServerProcess::start(test_binary(), data, "127.0.0.1:0", Some(2)).unwrap();
     let grpc = server.grpc_addr.clone().expect("gRPC is on by default");
     assert_eq!(
         grpc, server.client_addr,

@@ -6,8 +6,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::jiff::Timestamp;
+use loadgen::args::TsoArgs;
 use loadgen::report::Report;
-use loadgen::run::{self, TsoArgs};
+use loadgen::run;
 use meridian::admin::AdminClient;
 use meridian::harness::EtcdProcess;
 use meridian::tls::Trust;
@@ -57,7 +58,7 @@ pub async fn world(spec: MeridianClusterSpec) -> World {
     let tls = tmp.path().join("shared");
     meridian::tls::ensure_identity(&tls, None, None, &["pd".into()]).unwrap();
     let env = Env {
-        bin: meridian::harness::test_binary(),
+        bin: meridian::harness::test_binary().to_path_buf(),
         dir: tmp.path().join("volumes"),
         etcd: etcd.endpoint(),
         config,

@@ -3,8 +3,8 @@
 
 use std::sync::atomic::Ordering;
 
+use super::answer::{invalid, over_limit, persist_now, unavailable, WAIT};
 use super::persist::{encode_regions, encode_store, BUCKET_IDS};
-use super::request::{invalid, over_limit, persist_now, unavailable, WAIT};
 use super::shard_task::region_error;
 use super::state::PlacementState;
 use crate::placement::{Region, RegionShape, Store};

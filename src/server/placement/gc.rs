@@ -1,7 +1,7 @@
 //! GC safe points: the cluster's (only ever raised) and each service's with a TTL, decided by
 //! the pure `gc` rules and made durable before the new value is answered or read.
 
-use super::request::{invalid, persist_now};
+use super::answer::{invalid, persist_now};
 use super::state::PlacementState;
 use crate::gc::{encode_service, GcUpdate, ServiceChange};
 use crate::proto::{Reply, Response};

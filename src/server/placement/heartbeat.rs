@@ -5,8 +5,8 @@
 
 use tokio::sync::oneshot;
 
+use super::answer::{over_limit, unavailable, WAIT};
 use super::messages::{Beats, ShardMsg};
-use super::request::{over_limit, unavailable, WAIT};
 use super::shard_task::heartbeat_local;
 use super::state::PlacementState;
 use crate::placement::{Region, RegionStats};

@@ -1,10 +1,11 @@
 //! The placement shell: runs the pure `placement` cores for the server. `state` is what every
 //! core shares, `shard_task` the per-core owner of a shard, `request` sorts placement requests
 //! by concern into one handler file each (`cluster`, `stores`, `heartbeat`, `routing`,
-//! `splits`, `gc`), `persist` writes changes and loads them when a leader starts, `messages`
+//! `splits`, `gc`, all answering through `answer`), `persist` writes changes and loads them when a leader starts, `messages`
 //! are what those tasks are sent. Decisions stay in `placement`; nothing here decides what a
 //! heartbeat means.
 
+mod answer;
 mod cluster;
 mod dirty;
 mod gc;
@@ -24,7 +25,7 @@ pub use gc::GcOp;
 pub use heartbeat::batch as heartbeats;
 pub use messages::ShardMsg;
 pub use persist::{abandon_term, serve_term};
-pub use request::{handle, serves_bootstrapped, PlacementOp};
+pub use request::{handle, PlacementOp};
 pub use routing::{locate_many, RouteOp};
 pub use shard_task::run_shard;
 pub use splits::SplitOp;

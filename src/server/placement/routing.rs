@@ -3,8 +3,8 @@
 
 use tokio::sync::oneshot;
 
+use super::answer::{invalid, over_limit, unavailable};
 use super::messages::ShardMsg;
-use super::request::{invalid, over_limit, serves_bootstrapped, unavailable};
 use super::state::PlacementState;
 use crate::placement::{page_len, Region};
 use crate::proto::{ErrorReply, Reply, Response, MAX_SCAN_REGIONS};
@@ -51,7 +51,7 @@ pub fn locate_many(shared: &Shared, keys: &[Vec<u8>]) -> Result<Vec<Option<Regio
     if !state.is_ready() {
         return Err(shared.membership.not_serving());
     }
-    if !serves_bootstrapped(state) {
+    if !state.serves_bootstrapped() {
         return Err(ErrorReply::NotBootstrapped);
     }
     if let Some(e) = keys

@@ -1,7 +1,7 @@
 //! Splits: AskBatchSplit hands out the new regions' and peers' ids; ReportBatchSplit applies
 //! the regions a split made, all checked before any is applied, acknowledged once durable.
 
-use super::request::{invalid, over_limit, unavailable, WAIT};
+use super::answer::{invalid, over_limit, unavailable, WAIT};
 use super::shard_task::{forget_elsewhere, region_error};
 use super::state::PlacementState;
 use crate::placement::{Region, RegionShape};

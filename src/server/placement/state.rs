@@ -96,6 +96,12 @@ impl PlacementState {
         self.ready.load(Ordering::Acquire)
     }
 
+    /// Whether requests that need a bootstrapped cluster are served right now: the batched
+    /// paths go around the one-by-one handler only then, and otherwise let it say why not.
+    pub fn serves_bootstrapped(&self) -> bool {
+        self.is_ready() && self.bootstrapped.load(Ordering::Acquire)
+    }
+
     pub fn set_ready(&self, ready: bool) {
         self.ready.store(ready, Ordering::Release);
     }

@@ -1,8 +1,8 @@
 //! Stores: PutStore (registration, durable before it is acknowledged), GetStore, GetAllStores
 //! (one page at a time) and StoreHeartbeat.
 
+use super::answer::{invalid, over_limit, persist_now};
 use super::persist::encode_store;
-use super::request::{invalid, over_limit, persist_now};
 use super::state::PlacementState;
 use crate::placement::{
     page_len, store_wire_size, LimitError, Limits, Store, StoreMap, StoreState, StoreStats,

@@ -43,7 +43,7 @@ pub async fn execute_batch(
     core: Option<usize>,
     metrics: &CoreMetrics,
 ) -> Vec<Response> {
-    let together = placement::serves_bootstrapped(&shared.placement);
+    let together = shared.placement.serves_bootstrapped();
     let mut beats = Vec::new();
     let mut keys = Vec::new();
     let mut pending = Vec::with_capacity(batch.len());
