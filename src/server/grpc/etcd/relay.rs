@@ -180,6 +180,15 @@ impl<A> Pumps<A> {
         false
     }
 
+    /// Ends the client's stream after etcd ended its side, with the client side's refusal if
+    /// there was one: refusing a message ends the stream at etcd too, and the client must
+    /// learn why rather than see a plain end.
+    fn end_after_refusal(mut self, status: Option<Status>) {
+        if let Some(status) = self.refusal.try_recv().ok().or(status) {
+            self.end(status);
+        }
+    }
+
     /// Ends the client's stream with `status`; a client too slow to take it gets the end of
     /// the stream alone.
     fn end(&self, status: Status) {
@@ -222,7 +231,7 @@ async fn etcd_to_client<Q, A, Open, Fut, Out>(
             } else {
                 status
             };
-            return pumps.end(status);
+            return pumps.end_after_refusal(Some(status));
         }
     };
     loop {
@@ -245,10 +254,10 @@ async fn etcd_to_client<Q, A, Open, Fut, Out>(
                     _ = pumps.shutdown.wait_for(|s| *s) => return,
                 }
             }
-            Ok(None) => return,
+            Ok(None) => return pumps.end_after_refusal(None),
             Err(status) => {
                 tracing::debug!("{what} stream from etcd ended: {status}");
-                return pumps.end(status);
+                return pumps.end_after_refusal(Some(status));
             }
         }
     }
