@@ -17,7 +17,7 @@ use meridian::etcdpb::etcdserverpb::{
     LeaseRevokeRequest, LeaseTimeToLiveRequest, PutRequest, RangeRequest, WatchCreateRequest,
     WatchRequest,
 };
-use meridian::harness::{Cluster, EtcdProcess, ServerProcess};
+use meridian::harness::{Cluster, EtcdProcess, ServerProcess, ROOT_PASSWORD};
 use tonic::transport::{Certificate, Channel, ClientTlsConfig, Identity};
 use tonic::Code;
 
@@ -27,8 +27,36 @@ fn bin() -> &'static Path {
 
 /// A node on `etcd`, with the certificates it made itself in `data/tls`.
 fn node_on(etcd: &EtcdProcess, data: &Path) -> ServerProcess {
-    let args = ["--etcd", &etcd.endpoint(), "--cores", "1"].map(String::from);
+    node_with(etcd, data, &[])
+}
+
+/// [`node_on`] with more `serve` flags.
+fn node_with(etcd: &EtcdProcess, data: &Path, flags: &[String]) -> ServerProcess {
+    let mut args = ["--etcd", &etcd.endpoint(), "--cores", "1"]
+        .map(String::from)
+        .to_vec();
+    args.extend_from_slice(flags);
     ServerProcess::start_with(bin(), data, "127.0.0.1:0", &args).unwrap()
+}
+
+/// Puts `key` through the node and reads it back through it.
+async fn round_trip(kv: &mut KvClient<Channel>, key: &[u8]) -> Result<(), tonic::Status> {
+    kv.put(PutRequest {
+        key: key.to_vec(),
+        value: b"v".to_vec(),
+        ..Default::default()
+    })
+    .await?;
+    let kvs = kv
+        .range(RangeRequest {
+            key: key.to_vec(),
+            ..Default::default()
+        })
+        .await?
+        .into_inner()
+        .kvs;
+    assert_eq!(kvs.len(), 1);
+    Ok(())
 }
 
 /// How a caller presents itself: the CA that verifies the node, and its own certificate.
@@ -468,6 +496,65 @@ async fn stopping_the_node_ends_its_watches() {
     }
     stopping.await.unwrap().unwrap();
     drop(send);
+}
+
+/// The proxy reaches etcd the way the node does: over TLS with the node's etcd client
+/// certificate.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_proxy_reaches_an_etcd_over_tls() {
+    let tmp = tempfile::tempdir().unwrap();
+    let etcd = EtcdProcess::start_tls(&tmp.path().join("etcd")).unwrap();
+    let data = tmp.path().join("n0");
+    let node = node_with(&etcd, &data, &etcd.tls().unwrap().serve_flags());
+    let addr = node.grpc_addr.clone().unwrap();
+    let mut kv = Caller::client(&data.join("tls")).kv(&addr).await;
+    round_trip(&mut kv, b"/tidb/tls").await.unwrap();
+    node.stop().unwrap();
+}
+
+/// With etcd auth, the proxy logs in as `--etcd-user`, and logs in again when etcd drops its
+/// token (etcd drops a user's tokens when the password is set, here to the same one).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_proxy_logs_in_as_the_etcd_user_and_again_when_its_token_is_dropped() {
+    let tmp = tempfile::tempdir().unwrap();
+    let etcd = EtcdProcess::start(&tmp.path().join("etcd")).unwrap();
+    let password = "proxy-password";
+    etcd.enable_auth("meridian", password).await.unwrap();
+    let mut root = etcd.client(Some(("root", ROOT_PASSWORD))).await.unwrap();
+    // Meridian's user needs the namespace too (SECURITY.md).
+    root.role_grant_permission(
+        "meridian-readwrite",
+        etcd_client::Permission::read_write("/meridian-kv/").with_prefix(),
+    )
+    .await
+    .unwrap();
+    let data = tmp.path().join("n0");
+    let env = [("MERIDIAN_ETCD_PASSWORD", password)];
+    let args = [
+        "--etcd",
+        &etcd.endpoint(),
+        "--etcd-user",
+        "meridian",
+        "--cores",
+        "1",
+    ]
+    .map(String::from);
+    let node = ServerProcess::start_with_env(bin(), &data, "127.0.0.1:0", &args, &env).unwrap();
+    let addr = node.grpc_addr.clone().unwrap();
+    let mut kv = Caller::client(&data.join("tls")).kv(&addr).await;
+    round_trip(&mut kv, b"/tidb/auth").await.unwrap();
+
+    root.user_change_password("meridian", password)
+        .await
+        .unwrap();
+    // The first call after it is answered: the refused token is renewed and the call sent again.
+    round_trip(&mut kv, b"/tidb/auth").await.unwrap();
+    assert!(
+        node.log_text().contains("logging in again"),
+        "{}",
+        node.log_text()
+    );
+    node.stop().unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

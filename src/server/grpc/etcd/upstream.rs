@@ -146,6 +146,9 @@ impl Upstream {
         let Some((name, password)) = self.login.clone() else {
             return Err(Status::internal("no etcd user to log in as"));
         };
+        if stale.is_some() {
+            tracing::info!(user = %name, "etcd no longer knows the proxy's token; logging in again");
+        }
         let mut request = Request::new(AuthenticateRequest { name, password });
         request.set_timeout(UNARY_TIMEOUT);
         let reply = AuthClient::new(self.channel())
