@@ -615,6 +615,20 @@ async fn a_session_lease_outlives_the_leader_it_was_granted_through() {
         .await
         .unwrap();
 
+    // A follower serves etcd's API as the leader does: etcd is the same behind every member.
+    let kvs = caller
+        .kv(&other_addr)
+        .await
+        .range(RangeRequest {
+            key: key.clone(),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .kvs;
+    assert_eq!(kvs.len(), 1, "read through a follower");
+
     cluster.nodes[leader]
         .process
         .take()
