@@ -48,6 +48,19 @@ pub enum Call {
     /// Any admin API route that is not a GET: resign, leader transfer, member deletion, the
     /// debug clock. A new route of that kind is covered before anyone thinks of it.
     AdminChange,
+    /// etcd v3 at the client address, proxied into the etcd namespace: reads and watches
+    /// (any role), writes and leases (`client`: TiDB's sessions, DDL owner and safe points).
+    EtcdRange,
+    EtcdWatch,
+    EtcdLeaseTimeToLive,
+    EtcdLeaseLeases,
+    EtcdMemberList,
+    EtcdPut,
+    EtcdDeleteRange,
+    EtcdTxn,
+    EtcdLeaseGrant,
+    EtcdLeaseRevoke,
+    EtcdLeaseKeepAlive,
 }
 
 /// What a call needs of the caller's certificate.
@@ -77,6 +90,11 @@ pub fn need_of(call: Call) -> Need {
         | ReportBatchSplit => Need::Role(Role::Store),
         UpdateGcSafePoint | UpdateServiceGcSafePoint => Need::Role(Role::Client),
         AdminChange => Need::Role(Role::Admin),
+        EtcdRange | EtcdWatch | EtcdLeaseTimeToLive | EtcdLeaseLeases | EtcdMemberList => {
+            Need::AnyRole
+        }
+        EtcdPut | EtcdDeleteRange | EtcdTxn | EtcdLeaseGrant | EtcdLeaseRevoke
+        | EtcdLeaseKeepAlive => Need::Role(Role::Client),
     }
 }
 

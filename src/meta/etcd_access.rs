@@ -252,6 +252,38 @@ impl EtcdAccess {
             .then_some("if etcd runs with --client-cert-auth, pass --etcd-cert and --etcd-key")
     }
 
+    /// TLS for a gRPC channel of Meridian's own to etcd (the etcd endpoint at the client
+    /// address forwards over one): the same CA and client certificate as
+    /// [`Self::connect_options`]; `None` for plain http.
+    pub(crate) fn grpc_tls(&self) -> Option<tonic::transport::ClientTlsConfig> {
+        let ca = self.ca.as_ref()?;
+        let mut tls = tonic::transport::ClientTlsConfig::new()
+            .ca_certificate(tonic::transport::Certificate::from_pem(&ca.pem));
+        if let Some((cert, key)) = &self.identity {
+            tls = tls.identity(tonic::transport::Identity::from_pem(&cert.pem, &key.0.pem));
+        }
+        Some(tls)
+    }
+
+    /// The etcd user and password, for a channel that logs in by itself. Never log them.
+    pub(crate) fn credentials(&self) -> Option<(&str, &str)> {
+        self.user
+            .as_ref()
+            .map(|(user, password)| (user.as_str(), password.0.as_str()))
+    }
+
+    /// `endpoint` as a URL: one without a scheme is `https://` when TLS is on, as etcd-client
+    /// reads it.
+    pub(crate) fn endpoint_url(&self, endpoint: &str) -> String {
+        if endpoint.starts_with("http://") || endpoint.starts_with("https://") {
+            endpoint.to_string()
+        } else if self.tls() {
+            format!("https://{endpoint}")
+        } else {
+            format!("http://{endpoint}")
+        }
+    }
+
     /// etcd-client's options for this access. They hold the password: never log them (their
     /// `Debug` prints it).
     pub(super) fn connect_options(&self) -> etcd_client::ConnectOptions {

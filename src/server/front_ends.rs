@@ -54,6 +54,10 @@ pub fn start(
             metrics_slot: cores,
             threads: cores.min(4),
             shutdown: shared.shutdown.clone(),
+            etcd: (!opts.etcd.is_empty()).then(|| grpc::EtcdUpstream {
+                endpoints: opts.etcd.clone(),
+                access: opts.etcd_access.clone(),
+            }),
         })?);
     }
     threads.push(admin::spawn(

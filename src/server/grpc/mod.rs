@@ -1,11 +1,13 @@
 //! The PD-compatible front end: kvproto's `pdpb.PD` over gRPC (HTTP/2, TLS with the node's
-//! certificate), on TCP at the client address by default, on its own thread and runtime so the
-//! QUIC cores stay as they are. The translation lives in `service` and `convert`; this module
+//! certificate), and beside it etcd's v3 API forwarded to the etcd the node runs on (`etcd`),
+//! on TCP at the client address by default, on its own thread and runtime so the QUIC cores
+//! stay as they are. The translation lives in `service`, `convert` and `etcd`; this module
 //! only binds, serves and stops.
 
 mod connection;
 // `pub(crate)` for `crate::fuzzing`.
 pub(crate) mod convert;
+mod etcd;
 mod service;
 
 use std::net::{SocketAddr, TcpListener};
@@ -20,6 +22,7 @@ use crate::kvproto::pdpb::pd_server::PdServer;
 
 use super::Shared;
 use connection::Authenticated;
+pub use etcd::EtcdUpstream;
 pub use service::PdService;
 
 /// Largest gRPC message accepted (a batch split report of 256 regions fits many times over).
@@ -65,6 +68,8 @@ pub struct GrpcSetup {
     pub metrics_slot: usize,
     pub threads: usize,
     pub shutdown: watch::Receiver<bool>,
+    /// The etcd the etcd API forwards to; `None` on the embedded store.
+    pub etcd: Option<EtcdUpstream>,
 }
 
 /// Starts the front end on its own thread; it returns when `shutdown` turns true.
@@ -102,6 +107,11 @@ async fn serve(setup: GrpcSetup) -> anyhow::Result<()> {
     ));
     let incoming = tokio_stream::wrappers::ReceiverStream::new(incoming);
     let mut builder = Server::builder();
+    let etcd = etcd::EtcdProxy::new(
+        setup.etcd.as_ref(),
+        setup.shared.clone(),
+        setup.metrics_slot,
+    )?;
     let service = Arc::new(PdService::new(setup.shared, setup.metrics_slot));
     // The standard `grpc.health.v1.Health`, which pd's Go client asks (`Check` with service "")
     // before it uses a member. It reports SERVING for "" from every member, followers too (as
@@ -117,6 +127,10 @@ async fn serve(setup: GrpcSetup) -> anyhow::Result<()> {
                 .max_encoding_message_size(MAX_MESSAGE),
         )
         .add_service(health)
+        .add_service(etcd.kv())
+        .add_service(etcd.watch())
+        .add_service(etcd.lease())
+        .add_service(etcd.cluster())
         .serve_with_incoming_shutdown(incoming, async move {
             let _ = shutdown.wait_for(|s| *s).await;
         });

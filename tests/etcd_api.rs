@@ -1,0 +1,677 @@
+//! etcd v3 at the client address, against a real etcd and the real binary: Debian's `etcdctl`
+//! works unchanged with Meridian's client certificate (put, get, leases and keep-alive, watch,
+//! txn) and sees nothing of Meridian's own keys, while what it writes lands in the real etcd
+//! under `/meridian-kv/`; a caller without a certificate gets nothing, a `store` certificate
+//! may read but not write, Meridian's own lease is out of a client's reach, a node without
+//! etcd says so, and an etcd session's lease outlives the SIGKILL of the member it was
+//! granted through.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use meridian::etcdpb::etcdserverpb::{
+    kv_client::KvClient, lease_client::LeaseClient, watch_client::WatchClient,
+    watch_request::RequestUnion, LeaseGrantRequest, LeaseKeepAliveRequest, LeaseLeasesRequest,
+    LeaseRevokeRequest, LeaseTimeToLiveRequest, PutRequest, RangeRequest, WatchCreateRequest,
+    WatchRequest,
+};
+use meridian::harness::{Cluster, EtcdProcess, ServerProcess, ROOT_PASSWORD};
+use tonic::transport::{Certificate, Channel, ClientTlsConfig, Identity};
+use tonic::Code;
+
+fn bin() -> &'static Path {
+    env!("CARGO_BIN_EXE_meridian").as_ref()
+}
+
+/// A node on `etcd`, with the certificates it made itself in `data/tls`.
+fn node_on(etcd: &EtcdProcess, data: &Path) -> ServerProcess {
+    node_with(etcd, data, &[])
+}
+
+/// [`node_on`] with more `serve` flags.
+fn node_with(etcd: &EtcdProcess, data: &Path, flags: &[String]) -> ServerProcess {
+    let mut args = ["--etcd", &etcd.endpoint(), "--cores", "1"]
+        .map(String::from)
+        .to_vec();
+    args.extend_from_slice(flags);
+    ServerProcess::start_with(bin(), data, "127.0.0.1:0", &args).unwrap()
+}
+
+/// Puts `key` through the node and reads it back through it.
+async fn round_trip(kv: &mut KvClient<Channel>, key: &[u8]) -> Result<(), tonic::Status> {
+    kv.put(PutRequest {
+        key: key.to_vec(),
+        value: b"v".to_vec(),
+        ..Default::default()
+    })
+    .await?;
+    let kvs = kv
+        .range(RangeRequest {
+            key: key.to_vec(),
+            ..Default::default()
+        })
+        .await?
+        .into_inner()
+        .kvs;
+    assert_eq!(kvs.len(), 1);
+    Ok(())
+}
+
+/// How a caller presents itself: the CA that verifies the node, and its own certificate.
+struct Caller {
+    ca: PathBuf,
+    identity: Option<(PathBuf, PathBuf)>,
+}
+
+impl Caller {
+    /// The node's own client certificate (roles client, store and admin).
+    fn client(tls: &Path) -> Caller {
+        Caller::named(tls, "client")
+    }
+
+    /// `tls/<name>.pem` and its key, made by `meridian cert`.
+    fn named(tls: &Path, name: &str) -> Caller {
+        Caller {
+            ca: tls.join("ca.pem"),
+            identity: Some((
+                tls.join(format!("{name}.pem")),
+                tls.join(format!("{name}-key.pem")),
+            )),
+        }
+    }
+
+    fn anonymous(tls: &Path) -> Caller {
+        Caller {
+            ca: tls.join("ca.pem"),
+            identity: None,
+        }
+    }
+
+    async fn channel(&self, addr: &str) -> Channel {
+        let mut tls = ClientTlsConfig::new()
+            .ca_certificate(Certificate::from_pem(std::fs::read(&self.ca).unwrap()));
+        if let Some((cert, key)) = &self.identity {
+            tls = tls.identity(Identity::from_pem(
+                std::fs::read(cert).unwrap(),
+                std::fs::read(key).unwrap(),
+            ));
+        }
+        Channel::from_shared(format!("https://{addr}"))
+            .unwrap()
+            .tls_config(tls)
+            .unwrap()
+            .connect()
+            .await
+            .unwrap()
+    }
+
+    async fn kv(&self, addr: &str) -> KvClient<Channel> {
+        KvClient::new(self.channel(addr).await)
+    }
+
+    async fn lease(&self, addr: &str) -> LeaseClient<Channel> {
+        LeaseClient::new(self.channel(addr).await)
+    }
+}
+
+/// Makes a client certificate with `role` named `name` in a node's `tls` directory, with the
+/// CA key the node made there, as an operator would (`meridian cert`).
+fn make_client_cert(tls: &Path, role: &str, name: &str) {
+    let out = Command::new(bin())
+        .arg("cert")
+        .arg("--certs-dir")
+        .arg(tls)
+        .arg("--ca-key")
+        .arg(tls.join("ca-key.pem"))
+        .args(["create-client", "--role", role, "--name", name])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn etcdctl_installed() -> bool {
+    let found = Command::new("etcdctl")
+        .arg("version")
+        .env("ETCDCTL_API", "3")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !found {
+        eprintln!("skipping: etcdctl is not installed (Debian package etcd-client)");
+    }
+    found
+}
+
+/// `etcdctl` (API 3) at `endpoint`, as `caller` when given.
+fn etcdctl(endpoint: &str, caller: Option<&Caller>) -> Command {
+    let mut cmd = Command::new("etcdctl");
+    cmd.env("ETCDCTL_API", "3")
+        .arg(format!("--endpoints={endpoint}"))
+        .args(["--dial-timeout=3s", "--command-timeout=5s"]);
+    if let Some(caller) = caller {
+        cmd.arg("--cacert").arg(&caller.ca);
+        if let Some((cert, key)) = &caller.identity {
+            cmd.arg("--cert").arg(cert).arg("--key").arg(key);
+        }
+    }
+    cmd
+}
+
+fn run(mut cmd: Command, args: &[&str]) -> Output {
+    cmd.args(args).output().unwrap()
+}
+
+/// Runs and insists on success; its stdout.
+fn ok(cmd: Command, args: &[&str]) -> String {
+    let out = run(cmd, args);
+    assert!(
+        out.status.success(),
+        "etcdctl {args:?}: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// etcdctl `txn --interactive=false` with `script` on stdin.
+fn txn(cmd: Command, script: &str) -> String {
+    use std::io::Write;
+    let mut cmd = cmd;
+    let mut child = cmd
+        .args(["txn", "--interactive=false"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(script.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The seconds `etcdctl lease timetolive` says remain.
+fn remaining(text: &str) -> i64 {
+    text.split("remaining(")
+        .nth(1)
+        .and_then(|t| t.split("s)").next())
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no remaining TTL in {text:?}"))
+}
+
+#[test]
+fn etcdctl_works_unchanged_at_the_client_address_inside_the_namespace() {
+    if !etcdctl_installed() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let etcd = EtcdProcess::start(&tmp.path().join("etcd")).unwrap();
+    let data = tmp.path().join("n0");
+    let node = node_on(&etcd, &data);
+    let endpoint = format!("https://{}", node.grpc_addr.clone().unwrap());
+    let me = Caller::client(&data.join("tls"));
+    let at = || etcdctl(&endpoint, Some(&me));
+    let direct = || etcdctl(&etcd.endpoint(), None);
+
+    // put and get, one key and a prefix.
+    assert_eq!(ok(at(), &["put", "/tidb/a", "1"]).trim(), "OK");
+    ok(at(), &["put", "/tidb/b", "2"]);
+    assert_eq!(ok(at(), &["get", "/tidb/a"]), "/tidb/a\n1\n");
+    assert_eq!(
+        ok(at(), &["get", "/tidb/", "--prefix"]),
+        "/tidb/a\n1\n/tidb/b\n2\n"
+    );
+    // What was written is in the real etcd, under the namespace (the client's key follows
+    // the prefix whole, its leading slash too).
+    assert_eq!(
+        ok(direct(), &["get", "/meridian-kv//tidb/a"]),
+        "/meridian-kv//tidb/a\n1\n"
+    );
+    // Meridian's own keys are there too, and out of the client's sight.
+    assert!(!ok(direct(), &["get", "/meridian/", "--prefix", "--keys-only"]).is_empty());
+    assert_eq!(ok(at(), &["get", "/meridian/", "--prefix"]), "");
+    assert_eq!(
+        ok(at(), &["get", "", "--from-key", "--keys-only"]),
+        "/tidb/a\n\n/tidb/b\n\n"
+    );
+
+    // A lease: granted, a key on it, kept alive past what its TTL left, then revoked.
+    let granted = ok(at(), &["lease", "grant", "6"]);
+    let id = granted.split_whitespace().nth(1).unwrap().to_string();
+    ok(at(), &["put", "--lease", &id, "/tidb/session", "s"]);
+    let ttl = ok(at(), &["lease", "timetolive", &id, "--keys"]);
+    assert!(ttl.contains("attached keys([/tidb/session])"), "{ttl}");
+    std::thread::sleep(Duration::from_secs(3));
+    let mut keep_alive = at();
+    keep_alive.args(["lease", "keep-alive", &id]);
+    let mut keeping = keep_alive.stdout(Stdio::piped()).spawn().unwrap();
+    let mut first = String::new();
+    BufReader::new(keeping.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    let _ = keeping.kill();
+    let _ = keeping.wait();
+    assert!(first.contains("keepalived with TTL(6)"), "{first}");
+    let left = remaining(&ok(at(), &["lease", "timetolive", &id]));
+    assert!(left >= 4, "the keep-alive renewed the lease: {left} s left");
+    assert!(ok(at(), &["lease", "list"]).contains(&id));
+    ok(at(), &["lease", "revoke", &id]);
+    assert_eq!(ok(at(), &["get", "/tidb/session"]), "");
+
+    // A watch sees a put (retried until the watch is in place: it starts asynchronously).
+    let mut watch = at();
+    watch.args(["watch", "/tidb/w"]);
+    let mut watching = watch.stdout(Stdio::piped()).spawn().unwrap();
+    let (seen, lines) = std::sync::mpsc::channel();
+    let stdout = watching.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if seen.send(line).is_err() {
+                return;
+            }
+        }
+    });
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut events = Vec::new();
+    while !events.iter().any(|l: &String| l == "PUT") {
+        assert!(
+            Instant::now() < deadline,
+            "the watch saw nothing: {events:?}"
+        );
+        ok(at(), &["put", "/tidb/w", "v"]);
+        while let Ok(line) = lines.recv_timeout(Duration::from_millis(300)) {
+            events.push(line);
+        }
+    }
+    let _ = watching.kill();
+    let _ = watching.wait();
+    let put = events.iter().position(|l| l == "PUT").unwrap();
+    assert_eq!(events[put + 1..put + 3], ["/tidb/w", "v"], "{events:?}");
+
+    // A transaction: its compare and both branches inside the namespace.
+    let out = txn(
+        at(),
+        "value(\"/tidb/a\") = \"1\"\n\nput /tidb/a 10\nget /tidb/b\n\nput /tidb/a never\n\n",
+    );
+    assert!(out.starts_with("SUCCESS"), "{out}");
+    assert!(out.contains("/tidb/b\n2"), "{out}");
+    assert_eq!(ok(at(), &["get", "/tidb/a"]), "/tidb/a\n10\n");
+    let out = txn(
+        at(),
+        "value(\"/tidb/a\") = \"1\"\n\nput /tidb/a no\n\nput /tidb/c 3\n\n",
+    );
+    assert!(out.starts_with("FAILURE"), "{out}");
+    assert_eq!(
+        ok(
+            direct(),
+            &["get", "/meridian-kv//tidb/c", "--print-value-only"]
+        ),
+        "3\n"
+    );
+
+    // The members listed are Meridian's, at its gRPC address.
+    let members = ok(at(), &["member", "list"]);
+    assert!(
+        members.contains(&format!("harness, , {endpoint}")),
+        "{members}"
+    );
+
+    // Compaction is not for a namespace to ask for.
+    let out = run(at(), &["compact", "1"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("Unimplemented"));
+
+    // Without a certificate, nothing: the handshake fails.
+    let anonymous = Caller::anonymous(&data.join("tls"));
+    let out = run(etcdctl(&endpoint, Some(&anonymous)), &["get", "/tidb/a"]);
+    assert!(!out.status.success(), "{out:?}");
+    assert!(out.stdout.is_empty());
+    node.stop().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_store_certificate_reads_but_is_refused_writes_naming_the_role() {
+    let tmp = tempfile::tempdir().unwrap();
+    let etcd = EtcdProcess::start(&tmp.path().join("etcd")).unwrap();
+    let data = tmp.path().join("n0");
+    let node = node_on(&etcd, &data);
+    let addr = node.grpc_addr.clone().unwrap();
+    let tls = data.join("tls");
+    make_client_cert(&tls, "store", "tikv");
+    let mut tikv = Caller::named(&tls, "tikv").kv(&addr).await;
+
+    let put = PutRequest {
+        key: b"/tidb/x".to_vec(),
+        value: b"1".to_vec(),
+        ..Default::default()
+    };
+    let refused = tikv.put(put.clone()).await.unwrap_err();
+    assert_eq!(refused.code(), Code::PermissionDenied, "{refused:?}");
+    assert!(refused.message().contains("`client`"), "{refused:?}");
+    let mut lease = Caller::named(&tls, "tikv").lease(&addr).await;
+    let refused = lease
+        .lease_grant(LeaseGrantRequest { ttl: 5, id: 0 })
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code(), Code::PermissionDenied, "{refused:?}");
+
+    // Reads are any role's; the refused put changed nothing.
+    let get = RangeRequest {
+        key: b"/tidb/x".to_vec(),
+        ..Default::default()
+    };
+    assert!(tikv
+        .range(get.clone())
+        .await
+        .unwrap()
+        .into_inner()
+        .kvs
+        .is_empty());
+    let mut client = Caller::client(&tls).kv(&addr).await;
+    client.put(put).await.unwrap();
+    let kvs = tikv.range(get).await.unwrap().into_inner().kvs;
+    assert_eq!(kvs.len(), 1);
+    assert_eq!(kvs[0].key, b"/tidb/x");
+    node.stop().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn meridians_own_lease_is_out_of_a_clients_reach() {
+    let tmp = tempfile::tempdir().unwrap();
+    let etcd = EtcdProcess::start(&tmp.path().join("etcd")).unwrap();
+    let data = tmp.path().join("n0");
+    let node = node_on(&etcd, &data);
+    let addr = node.grpc_addr.clone().unwrap();
+    let mut lease = Caller::client(&data.join("tls")).lease(&addr).await;
+    let admin = node.admin().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while admin.get_json("/health").unwrap().1["is_leader"] != true {
+        assert!(Instant::now() < deadline, "the node never led");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
+    // The leader's lease is the one that holds keys the client cannot see.
+    let mut own = None;
+    for status in lease
+        .lease_leases(LeaseLeasesRequest {})
+        .await
+        .unwrap()
+        .into_inner()
+        .leases
+    {
+        let ttl = lease
+            .lease_time_to_live(LeaseTimeToLiveRequest {
+                id: status.id,
+                keys: true,
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        assert!(
+            ttl.keys.is_empty(),
+            "Meridian's keys are not shown: {ttl:?}"
+        );
+        own = Some(status.id);
+    }
+    let own = own.expect("the leader holds a lease");
+
+    let refused = lease
+        .lease_revoke(LeaseRevokeRequest { id: own })
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code(), Code::PermissionDenied, "{refused:?}");
+    let requests = tokio_stream::iter([LeaseKeepAliveRequest { id: own }]);
+    let mut replies = lease.lease_keep_alive(requests).await.unwrap().into_inner();
+    let refused = tokio::time::timeout(Duration::from_secs(5), replies.message())
+        .await
+        .expect("an answer")
+        .unwrap_err();
+    assert_eq!(refused.code(), Code::PermissionDenied, "{refused:?}");
+
+    // Still leading on that lease.
+    let (status, health) = admin.get_json("/health").unwrap();
+    assert_eq!((status, health["is_leader"].as_bool()), (200, Some(true)));
+    node.stop().unwrap();
+}
+
+/// A watch held open does not hold the node up: stopping ends it with `Unavailable` (so the
+/// client reconnects elsewhere), and the node exits cleanly.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stopping_the_node_ends_its_watches() {
+    let tmp = tempfile::tempdir().unwrap();
+    let etcd = EtcdProcess::start(&tmp.path().join("etcd")).unwrap();
+    let data = tmp.path().join("n0");
+    let node = node_on(&etcd, &data);
+    let addr = node.grpc_addr.clone().unwrap();
+    let caller = Caller::client(&data.join("tls"));
+    let mut watch = WatchClient::new(caller.channel(&addr).await);
+    let (send, requests) = tokio::sync::mpsc::channel(1);
+    send.send(WatchRequest {
+        request_union: Some(RequestUnion::CreateRequest(WatchCreateRequest {
+            key: b"/tidb/w".to_vec(),
+            ..Default::default()
+        })),
+    })
+    .await
+    .unwrap();
+    let mut replies = watch
+        .watch(tokio_stream::wrappers::ReceiverStream::new(requests))
+        .await
+        .unwrap()
+        .into_inner();
+    let created = replies.message().await.unwrap().expect("created");
+    assert!(created.created, "{created:?}");
+    let mut kv = caller.kv(&addr).await;
+    kv.put(PutRequest {
+        key: b"/tidb/w".to_vec(),
+        value: b"1".to_vec(),
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    let event = replies.message().await.unwrap().expect("an event");
+    assert_eq!(event.events[0].kv.as_ref().unwrap().key, b"/tidb/w");
+
+    let stopping = tokio::task::spawn_blocking(move || node.stop());
+    let ended = tokio::time::timeout(Duration::from_secs(5), replies.message())
+        .await
+        .expect("the watch ends when the node stops");
+    match ended {
+        Err(status) => assert_eq!(status.code(), Code::Unavailable, "{status:?}"),
+        Ok(reply) => assert!(reply.is_none(), "{reply:?}"),
+    }
+    stopping.await.unwrap().unwrap();
+    drop(send);
+}
+
+/// The proxy reaches etcd the way the node does: over TLS with the node's etcd client
+/// certificate.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_proxy_reaches_an_etcd_over_tls() {
+    let tmp = tempfile::tempdir().unwrap();
+    let etcd = EtcdProcess::start_tls(&tmp.path().join("etcd")).unwrap();
+    let data = tmp.path().join("n0");
+    let node = node_with(&etcd, &data, &etcd.tls().unwrap().serve_flags());
+    let addr = node.grpc_addr.clone().unwrap();
+    let mut kv = Caller::client(&data.join("tls")).kv(&addr).await;
+    round_trip(&mut kv, b"/tidb/tls").await.unwrap();
+    node.stop().unwrap();
+}
+
+/// With etcd auth, the proxy logs in as `--etcd-user`, and logs in again when etcd drops its
+/// token (etcd drops a user's tokens when the password is set, here to the same one).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_proxy_logs_in_as_the_etcd_user_and_again_when_its_token_is_dropped() {
+    let tmp = tempfile::tempdir().unwrap();
+    let etcd = EtcdProcess::start(&tmp.path().join("etcd")).unwrap();
+    let password = "proxy-password";
+    etcd.enable_auth("meridian", password).await.unwrap();
+    let mut root = etcd.client(Some(("root", ROOT_PASSWORD))).await.unwrap();
+    // Meridian's user needs the namespace too (SECURITY.md).
+    root.role_grant_permission(
+        "meridian-readwrite",
+        etcd_client::Permission::read_write("/meridian-kv/").with_prefix(),
+    )
+    .await
+    .unwrap();
+    let data = tmp.path().join("n0");
+    let env = [("MERIDIAN_ETCD_PASSWORD", password)];
+    let args = [
+        "--etcd",
+        &etcd.endpoint(),
+        "--etcd-user",
+        "meridian",
+        "--cores",
+        "1",
+    ]
+    .map(String::from);
+    let node = ServerProcess::start_with_env(bin(), &data, "127.0.0.1:0", &args, &env).unwrap();
+    let addr = node.grpc_addr.clone().unwrap();
+    let mut kv = Caller::client(&data.join("tls")).kv(&addr).await;
+    round_trip(&mut kv, b"/tidb/auth").await.unwrap();
+
+    root.user_change_password("meridian", password)
+        .await
+        .unwrap();
+    // The first call after it is answered: the refused token is renewed and the call sent again.
+    round_trip(&mut kv, b"/tidb/auth").await.unwrap();
+    assert!(
+        node.log_text().contains("logging in again"),
+        "{}",
+        node.log_text()
+    );
+    node.stop().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_etcd_the_api_is_unavailable_and_says_why() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("n0");
+    let node = ServerProcess::start(bin(), &data, "127.0.0.1:0", Some(1)).unwrap();
+    let addr = node.grpc_addr.clone().unwrap();
+    let mut kv = Caller::client(&data.join("tls")).kv(&addr).await;
+    let refused = kv
+        .range(RangeRequest {
+            key: b"/tidb/a".to_vec(),
+            ..Default::default()
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code(), Code::Unavailable, "{refused:?}");
+    assert!(
+        refused.message().contains("run Meridian on etcd (--etcd)"),
+        "{refused:?}"
+    );
+    node.stop().unwrap();
+}
+
+/// TiDB's etcd session is a lease kept alive through whichever member its client reaches:
+/// granted through the leader, it stays alive through a follower after the leader is killed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_lease_outlives_the_leader_it_was_granted_through() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut cluster = Cluster::start(tmp.path(), 3, "").unwrap();
+    let leader = cluster
+        .leader_within(None, Duration::from_secs(15))
+        .expect("a leader");
+    let other = (leader + 1) % 3;
+    let tls = cluster.nodes[0].data.join("tls");
+    let at = |i: usize| cluster.nodes[i].process().grpc_addr.clone().unwrap();
+    let (leader_addr, other_addr) = (at(leader), at(other));
+    let caller = Caller::client(&tls);
+
+    let mut lease = caller.lease(&leader_addr).await;
+    let ttl = 4;
+    let id = lease
+        .lease_grant(LeaseGrantRequest { ttl, id: 0 })
+        .await
+        .unwrap()
+        .into_inner()
+        .id;
+    let key = b"/tidb/server/info/1".to_vec();
+    caller
+        .kv(&leader_addr)
+        .await
+        .put(PutRequest {
+            key: key.clone(),
+            value: b"tidb-0".to_vec(),
+            lease: id,
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+
+    // A follower serves etcd's API as the leader does: etcd is the same behind every member.
+    let kvs = caller
+        .kv(&other_addr)
+        .await
+        .range(RangeRequest {
+            key: key.clone(),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .kvs;
+    assert_eq!(kvs.len(), 1, "read through a follower");
+
+    cluster.nodes[leader]
+        .process
+        .take()
+        .unwrap()
+        .kill()
+        .unwrap();
+    let mut lease = caller.lease(&other_addr).await;
+    let (keep, requests) = tokio::sync::mpsc::channel(4);
+    let mut replies = lease
+        .lease_keep_alive(tokio_stream::wrappers::ReceiverStream::new(requests))
+        .await
+        .unwrap()
+        .into_inner();
+    // Twice the TTL, renewed every second through the surviving member.
+    for _ in 0..2 * ttl {
+        keep.send(LeaseKeepAliveRequest { id }).await.unwrap();
+        let renewed = replies
+            .message()
+            .await
+            .unwrap()
+            .expect("a keep-alive reply");
+        assert_eq!((renewed.id, renewed.ttl), (id, ttl), "{renewed:?}");
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    let alive = lease
+        .lease_time_to_live(LeaseTimeToLiveRequest { id, keys: true })
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(alive.ttl > 0, "{alive:?}");
+    assert_eq!(alive.keys, vec![key.clone()]);
+    let kvs = caller
+        .kv(&other_addr)
+        .await
+        .range(RangeRequest {
+            key,
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .kvs;
+    assert_eq!(kvs.len(), 1, "the session's key outlived the kill");
+    drop(keep);
+    cluster.stop_all().unwrap();
+}
