@@ -3,11 +3,11 @@
 
 use std::sync::atomic::Ordering;
 
-use super::answer::{invalid, over_limit, persist_now, unavailable, WAIT};
+use super::answer::{invalid, persist_now, unavailable, WAIT};
 use super::persist::{encode_regions, encode_store, BUCKET_IDS};
 use super::shard_task::region_error;
 use super::state::PlacementState;
-use crate::placement::{Region, RegionShape, Store};
+use crate::placement::{LimitError, Limits, Region, RegionShape, Store};
 use crate::proto::{ErrorReply, Reply, Response};
 
 #[derive(Debug)]
@@ -34,14 +34,18 @@ pub async fn serve(state: &PlacementState, op: ClusterOp) -> Response {
     }
 }
 
-async fn bootstrap(state: &PlacementState, store: Store, region: Region) -> Response {
-    if let Err(e) = state
-        .limits
-        .check_store(&store)
-        .and_then(|()| state.limits.check_region(&region))
-    {
-        return over_limit(e);
+/// The sizes the request carries against `[limits]`.
+pub fn check_limits(op: &ClusterOp, limits: &Limits) -> Result<(), LimitError> {
+    match op {
+        ClusterOp::Bootstrap { store, region } => {
+            limits.check_store(store)?;
+            limits.check_region(region)
+        }
+        ClusterOp::IsBootstrapped | ClusterOp::AllocId => Ok(()),
     }
+}
+
+async fn bootstrap(state: &PlacementState, store: Store, region: Region) -> Response {
     let _one_at_a_time = state.bootstrap_lock.lock().await;
     if state.bootstrapped.load(Ordering::Acquire) {
         return invalid("the cluster is already bootstrapped");

@@ -12,7 +12,7 @@ use super::heartbeat;
 use super::routing::{self, RouteOp};
 use super::splits::{self, SplitOp};
 use super::stores::{self, StoreOp};
-use crate::placement::{Region, RegionStats};
+use crate::placement::{LimitError, Limits, Region, RegionStats};
 use crate::proto::{ErrorReply, Response};
 use crate::server::Shared;
 
@@ -43,11 +43,29 @@ impl PlacementOp {
     }
 }
 
+impl PlacementOp {
+    /// The sizes the request carries against `[limits]`, checked before anything else so a
+    /// request over a limit changes nothing; each handler file knows its own.
+    fn check_limits(&self, limits: &Limits) -> Result<(), LimitError> {
+        match self {
+            PlacementOp::Cluster(op) => cluster::check_limits(op, limits),
+            PlacementOp::Stores(op) => stores::check_limits(op, limits),
+            PlacementOp::Heartbeat(region, _) => limits.check_region(region),
+            PlacementOp::Routing(op) => routing::check_limits(op, limits),
+            PlacementOp::Splits(op) => splits::check_limits(op, limits),
+            PlacementOp::Gc(_) => Ok(()),
+        }
+    }
+}
+
 /// Serves one placement request.
 pub async fn handle(op: PlacementOp, shared: &Shared) -> Response {
     let state = &*shared.placement;
     if !state.is_ready() {
         return Response::Err(shared.membership.not_serving());
+    }
+    if let Err(e) = op.check_limits(&state.limits) {
+        return Response::Err(ErrorReply::LimitExceeded(e.to_string()));
     }
     if op.needs_bootstrap() && !state.bootstrapped.load(Ordering::Acquire) {
         return Response::Err(ErrorReply::NotBootstrapped);

@@ -3,10 +3,10 @@
 
 use tokio::sync::oneshot;
 
-use super::answer::{invalid, over_limit, unavailable};
+use super::answer::{invalid, unavailable};
 use super::messages::ShardMsg;
 use super::state::PlacementState;
-use crate::placement::{page_len, Region};
+use crate::placement::{page_len, LimitError, Limits, Region};
 use crate::proto::{ErrorReply, Reply, Response, MAX_SCAN_REGIONS};
 use crate::server::Shared;
 
@@ -24,16 +24,22 @@ pub enum RouteOp {
     },
 }
 
+/// The keys the request carries against `[limits]`.
+pub fn check_limits(op: &RouteOp, limits: &Limits) -> Result<(), LimitError> {
+    match op {
+        RouteOp::Region(key) | RouteOp::PrevRegion(key) => limits.check_key("key", key),
+        RouteOp::Scan { start, end, .. } => {
+            limits.check_key("scan start", start)?;
+            limits.check_key("scan end", end)
+        }
+        RouteOp::ById(_) => Ok(()),
+    }
+}
+
 pub async fn serve(state: &PlacementState, op: RouteOp) -> Response {
     match op {
-        RouteOp::Region(key) => match state.limits.check_key("key", &key) {
-            Ok(()) => found(state.index.snapshot().locate(&key).map(|r| r.region())),
-            Err(e) => over_limit(e),
-        },
-        RouteOp::PrevRegion(key) => match state.limits.check_key("key", &key) {
-            Ok(()) => found(state.index.snapshot().prev(&key).map(|r| r.region())),
-            Err(e) => over_limit(e),
-        },
+        RouteOp::Region(key) => found(state.index.snapshot().locate(&key).map(|r| r.region())),
+        RouteOp::PrevRegion(key) => found(state.index.snapshot().prev(&key).map(|r| r.region())),
         RouteOp::ById(id) => by_id(state, id).await,
         RouteOp::Scan { start, end, limit } => scan(state, start, end, limit),
     }
@@ -85,13 +91,6 @@ async fn by_id(state: &PlacementState, id: u64) -> Response {
 }
 
 fn scan(state: &PlacementState, start: Vec<u8>, end: Vec<u8>, limit: u32) -> Response {
-    if let Err(e) = state
-        .limits
-        .check_key("scan start", &start)
-        .and_then(|()| state.limits.check_key("scan end", &end))
-    {
-        return over_limit(e);
-    }
     if !end.is_empty() && end <= start {
         return invalid("scan end is not after its start");
     }

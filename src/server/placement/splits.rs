@@ -1,10 +1,10 @@
 //! Splits: AskBatchSplit hands out the new regions' and peers' ids; ReportBatchSplit applies
 //! the regions a split made, all checked before any is applied, acknowledged once durable.
 
-use super::answer::{invalid, over_limit, unavailable, WAIT};
+use super::answer::{invalid, unavailable, WAIT};
 use super::shard_task::{forget_elsewhere, region_error};
 use super::state::PlacementState;
-use crate::placement::{Region, RegionShape};
+use crate::placement::{LimitError, Limits, Region, RegionShape};
 use crate::proto::{ErrorReply, Reply, Response, SplitIds, MAX_BATCH_SPLIT};
 
 #[derive(Debug)]
@@ -20,10 +20,15 @@ pub async fn serve(state: &PlacementState, op: SplitOp) -> Response {
     }
 }
 
-async fn ask_batch_split(state: &PlacementState, region: Region, count: u32) -> Response {
-    if let Err(e) = state.limits.check_region(&region) {
-        return over_limit(e);
+/// The regions the request carries against `[limits]`.
+pub fn check_limits(op: &SplitOp, limits: &Limits) -> Result<(), LimitError> {
+    match op {
+        SplitOp::Ask { region, .. } => limits.check_region(region),
+        SplitOp::Report(regions) => regions.iter().try_for_each(|r| limits.check_region(r)),
     }
+}
+
+async fn ask_batch_split(state: &PlacementState, region: Region, count: u32) -> Response {
     if count == 0 || count > MAX_BATCH_SPLIT {
         return invalid(format!("split count {count} outside 1..={MAX_BATCH_SPLIT}"));
     }
@@ -56,12 +61,6 @@ async fn ask_batch_split(state: &PlacementState, region: Region, count: u32) -> 
 }
 
 async fn report_batch_split(state: &PlacementState, regions: Vec<Region>) -> Response {
-    if let Err(e) = regions
-        .iter()
-        .try_for_each(|r| state.limits.check_region(r))
-    {
-        return over_limit(e);
-    }
     if regions.is_empty() || regions.len() > MAX_BATCH_SPLIT as usize + 1 {
         return invalid(format!("{} regions in one split report", regions.len()));
     }

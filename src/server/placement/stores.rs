@@ -53,10 +53,16 @@ pub async fn serve(state: &PlacementState, op: StoreOp) -> Response {
     }
 }
 
-async fn put_store(state: &PlacementState, store: Store) -> Response {
-    if let Err(e) = state.limits.check_store(&store) {
-        return over_limit(e);
+/// The sizes the request carries against `[limits]`; the store count is checked where a
+/// store registers.
+pub fn check_limits(op: &StoreOp, limits: &Limits) -> Result<(), LimitError> {
+    match op {
+        StoreOp::Put(store) => limits.check_store(store),
+        StoreOp::Get(_) | StoreOp::GetAll { .. } | StoreOp::Heartbeat { .. } => Ok(()),
     }
+}
+
+async fn put_store(state: &PlacementState, store: Store) -> Response {
     if !state.ids.may_exist(store.id) {
         return invalid(format!("store id {} was never allocated", store.id));
     }
