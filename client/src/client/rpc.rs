@@ -121,37 +121,21 @@ impl RpcStream {
     }
 
     async fn exchange_many(&mut self, n: usize) -> Result<Vec<Response>, ClientError> {
-        let silence = self.connector.silence_timeout;
-        let open = self
-            .open
-            .as_mut()
-            .ok_or_else(|| ClientError::Transport("stream not open".into()))?;
-        open.send
-            .write_all(&self.out)
-            .await
-            .map_err(|e| ClientError::Transport(format!("send: {e}")))?;
+        self.send_out().await?;
         let mut responses = Vec::with_capacity(n);
         while responses.len() < n {
-            if let Some(response) = self.decoder.next_response().map_err(unreadable)? {
-                responses.push(response);
-                continue;
-            }
-            match tokio::time::timeout(silence, open.recv.read_chunk(64 * 1024, true)).await {
-                Ok(Ok(Some(chunk))) => self.decoder.extend(&chunk.bytes),
-                Ok(Ok(None)) => {
-                    return Err(ClientError::Transport(
-                        "stream finished by the server".into(),
-                    ))
-                }
-                Ok(Err(e)) => return Err(ClientError::Transport(format!("receive: {e}"))),
-                Err(_) => return Err(ClientError::Silent(silence)),
-            }
+            responses.push(self.next_response().await?);
         }
         Ok(responses)
     }
 
     async fn exchange(&mut self) -> Result<Response, ClientError> {
-        let silence = self.connector.silence_timeout;
+        self.send_out().await?;
+        self.next_response().await
+    }
+
+    /// Writes what is framed in `out` on the open stream.
+    async fn send_out(&mut self) -> Result<(), ClientError> {
         let open = self
             .open
             .as_mut()
@@ -159,7 +143,17 @@ impl RpcStream {
         open.send
             .write_all(&self.out)
             .await
-            .map_err(|e| ClientError::Transport(format!("send: {e}")))?;
+            .map_err(|e| ClientError::Transport(format!("send: {e}")))
+    }
+
+    /// The next response on the open stream, reading until one is whole; silence past the
+    /// connector's timeout is an error.
+    async fn next_response(&mut self) -> Result<Response, ClientError> {
+        let silence = self.connector.silence_timeout;
+        let open = self
+            .open
+            .as_mut()
+            .ok_or_else(|| ClientError::Transport("stream not open".into()))?;
         loop {
             if let Some(response) = self.decoder.next_response().map_err(unreadable)? {
                 return Ok(response);
