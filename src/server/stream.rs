@@ -31,6 +31,7 @@ pub async fn serve_stream(
     let mut scratch = AlignedVec::new();
     let mut out = Vec::with_capacity(4096);
     let mut batch = Vec::new();
+    let mut responses = Vec::new();
     loop {
         let chunk = tokio::select! {
             biased;
@@ -83,8 +84,8 @@ pub async fn serve_stream(
             }
         }
         let answered = batch.len() as u64;
-        let batch = std::mem::take(&mut batch);
-        for response in execute_batch(batch, &shared, Some(core), metrics).await {
+        execute_batch(&mut batch, &mut responses, &shared, Some(core), metrics).await;
+        for response in responses.drain(..) {
             if let Err(e) = proto::encode(&response, &mut scratch, &mut out) {
                 tracing::error!(core, "encoding a response failed: {e}");
                 let _ = send.reset(StreamCode::Truncated.code().into());

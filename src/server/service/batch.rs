@@ -34,20 +34,35 @@ enum Lookups {
     Alone,
 }
 
-/// Serves `batch` in order. `Err` items are the front end's refusals, answered as they are.
-/// `core` is the calling core (its own shard's heartbeats are handled inline), `None` from a
-/// thread that is no core.
+/// Serves what `batch` holds, in order, pushing the replies onto `out` (both the caller's, so
+/// a stream reuses their room read after read). `Err` items are the front end's refusals,
+/// answered as they are. `core` is the calling core (its own shard's heartbeats are handled
+/// inline), `None` from a thread that is no core.
 pub async fn execute_batch(
-    batch: Vec<Result<Op, ErrorReply>>,
+    batch: &mut Vec<Result<Op, ErrorReply>>,
+    out: &mut Vec<Response>,
     shared: &Shared,
     core: Option<usize>,
     metrics: &CoreMetrics,
-) -> Vec<Response> {
+) {
     let together = shared.placement.serves_bootstrapped();
+    if !(together && batch.iter().any(groups)) {
+        // Nothing to serve together (a read of timestamps, say): one by one, in order.
+        for item in batch.drain(..) {
+            out.push(match item {
+                Err(reply) => {
+                    metrics.error(&reply);
+                    Response::Err(reply)
+                }
+                Ok(op) => execute(op, shared, metrics).await,
+            });
+        }
+        return;
+    }
     let mut beats = Vec::new();
     let mut keys = Vec::new();
     let mut pending = Vec::with_capacity(batch.len());
-    for item in batch {
+    for item in batch.drain(..) {
         pending.push(match item {
             Err(reply) => {
                 metrics.error(&reply);
@@ -80,7 +95,6 @@ pub async fn execute_batch(
     // in its batch).
     let mut lookups = Lookups::Fresh;
     let mut next_key = 0;
-    let mut out = Vec::with_capacity(pending.len());
     for p in pending {
         let response = match p {
             Pending::Now(r) => r,
@@ -124,5 +138,14 @@ pub async fn execute_batch(
         };
         out.push(response);
     }
-    out
+}
+
+/// Whether an item is one of the two kinds served together.
+fn groups(item: &Result<Op, ErrorReply>) -> bool {
+    matches!(
+        item,
+        Ok(Op::Placement(
+            PlacementOp::Heartbeat(..) | PlacementOp::Routing(RouteOp::Region(_))
+        ))
+    )
 }

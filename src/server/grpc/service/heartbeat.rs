@@ -89,7 +89,7 @@ impl PdService {
         tx: &mpsc::Sender<Result<pdpb::RegionHeartbeatResponse, Status>>,
     ) -> bool {
         let regions: Vec<Region> = items.iter().map(|(r, _)| r.clone()).collect();
-        let batch = items
+        let mut batch: Vec<_> = items
             .into_iter()
             .map(|(region, stats)| {
                 Ok(Op::Placement(PlacementOp::Heartbeat(
@@ -98,7 +98,8 @@ impl PdService {
                 )))
             })
             .collect();
-        let replies = execute_batch(batch, &self.shared, None, self.metrics()).await;
+        let mut replies = Vec::with_capacity(batch.len());
+        execute_batch(&mut batch, &mut replies, &self.shared, None, self.metrics()).await;
         for (region, reply) in regions.iter().zip(replies) {
             let answer = match reply {
                 Response::Ok(Reply::RegionHeartbeat { operator: Some(op) }) => {

@@ -189,14 +189,15 @@ impl PdService {
         // The keys from one snapshot, then the previous keys, through the service's batch;
         // placement that does not serve reads says why in each answer (PD's leader answers a
         // cluster not bootstrapped with NOT_BOOTSTRAPPED).
-        let lookups = req
+        let mut lookups: Vec<_> = req
             .keys
             .iter()
             .map(|k| RouteOp::Region(k.clone()))
             .chain(req.prev_keys.iter().map(|k| RouteOp::PrevRegion(k.clone())))
             .map(|op| Ok(Op::Placement(PlacementOp::Routing(op))))
             .collect();
-        let found = execute_batch(lookups, &self.shared, None, self.metrics()).await;
+        let mut found = Vec::with_capacity(lookups.len());
+        execute_batch(&mut lookups, &mut found, &self.shared, None, self.metrics()).await;
         let mut out = pdpb::QueryRegionResponse {
             header: self.header(),
             key_id_map: Vec::with_capacity(req.keys.len()),
