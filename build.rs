@@ -14,7 +14,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     ];
     // An rpc of the kvproto subset that no handler serves yet answers UNIMPLEMENTED, as PD's
     // clients expect of a method a server lacks, instead of failing the build.
-    compile(&protoc, &kvproto, "proto/kvproto", out.join("kvproto.bin"), true)?;
+    compile(
+        &protoc,
+        &kvproto,
+        "proto/kvproto",
+        out.join("kvproto.bin"),
+        true,
+    )?;
 
     let etcd = ["proto/etcd/rpc.proto", "proto/etcd/mvccpb/kv.proto"];
     compile(&protoc, &etcd, "proto/etcd", out.join("etcd.bin"), false)?;
