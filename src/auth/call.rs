@@ -41,6 +41,8 @@ pub enum Call {
     GetGcState,
     UpdateGcSafePoint,
     UpdateServiceGcSafePoint,
+    // The rest of the pdpb surface TiKV and client-go call.
+    IsSnapshotRecovering,
     /// Admin API probes: health, readiness, metrics.
     AdminProbe,
     /// Admin API reads: members, leader.
@@ -70,6 +72,7 @@ pub enum Denied {
 pub fn need_of(call: Call) -> Need {
     use Call::*;
     match call {
+        IsSnapshotRecovering => Need::AnyRole,
         Ping | Tso | GetMembers | GetClusterInfo | IsBootstrapped | GetStore | GetAllStores
         | GetRegion | GetPrevRegion | GetRegionById | ScanRegions | QueryRegion
         | GetGcSafePoint | GetGcState | AdminProbe | AdminRead => Need::AnyRole,
@@ -120,6 +123,7 @@ impl RequestCall for Request {
             Request::GetGcSafePoint => Call::GetGcSafePoint,
             Request::UpdateGcSafePoint { .. } => Call::UpdateGcSafePoint,
             Request::UpdateServiceGcSafePoint { .. } => Call::UpdateServiceGcSafePoint,
+            Request::IsSnapshotRecovering => Call::IsSnapshotRecovering,
         }
     }
 }

@@ -10,6 +10,7 @@ mod gc;
 mod query;
 mod rpcs;
 mod scan;
+mod snapshot_recovering;
 
 use std::path::Path;
 use std::time::Duration;

@@ -86,6 +86,8 @@ pub enum Request {
         ttl_secs: i64,
         safe_point: u64,
     },
+    /// Whether the cluster is marked for BR's snapshot recovery (a TiKV asks before it starts).
+    IsSnapshotRecovering,
 }
 
 #[derive(Archive, Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
@@ -126,6 +128,8 @@ pub enum Reply {
         ttl_secs: i64,
         safe_point: u64,
     },
+    /// Whether the cluster is marked for snapshot recovery.
+    SnapshotRecovering(bool),
 }
 
 /// Ids for one new region of a batch split.

@@ -8,6 +8,7 @@
 //! the clock when the allocator says the window is used up, and in placement for durability.
 
 mod batch;
+mod recovery;
 mod tso;
 
 pub use batch::execute_batch;
@@ -25,6 +26,8 @@ pub enum Op {
     Ping,
     Tso(u32),
     Members,
+    /// Whether the cluster is marked for snapshot recovery: any member answers.
+    SnapshotRecovering,
     Placement(PlacementOp),
 }
 
@@ -37,6 +40,7 @@ impl Op {
             Request::Ping => return Op::Ping,
             Request::Tso { count } => return Op::Tso(count),
             Request::GetMembers => return Op::Members,
+            Request::IsSnapshotRecovering => return Op::SnapshotRecovering,
             Request::IsBootstrapped => P::Cluster(ClusterOp::IsBootstrapped),
             Request::AllocId => P::Cluster(ClusterOp::AllocId),
             Request::Bootstrap { store, region } => P::Cluster(ClusterOp::Bootstrap {
@@ -97,6 +101,7 @@ impl Op {
             Op::Ping => RequestKind::Ping,
             Op::Tso(_) => RequestKind::Tso,
             Op::Members => RequestKind::GetMembers,
+            Op::SnapshotRecovering => RequestKind::Placement,
             Op::Placement(PlacementOp::Heartbeat(..)) => RequestKind::RegionHeartbeat,
             Op::Placement(_) => RequestKind::Placement,
         }
@@ -109,6 +114,9 @@ pub async fn execute(op: Op, shared: &Shared, metrics: &CoreMetrics) -> Response
     let response = match op {
         Op::Ping => return Response::Ok(Reply::Pong),
         Op::Members => return Response::Ok(Reply::Members(shared.membership.reply())),
+        Op::SnapshotRecovering => {
+            return Response::Ok(Reply::SnapshotRecovering(recovery::is_marked()))
+        }
         Op::Tso(count) => {
             let response = tso::tso(count, shared).await;
             if let Response::Ok(_) = &response {

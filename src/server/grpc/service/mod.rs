@@ -368,6 +368,7 @@ pd_service! {
         bootstrap(BootstrapRequest) -> BootstrapResponse;
         is_bootstrapped(IsBootstrappedRequest) -> IsBootstrappedResponse;
         alloc_id(AllocIdRequest) -> AllocIdResponse;
+        is_snapshot_recovering(IsSnapshotRecoveringRequest) -> IsSnapshotRecoveringResponse;
         get_store(GetStoreRequest) -> GetStoreResponse;
         put_store(PutStoreRequest) -> PutStoreResponse;
         get_all_stores(GetAllStoresRequest) -> GetAllStoresResponse;
