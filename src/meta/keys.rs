@@ -59,6 +59,12 @@ impl Keys {
         format!("{}/placement/stores/{id:020}", self.root).into_bytes()
     }
 
+    /// The cluster version: the lowest version of the stores that are not tombstones, as
+    /// text (`8.5.7`).
+    pub fn cluster_version(&self) -> Vec<u8> {
+        format!("{}/placement/cluster_version", self.root).into_bytes()
+    }
+
     pub fn stores_prefix(&self) -> Vec<u8> {
         format!("{}/placement/stores/", self.root).into_bytes()
     }

@@ -29,8 +29,10 @@ pub struct Limits {
     pub max_labels: usize,
     /// Longest label key or value, in bytes.
     pub max_label_len: usize,
-    /// Longest store address (`host:port`), in bytes.
+    /// Longest store address (`host:port`), in bytes; the peer and status addresses too.
     pub max_address_len: usize,
+    /// Longest version, git hash or deploy path a store may register, in bytes.
+    pub max_store_detail_len: usize,
     /// Most stores that are not tombstones; registering one more is refused. Tombstones do
     /// not count, so a cluster that replaced its stores many times is not locked out.
     pub max_stores: usize,
@@ -43,6 +45,7 @@ impl Default for Limits {
             max_labels: 64,
             max_label_len: 256,
             max_address_len: 256,
+            max_store_detail_len: 1024,
             max_stores: 10_000,
         }
     }
@@ -81,7 +84,8 @@ impl Limits {
             return Err("limits.max_address_len and limits.max_stores must be at least 1".into());
         }
         let largest_store = STORE_OVERHEAD
-            + self.max_address_len
+            + 3 * self.max_address_len
+            + 3 * self.max_store_detail_len
             + self.max_labels * label_size(self.max_label_len);
         if largest_store > PAGE_BUDGET {
             return Err(format!(
@@ -118,13 +122,29 @@ impl Limits {
             knob,
             max,
         };
-        if store.address.len() > self.max_address_len {
-            return Err(over(
-                "the address length",
-                store.address.len(),
-                "max_address_len",
-                self.max_address_len,
-            ));
+        let d = &store.details;
+        for (what, len) in [
+            ("the address length", store.address.len()),
+            ("the peer address length", d.peer_address.len()),
+            ("the status address length", d.status_address.len()),
+        ] {
+            if len > self.max_address_len {
+                return Err(over(what, len, "max_address_len", self.max_address_len));
+            }
+        }
+        for (what, len) in [
+            ("the version length", d.version.len()),
+            ("the git hash length", d.git_hash.len()),
+            ("the deploy path length", d.deploy_path.len()),
+        ] {
+            if len > self.max_store_detail_len {
+                return Err(over(
+                    what,
+                    len,
+                    "max_store_detail_len",
+                    self.max_store_detail_len,
+                ));
+            }
         }
         if store.labels.len() > self.max_labels {
             return Err(over(
@@ -190,8 +210,14 @@ impl RegionWireSize for Region {
 
 /// An upper bound on the bytes a store's status takes in an archived reply.
 pub fn store_wire_size(s: &StoreStatus) -> usize {
+    let d = &s.store.details;
     STORE_OVERHEAD
         + s.store.address.len()
+        + d.version.len()
+        + d.git_hash.len()
+        + d.peer_address.len()
+        + d.status_address.len()
+        + d.deploy_path.len()
         + s.store
             .labels
             .iter()
@@ -219,7 +245,9 @@ mod tests {
     use rkyv::util::AlignedVec;
 
     use super::*;
-    use crate::placement::{Epoch, Label, Peer, PeerRole, StoreState, StoreStats, MAX_PEERS};
+    use crate::placement::{
+        Epoch, Label, Peer, PeerRole, StoreDetails, StoreState, StoreStats, MAX_PEERS,
+    };
     use crate::proto::{encode, Reply, Response};
 
     fn region(id: u64, key_len: usize) -> Region {
@@ -250,6 +278,14 @@ mod tests {
                 })
                 .collect(),
             state: StoreState::Up,
+            details: StoreDetails {
+                version: "8".repeat(address_len),
+                git_hash: "g".repeat(address_len),
+                peer_address: "p".repeat(address_len),
+                status_address: "s".repeat(address_len),
+                start_timestamp: 1,
+                deploy_path: "d".repeat(address_len),
+            },
         }
     }
 

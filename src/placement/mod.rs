@@ -19,6 +19,7 @@ mod schedule;
 mod segment;
 mod shard;
 mod store;
+mod version;
 
 pub use id_alloc::{check_persisted_end, IdAllocator, IdEndError, MAX_ID_END};
 pub use limits::{
@@ -34,7 +35,10 @@ pub(crate) use region_map::RegionMap;
 pub use route::Route;
 pub use schedule::{decide, Allowance, ScheduleConfig, StoreLoad, StoreView};
 pub use shard::{Outcome, Shard};
-pub use store::{Label, Store, StoreError, StoreMap, StoreState, StoreStats, StoreStatus};
+pub use store::{
+    Label, Store, StoreDetails, StoreError, StoreMap, StoreState, StoreStats, StoreStatus,
+};
+pub use version::{cluster_version, is_compatible, Version, VersionError};
 
 #[cfg(test)]
 mod tests;

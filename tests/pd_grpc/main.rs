@@ -11,6 +11,7 @@ mod query;
 mod rpcs;
 mod scan;
 mod snapshot_recovering;
+mod versions;
 
 use std::path::Path;
 use std::time::Duration;

@@ -11,4 +11,4 @@ mod store;
 
 pub use operator::Operator;
 pub use region::{Epoch, Peer, PeerRole, Region, RegionStats};
-pub use store::{Label, Store, StoreState, StoreStats, StoreStatus};
+pub use store::{Label, Store, StoreDetails, StoreState, StoreStats, StoreStatus};

@@ -2,7 +2,8 @@
 
 use rkyv::{Archive, Deserialize, Serialize};
 
-use crate::placement::{Operator, Region, RegionStats, Store, StoreStats, StoreStatus};
+use super::refusal::Refusal;
+use crate::placement::{Operator, Region, RegionStats, Store, StoreState, StoreStats, StoreStatus};
 
 /// Most regions one `ScanRegions` reply carries (more is asked again from the last end).
 pub const MAX_SCAN_REGIONS: u32 = 1024;
@@ -130,6 +131,17 @@ pub enum Reply {
     },
     /// Whether the cluster is marked for snapshot recovery.
     SnapshotRecovering(bool),
+    StoreHeartbeat(StoreBeat),
+}
+
+/// What a store hears back from its heartbeat.
+#[derive(Archive, Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
+pub struct StoreBeat {
+    /// The lowest version among the stores that are not tombstones (`8.5.7`): the features a
+    /// store may turn on.
+    pub cluster_version: String,
+    /// The store's state before this heartbeat (PD's `NodeState`).
+    pub state: StoreState,
 }
 
 /// Ids for one new region of a batch split.
@@ -178,4 +190,8 @@ pub enum ErrorReply {
     /// The request is over a configured size or count limit (`[limits]`); nothing was changed.
     #[error("limit exceeded: {0}")]
     LimitExceeded(String),
+    /// The cluster's state turns the request down (an old store version, a tombstone, ...);
+    /// nothing was changed.
+    #[error("{0}")]
+    Refused(Refusal),
 }

@@ -3,6 +3,7 @@
 
 mod frame;
 mod message;
+mod refusal;
 
 pub use frame::{
     decode, encode, trim, trim_aligned, FrameDecoder, FrameError, StreamCode, FRAME_HEADER_LEN,
@@ -10,8 +11,9 @@ pub use frame::{
 };
 pub use message::{
     ArchivedRequest, ArchivedResponse, ErrorReply, MemberInfo, MembersReply, Reply, Request,
-    Response, SplitIds, MAX_BATCH_SCAN_REGIONS, MAX_BATCH_SPLIT, MAX_SCAN_REGIONS,
+    Response, SplitIds, StoreBeat, MAX_BATCH_SCAN_REGIONS, MAX_BATCH_SPLIT, MAX_SCAN_REGIONS,
 };
+pub use refusal::{ArchivedRefusal, Refusal};
 
 /// ALPN protocol id every connection must negotiate.
 pub const ALPN: &[u8] = b"meridian/1";

@@ -4,8 +4,8 @@
 
 use crate::kvproto::{eraftpb, metapb, pdpb};
 use crate::placement::{
-    Epoch, Label, Operator, Peer, PeerRole, Region, RegionStats, Store, StoreState, StoreStats,
-    StoreStatus,
+    Epoch, Label, Operator, Peer, PeerRole, Region, RegionStats, Store, StoreDetails, StoreState,
+    StoreStats, StoreStatus,
 };
 
 /// A kvproto message that cannot be a Meridian one.
@@ -121,6 +121,14 @@ pub fn store_from(s: &metapb::Store) -> Result<Store, Malformed> {
             })
             .collect(),
         state,
+        details: StoreDetails {
+            version: s.version.clone(),
+            git_hash: s.git_hash.clone(),
+            peer_address: s.peer_address.clone(),
+            status_address: s.status_address.clone(),
+            start_timestamp: s.start_timestamp,
+            deploy_path: s.deploy_path.clone(),
+        },
     })
 }
 
@@ -143,8 +151,25 @@ pub fn store_to(s: &StoreStatus) -> metapb::Store {
                 value: l.value.clone(),
             })
             .collect(),
+        version: store.details.version.clone(),
+        git_hash: store.details.git_hash.clone(),
+        peer_address: store.details.peer_address.clone(),
+        status_address: store.details.status_address.clone(),
+        start_timestamp: store.details.start_timestamp,
+        deploy_path: store.details.deploy_path.clone(),
         last_heartbeat: (s.last_heartbeat_ms as i64).saturating_mul(1_000_000),
+        node_state: node_state(store.state) as i32,
         ..Default::default()
+    }
+}
+
+/// PD's `NodeState` for a store state: a store being drained is Removing, a tombstone Removed,
+/// any other store Serving (kvproto, like PD, has no Down: a down store is one that is silent).
+pub fn node_state(state: StoreState) -> metapb::NodeState {
+    match state {
+        StoreState::Up | StoreState::Down => metapb::NodeState::Serving,
+        StoreState::Offline => metapb::NodeState::Removing,
+        StoreState::Tombstone => metapb::NodeState::Removed,
     }
 }
 

@@ -3,7 +3,9 @@
 
 use std::sync::atomic::Ordering;
 
-use super::answer::{invalid, over_limit, persist_now, unavailable, WAIT};
+use super::answer::{
+    cluster_version_text, invalid, over_limit, persist_now, store_refused, unavailable, WAIT,
+};
 use super::persist::{encode_regions, encode_store, BUCKET_IDS};
 use super::shard_task::region_error;
 use super::state::PlacementState;
@@ -66,15 +68,19 @@ async fn bootstrap(state: &PlacementState, store: Store, region: Region) -> Resp
     let mut staged = state.stores().clone();
     let status = match staged.put(store, now) {
         Ok(s) => s.store.clone(),
-        Err(e) => return invalid(e.to_string()),
+        Err(e) => return store_refused(e),
     };
     let keys = &state.keys;
+    // The first store sets the cluster version (PD waits for its PutStore; TiKV sends one
+    // right after, and a heartbeat must never carry an empty version).
+    let version = cluster_version_text(staged.cluster_version());
     let ops = match (
         encode_store(&status),
         encode_regions(std::slice::from_ref(&region)),
     ) {
         (Ok(s), Ok(r)) => vec![
             (keys.store(status.id), Some(s)),
+            (keys.cluster_version(), Some(version.into_bytes())),
             (keys.region_bucket(region.id / BUCKET_IDS), Some(r)),
             (keys.bootstrapped(), Some(b"1".to_vec())),
         ],

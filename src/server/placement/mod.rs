@@ -18,6 +18,7 @@ mod routing;
 mod shard_task;
 mod splits;
 mod state;
+mod store_record;
 mod stores;
 
 pub use cluster::ClusterOp;

@@ -15,9 +15,10 @@ use tokio::sync::watch;
 
 use super::messages::{PersistOp, ShardMsg};
 use super::state::PlacementState;
+pub use super::store_record::{decode_store, encode_store};
 use crate::failpoint::{self, points};
 use crate::meta::{load_decimal, Keys, MetaError, MetaStore, WriteOp};
-use crate::placement::{Region, Store, StoreStats, StoreStatus};
+use crate::placement::{Region, StoreStats, StoreStatus, Version};
 
 /// Longest pause between attempts to load placement after a failure.
 const LOAD_BACKOFF_MAX: Duration = Duration::from_secs(5);
@@ -238,9 +239,20 @@ async fn load<M: MetaStore>(
             Err(e) => tracing::warn!(key = %String::from_utf8_lossy(&key), "skipping a store: {e}"),
         }
     }
+    let cluster_version = match store.get(&keys.cluster_version()).await? {
+        Some(bytes) => match std::str::from_utf8(&bytes).map(Version::parse) {
+            Ok(Ok(v)) => Some(v),
+            // Recomputed from the stores instead: they hold what it was computed from.
+            _ => {
+                tracing::warn!("the persisted cluster version is no version; recomputing it");
+                None
+            }
+        },
+        None => None,
+    };
     {
         let mut map = state.stores();
-        map.reset(stores, now);
+        map.reset(stores, cluster_version, now);
         state.publish_stores(&map);
     }
 
@@ -300,7 +312,7 @@ async fn clear(state: &PlacementState) {
     state.index.reset(Vec::new());
     {
         let mut map = state.stores();
-        map.reset(Vec::new(), 0);
+        map.reset(Vec::new(), None, 0);
         state.publish_stores(&map);
     }
     for tx in &state.shards {
@@ -318,12 +330,6 @@ pub fn encode_regions(regions: &[Region]) -> Result<Vec<u8>, MetaError> {
         .map_err(|e| MetaError::Io(format!("encoding regions: {e}")))
 }
 
-pub fn encode_store(store: &Store) -> Result<Vec<u8>, MetaError> {
-    rkyv::to_bytes::<rkyv::rancor::Error>(store)
-        .map(|b| b.to_vec())
-        .map_err(|e| MetaError::Io(format!("encoding store {}: {e}", store.id)))
-}
-
 fn aligned(bytes: &[u8]) -> AlignedVec {
     let mut v = AlignedVec::with_capacity(bytes.len());
     v.extend_from_slice(bytes);
@@ -333,9 +339,4 @@ fn aligned(bytes: &[u8]) -> AlignedVec {
 pub fn decode_regions(bytes: &[u8]) -> Result<Vec<Region>, MetaError> {
     rkyv::from_bytes::<Vec<Region>, rkyv::rancor::Error>(&aligned(bytes))
         .map_err(|e| MetaError::Corrupt(format!("region bucket: {e}")))
-}
-
-pub fn decode_store(bytes: &[u8]) -> Result<Store, MetaError> {
-    rkyv::from_bytes::<Store, rkyv::rancor::Error>(&aligned(bytes))
-        .map_err(|e| MetaError::Corrupt(format!("store record: {e}")))
 }

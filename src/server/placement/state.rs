@@ -41,7 +41,8 @@ pub struct PlacementState {
     pub limits: Limits,
     pub clock: Arc<WallClock>,
     pub keys: Keys,
-    /// Serializes bootstrap attempts.
+    /// Serializes bootstrap attempts and store registrations (each checks the cluster version
+    /// the one before left).
     pub bootstrap_lock: tokio::sync::Mutex<()>,
     /// GC safe points, loaded with the term. Held across the durable write of an update, so
     /// updates are persisted in the order they were decided and no reader sees a value that

@@ -36,7 +36,9 @@ use crate::auth::{Call, Grants};
 use crate::kvproto::metapb;
 use crate::kvproto::pdpb::{self, pd_server::Pd};
 use crate::placement::{Region, RegionStats};
-use crate::proto::{ErrorReply, MemberInfo, Reply, Request, Response, MAX_BATCH_SCAN_REGIONS};
+use crate::proto::{
+    ErrorReply, MemberInfo, Refusal, Reply, Request, Response, MAX_BATCH_SCAN_REGIONS,
+};
 use crate::server::placement::{PlacementOp, RouteOp};
 use crate::server::service::{execute, execute_batch, Op};
 use crate::server::Shared;
@@ -194,6 +196,15 @@ impl PdService {
             ErrorReply::Internal(m) => Err(Status::internal(m)),
             ErrorReply::PermissionDenied(m) => Err(Status::permission_denied(m)),
             ErrorReply::LimitExceeded(m) => Err(Status::resource_exhausted(m)),
+            ErrorReply::Refused(r) => {
+                let kind = match r {
+                    Refusal::StoreTombstone => pdpb::ErrorType::StoreTombstone,
+                    Refusal::StoreVersion { .. }
+                    | Refusal::InvalidStoreVersion { .. }
+                    | Refusal::StoreNotFound(_) => pdpb::ErrorType::Unknown,
+                };
+                Ok(self.error_header(kind, r.to_string()))
+            }
         }
     }
 
