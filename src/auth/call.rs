@@ -43,6 +43,7 @@ pub enum Call {
     UpdateServiceGcSafePoint,
     // The rest of the pdpb surface TiKV and client-go call.
     IsSnapshotRecovering,
+    ReportMinResolvedTs,
     /// Admin API probes: health, readiness, metrics.
     AdminProbe,
     /// Admin API reads: members, leader.
@@ -73,6 +74,7 @@ pub fn need_of(call: Call) -> Need {
     use Call::*;
     match call {
         IsSnapshotRecovering => Need::AnyRole,
+        ReportMinResolvedTs => Need::Role(Role::Store),
         Ping | Tso | GetMembers | GetClusterInfo | IsBootstrapped | GetStore | GetAllStores
         | GetRegion | GetPrevRegion | GetRegionById | ScanRegions | QueryRegion
         | GetGcSafePoint | GetGcState | AdminProbe | AdminRead => Need::AnyRole,
@@ -124,6 +126,7 @@ impl RequestCall for Request {
             Request::UpdateGcSafePoint { .. } => Call::UpdateGcSafePoint,
             Request::UpdateServiceGcSafePoint { .. } => Call::UpdateServiceGcSafePoint,
             Request::IsSnapshotRecovering => Call::IsSnapshotRecovering,
+            Request::ReportMinResolvedTs { .. } => Call::ReportMinResolvedTs,
         }
     }
 }

@@ -80,6 +80,11 @@ impl Keys {
         format!("{}/placement/regions/", self.root).into_bytes()
     }
 
+    /// The cluster's min resolved ts (decimal): only ever raised.
+    pub fn min_resolved_ts(&self) -> Vec<u8> {
+        format!("{}/placement/min_resolved_ts", self.root).into_bytes()
+    }
+
     /// The cluster's GC safe point (decimal).
     pub fn gc_safe_point(&self) -> Vec<u8> {
         format!("{}/gc/safe_point", self.root).into_bytes()

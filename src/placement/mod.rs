@@ -14,6 +14,7 @@ mod range_index;
 mod region;
 #[cfg(any(test, feature = "testkit"))]
 mod region_map;
+mod resolved_ts;
 mod route;
 mod schedule;
 mod segment;
@@ -32,6 +33,7 @@ pub use region::{Epoch, Peer, PeerRole, Region, RegionError, RegionShape, Region
 // request is served from it, so it is not part of the public API.
 #[cfg(any(test, feature = "testkit"))]
 pub(crate) use region_map::RegionMap;
+pub use resolved_ts::{may_resolve, ResolvedTs};
 pub use route::Route;
 pub use schedule::{decide, Allowance, ScheduleConfig, StoreLoad, StoreView};
 pub use shard::{Outcome, Shard};

@@ -8,6 +8,7 @@ mod errors;
 mod front_end;
 mod gc;
 mod query;
+mod resolved_ts;
 mod rpcs;
 mod scan;
 mod snapshot_recovering;

@@ -89,6 +89,11 @@ pub enum Request {
     },
     /// Whether the cluster is marked for BR's snapshot recovery (a TiKV asks before it starts).
     IsSnapshotRecovering,
+    /// The smallest resolved ts of the regions a store holds (TiKV reports it every second).
+    ReportMinResolvedTs {
+        store_id: u64,
+        min_resolved_ts: u64,
+    },
 }
 
 #[derive(Archive, Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]

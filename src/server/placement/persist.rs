@@ -65,6 +65,7 @@ pub async fn serve_term<M: MetaStore + Clone>(
         loop {
             let mut sync = Vec::new();
             let mut stopping = false;
+            let mut ticked = false;
             tokio::select! {
                 _ = stop.wait_for(|s| *s) => stopping = true,
                 op = rx.recv() => {
@@ -82,6 +83,7 @@ pub async fn serve_term<M: MetaStore + Clone>(
                         state.dirty.store(id);
                     }
                     state.publish_gauges(state.dirty.len());
+                    ticked = true;
                 }
             }
             for (ops, reply) in sync {
@@ -90,6 +92,15 @@ pub async fn serve_term<M: MetaStore + Clone>(
                 let _ = reply.send(result);
                 if lost {
                     return Err(MetaError::NotLeader);
+                }
+            }
+            if ticked {
+                match persist_min_resolved_ts(&state, &store, &keys).await {
+                    Err(MetaError::NotLeader) => return Err(MetaError::NotLeader),
+                    Err(e) => {
+                        tracing::warn!("persisting the min resolved ts failed (will retry): {e}")
+                    }
+                    Ok(()) => {}
                 }
             }
             match persist_id_block(&state, &store, &keys).await {
@@ -125,6 +136,23 @@ async fn persist_id_block<M: MetaStore>(
             .put(&keys.id_end(), end.to_string().as_bytes())
             .await?;
         state.ids.install(end);
+    }
+    Ok(())
+}
+
+/// Raises the cluster's min resolved ts from the stores' reports (PD does it on a timer of
+/// `min-resolved-ts-persistence-interval`, one second by default, as here) and persists it when
+/// it rose.
+async fn persist_min_resolved_ts<M: MetaStore>(
+    state: &PlacementState,
+    store: &M,
+    keys: &Keys,
+) -> Result<(), MetaError> {
+    if let Some(ts) = state.advance_min_resolved_ts() {
+        store
+            .put(&keys.min_resolved_ts(), ts.to_string().as_bytes())
+            .await?;
+        state.min_resolved_ts_persisted(ts);
     }
     Ok(())
 }
@@ -226,6 +254,10 @@ async fn load<M: MetaStore>(
         }
     }
     *state.gc.lock().await = crate::gc::SafePoints::new(gc, services);
+    let resolved = load_decimal(store, &keys.min_resolved_ts())
+        .await?
+        .unwrap_or(0);
+    state.reset_resolved_ts(resolved);
 
     let now = state.clock.now_ms();
     let mut stores = Vec::new();
@@ -309,6 +341,7 @@ pub async fn abandon_term(state: &PlacementState) {
 async fn clear(state: &PlacementState) {
     state.ids.reset(None);
     *state.gc.lock().await = crate::gc::SafePoints::default();
+    state.reset_resolved_ts(0);
     state.index.reset(Vec::new());
     {
         let mut map = state.stores();

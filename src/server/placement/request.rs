@@ -1,14 +1,16 @@
 //! The placement requests, sorted by concern: [`PlacementOp`] names one group per handler file
-//! (`cluster`, `stores`, `heartbeat`, `routing`, `splits`, `gc`), and [`handle`] is the one
-//! match that sends each to its file, after the checks every placement request shares (this
-//! node serves placement; the cluster is bootstrapped where the request needs it). Owns no
-//! decision about a request's content: each handler checks its own sizes and arguments.
+//! (`cluster`, `stores`, `heartbeat`, `routing`, `splits`, `gc`, `resolved_ts`), and
+//! [`handle`] is the one match that sends each to its file, after the checks every placement
+//! request shares (this node serves placement; the cluster is bootstrapped where the request
+//! needs it). Owns no decision about a request's content: each handler checks its own sizes
+//! and arguments.
 
 use std::sync::atomic::Ordering;
 
 use super::cluster::{self, ClusterOp};
 use super::gc::{self, GcOp};
 use super::heartbeat;
+use super::resolved_ts::{self, ResolvedTsOp};
 use super::routing::{self, RouteOp};
 use super::splits::{self, SplitOp};
 use super::stores::{self, StoreOp};
@@ -27,6 +29,7 @@ pub enum PlacementOp {
     Routing(RouteOp),
     Splits(SplitOp),
     Gc(GcOp),
+    ResolvedTs(ResolvedTsOp),
 }
 
 impl PlacementOp {
@@ -38,7 +41,8 @@ impl PlacementOp {
             | PlacementOp::Heartbeat(..)
             | PlacementOp::Routing(_)
             | PlacementOp::Splits(_)
-            | PlacementOp::Gc(_) => true,
+            | PlacementOp::Gc(_)
+            | PlacementOp::ResolvedTs(_) => true,
         }
     }
 }
@@ -59,5 +63,6 @@ pub async fn handle(op: PlacementOp, shared: &Shared) -> Response {
         PlacementOp::Routing(op) => routing::serve(state, op).await,
         PlacementOp::Splits(op) => splits::serve(state, op).await,
         PlacementOp::Gc(op) => gc::serve(state, op).await,
+        PlacementOp::ResolvedTs(op) => resolved_ts::serve(state, op),
     }
 }

@@ -15,7 +15,9 @@ use crate::admin::{Metrics, PlacementGauges, StoreCounts};
 use crate::clock::WallClock;
 use crate::gc::SafePoints;
 use crate::meta::Keys;
-use crate::placement::{IdAllocator, Limits, RangeIndex, ScheduleConfig, StoreMap, StoreView};
+use crate::placement::{
+    IdAllocator, Limits, RangeIndex, ResolvedTs, ScheduleConfig, StoreMap, StoreView,
+};
 
 /// Ids per persisted block; a new block is persisted when half of one is left.
 pub const ID_BLOCK: u64 = 100_000;
@@ -48,6 +50,8 @@ pub struct PlacementState {
     /// updates are persisted in the order they were decided and no reader sees a value that
     /// is not durable yet.
     pub gc: tokio::sync::Mutex<SafePoints>,
+    /// Each store's min resolved ts and the cluster's (`resolved_ts.rs`).
+    pub(super) resolved_ts: Mutex<ResolvedTs>,
     metrics: Arc<Metrics>,
 }
 
@@ -88,6 +92,7 @@ impl PlacementState {
             keys,
             bootstrap_lock: tokio::sync::Mutex::new(()),
             gc: tokio::sync::Mutex::new(SafePoints::default()),
+            resolved_ts: Mutex::new(ResolvedTs::default()),
             metrics,
         };
         (Arc::new(state), receivers)

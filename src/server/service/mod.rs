@@ -17,7 +17,9 @@ use crate::admin::{CoreMetrics, RequestKind};
 use crate::auth::{Call, RequestCall};
 use crate::proto::{ArchivedRequest, Reply, Request, Response};
 
-use super::placement::{self, ClusterOp, GcOp, PlacementOp, RouteOp, SplitOp, StoreOp};
+use super::placement::{
+    self, ClusterOp, GcOp, PlacementOp, ResolvedTsOp, RouteOp, SplitOp, StoreOp,
+};
 use super::Shared;
 
 /// A request, sorted by what serving it takes.
@@ -41,6 +43,13 @@ impl Op {
             Request::Tso { count } => return Op::Tso(count),
             Request::GetMembers => return Op::Members,
             Request::IsSnapshotRecovering => return Op::SnapshotRecovering,
+            Request::ReportMinResolvedTs {
+                store_id,
+                min_resolved_ts,
+            } => P::ResolvedTs(ResolvedTsOp::Report {
+                store_id,
+                ts: min_resolved_ts,
+            }),
             Request::IsBootstrapped => P::Cluster(ClusterOp::IsBootstrapped),
             Request::AllocId => P::Cluster(ClusterOp::AllocId),
             Request::Bootstrap { store, region } => P::Cluster(ClusterOp::Bootstrap {

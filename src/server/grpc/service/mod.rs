@@ -4,7 +4,8 @@
 //! becomes the kvproto reply. Owns PD's error conventions; holds no placement or TSO logic.
 //! This file holds what every RPC shares (the header checks, the error mapping, the unary
 //! shape in [`PdService::unary`], streams) and the `Pd` trait, each method handing over to its
-//! group's file: `members`, `tso`, `stores`, `heartbeat`, `routing`, `splits`, `gc`.
+//! group's file: `members`, `tso`, `stores`, `heartbeat`, `routing`, `splits`, `gc`,
+//! `resolved_ts`.
 
 // Replies end in `..Default::default()` even where the proto subset has no other field yet, so
 // a field added to `proto/kvproto` later defaults instead of breaking the build.
@@ -13,6 +14,7 @@
 mod gc;
 mod heartbeat;
 mod members;
+mod resolved_ts;
 mod routing;
 mod splits;
 mod stores;
@@ -335,7 +337,7 @@ pd_headers! {
         PutStoreRequest, GetAllStoresRequest, StoreHeartbeatRequest, GetRegionRequest,
         GetRegionByIdRequest, ScanRegionsRequest, BatchScanRegionsRequest, AskBatchSplitRequest,
         ReportBatchSplitRequest, GetGcSafePointRequest, UpdateGcSafePointRequest,
-        UpdateServiceGcSafePointRequest, GetGcStateRequest;
+        UpdateServiceGcSafePointRequest, GetGcStateRequest, ReportMinResolvedTsRequest;
     responses: BootstrapResponse, IsBootstrappedResponse, AllocIdResponse, GetStoreResponse,
         PutStoreResponse, GetAllStoresResponse, StoreHeartbeatResponse, GetRegionResponse,
         ScanRegionsResponse, BatchScanRegionsResponse, AskBatchSplitResponse,
@@ -396,6 +398,7 @@ pd_service! {
         update_service_gc_safe_point(UpdateServiceGcSafePointRequest)
             -> UpdateServiceGcSafePointResponse;
         get_gc_state(GetGcStateRequest) -> GetGcStateResponse;
+        report_min_resolved_ts(ReportMinResolvedTsRequest) -> ReportMinResolvedTsResponse;
     }
     streams {
         tso(TsoRequest) -> TsoResponse;
