@@ -44,6 +44,8 @@ pub enum Call {
     // The rest of the pdpb surface TiKV and client-go call.
     IsSnapshotRecovering,
     ReportMinResolvedTs,
+    GetClusterConfig,
+    PutClusterConfig,
     /// Admin API probes: health, readiness, metrics.
     AdminProbe,
     /// Admin API reads: members, leader.
@@ -75,6 +77,8 @@ pub fn need_of(call: Call) -> Need {
     match call {
         IsSnapshotRecovering => Need::AnyRole,
         ReportMinResolvedTs => Need::Role(Role::Store),
+        GetClusterConfig => Need::AnyRole,
+        PutClusterConfig => Need::Role(Role::Admin),
         Ping | Tso | GetMembers | GetClusterInfo | IsBootstrapped | GetStore | GetAllStores
         | GetRegion | GetPrevRegion | GetRegionById | ScanRegions | QueryRegion
         | GetGcSafePoint | GetGcState | AdminProbe | AdminRead => Need::AnyRole,
@@ -127,6 +131,8 @@ impl RequestCall for Request {
             Request::UpdateServiceGcSafePoint { .. } => Call::UpdateServiceGcSafePoint,
             Request::IsSnapshotRecovering => Call::IsSnapshotRecovering,
             Request::ReportMinResolvedTs { .. } => Call::ReportMinResolvedTs,
+            Request::GetClusterConfig => Call::GetClusterConfig,
+            Request::PutClusterConfig { .. } => Call::PutClusterConfig,
         }
     }
 }

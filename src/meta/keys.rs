@@ -80,6 +80,11 @@ impl Keys {
         format!("{}/placement/regions/", self.root).into_bytes()
     }
 
+    /// The cluster's record (`metapb.Cluster` as JSON: id and max peer count).
+    pub fn cluster_meta(&self) -> Vec<u8> {
+        format!("{}/placement/cluster", self.root).into_bytes()
+    }
+
     /// The cluster's min resolved ts (decimal): only ever raised.
     pub fn min_resolved_ts(&self) -> Vec<u8> {
         format!("{}/placement/min_resolved_ts", self.root).into_bytes()

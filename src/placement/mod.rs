@@ -26,6 +26,8 @@ pub use id_alloc::{check_persisted_end, IdAllocator, IdEndError, MAX_ID_END};
 pub use limits::{
     page_len, store_wire_size, LimitError, Limits, RegionWireSize, KEY_LEN_CEILING, PAGE_BUDGET,
 };
+/// The cluster's own record: data only, no rule over it here.
+pub use meridian_client::placement::ClusterMeta;
 pub use operator::{Operator, Pending};
 pub use range_index::{Change, RangeIndex, Snapshot, SEGMENT};
 pub use region::{Epoch, Peer, PeerRole, Region, RegionError, RegionShape, RegionStats, MAX_PEERS};

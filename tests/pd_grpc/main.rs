@@ -4,9 +4,11 @@
 //! pushed back on the heartbeat stream, GC safe points that survive a SIGKILL, the router
 //! client's batched `QueryRegion` stream, `GetGCState`, and the standard gRPC health service.
 
+mod cluster_config;
 mod errors;
 mod front_end;
 mod gc;
+mod previous_release;
 mod query;
 mod resolved_ts;
 mod rpcs;

@@ -3,7 +3,9 @@
 use rkyv::{Archive, Deserialize, Serialize};
 
 use super::refusal::Refusal;
-use crate::placement::{Operator, Region, RegionStats, Store, StoreState, StoreStats, StoreStatus};
+use crate::placement::{
+    ClusterMeta, Operator, Region, RegionStats, Store, StoreState, StoreStats, StoreStatus,
+};
 
 /// Most regions one `ScanRegions` reply carries (more is asked again from the last end).
 pub const MAX_SCAN_REGIONS: u32 = 1024;
@@ -94,6 +96,11 @@ pub enum Request {
         store_id: u64,
         min_resolved_ts: u64,
     },
+    GetClusterConfig,
+    /// Replaces the cluster's record; its id must be this cluster's.
+    PutClusterConfig {
+        cluster: ClusterMeta,
+    },
 }
 
 #[derive(Archive, Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
@@ -137,6 +144,7 @@ pub enum Reply {
     /// Whether the cluster is marked for snapshot recovery.
     SnapshotRecovering(bool),
     StoreHeartbeat(StoreBeat),
+    ClusterConfig(ClusterMeta),
 }
 
 /// What a store hears back from its heartbeat.

@@ -19,4 +19,27 @@ pub enum Refusal {
     StoreTombstone,
     #[error("store {0} not found")]
     StoreNotFound(u64),
+    /// A cluster record for another cluster (PD prints the record as protobuf's compact text).
+    #[error(
+        "invalid cluster {}, mismatch cluster id {cluster}",
+        compact_text(*.asked, *.max_peer_count)
+    )]
+    ClusterMismatch {
+        asked: u64,
+        max_peer_count: u32,
+        cluster: u64,
+    },
+}
+
+/// A `metapb.Cluster` as Go's protobuf prints it with `%v`: each field that is not zero as
+/// `name:value` and a space.
+fn compact_text(id: u64, max_peer_count: u32) -> String {
+    let mut out = String::new();
+    if id != 0 {
+        out.push_str(&format!("id:{id} "));
+    }
+    if max_peer_count != 0 {
+        out.push_str(&format!("max_peer_count:{max_peer_count} "));
+    }
+    out
 }

@@ -13,6 +13,7 @@ use std::time::Duration;
 use rkyv::util::AlignedVec;
 use tokio::sync::watch;
 
+use super::cluster_config::decode_cluster_meta;
 use super::messages::{PersistOp, ShardMsg};
 use super::state::PlacementState;
 pub use super::store_record::{decode_store, encode_store};
@@ -254,6 +255,18 @@ async fn load<M: MetaStore>(
         }
     }
     *state.gc.lock().await = crate::gc::SafePoints::new(gc, services);
+    *state.cluster_meta.lock().await = match store.get(&keys.cluster_meta()).await? {
+        Some(bytes) => match decode_cluster_meta(&bytes) {
+            Ok(meta) => Some(meta),
+            Err(e) => {
+                tracing::warn!("the cluster record does not decode ({e}); using bootstrap's");
+                Some(state.first_cluster_meta())
+            }
+        },
+        // Bootstrapped before the record was kept: the one bootstrap writes.
+        None if bootstrapped => Some(state.first_cluster_meta()),
+        None => None,
+    };
     let resolved = load_decimal(store, &keys.min_resolved_ts())
         .await?
         .unwrap_or(0);
@@ -342,6 +355,7 @@ async fn clear(state: &PlacementState) {
     state.ids.reset(None);
     *state.gc.lock().await = crate::gc::SafePoints::default();
     state.reset_resolved_ts(0);
+    *state.cluster_meta.lock().await = None;
     state.index.reset(Vec::new());
     {
         let mut map = state.stores();

@@ -1,5 +1,6 @@
 //! The placement requests, sorted by concern: [`PlacementOp`] names one group per handler file
-//! (`cluster`, `stores`, `heartbeat`, `routing`, `splits`, `gc`, `resolved_ts`), and
+//! (`cluster`, `cluster_config`, `stores`, `heartbeat`, `routing`, `splits`, `gc`,
+//! `resolved_ts`), and
 //! [`handle`] is the one match that sends each to its file, after the checks every placement
 //! request shares (this node serves placement; the cluster is bootstrapped where the request
 //! needs it). Owns no decision about a request's content: each handler checks its own sizes
@@ -8,6 +9,7 @@
 use std::sync::atomic::Ordering;
 
 use super::cluster::{self, ClusterOp};
+use super::cluster_config::{self, ClusterConfigOp};
 use super::gc::{self, GcOp};
 use super::heartbeat;
 use super::resolved_ts::{self, ResolvedTsOp};
@@ -23,6 +25,7 @@ use crate::server::Shared;
 pub enum PlacementOp {
     /// Bootstrap, IsBootstrapped, AllocId: served before the cluster is bootstrapped.
     Cluster(ClusterOp),
+    ClusterConfig(ClusterConfigOp),
     Stores(StoreOp),
     /// A region heartbeat: to the region's shard.
     Heartbeat(Box<Region>, RegionStats),
@@ -37,7 +40,8 @@ impl PlacementOp {
     fn needs_bootstrap(&self) -> bool {
         match self {
             PlacementOp::Cluster(_) => false,
-            PlacementOp::Stores(_)
+            PlacementOp::ClusterConfig(_)
+            | PlacementOp::Stores(_)
             | PlacementOp::Heartbeat(..)
             | PlacementOp::Routing(_)
             | PlacementOp::Splits(_)
@@ -58,6 +62,7 @@ pub async fn handle(op: PlacementOp, shared: &Shared) -> Response {
     }
     match op {
         PlacementOp::Cluster(op) => cluster::serve(state, op).await,
+        PlacementOp::ClusterConfig(op) => cluster_config::serve(state, op).await,
         PlacementOp::Stores(op) => stores::serve(state, op).await,
         PlacementOp::Heartbeat(region, stats) => heartbeat::one(state, *region, stats).await,
         PlacementOp::Routing(op) => routing::serve(state, op).await,

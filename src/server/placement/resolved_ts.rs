@@ -158,6 +158,7 @@ mod tests {
             ..ScheduleConfig::default()
         };
         let (state, _shards) = PlacementState::new(
+            7,
             1,
             cfg,
             Limits::default(),

@@ -16,7 +16,7 @@ use crate::clock::WallClock;
 use crate::gc::SafePoints;
 use crate::meta::Keys;
 use crate::placement::{
-    IdAllocator, Limits, RangeIndex, ResolvedTs, ScheduleConfig, StoreMap, StoreView,
+    ClusterMeta, IdAllocator, Limits, RangeIndex, ResolvedTs, ScheduleConfig, StoreMap, StoreView,
 };
 
 /// Ids per persisted block; a new block is persisted when half of one is left.
@@ -52,6 +52,10 @@ pub struct PlacementState {
     pub gc: tokio::sync::Mutex<SafePoints>,
     /// Each store's min resolved ts and the cluster's (`resolved_ts.rs`).
     pub(super) resolved_ts: Mutex<ResolvedTs>,
+    pub cluster_id: u64,
+    /// The cluster's record, loaded with the term (`cluster_config.rs`); `None` when not
+    /// bootstrapped. Held across the durable write of a change.
+    pub(super) cluster_meta: tokio::sync::Mutex<Option<ClusterMeta>>,
     metrics: Arc<Metrics>,
 }
 
@@ -65,6 +69,7 @@ pub const PERSIST_QUEUE: usize = 1024;
 impl PlacementState {
     /// The state and each core's shard queue receiver.
     pub fn new(
+        cluster_id: u64,
         cores: usize,
         cfg: ScheduleConfig,
         limits: Limits,
@@ -93,6 +98,8 @@ impl PlacementState {
             bootstrap_lock: tokio::sync::Mutex::new(()),
             gc: tokio::sync::Mutex::new(SafePoints::default()),
             resolved_ts: Mutex::new(ResolvedTs::default()),
+            cluster_id,
+            cluster_meta: tokio::sync::Mutex::new(None),
             metrics,
         };
         (Arc::new(state), receivers)

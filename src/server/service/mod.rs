@@ -18,7 +18,7 @@ use crate::auth::{Call, RequestCall};
 use crate::proto::{ArchivedRequest, Reply, Request, Response};
 
 use super::placement::{
-    self, ClusterOp, GcOp, PlacementOp, ResolvedTsOp, RouteOp, SplitOp, StoreOp,
+    self, ClusterConfigOp, ClusterOp, GcOp, PlacementOp, ResolvedTsOp, RouteOp, SplitOp, StoreOp,
 };
 use super::Shared;
 
@@ -50,6 +50,10 @@ impl Op {
                 store_id,
                 ts: min_resolved_ts,
             }),
+            Request::GetClusterConfig => P::ClusterConfig(ClusterConfigOp::Get),
+            Request::PutClusterConfig { cluster } => {
+                P::ClusterConfig(ClusterConfigOp::Put(cluster))
+            }
             Request::IsBootstrapped => P::Cluster(ClusterOp::IsBootstrapped),
             Request::AllocId => P::Cluster(ClusterOp::AllocId),
             Request::Bootstrap { store, region } => P::Cluster(ClusterOp::Bootstrap {

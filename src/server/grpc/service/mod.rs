@@ -4,13 +4,14 @@
 //! becomes the kvproto reply. Owns PD's error conventions; holds no placement or TSO logic.
 //! This file holds what every RPC shares (the header checks, the error mapping, the unary
 //! shape in [`PdService::unary`], streams) and the `Pd` trait, each method handing over to its
-//! group's file: `members`, `tso`, `stores`, `heartbeat`, `routing`, `splits`, `gc`,
-//! `resolved_ts`.
+//! group's file: `members`, `tso`, `stores`, `cluster_config`, `heartbeat`, `routing`,
+//! `splits`, `gc`, `resolved_ts`.
 
 // Replies end in `..Default::default()` even where the proto subset has no other field yet, so
 // a field added to `proto/kvproto` later defaults instead of breaking the build.
 #![allow(clippy::needless_update)]
 
+mod cluster_config;
 mod gc;
 mod heartbeat;
 mod members;
@@ -37,7 +38,7 @@ use crate::admin::{CoreMetrics, RequestKind};
 use crate::auth::{Call, Grants};
 use crate::kvproto::metapb;
 use crate::kvproto::pdpb::{self, pd_server::Pd};
-use crate::placement::{Region, RegionStats};
+use crate::placement::{ClusterMeta, Region, RegionStats};
 use crate::proto::{
     ErrorReply, MemberInfo, Refusal, Reply, Request, Response, MAX_BATCH_SCAN_REGIONS,
 };
@@ -203,7 +204,8 @@ impl PdService {
                     Refusal::StoreTombstone => pdpb::ErrorType::StoreTombstone,
                     Refusal::StoreVersion { .. }
                     | Refusal::InvalidStoreVersion { .. }
-                    | Refusal::StoreNotFound(_) => pdpb::ErrorType::Unknown,
+                    | Refusal::StoreNotFound(_)
+                    | Refusal::ClusterMismatch { .. } => pdpb::ErrorType::Unknown,
                 };
                 Ok(self.error_header(kind, r.to_string()))
             }
@@ -337,12 +339,14 @@ pd_headers! {
         PutStoreRequest, GetAllStoresRequest, StoreHeartbeatRequest, GetRegionRequest,
         GetRegionByIdRequest, ScanRegionsRequest, BatchScanRegionsRequest, AskBatchSplitRequest,
         ReportBatchSplitRequest, GetGcSafePointRequest, UpdateGcSafePointRequest,
-        UpdateServiceGcSafePointRequest, GetGcStateRequest, ReportMinResolvedTsRequest;
+        UpdateServiceGcSafePointRequest, GetGcStateRequest, ReportMinResolvedTsRequest,
+        GetClusterConfigRequest, PutClusterConfigRequest;
     responses: BootstrapResponse, IsBootstrappedResponse, AllocIdResponse, GetStoreResponse,
         PutStoreResponse, GetAllStoresResponse, StoreHeartbeatResponse, GetRegionResponse,
         ScanRegionsResponse, BatchScanRegionsResponse, AskBatchSplitResponse,
         ReportBatchSplitResponse, GetGcSafePointResponse, UpdateGcSafePointResponse,
-        UpdateServiceGcSafePointResponse, GetGcStateResponse,
+        UpdateServiceGcSafePointResponse, GetGcStateResponse, GetClusterConfigResponse,
+        PutClusterConfigResponse,
 }
 
 /// `impl Pd`: each served RPC handed to the `PdService` method of the same name in its group's
@@ -399,6 +403,8 @@ pd_service! {
             -> UpdateServiceGcSafePointResponse;
         get_gc_state(GetGcStateRequest) -> GetGcStateResponse;
         report_min_resolved_ts(ReportMinResolvedTsRequest) -> ReportMinResolvedTsResponse;
+        get_cluster_config(GetClusterConfigRequest) -> GetClusterConfigResponse;
+        put_cluster_config(PutClusterConfigRequest) -> PutClusterConfigResponse;
     }
     streams {
         tso(TsoRequest) -> TsoResponse;
