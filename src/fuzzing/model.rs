@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 
 use crate::auth::{need_of, Call, Grants, Need, RequestCall};
 use crate::placement::{
-    Limits, RangeIndex, Region, RegionMap, RegionShape, Store, StoreMap, StoreState,
+    check_split, Limits, RangeIndex, Region, RegionMap, RegionShape, Store, StoreMap, StoreState,
 };
 use crate::proto::{Request, MAX_BATCH_SPLIT, MAX_SCAN_REGIONS};
 use crate::tls::cert::Role;
@@ -68,6 +68,7 @@ pub(super) fn serve(model: &mut Model, req: &Request) {
         Request::ReportBatchSplit { regions }
             if !regions.is_empty()
                 && regions.len() <= MAX_BATCH_SPLIT as usize + 1
+                && check_split(regions).is_ok()
                 && regions.iter().all(|r| r.validate().is_ok()) =>
         {
             apply(model, regions)

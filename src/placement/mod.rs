@@ -19,6 +19,7 @@ mod route;
 mod schedule;
 mod segment;
 mod shard;
+mod split;
 mod store;
 mod version;
 
@@ -39,6 +40,7 @@ pub use resolved_ts::{may_resolve, ResolvedTs};
 pub use route::Route;
 pub use schedule::{decide, Allowance, ScheduleConfig, StoreLoad, StoreView};
 pub use shard::{Outcome, Shard};
+pub use split::{check_split, InvalidSplit};
 pub use store::{
     Label, Store, StoreDetails, StoreError, StoreMap, StoreState, StoreStats, StoreStatus,
 };

@@ -14,6 +14,7 @@ mod resolved_ts;
 mod rpcs;
 mod scan;
 mod snapshot_recovering;
+mod splits;
 mod versions;
 
 use std::path::Path;

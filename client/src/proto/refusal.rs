@@ -19,6 +19,12 @@ pub enum Refusal {
     StoreTombstone,
     #[error("store {0} not found")]
     StoreNotFound(u64),
+    /// A split report whose regions do not follow one another.
+    #[error("invalid split region")]
+    InvalidSplit,
+    /// A split asked for a region this leader does not know.
+    #[error("region not found, request region: id:{0}")]
+    RegionNotFound(u64),
     /// A cluster record for another cluster (PD prints the record as protobuf's compact text).
     #[error(
         "invalid cluster {}, mismatch cluster id {cluster}",

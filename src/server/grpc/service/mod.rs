@@ -205,7 +205,9 @@ impl PdService {
                     Refusal::StoreVersion { .. }
                     | Refusal::InvalidStoreVersion { .. }
                     | Refusal::StoreNotFound(_)
-                    | Refusal::ClusterMismatch { .. } => pdpb::ErrorType::Unknown,
+                    | Refusal::ClusterMismatch { .. }
+                    | Refusal::InvalidSplit
+                    | Refusal::RegionNotFound(_) => pdpb::ErrorType::Unknown,
                 };
                 Ok(self.error_header(kind, r.to_string()))
             }
@@ -340,13 +342,13 @@ pd_headers! {
         GetRegionByIdRequest, ScanRegionsRequest, BatchScanRegionsRequest, AskBatchSplitRequest,
         ReportBatchSplitRequest, GetGcSafePointRequest, UpdateGcSafePointRequest,
         UpdateServiceGcSafePointRequest, GetGcStateRequest, ReportMinResolvedTsRequest,
-        GetClusterConfigRequest, PutClusterConfigRequest;
+        GetClusterConfigRequest, PutClusterConfigRequest, AskSplitRequest, ReportSplitRequest;
     responses: BootstrapResponse, IsBootstrappedResponse, AllocIdResponse, GetStoreResponse,
         PutStoreResponse, GetAllStoresResponse, StoreHeartbeatResponse, GetRegionResponse,
         ScanRegionsResponse, BatchScanRegionsResponse, AskBatchSplitResponse,
         ReportBatchSplitResponse, GetGcSafePointResponse, UpdateGcSafePointResponse,
         UpdateServiceGcSafePointResponse, GetGcStateResponse, GetClusterConfigResponse,
-        PutClusterConfigResponse,
+        PutClusterConfigResponse, AskSplitResponse, ReportSplitResponse,
 }
 
 /// `impl Pd`: each served RPC handed to the `PdService` method of the same name in its group's
@@ -397,6 +399,8 @@ pd_service! {
         batch_scan_regions(BatchScanRegionsRequest) -> BatchScanRegionsResponse;
         ask_batch_split(AskBatchSplitRequest) -> AskBatchSplitResponse;
         report_batch_split(ReportBatchSplitRequest) -> ReportBatchSplitResponse;
+        ask_split(AskSplitRequest) -> AskSplitResponse;
+        report_split(ReportSplitRequest) -> ReportSplitResponse;
         get_gc_safe_point(GetGcSafePointRequest) -> GetGcSafePointResponse;
         update_gc_safe_point(UpdateGcSafePointRequest) -> UpdateGcSafePointResponse;
         update_service_gc_safe_point(UpdateServiceGcSafePointRequest)
