@@ -46,6 +46,8 @@ pub enum Call {
     ReportMinResolvedTs,
     GetClusterConfig,
     PutClusterConfig,
+    SetExternalTimestamp,
+    GetExternalTimestamp,
     /// Admin API probes: health, readiness, metrics.
     AdminProbe,
     /// Admin API reads: members, leader.
@@ -79,6 +81,8 @@ pub fn need_of(call: Call) -> Need {
         ReportMinResolvedTs => Need::Role(Role::Store),
         GetClusterConfig => Need::AnyRole,
         PutClusterConfig => Need::Role(Role::Admin),
+        SetExternalTimestamp => Need::Role(Role::Client),
+        GetExternalTimestamp => Need::AnyRole,
         Ping | Tso | GetMembers | GetClusterInfo | IsBootstrapped | GetStore | GetAllStores
         | GetRegion | GetPrevRegion | GetRegionById | ScanRegions | QueryRegion
         | GetGcSafePoint | GetGcState | AdminProbe | AdminRead => Need::AnyRole,
@@ -133,6 +137,8 @@ impl RequestCall for Request {
             Request::ReportMinResolvedTs { .. } => Call::ReportMinResolvedTs,
             Request::GetClusterConfig => Call::GetClusterConfig,
             Request::PutClusterConfig { .. } => Call::PutClusterConfig,
+            Request::SetExternalTimestamp { .. } => Call::SetExternalTimestamp,
+            Request::GetExternalTimestamp => Call::GetExternalTimestamp,
         }
     }
 }

@@ -85,6 +85,11 @@ impl Keys {
         format!("{}/placement/cluster", self.root).into_bytes()
     }
 
+    /// The external timestamp (decimal): only ever raised.
+    pub fn external_ts(&self) -> Vec<u8> {
+        format!("{}/placement/external_ts", self.root).into_bytes()
+    }
+
     /// The cluster's min resolved ts (decimal): only ever raised.
     pub fn min_resolved_ts(&self) -> Vec<u8> {
         format!("{}/placement/min_resolved_ts", self.root).into_bytes()

@@ -6,6 +6,7 @@
 
 mod cluster_config;
 mod errors;
+mod external_ts;
 mod front_end;
 mod gc;
 mod previous_release;

@@ -101,6 +101,11 @@ pub enum Request {
     PutClusterConfig {
         cluster: ClusterMeta,
     },
+    /// Raises the external timestamp: strictly, and never above the oracle.
+    SetExternalTimestamp {
+        timestamp: u64,
+    },
+    GetExternalTimestamp,
 }
 
 #[derive(Archive, Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
@@ -145,6 +150,7 @@ pub enum Reply {
     SnapshotRecovering(bool),
     StoreHeartbeat(StoreBeat),
     ClusterConfig(ClusterMeta),
+    ExternalTimestamp(u64),
 }
 
 /// What a store hears back from its heartbeat.

@@ -25,6 +25,17 @@ pub enum Refusal {
     /// A split asked for a region this leader does not know.
     #[error("region not found, request region: id:{0}")]
     RegionNotFound(u64),
+    /// An external timestamp above a timestamp just handed out.
+    #[error("the external timestamp should not be larger than global ts")]
+    ExternalTsAboveTso,
+    /// An external timestamp set before the cluster is bootstrapped.
+    #[error(
+        "[PD:cluster:ErrNotBootstrapped]TiKV cluster not bootstrapped, please start TiKV first"
+    )]
+    ExternalTsNotBootstrapped,
+    /// An external timestamp not above the current one.
+    #[error("the external timestamp should be larger than current external timestamp")]
+    ExternalTsNotIncreasing,
     /// A cluster record for another cluster (PD prints the record as protobuf's compact text).
     #[error(
         "invalid cluster {}, mismatch cluster id {cluster}",

@@ -271,6 +271,7 @@ async fn load<M: MetaStore>(
         .await?
         .unwrap_or(0);
     state.reset_resolved_ts(resolved);
+    *state.external_ts.lock().await = load_decimal(store, &keys.external_ts()).await?.unwrap_or(0);
 
     let now = state.clock.now_ms();
     let mut stores = Vec::new();
@@ -356,6 +357,7 @@ async fn clear(state: &PlacementState) {
     *state.gc.lock().await = crate::gc::SafePoints::default();
     state.reset_resolved_ts(0);
     *state.cluster_meta.lock().await = None;
+    *state.external_ts.lock().await = 0;
     state.index.reset(Vec::new());
     {
         let mut map = state.stores();

@@ -1,6 +1,6 @@
 //! The placement requests, sorted by concern: [`PlacementOp`] names one group per handler file
 //! (`cluster`, `cluster_config`, `stores`, `heartbeat`, `routing`, `splits`, `gc`,
-//! `resolved_ts`), and
+//! `resolved_ts`, `external_ts`), and
 //! [`handle`] is the one match that sends each to its file, after the checks every placement
 //! request shares (this node serves placement; the cluster is bootstrapped where the request
 //! needs it). Owns no decision about a request's content: each handler checks its own sizes
@@ -10,6 +10,7 @@ use std::sync::atomic::Ordering;
 
 use super::cluster::{self, ClusterOp};
 use super::cluster_config::{self, ClusterConfigOp};
+use super::external_ts::{self, ExternalTsOp};
 use super::gc::{self, GcOp};
 use super::heartbeat;
 use super::resolved_ts::{self, ResolvedTsOp};
@@ -33,13 +34,15 @@ pub enum PlacementOp {
     Splits(SplitOp),
     Gc(GcOp),
     ResolvedTs(ResolvedTsOp),
+    /// Answered before bootstrap too, as PD answers it (0, or a refusal in its words).
+    ExternalTs(ExternalTsOp),
 }
 
 impl PlacementOp {
     /// Whether the request is refused with `NotBootstrapped` before the cluster is.
     fn needs_bootstrap(&self) -> bool {
         match self {
-            PlacementOp::Cluster(_) => false,
+            PlacementOp::Cluster(_) | PlacementOp::ExternalTs(_) => false,
             PlacementOp::ClusterConfig(_)
             | PlacementOp::Stores(_)
             | PlacementOp::Heartbeat(..)
@@ -69,5 +72,6 @@ pub async fn handle(op: PlacementOp, shared: &Shared) -> Response {
         PlacementOp::Splits(op) => splits::serve(state, op).await,
         PlacementOp::Gc(op) => gc::serve(state, op).await,
         PlacementOp::ResolvedTs(op) => resolved_ts::serve(state, op),
+        PlacementOp::ExternalTs(op) => external_ts::serve(state, op).await,
     }
 }

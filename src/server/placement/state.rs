@@ -56,6 +56,9 @@ pub struct PlacementState {
     /// The cluster's record, loaded with the term (`cluster_config.rs`); `None` when not
     /// bootstrapped. Held across the durable write of a change.
     pub(super) cluster_meta: tokio::sync::Mutex<Option<ClusterMeta>>,
+    /// The external timestamp as stored (`external_ts.rs`), loaded with the term. Held across
+    /// the durable write of a new value.
+    pub(super) external_ts: tokio::sync::Mutex<u64>,
     metrics: Arc<Metrics>,
 }
 
@@ -100,6 +103,7 @@ impl PlacementState {
             resolved_ts: Mutex::new(ResolvedTs::default()),
             cluster_id,
             cluster_meta: tokio::sync::Mutex::new(None),
+            external_ts: tokio::sync::Mutex::new(0),
             metrics,
         };
         (Arc::new(state), receivers)

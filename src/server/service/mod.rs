@@ -18,7 +18,8 @@ use crate::auth::{Call, RequestCall};
 use crate::proto::{ArchivedRequest, Reply, Request, Response};
 
 use super::placement::{
-    self, ClusterConfigOp, ClusterOp, GcOp, PlacementOp, ResolvedTsOp, RouteOp, SplitOp, StoreOp,
+    self, ClusterConfigOp, ClusterOp, ExternalTsOp, GcOp, PlacementOp, ResolvedTsOp, RouteOp,
+    SplitOp, StoreOp,
 };
 use super::Shared;
 
@@ -30,6 +31,9 @@ pub enum Op {
     Members,
     /// Whether the cluster is marked for snapshot recovery: any member answers.
     SnapshotRecovering,
+    /// A new external timestamp: checked against a timestamp handed out for it, then
+    /// placement's (`ExternalTsOp::Set`).
+    SetExternalTs(u64),
     Placement(PlacementOp),
 }
 
@@ -54,6 +58,8 @@ impl Op {
             Request::PutClusterConfig { cluster } => {
                 P::ClusterConfig(ClusterConfigOp::Put(cluster))
             }
+            Request::SetExternalTimestamp { timestamp } => return Op::SetExternalTs(timestamp),
+            Request::GetExternalTimestamp => P::ExternalTs(ExternalTsOp::Get),
             Request::IsBootstrapped => P::Cluster(ClusterOp::IsBootstrapped),
             Request::AllocId => P::Cluster(ClusterOp::AllocId),
             Request::Bootstrap { store, region } => P::Cluster(ClusterOp::Bootstrap {
@@ -114,7 +120,7 @@ impl Op {
             Op::Ping => RequestKind::Ping,
             Op::Tso(_) => RequestKind::Tso,
             Op::Members => RequestKind::GetMembers,
-            Op::SnapshotRecovering => RequestKind::Placement,
+            Op::SnapshotRecovering | Op::SetExternalTs(_) => RequestKind::Placement,
             Op::Placement(PlacementOp::Heartbeat(..)) => RequestKind::RegionHeartbeat,
             Op::Placement(_) => RequestKind::Placement,
         }
@@ -137,6 +143,19 @@ pub async fn execute(op: Op, shared: &Shared, metrics: &CoreMetrics) -> Response
             }
             response
         }
+        Op::SetExternalTs(timestamp) => match tso::tso(1, shared).await {
+            Response::Ok(Reply::Tso { first, .. }) => {
+                let op = ExternalTsOp::Set {
+                    timestamp,
+                    now: first,
+                };
+                placement::handle(PlacementOp::ExternalTs(op), shared).await
+            }
+            Response::Ok(other) => Response::Err(crate::proto::ErrorReply::Internal(format!(
+                "a timestamp was answered with {other:?}"
+            ))),
+            refused @ Response::Err(_) => refused,
+        },
         Op::Placement(op) => placement::handle(op, shared).await,
     };
     if let Response::Err(e) = &response {

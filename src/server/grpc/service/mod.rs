@@ -5,13 +5,14 @@
 //! This file holds what every RPC shares (the header checks, the error mapping, the unary
 //! shape in [`PdService::unary`], streams) and the `Pd` trait, each method handing over to its
 //! group's file: `members`, `tso`, `stores`, `cluster_config`, `heartbeat`, `routing`,
-//! `splits`, `gc`, `resolved_ts`.
+//! `splits`, `gc`, `resolved_ts`, `external_ts`.
 
 // Replies end in `..Default::default()` even where the proto subset has no other field yet, so
 // a field added to `proto/kvproto` later defaults instead of breaking the build.
 #![allow(clippy::needless_update)]
 
 mod cluster_config;
+mod external_ts;
 mod gc;
 mod heartbeat;
 mod members;
@@ -201,6 +202,9 @@ impl PdService {
             ErrorReply::LimitExceeded(m) => Err(Status::resource_exhausted(m)),
             ErrorReply::Refused(r) => {
                 let kind = match r {
+                    Refusal::ExternalTsAboveTso
+                    | Refusal::ExternalTsNotBootstrapped
+                    | Refusal::ExternalTsNotIncreasing => pdpb::ErrorType::InvalidValue,
                     Refusal::StoreTombstone => pdpb::ErrorType::StoreTombstone,
                     Refusal::StoreVersion { .. }
                     | Refusal::InvalidStoreVersion { .. }
@@ -342,13 +346,15 @@ pd_headers! {
         GetRegionByIdRequest, ScanRegionsRequest, BatchScanRegionsRequest, AskBatchSplitRequest,
         ReportBatchSplitRequest, GetGcSafePointRequest, UpdateGcSafePointRequest,
         UpdateServiceGcSafePointRequest, GetGcStateRequest, ReportMinResolvedTsRequest,
-        GetClusterConfigRequest, PutClusterConfigRequest, AskSplitRequest, ReportSplitRequest;
+        GetClusterConfigRequest, PutClusterConfigRequest, AskSplitRequest, ReportSplitRequest,
+        SetExternalTimestampRequest, GetExternalTimestampRequest, GetMinTsRequest;
     responses: BootstrapResponse, IsBootstrappedResponse, AllocIdResponse, GetStoreResponse,
         PutStoreResponse, GetAllStoresResponse, StoreHeartbeatResponse, GetRegionResponse,
         ScanRegionsResponse, BatchScanRegionsResponse, AskBatchSplitResponse,
         ReportBatchSplitResponse, GetGcSafePointResponse, UpdateGcSafePointResponse,
         UpdateServiceGcSafePointResponse, GetGcStateResponse, GetClusterConfigResponse,
         PutClusterConfigResponse, AskSplitResponse, ReportSplitResponse,
+        SetExternalTimestampResponse, GetExternalTimestampResponse, GetMinTsResponse,
 }
 
 /// `impl Pd`: each served RPC handed to the `PdService` method of the same name in its group's
@@ -409,6 +415,9 @@ pd_service! {
         report_min_resolved_ts(ReportMinResolvedTsRequest) -> ReportMinResolvedTsResponse;
         get_cluster_config(GetClusterConfigRequest) -> GetClusterConfigResponse;
         put_cluster_config(PutClusterConfigRequest) -> PutClusterConfigResponse;
+        set_external_timestamp(SetExternalTimestampRequest) -> SetExternalTimestampResponse;
+        get_external_timestamp(GetExternalTimestampRequest) -> GetExternalTimestampResponse;
+        get_min_ts(GetMinTsRequest) -> GetMinTsResponse;
     }
     streams {
         tso(TsoRequest) -> TsoResponse;
