@@ -48,6 +48,8 @@ pub enum Call {
     PutClusterConfig,
     SetExternalTimestamp,
     GetExternalTimestamp,
+    ReportBuckets,
+    GetRegionBuckets,
     /// Admin API probes: health, readiness, metrics.
     AdminProbe,
     /// Admin API reads: members, leader.
@@ -83,6 +85,8 @@ pub fn need_of(call: Call) -> Need {
         PutClusterConfig => Need::Role(Role::Admin),
         SetExternalTimestamp => Need::Role(Role::Client),
         GetExternalTimestamp => Need::AnyRole,
+        ReportBuckets => Need::Role(Role::Store),
+        GetRegionBuckets => Need::AnyRole,
         Ping | Tso | GetMembers | GetClusterInfo | IsBootstrapped | GetStore | GetAllStores
         | GetRegion | GetPrevRegion | GetRegionById | ScanRegions | QueryRegion
         | GetGcSafePoint | GetGcState | AdminProbe | AdminRead => Need::AnyRole,
@@ -139,6 +143,8 @@ impl RequestCall for Request {
             Request::PutClusterConfig { .. } => Call::PutClusterConfig,
             Request::SetExternalTimestamp { .. } => Call::SetExternalTimestamp,
             Request::GetExternalTimestamp => Call::GetExternalTimestamp,
+            Request::ReportBuckets { .. } => Call::ReportBuckets,
+            Request::GetRegionBuckets { .. } => Call::GetRegionBuckets,
         }
     }
 }

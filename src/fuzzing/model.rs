@@ -167,6 +167,7 @@ fn check_limits(limits: &Limits, req: &Request) -> Result<(), crate::placement::
         Request::ScanRegions { start, end, .. } => limits
             .check_key("scan start", start)
             .and_then(|()| limits.check_key("scan end", end)),
+        Request::ReportBuckets { buckets } => limits.check_buckets(buckets),
         _ => Ok(()),
     };
     if checked.is_ok() {
@@ -188,6 +189,10 @@ fn check_limits(limits: &Limits, req: &Request) -> Result<(), crate::placement::
             Request::ReportBatchSplit { regions } => regions.iter().all(region_ok),
             Request::GetRegion { key } | Request::GetPrevRegion { key } => key.len() <= max,
             Request::ScanRegions { start, end, .. } => start.len() <= max && end.len() <= max,
+            Request::ReportBuckets { buckets } => {
+                buckets.keys.len() <= limits.max_region_buckets
+                    && buckets.keys.iter().all(|k| k.len() <= max)
+            }
             _ => true,
         };
         assert!(within, "a request over [limits] passed: {req:?}");

@@ -8,7 +8,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Region, Store, StoreStatus};
+use super::{Buckets, Region, Store, StoreStatus};
 
 /// What one paged reply (ScanRegions, GetAllStores) may carry, in [`RegionWireSize::wire_size`] and
 /// [`store_wire_size`] units. Half a frame: the estimates are upper bounds, and the rest of
@@ -36,6 +36,10 @@ pub struct Limits {
     /// Most stores that are not tombstones; registering one more is refused. Tombstones do
     /// not count, so a cluster that replaced its stores many times is not locked out.
     pub max_stores: usize,
+    /// Most bucket keys one region's report may carry (its start and end keys included). TiKV
+    /// cuts a region into buckets of `coprocessor.region-bucket-size`: a few per region of the
+    /// default size, about a hundred for partitioned raft-kv's large regions.
+    pub max_region_buckets: usize,
 }
 
 impl Default for Limits {
@@ -47,6 +51,7 @@ impl Default for Limits {
             max_address_len: 256,
             max_store_detail_len: 1024,
             max_stores: 10_000,
+            max_region_buckets: 1024,
         }
     }
 }
@@ -70,6 +75,14 @@ pub enum LimitError {
     },
     #[error("{live} stores are registered, limits.max_stores = {max}; store {id} is refused")]
     TooManyStores { id: u64, live: usize, max: usize },
+    #[error("region {region}: {what} is {len}, over {limit} = {max}")]
+    Buckets {
+        region: u64,
+        what: &'static str,
+        len: usize,
+        limit: &'static str,
+        max: usize,
+    },
 }
 
 impl Limits {
@@ -78,6 +91,12 @@ impl Limits {
         if self.max_key_len == 0 || self.max_key_len > KEY_LEN_CEILING {
             return Err(format!(
                 "limits.max_key_len must be within 1..={KEY_LEN_CEILING}"
+            ));
+        }
+        if self.max_region_buckets.saturating_mul(BUCKET_KEY_OVERHEAD) > BUCKETS_BUDGET {
+            return Err(format!(
+                "limits.max_region_buckets must be at most {}",
+                BUCKETS_BUDGET / BUCKET_KEY_OVERHEAD
             ));
         }
         if self.max_address_len == 0 || self.max_stores == 0 {
@@ -171,6 +190,40 @@ impl Limits {
         Ok(())
     }
 
+    /// A region's buckets: how many keys, each within `max_key_len`, and all of them within
+    /// what one reply carries.
+    pub fn check_buckets(&self, b: &Buckets) -> Result<(), LimitError> {
+        let over = |what, len, limit, max| LimitError::Buckets {
+            region: b.region_id,
+            what,
+            len,
+            limit,
+            max,
+        };
+        if b.keys.len() > self.max_region_buckets {
+            let max = self.max_region_buckets;
+            return Err(over(
+                "the bucket key count",
+                b.keys.len(),
+                "limits.max_region_buckets",
+                max,
+            ));
+        }
+        for k in &b.keys {
+            self.check_key("a bucket key", k)?;
+        }
+        let bytes = buckets_wire_size(b);
+        if bytes > BUCKETS_BUDGET {
+            return Err(over(
+                "the size of the keys",
+                bytes,
+                "one reply's budget",
+                BUCKETS_BUDGET,
+            ));
+        }
+        Ok(())
+    }
+
     /// Whether store `id` may register with `live` stores (tombstones not counted) already
     /// registered; one already registered may always update itself.
     pub fn admit_store(&self, id: u64, known: bool, live: usize) -> Result<(), LimitError> {
@@ -223,6 +276,22 @@ pub fn store_wire_size(s: &StoreStatus) -> usize {
             .iter()
             .map(|l| l.key.len() + l.value.len() + 32)
             .sum::<usize>()
+}
+
+/// What one region's buckets may take in a reply: half a page, so a region's other fields
+/// always fit beside them.
+pub const BUCKETS_BUDGET: usize = PAGE_BUDGET / 2;
+/// An archived key costs its bytes and a vector header (8 bytes), aligned: 16 is an upper bound
+/// besides the bytes.
+const BUCKET_KEY_OVERHEAD: usize = 16;
+
+/// An upper bound on the bytes a region's buckets take in an archived reply.
+pub fn buckets_wire_size(b: &Buckets) -> usize {
+    64 + b
+        .keys
+        .iter()
+        .map(|k| k.len() + BUCKET_KEY_OVERHEAD)
+        .sum::<usize>()
 }
 
 /// How many of `sizes` (in order) one page carries: as many as fit [`PAGE_BUDGET`], and
@@ -315,6 +384,36 @@ mod tests {
             l.admit_store(7, true, l.max_stores).is_ok(),
             "a known store updates"
         );
+    }
+
+    #[test]
+    fn bucket_reports_are_bounded_by_count_key_length_and_size() {
+        let l = Limits::default();
+        let report = |n: usize, len: usize| Buckets {
+            region_id: 1,
+            version: 1,
+            keys: (0..n).map(|_| vec![b'k'; len]).collect(),
+        };
+        assert!(l.check_buckets(&report(l.max_region_buckets, 16)).is_ok());
+        let err = l
+            .check_buckets(&report(l.max_region_buckets + 1, 16))
+            .unwrap_err();
+        assert!(err.to_string().contains("max_region_buckets"), "{err}");
+        assert!(l.check_buckets(&report(2, l.max_key_len + 1)).is_err());
+        // Within the count and the key length, and still too large for a reply.
+        let err = l
+            .check_buckets(&report(l.max_region_buckets, l.max_key_len))
+            .unwrap_err();
+        assert!(err.to_string().contains("budget"), "{err}");
+        let largest = report(
+            l.max_region_buckets,
+            BUCKETS_BUDGET / l.max_region_buckets - 32,
+        );
+        assert!(l.check_buckets(&largest).is_ok());
+        let (mut scratch, mut out) = (AlignedVec::new(), Vec::new());
+        let reply = Response::Ok(Reply::Buckets(Some(largest.clone())));
+        encode(&reply, &mut scratch, &mut out).expect("the largest buckets encode");
+        assert!(out.len() <= buckets_wire_size(&largest), "{}", out.len());
     }
 
     #[test]

@@ -4,6 +4,7 @@
 //! this module's own types. No I/O, no clock: the server shell feeds heartbeats in and
 //! persists what changed.
 
+mod buckets;
 mod dense_map;
 mod id_alloc;
 mod id_hash;
@@ -23,6 +24,7 @@ mod split;
 mod store;
 mod version;
 
+pub use buckets::{Buckets, BucketsMap};
 pub use id_alloc::{check_persisted_end, IdAllocator, IdEndError, MAX_ID_END};
 pub use limits::{
     page_len, store_wire_size, LimitError, Limits, RegionWireSize, KEY_LEN_CEILING, PAGE_BUDGET,

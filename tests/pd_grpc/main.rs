@@ -4,6 +4,7 @@
 //! pushed back on the heartbeat stream, GC safe points that survive a SIGKILL, the router
 //! client's batched `QueryRegion` stream, `GetGCState`, and the standard gRPC health service.
 
+mod buckets;
 mod cluster_config;
 mod errors;
 mod external_ts;
@@ -51,6 +52,20 @@ async fn start(data: &Path) -> Node {
         .unwrap()
         .into_inner();
     let cluster_id = members.header.unwrap().cluster_id;
+    // The node is up before placement has loaded; tests start once it has.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while let Err(e) = pd
+        .is_bootstrapped(pdpb::IsBootstrappedRequest {
+            header: header(cluster_id),
+        })
+        .await
+    {
+        assert!(
+            e.code() == Code::Unavailable && std::time::Instant::now() < deadline,
+            "placement did not come up: {e}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     Node {
         server,
         pd,

@@ -5,11 +5,13 @@
 //! placement rules (shape validation, the region map, scheduling, limits), which stay in the
 //! server crate that enforces them.
 
+mod buckets;
 mod cluster;
 mod operator;
 mod region;
 mod store;
 
+pub use buckets::Buckets;
 pub use cluster::ClusterMeta;
 pub use operator::Operator;
 pub use region::{Epoch, Peer, PeerRole, Region, RegionStats};

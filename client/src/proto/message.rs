@@ -4,7 +4,7 @@ use rkyv::{Archive, Deserialize, Serialize};
 
 use super::refusal::Refusal;
 use crate::placement::{
-    ClusterMeta, Operator, Region, RegionStats, Store, StoreState, StoreStats, StoreStatus,
+    Buckets, ClusterMeta, Operator, Region, RegionStats, Store, StoreState, StoreStats, StoreStatus,
 };
 
 /// Most regions one `ScanRegions` reply carries (more is asked again from the last end).
@@ -106,6 +106,14 @@ pub enum Request {
         timestamp: u64,
     },
     GetExternalTimestamp,
+    /// A leader's buckets for its region; kept while newer than the ones known.
+    ReportBuckets {
+        buckets: Buckets,
+    },
+    /// The latest buckets known for a region.
+    GetRegionBuckets {
+        region_id: u64,
+    },
 }
 
 #[derive(Archive, Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
@@ -151,6 +159,7 @@ pub enum Reply {
     StoreHeartbeat(StoreBeat),
     ClusterConfig(ClusterMeta),
     ExternalTimestamp(u64),
+    Buckets(Option<Buckets>),
 }
 
 /// What a store hears back from its heartbeat.

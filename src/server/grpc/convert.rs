@@ -4,8 +4,8 @@
 
 use crate::kvproto::{eraftpb, metapb, pdpb};
 use crate::placement::{
-    Epoch, Label, Operator, Peer, PeerRole, Region, RegionStats, Store, StoreDetails, StoreState,
-    StoreStats, StoreStatus,
+    Buckets, Epoch, Label, Operator, Peer, PeerRole, Region, RegionStats, Store, StoreDetails,
+    StoreState, StoreStats, StoreStatus,
 };
 
 /// A kvproto message that cannot be a Meridian one.
@@ -191,6 +191,25 @@ pub fn store_stats_to(s: &StoreStatus) -> pdpb::StoreStats {
         available: s.stats.available,
         used_size: s.stats.used_size,
         region_count: u32::try_from(s.stats.region_count).unwrap_or(u32::MAX),
+        ..Default::default()
+    }
+}
+
+/// What PD keeps of a bucket report: the keys and their version (the statistics go to its
+/// hot-spot tracking, which Meridian has not).
+pub fn buckets_from(b: &metapb::Buckets) -> Buckets {
+    Buckets {
+        region_id: b.region_id,
+        version: b.version,
+        keys: b.keys.clone(),
+    }
+}
+
+pub fn buckets_to(b: &Buckets) -> metapb::Buckets {
+    metapb::Buckets {
+        region_id: b.region_id,
+        version: b.version,
+        keys: b.keys.clone(),
         ..Default::default()
     }
 }

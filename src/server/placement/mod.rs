@@ -1,12 +1,13 @@
 //! The placement shell: runs the pure `placement` cores for the server. `state` is what every
 //! core shares, `shard_task` the per-core owner of a shard, `request` sorts placement requests
 //! by concern into one handler file each (`cluster`, `cluster_config`, `stores`, `heartbeat`,
-//! `routing`, `splits`, `gc`, `resolved_ts`, `external_ts`, all answering through `answer`),
-//! `persist` writes changes and loads them when a leader starts (`store_record`: a store's
-//! bytes), `messages` are what those tasks are sent. Decisions stay in `placement`; nothing
-//! here decides what a heartbeat means.
+//! `routing`, `buckets`, `splits`, `gc`, `resolved_ts`, `external_ts`, all answering through
+//! `answer`), `persist` writes changes and loads them when a leader starts (`store_record`: a
+//! store's bytes), `messages` are what those tasks are sent. Decisions stay in `placement`;
+//! nothing here decides what a heartbeat means.
 
 mod answer;
+mod buckets;
 mod cluster;
 mod cluster_config;
 mod dirty;
@@ -25,6 +26,7 @@ mod state;
 mod store_record;
 mod stores;
 
+pub use buckets::BucketsOp;
 pub use cluster::ClusterOp;
 pub use cluster_config::ClusterConfigOp;
 pub use external_ts::ExternalTsOp;

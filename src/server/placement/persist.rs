@@ -84,6 +84,7 @@ pub async fn serve_term<M: MetaStore + Clone>(
                         state.dirty.store(id);
                     }
                     state.publish_gauges(state.dirty.len());
+                    state.prune_buckets();
                     ticked = true;
                 }
             }
@@ -358,6 +359,7 @@ async fn clear(state: &PlacementState) {
     state.reset_resolved_ts(0);
     *state.cluster_meta.lock().await = None;
     *state.external_ts.lock().await = 0;
+    state.clear_buckets();
     state.index.reset(Vec::new());
     {
         let mut map = state.stores();

@@ -1,5 +1,5 @@
 //! The placement requests, sorted by concern: [`PlacementOp`] names one group per handler file
-//! (`cluster`, `cluster_config`, `stores`, `heartbeat`, `routing`, `splits`, `gc`,
+//! (`cluster`, `cluster_config`, `stores`, `heartbeat`, `routing`, `buckets`, `splits`, `gc`,
 //! `resolved_ts`, `external_ts`), and
 //! [`handle`] is the one match that sends each to its file, after the checks every placement
 //! request shares (this node serves placement; the cluster is bootstrapped where the request
@@ -8,6 +8,7 @@
 
 use std::sync::atomic::Ordering;
 
+use super::buckets::{self, BucketsOp};
 use super::cluster::{self, ClusterOp};
 use super::cluster_config::{self, ClusterConfigOp};
 use super::external_ts::{self, ExternalTsOp};
@@ -31,6 +32,7 @@ pub enum PlacementOp {
     /// A region heartbeat: to the region's shard.
     Heartbeat(Box<Region>, RegionStats),
     Routing(RouteOp),
+    Buckets(BucketsOp),
     Splits(SplitOp),
     Gc(GcOp),
     ResolvedTs(ResolvedTsOp),
@@ -47,6 +49,7 @@ impl PlacementOp {
             | PlacementOp::Stores(_)
             | PlacementOp::Heartbeat(..)
             | PlacementOp::Routing(_)
+            | PlacementOp::Buckets(_)
             | PlacementOp::Splits(_)
             | PlacementOp::Gc(_)
             | PlacementOp::ResolvedTs(_) => true,
@@ -69,6 +72,7 @@ pub async fn handle(op: PlacementOp, shared: &Shared) -> Response {
         PlacementOp::Stores(op) => stores::serve(state, op).await,
         PlacementOp::Heartbeat(region, stats) => heartbeat::one(state, *region, stats).await,
         PlacementOp::Routing(op) => routing::serve(state, op).await,
+        PlacementOp::Buckets(op) => buckets::serve(state, op),
         PlacementOp::Splits(op) => splits::serve(state, op).await,
         PlacementOp::Gc(op) => gc::serve(state, op).await,
         PlacementOp::ResolvedTs(op) => resolved_ts::serve(state, op),

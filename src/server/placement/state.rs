@@ -16,7 +16,8 @@ use crate::clock::WallClock;
 use crate::gc::SafePoints;
 use crate::meta::Keys;
 use crate::placement::{
-    ClusterMeta, IdAllocator, Limits, RangeIndex, ResolvedTs, ScheduleConfig, StoreMap, StoreView,
+    BucketsMap, ClusterMeta, IdAllocator, Limits, RangeIndex, ResolvedTs, ScheduleConfig, StoreMap,
+    StoreView,
 };
 
 /// Ids per persisted block; a new block is persisted when half of one is left.
@@ -59,6 +60,8 @@ pub struct PlacementState {
     /// The external timestamp as stored (`external_ts.rs`), loaded with the term. Held across
     /// the durable write of a new value.
     pub(super) external_ts: tokio::sync::Mutex<u64>,
+    /// The latest buckets of each region (`buckets.rs`), in memory only.
+    pub(super) buckets: Mutex<BucketsMap>,
     metrics: Arc<Metrics>,
 }
 
@@ -104,6 +107,7 @@ impl PlacementState {
             cluster_id,
             cluster_meta: tokio::sync::Mutex::new(None),
             external_ts: tokio::sync::Mutex::new(0),
+            buckets: Mutex::new(BucketsMap::default()),
             metrics,
         };
         (Arc::new(state), receivers)

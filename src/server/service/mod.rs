@@ -18,8 +18,8 @@ use crate::auth::{Call, RequestCall};
 use crate::proto::{ArchivedRequest, Reply, Request, Response};
 
 use super::placement::{
-    self, ClusterConfigOp, ClusterOp, ExternalTsOp, GcOp, PlacementOp, ResolvedTsOp, RouteOp,
-    SplitOp, StoreOp,
+    self, BucketsOp, ClusterConfigOp, ClusterOp, ExternalTsOp, GcOp, PlacementOp, ResolvedTsOp,
+    RouteOp, SplitOp, StoreOp,
 };
 use super::Shared;
 
@@ -60,6 +60,8 @@ impl Op {
             }
             Request::SetExternalTimestamp { timestamp } => return Op::SetExternalTs(timestamp),
             Request::GetExternalTimestamp => P::ExternalTs(ExternalTsOp::Get),
+            Request::ReportBuckets { buckets } => P::Buckets(BucketsOp::Report(buckets)),
+            Request::GetRegionBuckets { region_id } => P::Buckets(BucketsOp::Get(region_id)),
             Request::IsBootstrapped => P::Cluster(ClusterOp::IsBootstrapped),
             Request::AllocId => P::Cluster(ClusterOp::AllocId),
             Request::Bootstrap { store, region } => P::Cluster(ClusterOp::Bootstrap {

@@ -5,12 +5,13 @@
 //! This file holds what every RPC shares (the header checks, the error mapping, the unary
 //! shape in [`PdService::unary`], streams) and the `Pd` trait, each method handing over to its
 //! group's file: `members`, `tso`, `stores`, `cluster_config`, `heartbeat`, `routing`,
-//! `splits`, `gc`, `resolved_ts`, `external_ts`.
+//! `buckets`, `splits`, `gc`, `resolved_ts`, `external_ts`.
 
 // Replies end in `..Default::default()` even where the proto subset has no other field yet, so
 // a field added to `proto/kvproto` later defaults instead of breaking the build.
 #![allow(clippy::needless_update)]
 
+mod buckets;
 mod cluster_config;
 mod external_ts;
 mod gc;
@@ -363,6 +364,7 @@ macro_rules! pd_service {
     (
         unary { $($unary:ident($uq:ident) -> $ua:ident;)* }
         streams { $($stream:ident($sq:ident) -> $sa:ident;)* }
+        client_streams { $($cstream:ident($cq:ident) -> $ca:ident;)* }
     ) => {
         #[tonic::async_trait]
         impl Pd for Arc<PdService> {
@@ -380,6 +382,14 @@ macro_rules! pd_service {
                     request: GrpcRequest<Streaming<pdpb::$sq>>,
                 ) -> Result<GrpcResponse<Stream<pdpb::$sa>>, Status> {
                     PdService::$stream(self, request).await
+                }
+            )*
+            $(
+                async fn $cstream(
+                    &self,
+                    request: GrpcRequest<Streaming<pdpb::$cq>>,
+                ) -> Result<GrpcResponse<pdpb::$ca>, Status> {
+                    PdService::$cstream(self, request).await
                 }
             )*
         }
@@ -423,6 +433,9 @@ pd_service! {
         tso(TsoRequest) -> TsoResponse;
         region_heartbeat(RegionHeartbeatRequest) -> RegionHeartbeatResponse;
         query_region(QueryRegionRequest) -> QueryRegionResponse;
+    }
+    client_streams {
+        report_buckets(ReportBucketsRequest) -> ReportBucketsResponse;
     }
 }
 
