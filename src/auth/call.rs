@@ -50,6 +50,9 @@ pub enum Call {
     GetExternalTimestamp,
     ReportBuckets,
     GetRegionBuckets,
+    StoreGlobalConfig,
+    LoadGlobalConfig,
+    WatchGlobalConfig,
     /// Admin API probes: health, readiness, metrics.
     AdminProbe,
     /// Admin API reads: members, leader.
@@ -87,6 +90,8 @@ pub fn need_of(call: Call) -> Need {
         GetExternalTimestamp => Need::AnyRole,
         ReportBuckets => Need::Role(Role::Store),
         GetRegionBuckets => Need::AnyRole,
+        StoreGlobalConfig => Need::Role(Role::Client),
+        LoadGlobalConfig | WatchGlobalConfig => Need::AnyRole,
         Ping | Tso | GetMembers | GetClusterInfo | IsBootstrapped | GetStore | GetAllStores
         | GetRegion | GetPrevRegion | GetRegionById | ScanRegions | QueryRegion
         | GetGcSafePoint | GetGcState | AdminProbe | AdminRead => Need::AnyRole,
@@ -145,6 +150,9 @@ impl RequestCall for Request {
             Request::GetExternalTimestamp => Call::GetExternalTimestamp,
             Request::ReportBuckets { .. } => Call::ReportBuckets,
             Request::GetRegionBuckets { .. } => Call::GetRegionBuckets,
+            Request::StoreGlobalConfig { .. } => Call::StoreGlobalConfig,
+            Request::LoadGlobalConfig { .. } => Call::LoadGlobalConfig,
+            Request::WatchGlobalConfig { .. } => Call::WatchGlobalConfig,
         }
     }
 }

@@ -109,6 +109,21 @@ impl Keys {
         format!("{}/gc/service/", self.root).into_bytes()
     }
 
+    /// A global config item, by its full key (`/global/config/source_id`); the value as
+    /// given.
+    pub fn global_config_item(&self, key: &str) -> Vec<u8> {
+        format!("{}/global_config/items/{key}", self.root).into_bytes()
+    }
+
+    pub fn global_config_items_prefix(&self) -> Vec<u8> {
+        format!("{}/global_config/items/", self.root).into_bytes()
+    }
+
+    /// The revision of the last global config transaction (decimal).
+    pub fn global_config_revision(&self) -> Vec<u8> {
+        format!("{}/global_config/revision", self.root).into_bytes()
+    }
+
     /// The persisted TSO window limit (physical milliseconds, decimal).
     pub fn tso_limit(&self) -> Vec<u8> {
         format!("{}/tso/limit", self.root).into_bytes()

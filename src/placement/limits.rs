@@ -40,6 +40,9 @@ pub struct Limits {
     /// cuts a region into buckets of `coprocessor.region-bucket-size`: a few per region of the
     /// default size, about a hundred for partitioned raft-kv's large regions.
     pub max_region_buckets: usize,
+    /// Most bytes (keys and values) the global config may hold. TiDB keeps a few short
+    /// settings there; the bound keeps a full load within one reply.
+    pub max_global_config_bytes: usize,
 }
 
 impl Default for Limits {
@@ -52,6 +55,7 @@ impl Default for Limits {
             max_store_detail_len: 1024,
             max_stores: 10_000,
             max_region_buckets: 1024,
+            max_global_config_bytes: 256 * 1024,
         }
     }
 }
@@ -97,6 +101,12 @@ impl Limits {
             return Err(format!(
                 "limits.max_region_buckets must be at most {}",
                 BUCKETS_BUDGET / BUCKET_KEY_OVERHEAD
+            ));
+        }
+        if self.max_global_config_bytes > PAGE_BUDGET / 2 {
+            return Err(format!(
+                "limits.max_global_config_bytes must be at most {}",
+                PAGE_BUDGET / 2
             ));
         }
         if self.max_address_len == 0 || self.max_stores == 0 {

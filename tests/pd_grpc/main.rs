@@ -10,6 +10,7 @@ mod errors;
 mod external_ts;
 mod front_end;
 mod gc;
+mod global_config;
 mod previous_release;
 mod query;
 mod resolved_ts;

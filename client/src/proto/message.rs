@@ -2,6 +2,7 @@
 
 use rkyv::{Archive, Deserialize, Serialize};
 
+use super::global_config::{ConfigChange, ConfigEvent, ConfigItem};
 use super::refusal::Refusal;
 use crate::placement::{
     Buckets, ClusterMeta, Operator, Region, RegionStats, Store, StoreState, StoreStats, StoreStatus,
@@ -114,6 +115,24 @@ pub enum Request {
     GetRegionBuckets {
         region_id: u64,
     },
+    /// One transaction of global config changes under `config_path` (empty: PD's default).
+    StoreGlobalConfig {
+        config_path: String,
+        changes: Vec<ConfigChange>,
+    },
+    /// Global config items by name under `config_path`, or (no names) every item whose key
+    /// starts with it.
+    LoadGlobalConfig {
+        config_path: String,
+        names: Vec<String>,
+    },
+    /// The global config changes under `config_path` from `revision` on (0: from now),
+    /// waiting up to `wait_ms` (at most a second) for one when none is there yet.
+    WatchGlobalConfig {
+        config_path: String,
+        revision: i64,
+        wait_ms: u32,
+    },
 }
 
 #[derive(Archive, Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
@@ -160,6 +179,16 @@ pub enum Reply {
     ClusterConfig(ClusterMeta),
     ExternalTimestamp(u64),
     Buckets(Option<Buckets>),
+    /// Items, and the revision they were read at (0 for a load by names, as PD answers).
+    GlobalConfig {
+        items: Vec<ConfigItem>,
+        revision: i64,
+    },
+    /// Changes in revision order; `next` is the revision to watch from next.
+    GlobalConfigChanges {
+        changes: Vec<ConfigEvent>,
+        next: i64,
+    },
 }
 
 /// What a store hears back from its heartbeat.

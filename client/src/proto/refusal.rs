@@ -36,6 +36,14 @@ pub enum Refusal {
     /// An external timestamp not above the current one.
     #[error("the external timestamp should be larger than current external timestamp")]
     ExternalTsNotIncreasing,
+    /// A watch from a revision whose changes are no longer held: load again, then watch.
+    #[error(
+        "required watch revision: {required} is smaller than current compact/min revision {compact_revision}."
+    )]
+    Compacted {
+        required: i64,
+        compact_revision: i64,
+    },
     /// A cluster record for another cluster (PD prints the record as protobuf's compact text).
     #[error(
         "invalid cluster {}, mismatch cluster id {cluster}",

@@ -272,6 +272,8 @@ async fn load<M: MetaStore>(
         .await?
         .unwrap_or(0);
     state.reset_resolved_ts(resolved);
+    let (items, revision) = load_global_config(store, keys).await?;
+    state.reset_global_config(items, revision).await;
     *state.external_ts.lock().await = load_decimal(store, &keys.external_ts()).await?.unwrap_or(0);
 
     let now = state.clock.now_ms();
@@ -343,6 +345,39 @@ async fn load<M: MetaStore>(
     Ok(())
 }
 
+/// The global config items (by full key) and the revision of the last transaction.
+async fn load_global_config<M: MetaStore>(
+    store: &M,
+    keys: &Keys,
+) -> Result<(Vec<(String, Vec<u8>)>, i64), MetaError> {
+    let prefix = keys.global_config_items_prefix();
+    let mut items = Vec::new();
+    for (key, value) in store.scan(&prefix, 256).await? {
+        match std::str::from_utf8(&key[prefix.len()..]) {
+            Ok(name) => items.push((name.to_string(), value)),
+            Err(_) => tracing::warn!(
+                key = %String::from_utf8_lossy(&key),
+                "skipping a global config item whose key is not UTF-8"
+            ),
+        }
+    }
+    let revision = load_decimal(store, &keys.global_config_revision())
+        .await?
+        .unwrap_or(0);
+    // Checked before use: a revision counter near the top would overflow on the next write.
+    let revision = i64::try_from(revision)
+        .ok()
+        .filter(|r| *r < i64::MAX / 2)
+        .ok_or_else(|| {
+            MetaError::out_of_range(
+                &keys.global_config_revision(),
+                revision,
+                "a revision this high is corruption",
+            )
+        })?;
+    Ok((items, revision))
+}
+
 /// What `serve_term` does as it returns, for a term whose task was aborted in a write that
 /// did not return: nothing of the term stays served or marked.
 pub async fn abandon_term(state: &PlacementState) {
@@ -360,6 +395,7 @@ async fn clear(state: &PlacementState) {
     *state.cluster_meta.lock().await = None;
     *state.external_ts.lock().await = 0;
     state.clear_buckets();
+    state.clear_global_config().await;
     state.index.reset(Vec::new());
     {
         let mut map = state.stores();

@@ -1,6 +1,6 @@
 //! The placement requests, sorted by concern: [`PlacementOp`] names one group per handler file
 //! (`cluster`, `cluster_config`, `stores`, `heartbeat`, `routing`, `buckets`, `splits`, `gc`,
-//! `resolved_ts`, `external_ts`), and
+//! `resolved_ts`, `external_ts`, `global_config`), and
 //! [`handle`] is the one match that sends each to its file, after the checks every placement
 //! request shares (this node serves placement; the cluster is bootstrapped where the request
 //! needs it). Owns no decision about a request's content: each handler checks its own sizes
@@ -13,6 +13,7 @@ use super::cluster::{self, ClusterOp};
 use super::cluster_config::{self, ClusterConfigOp};
 use super::external_ts::{self, ExternalTsOp};
 use super::gc::{self, GcOp};
+use super::global_config::{self, GlobalConfigOp};
 use super::heartbeat;
 use super::resolved_ts::{self, ResolvedTsOp};
 use super::routing::{self, RouteOp};
@@ -38,13 +39,17 @@ pub enum PlacementOp {
     ResolvedTs(ResolvedTsOp),
     /// Answered before bootstrap too, as PD answers it (0, or a refusal in its words).
     ExternalTs(ExternalTsOp),
+    /// Answered before bootstrap too, as PD answers it.
+    GlobalConfig(GlobalConfigOp),
 }
 
 impl PlacementOp {
     /// Whether the request is refused with `NotBootstrapped` before the cluster is.
     fn needs_bootstrap(&self) -> bool {
         match self {
-            PlacementOp::Cluster(_) | PlacementOp::ExternalTs(_) => false,
+            PlacementOp::Cluster(_) | PlacementOp::ExternalTs(_) | PlacementOp::GlobalConfig(_) => {
+                false
+            }
             PlacementOp::ClusterConfig(_)
             | PlacementOp::Stores(_)
             | PlacementOp::Heartbeat(..)
@@ -77,5 +82,6 @@ pub async fn handle(op: PlacementOp, shared: &Shared) -> Response {
         PlacementOp::Gc(op) => gc::serve(state, op).await,
         PlacementOp::ResolvedTs(op) => resolved_ts::serve(state, op),
         PlacementOp::ExternalTs(op) => external_ts::serve(state, op).await,
+        PlacementOp::GlobalConfig(op) => global_config::serve(state, op).await,
     }
 }

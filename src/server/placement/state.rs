@@ -14,6 +14,7 @@ use super::messages::{PersistOp, ShardMsg};
 use crate::admin::{Metrics, PlacementGauges, StoreCounts};
 use crate::clock::WallClock;
 use crate::gc::SafePoints;
+use crate::global_config::GlobalConfig;
 use crate::meta::Keys;
 use crate::placement::{
     BucketsMap, ClusterMeta, IdAllocator, Limits, RangeIndex, ResolvedTs, ScheduleConfig, StoreMap,
@@ -62,6 +63,11 @@ pub struct PlacementState {
     pub(super) external_ts: tokio::sync::Mutex<u64>,
     /// The latest buckets of each region (`buckets.rs`), in memory only.
     pub(super) buckets: Mutex<BucketsMap>,
+    /// Global config items, revision and recent changes (`global_config.rs`), loaded with the
+    /// term; `None` when this node holds no term. Held across the durable write of a change.
+    pub(super) global_config: tokio::sync::Mutex<Option<GlobalConfig>>,
+    /// Wakes watchers after a change or a term change.
+    pub(super) global_config_changed: Notify,
     metrics: Arc<Metrics>,
 }
 
@@ -108,6 +114,8 @@ impl PlacementState {
             cluster_meta: tokio::sync::Mutex::new(None),
             external_ts: tokio::sync::Mutex::new(0),
             buckets: Mutex::new(BucketsMap::default()),
+            global_config: tokio::sync::Mutex::new(None),
+            global_config_changed: Notify::new(),
             metrics,
         };
         (Arc::new(state), receivers)

@@ -18,8 +18,8 @@ use crate::auth::{Call, RequestCall};
 use crate::proto::{ArchivedRequest, Reply, Request, Response};
 
 use super::placement::{
-    self, BucketsOp, ClusterConfigOp, ClusterOp, ExternalTsOp, GcOp, PlacementOp, ResolvedTsOp,
-    RouteOp, SplitOp, StoreOp,
+    self, BucketsOp, ClusterConfigOp, ClusterOp, ExternalTsOp, GcOp, GlobalConfigOp, PlacementOp,
+    ResolvedTsOp, RouteOp, SplitOp, StoreOp,
 };
 use super::Shared;
 
@@ -62,6 +62,25 @@ impl Op {
             Request::GetExternalTimestamp => P::ExternalTs(ExternalTsOp::Get),
             Request::ReportBuckets { buckets } => P::Buckets(BucketsOp::Report(buckets)),
             Request::GetRegionBuckets { region_id } => P::Buckets(BucketsOp::Get(region_id)),
+            Request::StoreGlobalConfig {
+                config_path,
+                changes,
+            } => P::GlobalConfig(GlobalConfigOp::Store {
+                config_path,
+                changes,
+            }),
+            Request::LoadGlobalConfig { config_path, names } => {
+                P::GlobalConfig(GlobalConfigOp::Load { config_path, names })
+            }
+            Request::WatchGlobalConfig {
+                config_path,
+                revision,
+                wait_ms,
+            } => P::GlobalConfig(GlobalConfigOp::Watch {
+                config_path,
+                revision,
+                wait: std::time::Duration::from_millis(u64::from(wait_ms)),
+            }),
             Request::IsBootstrapped => P::Cluster(ClusterOp::IsBootstrapped),
             Request::AllocId => P::Cluster(ClusterOp::AllocId),
             Request::Bootstrap { store, region } => P::Cluster(ClusterOp::Bootstrap {

@@ -5,7 +5,7 @@
 //! This file holds what every RPC shares (the header checks, the error mapping, the unary
 //! shape in [`PdService::unary`], streams) and the `Pd` trait, each method handing over to its
 //! group's file: `members`, `tso`, `stores`, `cluster_config`, `heartbeat`, `routing`,
-//! `buckets`, `splits`, `gc`, `resolved_ts`, `external_ts`.
+//! `buckets`, `splits`, `gc`, `resolved_ts`, `external_ts`, `global_config`.
 
 // Replies end in `..Default::default()` even where the proto subset has no other field yet, so
 // a field added to `proto/kvproto` later defaults instead of breaking the build.
@@ -15,6 +15,7 @@ mod buckets;
 mod cluster_config;
 mod external_ts;
 mod gc;
+mod global_config;
 mod heartbeat;
 mod members;
 mod resolved_ts;
@@ -203,6 +204,7 @@ impl PdService {
             ErrorReply::LimitExceeded(m) => Err(Status::resource_exhausted(m)),
             ErrorReply::Refused(r) => {
                 let kind = match r {
+                    Refusal::Compacted { .. } => pdpb::ErrorType::DataCompacted,
                     Refusal::ExternalTsAboveTso
                     | Refusal::ExternalTsNotBootstrapped
                     | Refusal::ExternalTsNotIncreasing => pdpb::ErrorType::InvalidValue,
@@ -365,6 +367,7 @@ macro_rules! pd_service {
         unary { $($unary:ident($uq:ident) -> $ua:ident;)* }
         streams { $($stream:ident($sq:ident) -> $sa:ident;)* }
         client_streams { $($cstream:ident($cq:ident) -> $ca:ident;)* }
+        server_streams { $($sstream:ident($ssq:ident) -> $ssa:ident;)* }
     ) => {
         #[tonic::async_trait]
         impl Pd for Arc<PdService> {
@@ -390,6 +393,14 @@ macro_rules! pd_service {
                     request: GrpcRequest<Streaming<pdpb::$cq>>,
                 ) -> Result<GrpcResponse<pdpb::$ca>, Status> {
                     PdService::$cstream(self, request).await
+                }
+            )*
+            $(
+                async fn $sstream(
+                    &self,
+                    request: GrpcRequest<pdpb::$ssq>,
+                ) -> Result<GrpcResponse<Stream<pdpb::$ssa>>, Status> {
+                    PdService::$sstream(self, request).await
                 }
             )*
         }
@@ -428,6 +439,8 @@ pd_service! {
         set_external_timestamp(SetExternalTimestampRequest) -> SetExternalTimestampResponse;
         get_external_timestamp(GetExternalTimestampRequest) -> GetExternalTimestampResponse;
         get_min_ts(GetMinTsRequest) -> GetMinTsResponse;
+        store_global_config(StoreGlobalConfigRequest) -> StoreGlobalConfigResponse;
+        load_global_config(LoadGlobalConfigRequest) -> LoadGlobalConfigResponse;
     }
     streams {
         tso(TsoRequest) -> TsoResponse;
@@ -436,6 +449,9 @@ pd_service! {
     }
     client_streams {
         report_buckets(ReportBucketsRequest) -> ReportBucketsResponse;
+    }
+    server_streams {
+        watch_global_config(WatchGlobalConfigRequest) -> WatchGlobalConfigResponse;
     }
 }
 
