@@ -2,7 +2,11 @@
 //! every RPC, PD's error conventions (cluster id, not bootstrapped, already bootstrapped,
 //! region not found, invalid counts, unimplemented methods, malformed protobuf), operators
 //! pushed back on the heartbeat stream, GC safe points that survive a SIGKILL, the router
-//! client's batched `QueryRegion` stream, `GetGCState`, and the standard gRPC health service.
+//! client's batched `QueryRegion` stream, `GetGCState`, and the standard gRPC health service;
+//! and the rest of what TiKV and client-go call, one file per concern (snapshot recovery, store
+//! versions, min resolved ts, the cluster record, single splits, external timestamps, buckets,
+//! global config), on etcd and across a leader's SIGKILL (`on_etcd`) and on a data dir of the
+//! previous release (`previous_release`).
 
 mod buckets;
 mod cluster_config;
@@ -11,6 +15,7 @@ mod external_ts;
 mod front_end;
 mod gc;
 mod global_config;
+mod on_etcd;
 mod previous_release;
 mod query;
 mod resolved_ts;
