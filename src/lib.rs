@@ -28,6 +28,8 @@ pub mod failpoint;
 pub mod fuzzing;
 /// GC safe points: the cluster's and per-service ones with a TTL (pure rules).
 pub mod gc;
+/// Global config items, their revisions and the changes watchers follow (pure rules).
+pub mod global_config;
 /// Runs `meridian serve` and `etcd` as child processes (demo, tests).
 #[cfg(feature = "testkit")]
 pub mod harness;

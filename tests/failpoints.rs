@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use meridian::client::{Client, ClientOptions};
 use meridian::failpoint::points;
 use meridian::harness::{bootstrap_one_region, test_binary, ServerProcess};
-use meridian::placement::{Region, Store, StoreState};
+use meridian::placement::{Region, Store, StoreDetails, StoreState};
 use meridian::proto::{Reply, Request, Response};
 
 async fn connect(server: &ServerProcess, budget: Duration) -> Client {
@@ -259,6 +259,7 @@ async fn register_until_refused(client: &Arc<Client>, ids: &[u64]) -> Vec<u64> {
                         ),
                         labels: vec![],
                         state: StoreState::Up,
+                        details: StoreDetails::default(),
                     };
                     match client.put_store(store).await {
                         Ok(()) => acked.push(id),

@@ -10,7 +10,7 @@ use meridian::harness::{test_binary, ServerProcess};
 use meridian::kvproto::pdpb;
 use meridian::pd_grpc;
 use meridian::placement::{
-    Epoch, Label, Limits, Peer, PeerRole, Region, RegionStats, Store, StoreState,
+    Epoch, Label, Limits, Peer, PeerRole, Region, RegionStats, Store, StoreDetails, StoreState,
 };
 use meridian::proto::{ErrorReply, MAX_FRAME_LEN};
 use meridian::tls::Trust;
@@ -27,6 +27,7 @@ fn store(id: u64, labels: usize) -> Store {
             })
             .collect(),
         state: StoreState::Up,
+        details: StoreDetails::default(),
     }
 }
 

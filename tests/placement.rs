@@ -7,9 +7,10 @@ use std::time::Duration;
 use meridian::client::{Client, ClientError, ClientOptions};
 use meridian::harness::{test_binary, EtcdProcess, ServerProcess};
 use meridian::placement::{
-    Epoch, Operator, Peer, PeerRole, Region, RegionStats, Store, StoreState, StoreStats,
+    Epoch, Operator, Peer, PeerRole, Region, RegionStats, Store, StoreDetails, StoreState,
+    StoreStats,
 };
-use meridian::proto::{ErrorReply, Reply, Request, Response};
+use meridian::proto::{ErrorReply, Refusal, Reply, Request, Response};
 use meridian::tls::Trust;
 
 async fn connect(addr: &str, ca: &std::path::Path) -> Client {
@@ -24,6 +25,7 @@ fn store(id: u64) -> Store {
         address: format!("127.0.0.1:{}", 20000 + id),
         labels: vec![],
         state: StoreState::Up,
+        details: StoreDetails::default(),
     }
 }
 
@@ -299,10 +301,10 @@ async fn placement_end_to_end_with_bad_input_and_restart() {
         }
         assert_eq!(all_regions(&client).await, before, "{name} changed the map");
     }
-    assert!(matches!(
+    assert_eq!(
         server_error(client.store_heartbeat(999_999, StoreStats::default()).await),
-        ErrorReply::InvalidArgument(_)
-    ));
+        ErrorReply::Refused(Refusal::StoreNotFound(999_999))
+    );
     assert!(matches!(
         server_error(client.put_store(store(1 << 60)).await),
         ErrorReply::InvalidArgument(_)

@@ -12,7 +12,9 @@ use meridian::client::{Client, ClientError, ClientOptions};
 use meridian::harness::{test_binary, EtcdProcess, ServerProcess};
 use meridian::kvproto::pdpb;
 use meridian::pd_grpc;
-use meridian::placement::{Epoch, Peer, PeerRole, Region, RegionStats, Store, StoreState};
+use meridian::placement::{
+    Epoch, Peer, PeerRole, Region, RegionStats, Store, StoreDetails, StoreState,
+};
 use meridian::proto::ErrorReply;
 use meridian::tls::cert::{self, Role, Validity};
 use meridian::tls::Trust;
@@ -112,6 +114,7 @@ fn store(id: u64) -> Store {
         address: format!("127.0.0.1:{}", 20000 + id),
         labels: vec![],
         state: StoreState::Up,
+        details: StoreDetails::default(),
     }
 }
 

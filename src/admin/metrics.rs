@@ -25,7 +25,7 @@ const KINDS: [(&str, RequestKind); 6] = [
     ("placement", RequestKind::Placement),
 ];
 /// Kinds of error replies, as labelled in `meridian_request_errors_total{kind}`.
-const ERROR_KINDS: [&str; 8] = [
+const ERROR_KINDS: [&str; 9] = [
     "not_leader",
     "invalid_argument",
     "stale_epoch",
@@ -34,6 +34,7 @@ const ERROR_KINDS: [&str; 8] = [
     "internal",
     "permission_denied",
     "limit_exceeded",
+    "refused",
 ];
 
 /// The label of an error reply.
@@ -48,6 +49,7 @@ pub fn error_kind(e: &crate::proto::ErrorReply) -> usize {
         Internal(_) => 5,
         PermissionDenied(_) => 6,
         LimitExceeded(_) => 7,
+        Refused(_) => 8,
     }
 }
 

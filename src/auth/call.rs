@@ -41,6 +41,18 @@ pub enum Call {
     GetGcState,
     UpdateGcSafePoint,
     UpdateServiceGcSafePoint,
+    // The rest of the pdpb surface TiKV and client-go call.
+    IsSnapshotRecovering,
+    ReportMinResolvedTs,
+    GetClusterConfig,
+    PutClusterConfig,
+    SetExternalTimestamp,
+    GetExternalTimestamp,
+    ReportBuckets,
+    GetRegionBuckets,
+    StoreGlobalConfig,
+    LoadGlobalConfig,
+    WatchGlobalConfig,
     /// Admin API probes: health, readiness, metrics.
     AdminProbe,
     /// Admin API reads: members, leader.
@@ -83,6 +95,16 @@ pub enum Denied {
 pub fn need_of(call: Call) -> Need {
     use Call::*;
     match call {
+        IsSnapshotRecovering => Need::AnyRole,
+        ReportMinResolvedTs => Need::Role(Role::Store),
+        GetClusterConfig => Need::AnyRole,
+        PutClusterConfig => Need::Role(Role::Admin),
+        SetExternalTimestamp => Need::Role(Role::Client),
+        GetExternalTimestamp => Need::AnyRole,
+        ReportBuckets => Need::Role(Role::Store),
+        GetRegionBuckets => Need::AnyRole,
+        StoreGlobalConfig => Need::Role(Role::Client),
+        LoadGlobalConfig | WatchGlobalConfig => Need::AnyRole,
         Ping | Tso | GetMembers | GetClusterInfo | IsBootstrapped | GetStore | GetAllStores
         | GetRegion | GetPrevRegion | GetRegionById | ScanRegions | QueryRegion
         | GetGcSafePoint | GetGcState | AdminProbe | AdminRead => Need::AnyRole,
@@ -138,6 +160,17 @@ impl RequestCall for Request {
             Request::GetGcSafePoint => Call::GetGcSafePoint,
             Request::UpdateGcSafePoint { .. } => Call::UpdateGcSafePoint,
             Request::UpdateServiceGcSafePoint { .. } => Call::UpdateServiceGcSafePoint,
+            Request::IsSnapshotRecovering => Call::IsSnapshotRecovering,
+            Request::ReportMinResolvedTs { .. } => Call::ReportMinResolvedTs,
+            Request::GetClusterConfig => Call::GetClusterConfig,
+            Request::PutClusterConfig { .. } => Call::PutClusterConfig,
+            Request::SetExternalTimestamp { .. } => Call::SetExternalTimestamp,
+            Request::GetExternalTimestamp => Call::GetExternalTimestamp,
+            Request::ReportBuckets { .. } => Call::ReportBuckets,
+            Request::GetRegionBuckets { .. } => Call::GetRegionBuckets,
+            Request::StoreGlobalConfig { .. } => Call::StoreGlobalConfig,
+            Request::LoadGlobalConfig { .. } => Call::LoadGlobalConfig,
+            Request::WatchGlobalConfig { .. } => Call::WatchGlobalConfig,
         }
     }
 }

@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 
 use crate::auth::{need_of, Call, Grants, Need, RequestCall};
 use crate::placement::{
-    Limits, RangeIndex, Region, RegionMap, RegionShape, Store, StoreMap, StoreState,
+    check_split, Limits, RangeIndex, Region, RegionMap, RegionShape, Store, StoreMap, StoreState,
 };
 use crate::proto::{Request, MAX_BATCH_SPLIT, MAX_SCAN_REGIONS};
 use crate::tls::cert::Role;
@@ -68,6 +68,7 @@ pub(super) fn serve(model: &mut Model, req: &Request) {
         Request::ReportBatchSplit { regions }
             if !regions.is_empty()
                 && regions.len() <= MAX_BATCH_SPLIT as usize + 1
+                && check_split(regions).is_ok()
                 && regions.iter().all(|r| r.validate().is_ok()) =>
         {
             apply(model, regions)
@@ -166,6 +167,7 @@ fn check_limits(limits: &Limits, req: &Request) -> Result<(), crate::placement::
         Request::ScanRegions { start, end, .. } => limits
             .check_key("scan start", start)
             .and_then(|()| limits.check_key("scan end", end)),
+        Request::ReportBuckets { buckets } => limits.check_buckets(buckets),
         _ => Ok(()),
     };
     if checked.is_ok() {
@@ -187,6 +189,10 @@ fn check_limits(limits: &Limits, req: &Request) -> Result<(), crate::placement::
             Request::ReportBatchSplit { regions } => regions.iter().all(region_ok),
             Request::GetRegion { key } | Request::GetPrevRegion { key } => key.len() <= max,
             Request::ScanRegions { start, end, .. } => start.len() <= max && end.len() <= max,
+            Request::ReportBuckets { buckets } => {
+                buckets.keys.len() <= limits.max_region_buckets
+                    && buckets.keys.iter().all(|k| k.len() <= max)
+            }
             _ => true,
         };
         assert!(within, "a request over [limits] passed: {req:?}");

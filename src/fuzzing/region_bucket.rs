@@ -48,6 +48,7 @@ pub fn region_bucket(data: &[u8]) {
                 stats: StoreStats::default(),
                 last_heartbeat_ms: NOW_MS,
             }],
+            None,
             NOW_MS,
         );
         assert!(map.get(id).is_some());

@@ -10,8 +10,8 @@ use crate::election::encode_member;
 use crate::kvproto::pdpb;
 use crate::meta::local::parse_records;
 use crate::placement::{
-    Epoch, Label, Peer, PeerRole, Region, RegionStats, Store, StoreState, StoreStats, StoreStatus,
-    MAX_PEERS,
+    Epoch, Label, Peer, PeerRole, Region, RegionStats, Store, StoreDetails, StoreState, StoreStats,
+    StoreStatus, MAX_PEERS,
 };
 use crate::proto::{self, Request};
 use crate::server::grpc::convert;
@@ -68,6 +68,14 @@ fn store(id: u64) -> Store {
             value: format!("z{id}"),
         }],
         state: StoreState::Up,
+        details: StoreDetails {
+            version: "8.5.7".into(),
+            git_hash: "3f446cfa9eb1".into(),
+            peer_address: format!("10.0.0.{id}:20161"),
+            status_address: format!("10.0.0.{id}:20180"),
+            start_timestamp: 1_700_000_000,
+            deploy_path: "/opt/tikv".into(),
+        },
     }
 }
 

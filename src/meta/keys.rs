@@ -59,6 +59,12 @@ impl Keys {
         format!("{}/placement/stores/{id:020}", self.root).into_bytes()
     }
 
+    /// The cluster version: the lowest version of the stores that are not tombstones, as
+    /// text (`8.5.7`).
+    pub fn cluster_version(&self) -> Vec<u8> {
+        format!("{}/placement/cluster_version", self.root).into_bytes()
+    }
+
     pub fn stores_prefix(&self) -> Vec<u8> {
         format!("{}/placement/stores/", self.root).into_bytes()
     }
@@ -74,6 +80,21 @@ impl Keys {
         format!("{}/placement/regions/", self.root).into_bytes()
     }
 
+    /// The cluster's record (`metapb.Cluster` as JSON: id and max peer count).
+    pub fn cluster_meta(&self) -> Vec<u8> {
+        format!("{}/placement/cluster", self.root).into_bytes()
+    }
+
+    /// The external timestamp (decimal): only ever raised.
+    pub fn external_ts(&self) -> Vec<u8> {
+        format!("{}/placement/external_ts", self.root).into_bytes()
+    }
+
+    /// The cluster's min resolved ts (decimal): only ever raised.
+    pub fn min_resolved_ts(&self) -> Vec<u8> {
+        format!("{}/placement/min_resolved_ts", self.root).into_bytes()
+    }
+
     /// The cluster's GC safe point (decimal).
     pub fn gc_safe_point(&self) -> Vec<u8> {
         format!("{}/gc/safe_point", self.root).into_bytes()
@@ -86,6 +107,21 @@ impl Keys {
 
     pub fn service_safe_points_prefix(&self) -> Vec<u8> {
         format!("{}/gc/service/", self.root).into_bytes()
+    }
+
+    /// A global config item, by its full key (`/global/config/source_id`); the value as
+    /// given.
+    pub fn global_config_item(&self, key: &str) -> Vec<u8> {
+        format!("{}/global_config/items/{key}", self.root).into_bytes()
+    }
+
+    pub fn global_config_items_prefix(&self) -> Vec<u8> {
+        format!("{}/global_config/items/", self.root).into_bytes()
+    }
+
+    /// The revision of the last global config transaction (decimal).
+    pub fn global_config_revision(&self) -> Vec<u8> {
+        format!("{}/global_config/revision", self.root).into_bytes()
     }
 
     /// The persisted TSO window limit (physical milliseconds, decimal).

@@ -8,7 +8,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Region, Store, StoreStatus};
+use super::{Buckets, Region, Store, StoreStatus};
 
 /// What one paged reply (ScanRegions, GetAllStores) may carry, in [`RegionWireSize::wire_size`] and
 /// [`store_wire_size`] units. Half a frame: the estimates are upper bounds, and the rest of
@@ -29,11 +29,20 @@ pub struct Limits {
     pub max_labels: usize,
     /// Longest label key or value, in bytes.
     pub max_label_len: usize,
-    /// Longest store address (`host:port`), in bytes.
+    /// Longest store address (`host:port`), in bytes; the peer and status addresses too.
     pub max_address_len: usize,
+    /// Longest version, git hash or deploy path a store may register, in bytes.
+    pub max_store_detail_len: usize,
     /// Most stores that are not tombstones; registering one more is refused. Tombstones do
     /// not count, so a cluster that replaced its stores many times is not locked out.
     pub max_stores: usize,
+    /// Most bucket keys one region's report may carry (its start and end keys included). TiKV
+    /// cuts a region into buckets of `coprocessor.region-bucket-size`: a few per region of the
+    /// default size, about a hundred for partitioned raft-kv's large regions.
+    pub max_region_buckets: usize,
+    /// Most bytes (keys and values) the global config may hold. TiDB keeps a few short
+    /// settings there; the bound keeps a full load within one reply.
+    pub max_global_config_bytes: usize,
 }
 
 impl Default for Limits {
@@ -43,7 +52,10 @@ impl Default for Limits {
             max_labels: 64,
             max_label_len: 256,
             max_address_len: 256,
+            max_store_detail_len: 1024,
             max_stores: 10_000,
+            max_region_buckets: 1024,
+            max_global_config_bytes: 256 * 1024,
         }
     }
 }
@@ -67,6 +79,14 @@ pub enum LimitError {
     },
     #[error("{live} stores are registered, limits.max_stores = {max}; store {id} is refused")]
     TooManyStores { id: u64, live: usize, max: usize },
+    #[error("region {region}: {what} is {len}, over {limit} = {max}")]
+    Buckets {
+        region: u64,
+        what: &'static str,
+        len: usize,
+        limit: &'static str,
+        max: usize,
+    },
 }
 
 impl Limits {
@@ -77,11 +97,24 @@ impl Limits {
                 "limits.max_key_len must be within 1..={KEY_LEN_CEILING}"
             ));
         }
+        if self.max_region_buckets.saturating_mul(BUCKET_KEY_OVERHEAD) > BUCKETS_BUDGET {
+            return Err(format!(
+                "limits.max_region_buckets must be at most {}",
+                BUCKETS_BUDGET / BUCKET_KEY_OVERHEAD
+            ));
+        }
+        if self.max_global_config_bytes > PAGE_BUDGET / 2 {
+            return Err(format!(
+                "limits.max_global_config_bytes must be at most {}",
+                PAGE_BUDGET / 2
+            ));
+        }
         if self.max_address_len == 0 || self.max_stores == 0 {
             return Err("limits.max_address_len and limits.max_stores must be at least 1".into());
         }
         let largest_store = STORE_OVERHEAD
-            + self.max_address_len
+            + 3 * self.max_address_len
+            + 3 * self.max_store_detail_len
             + self.max_labels * label_size(self.max_label_len);
         if largest_store > PAGE_BUDGET {
             return Err(format!(
@@ -118,13 +151,29 @@ impl Limits {
             knob,
             max,
         };
-        if store.address.len() > self.max_address_len {
-            return Err(over(
-                "the address length",
-                store.address.len(),
-                "max_address_len",
-                self.max_address_len,
-            ));
+        let d = &store.details;
+        for (what, len) in [
+            ("the address length", store.address.len()),
+            ("the peer address length", d.peer_address.len()),
+            ("the status address length", d.status_address.len()),
+        ] {
+            if len > self.max_address_len {
+                return Err(over(what, len, "max_address_len", self.max_address_len));
+            }
+        }
+        for (what, len) in [
+            ("the version length", d.version.len()),
+            ("the git hash length", d.git_hash.len()),
+            ("the deploy path length", d.deploy_path.len()),
+        ] {
+            if len > self.max_store_detail_len {
+                return Err(over(
+                    what,
+                    len,
+                    "max_store_detail_len",
+                    self.max_store_detail_len,
+                ));
+            }
         }
         if store.labels.len() > self.max_labels {
             return Err(over(
@@ -146,6 +195,40 @@ impl Limits {
                 longest,
                 "max_label_len",
                 self.max_label_len,
+            ));
+        }
+        Ok(())
+    }
+
+    /// A region's buckets: how many keys, each within `max_key_len`, and all of them within
+    /// what one reply carries.
+    pub fn check_buckets(&self, b: &Buckets) -> Result<(), LimitError> {
+        let over = |what, len, limit, max| LimitError::Buckets {
+            region: b.region_id,
+            what,
+            len,
+            limit,
+            max,
+        };
+        if b.keys.len() > self.max_region_buckets {
+            let max = self.max_region_buckets;
+            return Err(over(
+                "the bucket key count",
+                b.keys.len(),
+                "limits.max_region_buckets",
+                max,
+            ));
+        }
+        for k in &b.keys {
+            self.check_key("a bucket key", k)?;
+        }
+        let bytes = buckets_wire_size(b);
+        if bytes > BUCKETS_BUDGET {
+            return Err(over(
+                "the size of the keys",
+                bytes,
+                "one reply's budget",
+                BUCKETS_BUDGET,
             ));
         }
         Ok(())
@@ -190,13 +273,35 @@ impl RegionWireSize for Region {
 
 /// An upper bound on the bytes a store's status takes in an archived reply.
 pub fn store_wire_size(s: &StoreStatus) -> usize {
+    let d = &s.store.details;
     STORE_OVERHEAD
         + s.store.address.len()
+        + d.version.len()
+        + d.git_hash.len()
+        + d.peer_address.len()
+        + d.status_address.len()
+        + d.deploy_path.len()
         + s.store
             .labels
             .iter()
             .map(|l| l.key.len() + l.value.len() + 32)
             .sum::<usize>()
+}
+
+/// What one region's buckets may take in a reply: half a page, so a region's other fields
+/// always fit beside them.
+pub const BUCKETS_BUDGET: usize = PAGE_BUDGET / 2;
+/// An archived key costs its bytes and a vector header (8 bytes), aligned: 16 is an upper bound
+/// besides the bytes.
+const BUCKET_KEY_OVERHEAD: usize = 16;
+
+/// An upper bound on the bytes a region's buckets take in an archived reply.
+pub fn buckets_wire_size(b: &Buckets) -> usize {
+    64 + b
+        .keys
+        .iter()
+        .map(|k| k.len() + BUCKET_KEY_OVERHEAD)
+        .sum::<usize>()
 }
 
 /// How many of `sizes` (in order) one page carries: as many as fit [`PAGE_BUDGET`], and
@@ -219,7 +324,9 @@ mod tests {
     use rkyv::util::AlignedVec;
 
     use super::*;
-    use crate::placement::{Epoch, Label, Peer, PeerRole, StoreState, StoreStats, MAX_PEERS};
+    use crate::placement::{
+        Epoch, Label, Peer, PeerRole, StoreDetails, StoreState, StoreStats, MAX_PEERS,
+    };
     use crate::proto::{encode, Reply, Response};
 
     fn region(id: u64, key_len: usize) -> Region {
@@ -250,6 +357,14 @@ mod tests {
                 })
                 .collect(),
             state: StoreState::Up,
+            details: StoreDetails {
+                version: "8".repeat(address_len),
+                git_hash: "g".repeat(address_len),
+                peer_address: "p".repeat(address_len),
+                status_address: "s".repeat(address_len),
+                start_timestamp: 1,
+                deploy_path: "d".repeat(address_len),
+            },
         }
     }
 
@@ -279,6 +394,36 @@ mod tests {
             l.admit_store(7, true, l.max_stores).is_ok(),
             "a known store updates"
         );
+    }
+
+    #[test]
+    fn bucket_reports_are_bounded_by_count_key_length_and_size() {
+        let l = Limits::default();
+        let report = |n: usize, len: usize| Buckets {
+            region_id: 1,
+            version: 1,
+            keys: (0..n).map(|_| vec![b'k'; len]).collect(),
+        };
+        assert!(l.check_buckets(&report(l.max_region_buckets, 16)).is_ok());
+        let err = l
+            .check_buckets(&report(l.max_region_buckets + 1, 16))
+            .unwrap_err();
+        assert!(err.to_string().contains("max_region_buckets"), "{err}");
+        assert!(l.check_buckets(&report(2, l.max_key_len + 1)).is_err());
+        // Within the count and the key length, and still too large for a reply.
+        let err = l
+            .check_buckets(&report(l.max_region_buckets, l.max_key_len))
+            .unwrap_err();
+        assert!(err.to_string().contains("budget"), "{err}");
+        let largest = report(
+            l.max_region_buckets,
+            BUCKETS_BUDGET / l.max_region_buckets - 32,
+        );
+        assert!(l.check_buckets(&largest).is_ok());
+        let (mut scratch, mut out) = (AlignedVec::new(), Vec::new());
+        let reply = Response::Ok(Reply::Buckets(Some(largest.clone())));
+        encode(&reply, &mut scratch, &mut out).expect("the largest buckets encode");
+        assert!(out.len() <= buckets_wire_size(&largest), "{}", out.len());
     }
 
     #[test]

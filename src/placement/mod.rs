@@ -4,6 +4,7 @@
 //! this module's own types. No I/O, no clock: the server shell feeds heartbeats in and
 //! persists what changed.
 
+mod buckets;
 mod dense_map;
 mod id_alloc;
 mod id_hash;
@@ -14,16 +15,22 @@ mod range_index;
 mod region;
 #[cfg(any(test, feature = "testkit"))]
 mod region_map;
+mod resolved_ts;
 mod route;
 mod schedule;
 mod segment;
 mod shard;
+mod split;
 mod store;
+mod version;
 
+pub use buckets::{Buckets, BucketsMap};
 pub use id_alloc::{check_persisted_end, IdAllocator, IdEndError, MAX_ID_END};
 pub use limits::{
     page_len, store_wire_size, LimitError, Limits, RegionWireSize, KEY_LEN_CEILING, PAGE_BUDGET,
 };
+/// The cluster's own record: data only, no rule over it here.
+pub use meridian_client::placement::ClusterMeta;
 pub use operator::{Operator, Pending};
 pub use range_index::{Change, RangeIndex, Snapshot, SEGMENT};
 pub use region::{Epoch, Peer, PeerRole, Region, RegionError, RegionShape, RegionStats, MAX_PEERS};
@@ -31,10 +38,15 @@ pub use region::{Epoch, Peer, PeerRole, Region, RegionError, RegionShape, Region
 // request is served from it, so it is not part of the public API.
 #[cfg(any(test, feature = "testkit"))]
 pub(crate) use region_map::RegionMap;
+pub use resolved_ts::{may_resolve, ResolvedTs};
 pub use route::Route;
 pub use schedule::{decide, Allowance, ScheduleConfig, StoreLoad, StoreView};
 pub use shard::{Outcome, Shard};
-pub use store::{Label, Store, StoreError, StoreMap, StoreState, StoreStats, StoreStatus};
+pub use split::{check_split, InvalidSplit};
+pub use store::{
+    Label, Store, StoreDetails, StoreError, StoreMap, StoreState, StoreStats, StoreStatus,
+};
+pub use version::{cluster_version, is_compatible, Version, VersionError};
 
 #[cfg(test)]
 mod tests;

@@ -93,6 +93,13 @@ impl Route {
         self.peers().nth(usize::from(self.leader)).map(|p| p.id)
     }
 
+    /// The store the leader peer is on.
+    pub fn leader_store(&self) -> Option<u64> {
+        self.peers()
+            .nth(usize::from(self.leader))
+            .map(|p| p.store_id)
+    }
+
     pub fn start_key(&self) -> &[u8] {
         &self.bytes[..self.start_len as usize]
     }

@@ -1,12 +1,17 @@
 //! The stores Meridian knows: what each storage node says of itself and reports in its
 //! heartbeats, and the state Meridian decides for it (Up, Offline, Down, Tombstone); the types
 //! are the frames' (`meridian-client`). Owns the store rules: heartbeats only from known, live
-//! stores; Down after `max-store-down-time` without one. Knows nothing of regions. Pure: time
-//! is passed in.
+//! stores; Down after `max-store-down-time` without one; no registration that downgrades the
+//! cluster version, which it keeps as the lowest store version (`version`'s rules) after every
+//! registration. Knows nothing of regions. Pure: time is passed in.
 
 use std::collections::BTreeMap;
 
-pub use meridian_client::placement::{Label, Store, StoreState, StoreStats, StoreStatus};
+pub use meridian_client::placement::{
+    Label, Store, StoreDetails, StoreState, StoreStats, StoreStatus,
+};
+
+use super::version::{cluster_version, is_compatible, Version, VersionError};
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum StoreError {
@@ -16,11 +21,23 @@ pub enum StoreError {
     Tombstone(u64),
     #[error("store {0}: {1}")]
     Invalid(u64, String),
+    /// The store's version (as printed) is older than the cluster's by major.minor.
+    #[error("store {id}: version {store} is a downgrade of the cluster version {cluster}")]
+    Downgrade {
+        id: u64,
+        cluster: String,
+        store: String,
+    },
+    #[error("store {0}: {1}")]
+    BadVersion(u64, VersionError),
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct StoreMap {
     stores: BTreeMap<u64, StoreStatus>,
+    /// The lowest version among the stores that are not tombstones, as of the last
+    /// registration (or as persisted); `None` before the first store.
+    cluster_version: Option<Version>,
 }
 
 impl StoreMap {
@@ -44,6 +61,25 @@ impl StoreMap {
         self.stores.is_empty()
     }
 
+    /// The cluster version: what a store heartbeat is answered with, and what a registering
+    /// store must not downgrade.
+    pub fn cluster_version(&self) -> Option<&Version> {
+        self.cluster_version.as_ref()
+    }
+
+    /// The lowest version of the stores that are not tombstones, as PD recomputes it after a
+    /// registration or a tombstoning. A version that does not parse (only a damaged record
+    /// can hold one: registration refuses them) is left out.
+    fn lowest_version(&self) -> Option<Version> {
+        let versions: Vec<Version> = self
+            .stores
+            .values()
+            .filter(|s| s.store.state != StoreState::Tombstone)
+            .filter_map(|s| Version::parse(&s.store.details.version).ok())
+            .collect();
+        cluster_version(&versions)
+    }
+
     /// Registers or updates a store. A store cannot make itself a tombstone or come back
     /// from one; a Down store that registers again is Up. Returns what to persist.
     pub fn put(&mut self, mut store: Store, now_ms: u64) -> Result<&StoreStatus, StoreError> {
@@ -57,6 +93,17 @@ impl StoreMap {
         }
         if store.state == StoreState::Tombstone {
             return bad("a store cannot register as a tombstone");
+        }
+        let version = Version::parse(&store.details.version)
+            .map_err(|e| StoreError::BadVersion(store.id, e))?;
+        if let Some(cluster) = &self.cluster_version {
+            if !is_compatible(cluster, &version) {
+                return Err(StoreError::Downgrade {
+                    id: store.id,
+                    cluster: cluster.to_string(),
+                    store: version.to_string(),
+                });
+            }
         }
         if self.stores.values().any(|s| {
             s.store.id != store.id
@@ -88,6 +135,7 @@ impl StoreMap {
                 );
             }
         }
+        self.cluster_version = self.lowest_version();
         self.stores.get(&id).ok_or(StoreError::Unknown(id))
     }
 
@@ -124,9 +172,16 @@ impl StoreMap {
         changed
     }
 
-    /// Replaces everything (a new leader's load); the heartbeat clock restarts at `now_ms`
-    /// so stores are not declared Down for the time no leader listened.
-    pub fn reset(&mut self, stores: Vec<StoreStatus>, now_ms: u64) {
+    /// Replaces everything (a new leader's load) with `stores` and the persisted cluster
+    /// version (PD keeps the persisted one until the next registration); without one, the
+    /// lowest store version. The heartbeat clock restarts at `now_ms` so stores are not
+    /// declared Down for the time no leader listened.
+    pub fn reset(
+        &mut self,
+        stores: Vec<StoreStatus>,
+        cluster_version: Option<Version>,
+        now_ms: u64,
+    ) {
         self.stores = stores
             .into_iter()
             .map(|mut s| {
@@ -134,6 +189,7 @@ impl StoreMap {
                 (s.store.id, s)
             })
             .collect();
+        self.cluster_version = cluster_version.or_else(|| self.lowest_version());
     }
 }
 
@@ -147,7 +203,44 @@ mod tests {
             address: addr.into(),
             labels: vec![],
             state: StoreState::Up,
+            details: StoreDetails::default(),
         }
+    }
+
+    fn at(id: u64, version: &str) -> Store {
+        let mut s = store(id, &format!("s{id}:1"));
+        s.details.version = version.into();
+        s
+    }
+
+    #[test]
+    fn the_cluster_version_is_the_lowest_and_refuses_downgrades() {
+        let mut m = StoreMap::new();
+        assert_eq!(m.cluster_version(), None);
+        m.put(at(1, "v8.5.7"), 0).unwrap();
+        assert_eq!(m.cluster_version().unwrap().to_string(), "8.5.7");
+        m.put(at(2, "9.0.0"), 0).unwrap();
+        assert_eq!(m.cluster_version().unwrap().to_string(), "8.5.7");
+        // A patch behind joins and lowers it; a minor behind is refused and changes nothing.
+        m.put(at(3, "8.5.2"), 0).unwrap();
+        assert_eq!(m.cluster_version().unwrap().to_string(), "8.5.2");
+        let before = m.clone();
+        let err = m.put(at(4, "8.4.0"), 0).unwrap_err();
+        assert!(matches!(err, StoreError::Downgrade { .. }), "{err}");
+        assert!(matches!(
+            m.put(at(4, "8.x"), 0),
+            Err(StoreError::BadVersion(..))
+        ));
+        assert_eq!(m, before);
+        // The lowest store upgrades: the cluster version follows.
+        m.put(at(3, "8.5.7"), 0).unwrap();
+        assert_eq!(m.cluster_version().unwrap().to_string(), "8.5.7");
+        // A load keeps the persisted version, or finds the lowest.
+        let all: Vec<StoreStatus> = m.iter().cloned().collect();
+        m.reset(all.clone(), None, 0);
+        assert_eq!(m.cluster_version().unwrap().to_string(), "8.5.7");
+        m.reset(all, Some(Version::parse("8.5.0").unwrap()), 0);
+        assert_eq!(m.cluster_version().unwrap().to_string(), "8.5.0");
     }
 
     #[test]

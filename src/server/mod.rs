@@ -150,6 +150,7 @@ impl Parts {
         let metrics = Arc::new(Metrics::new(cores + 1));
         let (leader, leader_rx) = watch::channel(None);
         let (placement, shard_queues) = placement::PlacementState::new(
+            cluster_id,
             cores,
             opts.config.schedule,
             opts.config.limits.clone(),

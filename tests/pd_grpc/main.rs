@@ -2,14 +2,28 @@
 //! every RPC, PD's error conventions (cluster id, not bootstrapped, already bootstrapped,
 //! region not found, invalid counts, unimplemented methods, malformed protobuf), operators
 //! pushed back on the heartbeat stream, GC safe points that survive a SIGKILL, the router
-//! client's batched `QueryRegion` stream, `GetGCState`, and the standard gRPC health service.
+//! client's batched `QueryRegion` stream, `GetGCState`, and the standard gRPC health service;
+//! and the rest of what TiKV and client-go call, one file per concern (snapshot recovery, store
+//! versions, min resolved ts, the cluster record, single splits, external timestamps, buckets,
+//! global config), on etcd and across a leader's SIGKILL (`on_etcd`) and on a data dir of the
+//! previous release (`previous_release`).
 
+mod buckets;
+mod cluster_config;
 mod errors;
+mod external_ts;
 mod front_end;
 mod gc;
+mod global_config;
+mod on_etcd;
+mod previous_release;
 mod query;
+mod resolved_ts;
 mod rpcs;
 mod scan;
+mod snapshot_recovering;
+mod splits;
+mod versions;
 
 use std::path::Path;
 use std::time::Duration;
@@ -44,6 +58,20 @@ async fn start(data: &Path) -> Node {
         .unwrap()
         .into_inner();
     let cluster_id = members.header.unwrap().cluster_id;
+    // The node is up before placement has loaded; tests start once it has.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while let Err(e) = pd
+        .is_bootstrapped(pdpb::IsBootstrappedRequest {
+            header: header(cluster_id),
+        })
+        .await
+    {
+        assert!(
+            e.code() == Code::Unavailable && std::time::Instant::now() < deadline,
+            "placement did not come up: {e}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     Node {
         server,
         pd,

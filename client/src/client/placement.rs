@@ -4,7 +4,7 @@
 use super::error::ClientError;
 use super::Client;
 use crate::placement::{Operator, Region, RegionStats, Store, StoreStats, StoreStatus};
-use crate::proto::{ErrorReply, Reply, Request, SplitIds};
+use crate::proto::{ErrorReply, Reply, Request, SplitIds, StoreBeat};
 
 fn unexpected(what: &str, reply: Reply) -> ClientError {
     ClientError::Protocol(format!("unexpected reply to {what}: {reply:?}"))
@@ -91,16 +91,17 @@ impl Client {
         }
     }
 
+    /// A store's report; the cluster version and the store's state come back.
     pub async fn store_heartbeat(
         &self,
         store_id: u64,
         stats: StoreStats,
-    ) -> Result<(), ClientError> {
+    ) -> Result<StoreBeat, ClientError> {
         match self
             .call(Request::StoreHeartbeat { store_id, stats })
             .await?
         {
-            Reply::Done => Ok(()),
+            Reply::StoreHeartbeat(beat) => Ok(beat),
             other => Err(unexpected("StoreHeartbeat", other)),
         }
     }

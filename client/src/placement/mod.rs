@@ -5,10 +5,14 @@
 //! placement rules (shape validation, the region map, scheduling, limits), which stay in the
 //! server crate that enforces them.
 
+mod buckets;
+mod cluster;
 mod operator;
 mod region;
 mod store;
 
+pub use buckets::Buckets;
+pub use cluster::ClusterMeta;
 pub use operator::Operator;
 pub use region::{Epoch, Peer, PeerRole, Region, RegionStats};
-pub use store::{Label, Store, StoreState, StoreStats, StoreStatus};
+pub use store::{Label, Store, StoreDetails, StoreState, StoreStats, StoreStatus};

@@ -1,6 +1,7 @@
-//! Stores: what a storage node says of itself (address, labels) and reports in its heartbeats
-//! (capacity, counts), and the state Meridian decides for it (Up, Offline, Down, Tombstone).
-//! Data only: the rules that move a store between states are the server's.
+//! Stores: what a storage node says of itself (address, labels, its build and other addresses)
+//! and reports in its heartbeats (capacity, counts), and the state Meridian decides for it (Up,
+//! Offline, Down, Tombstone). Data only: the rules that move a store between states, and the
+//! cluster version derived from the stores' versions, are the server's.
 
 use rkyv::{Archive, Deserialize, Serialize};
 
@@ -27,6 +28,24 @@ pub struct Store {
     pub address: String,
     pub labels: Vec<Label>,
     pub state: StoreState,
+    pub details: StoreDetails,
+}
+
+/// What a store says of its build and its other addresses when it registers (TiKV's
+/// `metapb.Store` fields), kept and handed back as PD does; empty when a store sends none.
+#[derive(Archive, Serialize, Deserialize, Debug, Clone, PartialEq, Eq, Default)]
+pub struct StoreDetails {
+    /// The store's release, a semantic version (`8.5.7`, PD also takes `v8.5.7`); the cluster
+    /// version is the lowest of them.
+    pub version: String,
+    pub git_hash: String,
+    /// Where the store's peers reach it; empty means `address`.
+    pub peer_address: String,
+    /// Its HTTP status and metrics address.
+    pub status_address: String,
+    /// When the store process started, in seconds since the Unix epoch.
+    pub start_timestamp: i64,
+    pub deploy_path: String,
 }
 
 #[derive(Archive, Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq, Default)]

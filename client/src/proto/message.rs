@@ -2,7 +2,11 @@
 
 use rkyv::{Archive, Deserialize, Serialize};
 
-use crate::placement::{Operator, Region, RegionStats, Store, StoreStats, StoreStatus};
+use super::global_config::{ConfigChange, ConfigEvent, ConfigItem};
+use super::refusal::Refusal;
+use crate::placement::{
+    Buckets, ClusterMeta, Operator, Region, RegionStats, Store, StoreState, StoreStats, StoreStatus,
+};
 
 /// Most regions one `ScanRegions` reply carries (more is asked again from the last end).
 pub const MAX_SCAN_REGIONS: u32 = 1024;
@@ -86,6 +90,49 @@ pub enum Request {
         ttl_secs: i64,
         safe_point: u64,
     },
+    /// Whether the cluster is marked for BR's snapshot recovery (a TiKV asks before it starts).
+    IsSnapshotRecovering,
+    /// The smallest resolved ts of the regions a store holds (TiKV reports it every second).
+    ReportMinResolvedTs {
+        store_id: u64,
+        min_resolved_ts: u64,
+    },
+    GetClusterConfig,
+    /// Replaces the cluster's record; its id must be this cluster's.
+    PutClusterConfig {
+        cluster: ClusterMeta,
+    },
+    /// Raises the external timestamp: strictly, and never above the oracle.
+    SetExternalTimestamp {
+        timestamp: u64,
+    },
+    GetExternalTimestamp,
+    /// A leader's buckets for its region; kept while newer than the ones known.
+    ReportBuckets {
+        buckets: Buckets,
+    },
+    /// The latest buckets known for a region.
+    GetRegionBuckets {
+        region_id: u64,
+    },
+    /// One transaction of global config changes under `config_path` (empty: PD's default).
+    StoreGlobalConfig {
+        config_path: String,
+        changes: Vec<ConfigChange>,
+    },
+    /// Global config items by name under `config_path`, or (no names) every item whose key
+    /// starts with it.
+    LoadGlobalConfig {
+        config_path: String,
+        names: Vec<String>,
+    },
+    /// The global config changes under `config_path` from `revision` on (0: from now),
+    /// waiting up to `wait_ms` (at most a second) for one when none is there yet.
+    WatchGlobalConfig {
+        config_path: String,
+        revision: i64,
+        wait_ms: u32,
+    },
 }
 
 #[derive(Archive, Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
@@ -126,6 +173,32 @@ pub enum Reply {
         ttl_secs: i64,
         safe_point: u64,
     },
+    /// Whether the cluster is marked for snapshot recovery.
+    SnapshotRecovering(bool),
+    StoreHeartbeat(StoreBeat),
+    ClusterConfig(ClusterMeta),
+    ExternalTimestamp(u64),
+    Buckets(Option<Buckets>),
+    /// Items, and the revision they were read at (0 for a load by names, as PD answers).
+    GlobalConfig {
+        items: Vec<ConfigItem>,
+        revision: i64,
+    },
+    /// Changes in revision order; `next` is the revision to watch from next.
+    GlobalConfigChanges {
+        changes: Vec<ConfigEvent>,
+        next: i64,
+    },
+}
+
+/// What a store hears back from its heartbeat.
+#[derive(Archive, Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
+pub struct StoreBeat {
+    /// The lowest version among the stores that are not tombstones (`8.5.7`): the features a
+    /// store may turn on.
+    pub cluster_version: String,
+    /// The store's state before this heartbeat (PD's `NodeState`).
+    pub state: StoreState,
 }
 
 /// Ids for one new region of a batch split.
@@ -174,4 +247,8 @@ pub enum ErrorReply {
     /// The request is over a configured size or count limit (`[limits]`); nothing was changed.
     #[error("limit exceeded: {0}")]
     LimitExceeded(String),
+    /// The cluster's state turns the request down (an old store version, a tombstone, ...);
+    /// nothing was changed.
+    #[error("{0}")]
+    Refused(Refusal),
 }

@@ -2,16 +2,20 @@
 //! stream. Pure: it encodes and decodes bytes and never touches a socket.
 
 mod frame;
+mod global_config;
 mod message;
+mod refusal;
 
 pub use frame::{
     decode, encode, trim, trim_aligned, FrameDecoder, FrameError, StreamCode, FRAME_HEADER_LEN,
     KEEP_CAPACITY, MAX_FRAME_LEN,
 };
+pub use global_config::{ConfigChange, ConfigEvent, ConfigEventKind, ConfigItem};
 pub use message::{
     ArchivedRequest, ArchivedResponse, ErrorReply, MemberInfo, MembersReply, Reply, Request,
-    Response, SplitIds, MAX_BATCH_SCAN_REGIONS, MAX_BATCH_SPLIT, MAX_SCAN_REGIONS,
+    Response, SplitIds, StoreBeat, MAX_BATCH_SCAN_REGIONS, MAX_BATCH_SPLIT, MAX_SCAN_REGIONS,
 };
+pub use refusal::{ArchivedRefusal, Refusal};
 
 /// ALPN protocol id every connection must negotiate.
 pub const ALPN: &[u8] = b"meridian/1";

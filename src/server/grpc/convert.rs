@@ -4,8 +4,8 @@
 
 use crate::kvproto::{eraftpb, metapb, pdpb};
 use crate::placement::{
-    Epoch, Label, Operator, Peer, PeerRole, Region, RegionStats, Store, StoreState, StoreStats,
-    StoreStatus,
+    Buckets, Epoch, Label, Operator, Peer, PeerRole, Region, RegionStats, Store, StoreDetails,
+    StoreState, StoreStats, StoreStatus,
 };
 
 /// A kvproto message that cannot be a Meridian one.
@@ -121,6 +121,14 @@ pub fn store_from(s: &metapb::Store) -> Result<Store, Malformed> {
             })
             .collect(),
         state,
+        details: StoreDetails {
+            version: s.version.clone(),
+            git_hash: s.git_hash.clone(),
+            peer_address: s.peer_address.clone(),
+            status_address: s.status_address.clone(),
+            start_timestamp: s.start_timestamp,
+            deploy_path: s.deploy_path.clone(),
+        },
     })
 }
 
@@ -143,8 +151,25 @@ pub fn store_to(s: &StoreStatus) -> metapb::Store {
                 value: l.value.clone(),
             })
             .collect(),
+        version: store.details.version.clone(),
+        git_hash: store.details.git_hash.clone(),
+        peer_address: store.details.peer_address.clone(),
+        status_address: store.details.status_address.clone(),
+        start_timestamp: store.details.start_timestamp,
+        deploy_path: store.details.deploy_path.clone(),
         last_heartbeat: (s.last_heartbeat_ms as i64).saturating_mul(1_000_000),
+        node_state: node_state(store.state) as i32,
         ..Default::default()
+    }
+}
+
+/// PD's `NodeState` for a store state: a store being drained is Removing, a tombstone Removed,
+/// any other store Serving (kvproto, like PD, has no Down: a down store is one that is silent).
+pub fn node_state(state: StoreState) -> metapb::NodeState {
+    match state {
+        StoreState::Up | StoreState::Down => metapb::NodeState::Serving,
+        StoreState::Offline => metapb::NodeState::Removing,
+        StoreState::Tombstone => metapb::NodeState::Removed,
     }
 }
 
@@ -166,6 +191,25 @@ pub fn store_stats_to(s: &StoreStatus) -> pdpb::StoreStats {
         available: s.stats.available,
         used_size: s.stats.used_size,
         region_count: u32::try_from(s.stats.region_count).unwrap_or(u32::MAX),
+        ..Default::default()
+    }
+}
+
+/// What PD keeps of a bucket report: the keys and their version (the statistics go to its
+/// hot-spot tracking, which Meridian has not).
+pub fn buckets_from(b: &metapb::Buckets) -> Buckets {
+    Buckets {
+        region_id: b.region_id,
+        version: b.version,
+        keys: b.keys.clone(),
+    }
+}
+
+pub fn buckets_to(b: &Buckets) -> metapb::Buckets {
+    metapb::Buckets {
+        region_id: b.region_id,
+        version: b.version,
+        keys: b.keys.clone(),
         ..Default::default()
     }
 }

@@ -7,8 +7,8 @@ use tokio::sync::oneshot;
 
 use super::messages::PersistOp;
 use super::state::PlacementState;
-use crate::placement::LimitError;
-use crate::proto::{ErrorReply, Response};
+use crate::placement::{LimitError, StoreError, Version};
+use crate::proto::{ErrorReply, Refusal, Response};
 
 /// How long a request waits for an id block or a durable write before `Unavailable`.
 pub(super) const WAIT: Duration = Duration::from_secs(3);
@@ -23,6 +23,26 @@ pub(super) fn unavailable(why: impl Into<String>) -> Response {
 
 pub(super) fn over_limit(e: LimitError) -> Response {
     Response::Err(ErrorReply::LimitExceeded(e.to_string()))
+}
+
+/// A refused store registration or heartbeat, as PD words it where PD has words for it.
+pub(super) fn store_refused(e: StoreError) -> Response {
+    let refusal = match e {
+        StoreError::Unknown(id) => Refusal::StoreNotFound(id),
+        StoreError::Tombstone(_) => Refusal::StoreTombstone,
+        StoreError::Downgrade { cluster, store, .. } => Refusal::StoreVersion { cluster, store },
+        StoreError::BadVersion(id, why) => Refusal::InvalidStoreVersion {
+            id,
+            why: why.to_string(),
+        },
+        StoreError::Invalid(..) => return invalid(e.to_string()),
+    };
+    Response::Err(ErrorReply::Refused(refusal))
+}
+
+/// The cluster version a reply carries: PD's initial `0.0.0` until a store registered.
+pub(super) fn cluster_version_text(v: Option<&Version>) -> String {
+    v.map_or_else(|| "0.0.0".to_string(), Version::to_string)
 }
 
 /// Waits for the persister to make `ops` durable: room in its queue and the write itself,

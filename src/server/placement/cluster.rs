@@ -3,7 +3,8 @@
 
 use std::sync::atomic::Ordering;
 
-use super::answer::{invalid, persist_now, unavailable, WAIT};
+use super::answer::{cluster_version_text, invalid, persist_now, store_refused, unavailable, WAIT};
+use super::cluster_config::encode_cluster_meta;
 use super::persist::{encode_regions, encode_store, BUCKET_IDS};
 use super::shard_task::region_error;
 use super::state::PlacementState;
@@ -70,15 +71,22 @@ async fn bootstrap(state: &PlacementState, store: Store, region: Region) -> Resp
     let mut staged = state.stores().clone();
     let status = match staged.put(store, now) {
         Ok(s) => s.store.clone(),
-        Err(e) => return invalid(e.to_string()),
+        Err(e) => return store_refused(e),
     };
     let keys = &state.keys;
+    // The first store sets the cluster version (PD waits for its PutStore; TiKV sends one
+    // right after, and a heartbeat must never carry an empty version).
+    let version = cluster_version_text(staged.cluster_version());
+    let meta = state.first_cluster_meta();
+    let mut cluster_meta = state.cluster_meta.lock().await;
     let ops = match (
         encode_store(&status),
         encode_regions(std::slice::from_ref(&region)),
     ) {
         (Ok(s), Ok(r)) => vec![
             (keys.store(status.id), Some(s)),
+            (keys.cluster_version(), Some(version.into_bytes())),
+            (keys.cluster_meta(), Some(encode_cluster_meta(&meta))),
             (keys.region_bucket(region.id / BUCKET_IDS), Some(r)),
             (keys.bootstrapped(), Some(b"1".to_vec())),
         ],
@@ -95,6 +103,7 @@ async fn bootstrap(state: &PlacementState, store: Store, region: Region) -> Resp
     if let Err(e) = state.index.apply(region) {
         return Response::Err(region_error(e));
     }
+    *cluster_meta = Some(meta);
     state.bootstrapped.store(true, Ordering::Release);
     Response::Ok(Reply::Done)
 }

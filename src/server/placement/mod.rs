@@ -1,31 +1,43 @@
 //! The placement shell: runs the pure `placement` cores for the server. `state` is what every
 //! core shares, `shard_task` the per-core owner of a shard, `request` sorts placement requests
-//! by concern into one handler file each (`cluster`, `stores`, `heartbeat`, `routing`,
-//! `splits`, `gc`, all answering through `answer`), `persist` writes changes and loads them when a leader starts, `messages`
-//! are what those tasks are sent. Decisions stay in `placement`; nothing here decides what a
-//! heartbeat means.
+//! by concern into one handler file each (`cluster`, `cluster_config`, `stores`, `heartbeat`,
+//! `routing`, `buckets`, `splits`, `gc`, `resolved_ts`, `external_ts`, `global_config`, all
+//! answering through `answer`), `persist` writes changes and loads them when a leader starts
+//! (`store_record`: a store's bytes), `messages` are what those tasks are sent. Decisions stay
+//! in `placement` (and `gc`, `global_config`); nothing here decides what a heartbeat means.
 
 mod answer;
+mod buckets;
 mod cluster;
+mod cluster_config;
 mod dirty;
+mod external_ts;
 mod gc;
+mod global_config;
 mod heartbeat;
 mod messages;
 // `pub(crate)` for `crate::fuzzing`.
 pub(crate) mod persist;
 mod request;
+mod resolved_ts;
 mod routing;
 mod shard_task;
 mod splits;
 mod state;
+mod store_record;
 mod stores;
 
+pub use buckets::BucketsOp;
 pub use cluster::ClusterOp;
+pub use cluster_config::ClusterConfigOp;
+pub use external_ts::ExternalTsOp;
 pub use gc::GcOp;
+pub use global_config::GlobalConfigOp;
 pub use heartbeat::batch as heartbeats;
 pub use messages::ShardMsg;
 pub use persist::{abandon_term, serve_term};
 pub use request::{handle, PlacementOp};
+pub use resolved_ts::ResolvedTsOp;
 pub use routing::{locate_many, RouteOp};
 pub use shard_task::run_shard;
 pub use splits::SplitOp;

@@ -13,11 +13,13 @@ use std::time::Duration;
 use rkyv::util::AlignedVec;
 use tokio::sync::watch;
 
+use super::cluster_config::decode_cluster_meta;
 use super::messages::{PersistOp, ShardMsg};
 use super::state::PlacementState;
+pub use super::store_record::{decode_store, encode_store};
 use crate::failpoint::{self, points};
 use crate::meta::{load_decimal, Keys, MetaError, MetaStore, WriteOp};
-use crate::placement::{Region, Store, StoreStats, StoreStatus};
+use crate::placement::{Region, StoreStats, StoreStatus, Version};
 
 /// Longest pause between attempts to load placement after a failure.
 const LOAD_BACKOFF_MAX: Duration = Duration::from_secs(5);
@@ -64,6 +66,7 @@ pub async fn serve_term<M: MetaStore + Clone>(
         loop {
             let mut sync = Vec::new();
             let mut stopping = false;
+            let mut ticked = false;
             tokio::select! {
                 _ = stop.wait_for(|s| *s) => stopping = true,
                 op = rx.recv() => {
@@ -81,6 +84,8 @@ pub async fn serve_term<M: MetaStore + Clone>(
                         state.dirty.store(id);
                     }
                     state.publish_gauges(state.dirty.len());
+                    state.prune_buckets();
+                    ticked = true;
                 }
             }
             for (ops, reply) in sync {
@@ -89,6 +94,15 @@ pub async fn serve_term<M: MetaStore + Clone>(
                 let _ = reply.send(result);
                 if lost {
                     return Err(MetaError::NotLeader);
+                }
+            }
+            if ticked {
+                match persist_min_resolved_ts(&state, &store, &keys).await {
+                    Err(MetaError::NotLeader) => return Err(MetaError::NotLeader),
+                    Err(e) => {
+                        tracing::warn!("persisting the min resolved ts failed (will retry): {e}")
+                    }
+                    Ok(()) => {}
                 }
             }
             match persist_id_block(&state, &store, &keys).await {
@@ -124,6 +138,23 @@ async fn persist_id_block<M: MetaStore>(
             .put(&keys.id_end(), end.to_string().as_bytes())
             .await?;
         state.ids.install(end);
+    }
+    Ok(())
+}
+
+/// Raises the cluster's min resolved ts from the stores' reports (PD does it on a timer of
+/// `min-resolved-ts-persistence-interval`, one second by default, as here) and persists it when
+/// it rose.
+async fn persist_min_resolved_ts<M: MetaStore>(
+    state: &PlacementState,
+    store: &M,
+    keys: &Keys,
+) -> Result<(), MetaError> {
+    if let Some(ts) = state.advance_min_resolved_ts() {
+        store
+            .put(&keys.min_resolved_ts(), ts.to_string().as_bytes())
+            .await?;
+        state.min_resolved_ts_persisted(ts);
     }
     Ok(())
 }
@@ -225,6 +256,25 @@ async fn load<M: MetaStore>(
         }
     }
     *state.gc.lock().await = crate::gc::SafePoints::new(gc, services);
+    *state.cluster_meta.lock().await = match store.get(&keys.cluster_meta()).await? {
+        Some(bytes) => match decode_cluster_meta(&bytes) {
+            Ok(meta) => Some(meta),
+            Err(e) => {
+                tracing::warn!("the cluster record does not decode ({e}); using bootstrap's");
+                Some(state.first_cluster_meta())
+            }
+        },
+        // Bootstrapped before the record was kept: the one bootstrap writes.
+        None if bootstrapped => Some(state.first_cluster_meta()),
+        None => None,
+    };
+    let resolved = load_decimal(store, &keys.min_resolved_ts())
+        .await?
+        .unwrap_or(0);
+    state.reset_resolved_ts(resolved);
+    let (items, revision) = load_global_config(store, keys).await?;
+    state.reset_global_config(items, revision).await;
+    *state.external_ts.lock().await = load_decimal(store, &keys.external_ts()).await?.unwrap_or(0);
 
     let now = state.clock.now_ms();
     let mut stores = Vec::new();
@@ -238,9 +288,20 @@ async fn load<M: MetaStore>(
             Err(e) => tracing::warn!(key = %String::from_utf8_lossy(&key), "skipping a store: {e}"),
         }
     }
+    let cluster_version = match store.get(&keys.cluster_version()).await? {
+        Some(bytes) => match std::str::from_utf8(&bytes).map(Version::parse) {
+            Ok(Ok(v)) => Some(v),
+            // Recomputed from the stores instead: they hold what it was computed from.
+            _ => {
+                tracing::warn!("the persisted cluster version is no version; recomputing it");
+                None
+            }
+        },
+        None => None,
+    };
     {
         let mut map = state.stores();
-        map.reset(stores, now);
+        map.reset(stores, cluster_version, now);
         state.publish_stores(&map);
     }
 
@@ -284,6 +345,39 @@ async fn load<M: MetaStore>(
     Ok(())
 }
 
+/// The global config items (by full key) and the revision of the last transaction.
+async fn load_global_config<M: MetaStore>(
+    store: &M,
+    keys: &Keys,
+) -> Result<(Vec<(String, Vec<u8>)>, i64), MetaError> {
+    let prefix = keys.global_config_items_prefix();
+    let mut items = Vec::new();
+    for (key, value) in store.scan(&prefix, 256).await? {
+        match std::str::from_utf8(&key[prefix.len()..]) {
+            Ok(name) => items.push((name.to_string(), value)),
+            Err(_) => tracing::warn!(
+                key = %String::from_utf8_lossy(&key),
+                "skipping a global config item whose key is not UTF-8"
+            ),
+        }
+    }
+    let revision = load_decimal(store, &keys.global_config_revision())
+        .await?
+        .unwrap_or(0);
+    // Checked before use: a revision counter near the top would overflow on the next write.
+    let revision = i64::try_from(revision)
+        .ok()
+        .filter(|r| *r < i64::MAX / 2)
+        .ok_or_else(|| {
+            MetaError::out_of_range(
+                &keys.global_config_revision(),
+                revision,
+                "a revision this high is corruption",
+            )
+        })?;
+    Ok((items, revision))
+}
+
 /// What `serve_term` does as it returns, for a term whose task was aborted in a write that
 /// did not return: nothing of the term stays served or marked.
 pub async fn abandon_term(state: &PlacementState) {
@@ -297,10 +391,15 @@ pub async fn abandon_term(state: &PlacementState) {
 async fn clear(state: &PlacementState) {
     state.ids.reset(None);
     *state.gc.lock().await = crate::gc::SafePoints::default();
+    state.reset_resolved_ts(0);
+    *state.cluster_meta.lock().await = None;
+    *state.external_ts.lock().await = 0;
+    state.clear_buckets();
+    state.clear_global_config().await;
     state.index.reset(Vec::new());
     {
         let mut map = state.stores();
-        map.reset(Vec::new(), 0);
+        map.reset(Vec::new(), None, 0);
         state.publish_stores(&map);
     }
     for tx in &state.shards {
@@ -318,12 +417,6 @@ pub fn encode_regions(regions: &[Region]) -> Result<Vec<u8>, MetaError> {
         .map_err(|e| MetaError::Io(format!("encoding regions: {e}")))
 }
 
-pub fn encode_store(store: &Store) -> Result<Vec<u8>, MetaError> {
-    rkyv::to_bytes::<rkyv::rancor::Error>(store)
-        .map(|b| b.to_vec())
-        .map_err(|e| MetaError::Io(format!("encoding store {}: {e}", store.id)))
-}
-
 fn aligned(bytes: &[u8]) -> AlignedVec {
     let mut v = AlignedVec::with_capacity(bytes.len());
     v.extend_from_slice(bytes);
@@ -333,9 +426,4 @@ fn aligned(bytes: &[u8]) -> AlignedVec {
 pub fn decode_regions(bytes: &[u8]) -> Result<Vec<Region>, MetaError> {
     rkyv::from_bytes::<Vec<Region>, rkyv::rancor::Error>(&aligned(bytes))
         .map_err(|e| MetaError::Corrupt(format!("region bucket: {e}")))
-}
-
-pub fn decode_store(bytes: &[u8]) -> Result<Store, MetaError> {
-    rkyv::from_bytes::<Store, rkyv::rancor::Error>(&aligned(bytes))
-        .map_err(|e| MetaError::Corrupt(format!("store record: {e}")))
 }

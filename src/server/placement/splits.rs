@@ -1,11 +1,13 @@
 //! Splits: AskBatchSplit hands out the new regions' and peers' ids; ReportBatchSplit applies
-//! the regions a split made, all checked before any is applied, acknowledged once durable.
+//! the regions a split made, all checked before any is applied (each on its own, and together
+//! as PD checks a split), acknowledged once durable. PD's single-region AskSplit and
+//! ReportSplit are these with one split.
 
 use super::answer::{invalid, unavailable, WAIT};
 use super::shard_task::{forget_elsewhere, region_error};
 use super::state::PlacementState;
-use crate::placement::{LimitError, Limits, Region, RegionShape};
-use crate::proto::{ErrorReply, Reply, Response, SplitIds, MAX_BATCH_SPLIT};
+use crate::placement::{check_split, LimitError, Limits, Region, RegionShape};
+use crate::proto::{ErrorReply, Refusal, Reply, Response, SplitIds, MAX_BATCH_SPLIT};
 
 #[derive(Debug)]
 pub enum SplitOp {
@@ -32,8 +34,9 @@ async fn ask_batch_split(state: &PlacementState, region: Region, count: u32) -> 
     if count == 0 || count > MAX_BATCH_SPLIT {
         return invalid(format!("split count {count} outside 1..={MAX_BATCH_SPLIT}"));
     }
+    // PD's words, in the header: a store only logs it and asks again at its next split check.
     let Some(known) = state.index.get(region.id) else {
-        return invalid(format!("region {} is not known", region.id));
+        return Response::Err(ErrorReply::Refused(Refusal::RegionNotFound(region.id)));
     };
     if region.epoch.is_stale_against(&known.epoch()) {
         return Response::Err(ErrorReply::StaleEpoch(format!(
@@ -63,6 +66,9 @@ async fn ask_batch_split(state: &PlacementState, region: Region, count: u32) -> 
 async fn report_batch_split(state: &PlacementState, regions: Vec<Region>) -> Response {
     if regions.is_empty() || regions.len() > MAX_BATCH_SPLIT as usize + 1 {
         return invalid(format!("{} regions in one split report", regions.len()));
+    }
+    if check_split(&regions).is_err() {
+        return Response::Err(ErrorReply::Refused(Refusal::InvalidSplit));
     }
     // Every report checked before any is applied: a malformed batch changes nothing.
     let view = state.view.load();

@@ -14,8 +14,12 @@ use super::messages::{PersistOp, ShardMsg};
 use crate::admin::{Metrics, PlacementGauges, StoreCounts};
 use crate::clock::WallClock;
 use crate::gc::SafePoints;
+use crate::global_config::GlobalConfig;
 use crate::meta::Keys;
-use crate::placement::{IdAllocator, Limits, RangeIndex, ScheduleConfig, StoreMap, StoreView};
+use crate::placement::{
+    BucketsMap, ClusterMeta, IdAllocator, Limits, RangeIndex, ResolvedTs, ScheduleConfig, StoreMap,
+    StoreView,
+};
 
 /// Ids per persisted block; a new block is persisted when half of one is left.
 pub const ID_BLOCK: u64 = 100_000;
@@ -41,12 +45,29 @@ pub struct PlacementState {
     pub limits: Limits,
     pub clock: Arc<WallClock>,
     pub keys: Keys,
-    /// Serializes bootstrap attempts.
+    /// Serializes bootstrap attempts and store registrations (each checks the cluster version
+    /// the one before left).
     pub bootstrap_lock: tokio::sync::Mutex<()>,
     /// GC safe points, loaded with the term. Held across the durable write of an update, so
     /// updates are persisted in the order they were decided and no reader sees a value that
     /// is not durable yet.
     pub gc: tokio::sync::Mutex<SafePoints>,
+    /// Each store's min resolved ts and the cluster's (`resolved_ts.rs`).
+    pub(super) resolved_ts: Mutex<ResolvedTs>,
+    pub cluster_id: u64,
+    /// The cluster's record, loaded with the term (`cluster_config.rs`); `None` when not
+    /// bootstrapped. Held across the durable write of a change.
+    pub(super) cluster_meta: tokio::sync::Mutex<Option<ClusterMeta>>,
+    /// The external timestamp as stored (`external_ts.rs`), loaded with the term. Held across
+    /// the durable write of a new value.
+    pub(super) external_ts: tokio::sync::Mutex<u64>,
+    /// The latest buckets of each region (`buckets.rs`), in memory only.
+    pub(super) buckets: Mutex<BucketsMap>,
+    /// Global config items, revision and recent changes (`global_config.rs`), loaded with the
+    /// term; `None` when this node holds no term. Held across the durable write of a change.
+    pub(super) global_config: tokio::sync::Mutex<Option<GlobalConfig>>,
+    /// Wakes watchers after a change or a term change.
+    pub(super) global_config_changed: Notify,
     metrics: Arc<Metrics>,
 }
 
@@ -60,6 +81,7 @@ pub const PERSIST_QUEUE: usize = 1024;
 impl PlacementState {
     /// The state and each core's shard queue receiver.
     pub fn new(
+        cluster_id: u64,
         cores: usize,
         cfg: ScheduleConfig,
         limits: Limits,
@@ -87,6 +109,13 @@ impl PlacementState {
             keys,
             bootstrap_lock: tokio::sync::Mutex::new(()),
             gc: tokio::sync::Mutex::new(SafePoints::default()),
+            resolved_ts: Mutex::new(ResolvedTs::default()),
+            cluster_id,
+            cluster_meta: tokio::sync::Mutex::new(None),
+            external_ts: tokio::sync::Mutex::new(0),
+            buckets: Mutex::new(BucketsMap::default()),
+            global_config: tokio::sync::Mutex::new(None),
+            global_config_changed: Notify::new(),
             metrics,
         };
         (Arc::new(state), receivers)

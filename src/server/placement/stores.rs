@@ -1,13 +1,14 @@
-//! Stores: PutStore (registration, durable before it is acknowledged), GetStore, GetAllStores
-//! (one page at a time) and StoreHeartbeat.
+//! Stores: PutStore (registration, durable with the cluster version it changes before it is
+//! acknowledged), GetStore, GetAllStores (one page at a time) and StoreHeartbeat (answered
+//! with the cluster version).
 
-use super::answer::{invalid, over_limit, persist_now};
+use super::answer::{cluster_version_text, over_limit, persist_now, store_refused};
 use super::persist::encode_store;
 use super::state::PlacementState;
 use crate::placement::{
     page_len, store_wire_size, LimitError, Limits, Store, StoreMap, StoreState, StoreStats,
 };
-use crate::proto::{ErrorReply, Reply, Response};
+use crate::proto::{ErrorReply, Reply, Response, StoreBeat};
 
 #[derive(Debug)]
 pub enum StoreOp {
@@ -39,15 +40,21 @@ pub async fn serve(state: &PlacementState, op: StoreOp) -> Response {
         StoreOp::Heartbeat { store_id, stats } => {
             let now = state.clock.now_ms();
             let mut map = state.stores();
-            match map.heartbeat(store_id, stats, now) {
-                Ok(revived) => {
+            // PD answers with the state the store had before this heartbeat.
+            let before = map.get(store_id).map(|s| s.store.state);
+            match (map.heartbeat(store_id, stats, now), before) {
+                (Ok(revived), Some(before)) => {
                     state.publish_stores(&map);
                     if revived {
                         state.dirty.store(store_id);
                     }
-                    Response::Ok(Reply::Done)
+                    Response::Ok(Reply::StoreHeartbeat(StoreBeat {
+                        cluster_version: cluster_version_text(map.cluster_version()),
+                        state: before,
+                    }))
                 }
-                Err(e) => invalid(e.to_string()),
+                (Err(e), _) => store_refused(e),
+                (Ok(_), None) => store_refused(crate::placement::StoreError::Unknown(store_id)),
             }
         }
     }
@@ -64,34 +71,48 @@ pub fn check_limits(op: &StoreOp, limits: &Limits) -> Result<(), LimitError> {
 
 async fn put_store(state: &PlacementState, store: Store) -> Response {
     if !state.ids.may_exist(store.id) {
-        return invalid(format!("store id {} was never allocated", store.id));
+        return super::answer::invalid(format!("store id {} was never allocated", store.id));
     }
+    // One registration at a time: each is checked against the cluster version the one before
+    // it left, and the version it leaves is persisted with it.
+    let _one_at_a_time = state.bootstrap_lock.lock().await;
     let now = state.clock.now_ms();
     let mut staged = state.stores().clone();
     if let Err(e) = admit_store(&state.limits, &staged, store.id) {
         return over_limit(e);
     }
+    let version_before = staged.cluster_version().cloned();
     let status = match staged.put(store, now) {
         Ok(s) => s.store.clone(),
-        Err(e) => return invalid(e.to_string()),
+        Err(e) => return store_refused(e),
     };
     let value = match encode_store(&status) {
         Ok(v) => v,
         Err(e) => return Response::Err(ErrorReply::Internal(e.to_string())),
     };
-    if let Err(r) = persist_now(state, vec![(state.keys.store(status.id), Some(value))]).await {
+    let mut ops = vec![(state.keys.store(status.id), Some(value))];
+    if let Some(v) = staged
+        .cluster_version()
+        .filter(|v| Some(*v) != version_before.as_ref())
+    {
+        ops.push((
+            state.keys.cluster_version(),
+            Some(v.to_string().into_bytes()),
+        ));
+    }
+    if let Err(r) = persist_now(state, ops).await {
         return r;
     }
     let mut map = state.stores();
-    // Another registration may have landed meanwhile; apply this one to the live map. The
-    // store count is not checked again: this one is durable now, and registrations racing
-    // at the limit can pass it only by the few that were in flight together.
+    // Heartbeats may have changed the live map meanwhile (a Down store back Up); registrations
+    // cannot, so this applies as the staged copy did. The store count is not checked again:
+    // this one is durable now.
     match map.put(status, now) {
         Ok(_) => {
             state.publish_stores(&map);
             Response::Ok(Reply::Done)
         }
-        Err(e) => invalid(e.to_string()),
+        Err(e) => store_refused(e),
     }
 }
 

@@ -8,6 +8,7 @@
 //! the clock when the allocator says the window is used up, and in placement for durability.
 
 mod batch;
+mod recovery;
 mod tso;
 
 pub use batch::execute_batch;
@@ -16,7 +17,10 @@ use crate::admin::{CoreMetrics, RequestKind};
 use crate::auth::{Call, RequestCall};
 use crate::proto::{ArchivedRequest, Reply, Request, Response};
 
-use super::placement::{self, ClusterOp, GcOp, PlacementOp, RouteOp, SplitOp, StoreOp};
+use super::placement::{
+    self, BucketsOp, ClusterConfigOp, ClusterOp, ExternalTsOp, GcOp, GlobalConfigOp, PlacementOp,
+    ResolvedTsOp, RouteOp, SplitOp, StoreOp,
+};
 use super::Shared;
 
 /// A request, sorted by what serving it takes.
@@ -25,6 +29,11 @@ pub enum Op {
     Ping,
     Tso(u32),
     Members,
+    /// Whether the cluster is marked for snapshot recovery: any member answers.
+    SnapshotRecovering,
+    /// A new external timestamp: checked against a timestamp handed out for it, then
+    /// placement's (`ExternalTsOp::Set`).
+    SetExternalTs(u64),
     Placement(PlacementOp),
 }
 
@@ -37,6 +46,41 @@ impl Op {
             Request::Ping => return Op::Ping,
             Request::Tso { count } => return Op::Tso(count),
             Request::GetMembers => return Op::Members,
+            Request::IsSnapshotRecovering => return Op::SnapshotRecovering,
+            Request::ReportMinResolvedTs {
+                store_id,
+                min_resolved_ts,
+            } => P::ResolvedTs(ResolvedTsOp::Report {
+                store_id,
+                ts: min_resolved_ts,
+            }),
+            Request::GetClusterConfig => P::ClusterConfig(ClusterConfigOp::Get),
+            Request::PutClusterConfig { cluster } => {
+                P::ClusterConfig(ClusterConfigOp::Put(cluster))
+            }
+            Request::SetExternalTimestamp { timestamp } => return Op::SetExternalTs(timestamp),
+            Request::GetExternalTimestamp => P::ExternalTs(ExternalTsOp::Get),
+            Request::ReportBuckets { buckets } => P::Buckets(BucketsOp::Report(buckets)),
+            Request::GetRegionBuckets { region_id } => P::Buckets(BucketsOp::Get(region_id)),
+            Request::StoreGlobalConfig {
+                config_path,
+                changes,
+            } => P::GlobalConfig(GlobalConfigOp::Store {
+                config_path,
+                changes,
+            }),
+            Request::LoadGlobalConfig { config_path, names } => {
+                P::GlobalConfig(GlobalConfigOp::Load { config_path, names })
+            }
+            Request::WatchGlobalConfig {
+                config_path,
+                revision,
+                wait_ms,
+            } => P::GlobalConfig(GlobalConfigOp::Watch {
+                config_path,
+                revision,
+                wait: std::time::Duration::from_millis(u64::from(wait_ms)),
+            }),
             Request::IsBootstrapped => P::Cluster(ClusterOp::IsBootstrapped),
             Request::AllocId => P::Cluster(ClusterOp::AllocId),
             Request::Bootstrap { store, region } => P::Cluster(ClusterOp::Bootstrap {
@@ -97,6 +141,7 @@ impl Op {
             Op::Ping => RequestKind::Ping,
             Op::Tso(_) => RequestKind::Tso,
             Op::Members => RequestKind::GetMembers,
+            Op::SnapshotRecovering | Op::SetExternalTs(_) => RequestKind::Placement,
             Op::Placement(PlacementOp::Heartbeat(..)) => RequestKind::RegionHeartbeat,
             Op::Placement(_) => RequestKind::Placement,
         }
@@ -109,6 +154,9 @@ pub async fn execute(op: Op, shared: &Shared, metrics: &CoreMetrics) -> Response
     let response = match op {
         Op::Ping => return Response::Ok(Reply::Pong),
         Op::Members => return Response::Ok(Reply::Members(shared.membership.reply())),
+        Op::SnapshotRecovering => {
+            return Response::Ok(Reply::SnapshotRecovering(recovery::is_marked()))
+        }
         Op::Tso(count) => {
             let response = tso::tso(count, shared).await;
             if let Response::Ok(_) = &response {
@@ -116,6 +164,19 @@ pub async fn execute(op: Op, shared: &Shared, metrics: &CoreMetrics) -> Response
             }
             response
         }
+        Op::SetExternalTs(timestamp) => match tso::tso(1, shared).await {
+            Response::Ok(Reply::Tso { first, .. }) => {
+                let op = ExternalTsOp::Set {
+                    timestamp,
+                    now: first,
+                };
+                placement::handle(PlacementOp::ExternalTs(op), shared).await
+            }
+            Response::Ok(other) => Response::Err(crate::proto::ErrorReply::Internal(format!(
+                "a timestamp was answered with {other:?}"
+            ))),
+            refused @ Response::Err(_) => refused,
+        },
         Op::Placement(op) => placement::handle(op, shared).await,
     };
     if let Response::Err(e) = &response {

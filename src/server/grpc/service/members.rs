@@ -1,4 +1,4 @@
-//! GetMembers and GetClusterInfo: answered by every member, leader or not.
+//! GetMembers, GetClusterInfo and IsSnapshotRecovering: answered by every member, leader or not.
 
 use super::*;
 
@@ -37,5 +37,24 @@ impl PdService {
             service_modes: vec![pdpb::ServiceMode::PdSvcMode as i32],
             ..Default::default()
         }))
+    }
+
+    /// PD reads its recovery mark from etcd on whichever member is asked, checking neither
+    /// leadership nor the cluster id nor bootstrap: the first thing a starting TiKV asks.
+    pub(super) async fn is_snapshot_recovering(
+        self: &Arc<Self>,
+        request: GrpcRequest<pdpb::IsSnapshotRecoveringRequest>,
+    ) -> Result<GrpcResponse<pdpb::IsSnapshotRecoveringResponse>, Status> {
+        self.authorize(&request, Call::IsSnapshotRecovering)?;
+        match self.call(Request::IsSnapshotRecovering).await {
+            Response::Ok(Reply::SnapshotRecovering(marked)) => {
+                Ok(GrpcResponse::new(pdpb::IsSnapshotRecoveringResponse {
+                    header: self.header(),
+                    marked,
+                }))
+            }
+            Response::Ok(other) => Err(unexpected(other)),
+            Response::Err(e) => Err(Status::internal(e.to_string())),
+        }
     }
 }

@@ -4,15 +4,21 @@
 //! becomes the kvproto reply. Owns PD's error conventions; holds no placement or TSO logic.
 //! This file holds what every RPC shares (the header checks, the error mapping, the unary
 //! shape in [`PdService::unary`], streams) and the `Pd` trait, each method handing over to its
-//! group's file: `members`, `tso`, `stores`, `heartbeat`, `routing`, `splits`, `gc`.
+//! group's file: `members`, `tso`, `stores`, `cluster_config`, `heartbeat`, `routing`,
+//! `buckets`, `splits`, `gc`, `resolved_ts`, `external_ts`, `global_config`.
 
 // Replies end in `..Default::default()` even where the proto subset has no other field yet, so
 // a field added to `proto/kvproto` later defaults instead of breaking the build.
 #![allow(clippy::needless_update)]
 
+mod buckets;
+mod cluster_config;
+mod external_ts;
 mod gc;
+mod global_config;
 mod heartbeat;
 mod members;
+mod resolved_ts;
 mod routing;
 mod splits;
 mod stores;
@@ -35,8 +41,10 @@ use crate::admin::{CoreMetrics, RequestKind};
 use crate::auth::{Call, Grants};
 use crate::kvproto::metapb;
 use crate::kvproto::pdpb::{self, pd_server::Pd};
-use crate::placement::{Region, RegionStats};
-use crate::proto::{ErrorReply, MemberInfo, Reply, Request, Response, MAX_BATCH_SCAN_REGIONS};
+use crate::placement::{ClusterMeta, Region, RegionStats};
+use crate::proto::{
+    ErrorReply, MemberInfo, Refusal, Reply, Request, Response, MAX_BATCH_SCAN_REGIONS,
+};
 use crate::server::placement::{PlacementOp, RouteOp};
 use crate::server::service::{execute, execute_batch, Op};
 use crate::server::Shared;
@@ -194,6 +202,22 @@ impl PdService {
             ErrorReply::Internal(m) => Err(Status::internal(m)),
             ErrorReply::PermissionDenied(m) => Err(Status::permission_denied(m)),
             ErrorReply::LimitExceeded(m) => Err(Status::resource_exhausted(m)),
+            ErrorReply::Refused(r) => {
+                let kind = match r {
+                    Refusal::Compacted { .. } => pdpb::ErrorType::DataCompacted,
+                    Refusal::ExternalTsAboveTso
+                    | Refusal::ExternalTsNotBootstrapped
+                    | Refusal::ExternalTsNotIncreasing => pdpb::ErrorType::InvalidValue,
+                    Refusal::StoreTombstone => pdpb::ErrorType::StoreTombstone,
+                    Refusal::StoreVersion { .. }
+                    | Refusal::InvalidStoreVersion { .. }
+                    | Refusal::StoreNotFound(_)
+                    | Refusal::ClusterMismatch { .. }
+                    | Refusal::InvalidSplit
+                    | Refusal::RegionNotFound(_) => pdpb::ErrorType::Unknown,
+                };
+                Ok(self.error_header(kind, r.to_string()))
+            }
         }
     }
 
@@ -324,12 +348,16 @@ pd_headers! {
         PutStoreRequest, GetAllStoresRequest, StoreHeartbeatRequest, GetRegionRequest,
         GetRegionByIdRequest, ScanRegionsRequest, BatchScanRegionsRequest, AskBatchSplitRequest,
         ReportBatchSplitRequest, GetGcSafePointRequest, UpdateGcSafePointRequest,
-        UpdateServiceGcSafePointRequest, GetGcStateRequest;
+        UpdateServiceGcSafePointRequest, GetGcStateRequest, ReportMinResolvedTsRequest,
+        GetClusterConfigRequest, PutClusterConfigRequest, AskSplitRequest, ReportSplitRequest,
+        SetExternalTimestampRequest, GetExternalTimestampRequest, GetMinTsRequest;
     responses: BootstrapResponse, IsBootstrappedResponse, AllocIdResponse, GetStoreResponse,
         PutStoreResponse, GetAllStoresResponse, StoreHeartbeatResponse, GetRegionResponse,
         ScanRegionsResponse, BatchScanRegionsResponse, AskBatchSplitResponse,
         ReportBatchSplitResponse, GetGcSafePointResponse, UpdateGcSafePointResponse,
-        UpdateServiceGcSafePointResponse, GetGcStateResponse,
+        UpdateServiceGcSafePointResponse, GetGcStateResponse, GetClusterConfigResponse,
+        PutClusterConfigResponse, AskSplitResponse, ReportSplitResponse,
+        SetExternalTimestampResponse, GetExternalTimestampResponse, GetMinTsResponse,
 }
 
 /// `impl Pd`: each served RPC handed to the `PdService` method of the same name in its group's
@@ -338,6 +366,8 @@ macro_rules! pd_service {
     (
         unary { $($unary:ident($uq:ident) -> $ua:ident;)* }
         streams { $($stream:ident($sq:ident) -> $sa:ident;)* }
+        client_streams { $($cstream:ident($cq:ident) -> $ca:ident;)* }
+        server_streams { $($sstream:ident($ssq:ident) -> $ssa:ident;)* }
     ) => {
         #[tonic::async_trait]
         impl Pd for Arc<PdService> {
@@ -357,6 +387,22 @@ macro_rules! pd_service {
                     PdService::$stream(self, request).await
                 }
             )*
+            $(
+                async fn $cstream(
+                    &self,
+                    request: GrpcRequest<Streaming<pdpb::$cq>>,
+                ) -> Result<GrpcResponse<pdpb::$ca>, Status> {
+                    PdService::$cstream(self, request).await
+                }
+            )*
+            $(
+                async fn $sstream(
+                    &self,
+                    request: GrpcRequest<pdpb::$ssq>,
+                ) -> Result<GrpcResponse<Stream<pdpb::$ssa>>, Status> {
+                    PdService::$sstream(self, request).await
+                }
+            )*
         }
     };
 }
@@ -368,6 +414,7 @@ pd_service! {
         bootstrap(BootstrapRequest) -> BootstrapResponse;
         is_bootstrapped(IsBootstrappedRequest) -> IsBootstrappedResponse;
         alloc_id(AllocIdRequest) -> AllocIdResponse;
+        is_snapshot_recovering(IsSnapshotRecoveringRequest) -> IsSnapshotRecoveringResponse;
         get_store(GetStoreRequest) -> GetStoreResponse;
         put_store(PutStoreRequest) -> PutStoreResponse;
         get_all_stores(GetAllStoresRequest) -> GetAllStoresResponse;
@@ -379,16 +426,32 @@ pd_service! {
         batch_scan_regions(BatchScanRegionsRequest) -> BatchScanRegionsResponse;
         ask_batch_split(AskBatchSplitRequest) -> AskBatchSplitResponse;
         report_batch_split(ReportBatchSplitRequest) -> ReportBatchSplitResponse;
+        ask_split(AskSplitRequest) -> AskSplitResponse;
+        report_split(ReportSplitRequest) -> ReportSplitResponse;
         get_gc_safe_point(GetGcSafePointRequest) -> GetGcSafePointResponse;
         update_gc_safe_point(UpdateGcSafePointRequest) -> UpdateGcSafePointResponse;
         update_service_gc_safe_point(UpdateServiceGcSafePointRequest)
             -> UpdateServiceGcSafePointResponse;
         get_gc_state(GetGcStateRequest) -> GetGcStateResponse;
+        report_min_resolved_ts(ReportMinResolvedTsRequest) -> ReportMinResolvedTsResponse;
+        get_cluster_config(GetClusterConfigRequest) -> GetClusterConfigResponse;
+        put_cluster_config(PutClusterConfigRequest) -> PutClusterConfigResponse;
+        set_external_timestamp(SetExternalTimestampRequest) -> SetExternalTimestampResponse;
+        get_external_timestamp(GetExternalTimestampRequest) -> GetExternalTimestampResponse;
+        get_min_ts(GetMinTsRequest) -> GetMinTsResponse;
+        store_global_config(StoreGlobalConfigRequest) -> StoreGlobalConfigResponse;
+        load_global_config(LoadGlobalConfigRequest) -> LoadGlobalConfigResponse;
     }
     streams {
         tso(TsoRequest) -> TsoResponse;
         region_heartbeat(RegionHeartbeatRequest) -> RegionHeartbeatResponse;
         query_region(QueryRegionRequest) -> QueryRegionResponse;
+    }
+    client_streams {
+        report_buckets(ReportBucketsRequest) -> ReportBucketsResponse;
+    }
+    server_streams {
+        watch_global_config(WatchGlobalConfigRequest) -> WatchGlobalConfigResponse;
     }
 }
 

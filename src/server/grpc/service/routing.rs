@@ -7,47 +7,62 @@ impl PdService {
         self: &Arc<Self>,
         request: GrpcRequest<pdpb::GetRegionRequest>,
     ) -> Result<GrpcResponse<pdpb::GetRegionResponse>, Status> {
-        self.unary(
-            request,
-            Call::GetRegion,
-            |req| {
-                Ok(Request::GetRegion {
-                    key: req.region_key,
-                })
-            },
-            PdService::region_reply,
-        )
-        .await
+        let need_buckets = request.get_ref().need_buckets;
+        let reply = self
+            .unary(
+                request,
+                Call::GetRegion,
+                |req| {
+                    Ok(Request::GetRegion {
+                        key: req.region_key,
+                    })
+                },
+                PdService::region_reply,
+            )
+            .await?;
+        Ok(GrpcResponse::new(
+            self.with_buckets(reply.into_inner(), need_buckets).await?,
+        ))
     }
 
     pub(super) async fn get_prev_region(
         self: &Arc<Self>,
         request: GrpcRequest<pdpb::GetRegionRequest>,
     ) -> Result<GrpcResponse<pdpb::GetRegionResponse>, Status> {
-        self.unary(
-            request,
-            Call::GetPrevRegion,
-            |req| {
-                Ok(Request::GetPrevRegion {
-                    key: req.region_key,
-                })
-            },
-            PdService::region_reply,
-        )
-        .await
+        let need_buckets = request.get_ref().need_buckets;
+        let reply = self
+            .unary(
+                request,
+                Call::GetPrevRegion,
+                |req| {
+                    Ok(Request::GetPrevRegion {
+                        key: req.region_key,
+                    })
+                },
+                PdService::region_reply,
+            )
+            .await?;
+        Ok(GrpcResponse::new(
+            self.with_buckets(reply.into_inner(), need_buckets).await?,
+        ))
     }
 
     pub(super) async fn get_region_by_id(
         self: &Arc<Self>,
         request: GrpcRequest<pdpb::GetRegionByIdRequest>,
     ) -> Result<GrpcResponse<pdpb::GetRegionResponse>, Status> {
-        self.unary(
-            request,
-            Call::GetRegionById,
-            |req| Ok(Request::GetRegionById { id: req.region_id }),
-            PdService::region_reply,
-        )
-        .await
+        let need_buckets = request.get_ref().need_buckets;
+        let reply = self
+            .unary(
+                request,
+                Call::GetRegionById,
+                |req| Ok(Request::GetRegionById { id: req.region_id }),
+                PdService::region_reply,
+            )
+            .await?;
+        Ok(GrpcResponse::new(
+            self.with_buckets(reply.into_inner(), need_buckets).await?,
+        ))
     }
 
     /// The router client's batched lookups (keys, previous keys and ids in one message), one
@@ -169,8 +184,8 @@ impl PdService {
     /// `QueryRegion`; pkg/core/region.go `QueryRegions`): `key_id_map` and `prev_key_id_map`
     /// hold, in request order, the id of the region holding each key (of the region just before
     /// it, adjacent, for each previous key), or 0 when there is none; `regions_by_id` holds each
-    /// region found once, and an entry for every requested id not found (PD's nil entry).
-    /// Meridian keeps no buckets, so `need_buckets` is answered like PD with region buckets off.
+    /// region found once, and an entry for every requested id not found (PD's nil entry); with
+    /// `need_buckets`, each region found carries its latest buckets.
     async fn query_one(
         &self,
         req: pdpb::QueryRegionRequest,
@@ -239,6 +254,13 @@ impl PdService {
                     out.regions_by_id.entry(id).or_default();
                 }
                 Err(header) => return Ok(self.query_refused(header)),
+            }
+        }
+        if req.need_buckets {
+            for (id, entry) in out.regions_by_id.iter_mut() {
+                if entry.region.is_some() {
+                    entry.buckets = self.buckets_of(*id).await?;
+                }
             }
         }
         Ok(out)

@@ -176,16 +176,24 @@ impl PdService {
             request,
             Call::StoreHeartbeat,
             |req| {
-                let stats = req
-                    .stats
-                    .as_ref()
-                    .ok_or_else(|| Status::invalid_argument("no stats"))?;
+                // PD's words, as a plain error (gRPC UNKNOWN).
+                let stats = req.stats.as_ref().ok_or_else(|| {
+                    Status::unknown("invalid store heartbeat command, but it carries no stats")
+                })?;
                 Ok(Request::StoreHeartbeat {
                     store_id: stats.store_id,
                     stats: convert::store_stats_from(stats),
                 })
             },
-            |_, _| Ok(pdpb::StoreHeartbeatResponse::default()),
+            |_, reply| match reply {
+                // Every answer carries the cluster version: TiKV turns its features on by it.
+                Reply::StoreHeartbeat(beat) => Ok(pdpb::StoreHeartbeatResponse {
+                    cluster_version: beat.cluster_version,
+                    state: convert::node_state(beat.state) as i32,
+                    ..Default::default()
+                }),
+                other => Err(unexpected(other)),
+            },
         )
         .await
     }
