@@ -172,7 +172,7 @@ fn balance_leader(region: &Region, stores: &StoreView, cfg: &ScheduleConfig) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::placement::{Epoch, Store, StoreDetails, StoreStats};
+    use crate::placement::{Epoch, Store, StoreStats};
 
     fn stores(loads: &[(u64, StoreState, u64, u64)]) -> StoreView {
         let mut map = StoreMap::new();
@@ -183,7 +183,7 @@ mod tests {
                     address: format!("s{id}:1"),
                     labels: vec![],
                     state: StoreState::Up,
-                    details: StoreDetails::default(),
+                    details: Default::default(),
                 },
                 0,
             )

@@ -259,9 +259,7 @@ mod tests {
             u32::MAX
         );
     }
-    use crate::placement::{
-        Epoch, Peer, PeerRole, Store, StoreDetails, StoreMap, StoreState, StoreStats,
-    };
+    use crate::placement::{Epoch, Peer, PeerRole, Store, StoreMap, StoreState, StoreStats};
 
     fn view(loads: &[(u64, u64)]) -> StoreView {
         let mut map = StoreMap::new();
@@ -271,7 +269,7 @@ mod tests {
                 address: format!("s{id}:1"),
                 labels: vec![],
                 state: StoreState::Up,
-                details: StoreDetails::default(),
+                details: Default::default(),
             };
             map.put(store, 0).unwrap();
             let stats = StoreStats {
