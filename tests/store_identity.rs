@@ -538,6 +538,35 @@ async fn stores_are_bound(tmp: &Path, etcd: Option<&EtcdProcess>) {
     );
     assert_eq!(pa.region_at(b"").await, map_before);
     assert_eq!(pa.region_at(b"zzz").await, map_before);
+    // Nor report a split of regions with no peer on its store, nor B's min resolved ts.
+    let split = pa
+        .pd
+        .report_batch_split(pdpb::ReportBatchSplitRequest {
+            header: pa.h(),
+            regions: vec![region_pb(r1, 7, vec![peer_pb(pb_peer, sb)])],
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let e = split.header.unwrap().error.expect("refused");
+    assert!(e.message.contains("permission denied"), "{}", e.message);
+    let resolved = pa
+        .pd
+        .report_min_resolved_ts(pdpb::ReportMinResolvedTsRequest {
+            header: pa.h(),
+            store_id: sb,
+            min_resolved_ts: 1,
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let e = resolved.header.unwrap().error.expect("refused");
+    assert!(
+        e.message.contains(&format!("not store {sb}")),
+        "{}",
+        e.message
+    );
+    assert_eq!(pa.region_at(b"").await, map_before);
     // The same over QUIC: a typed PermissionDenied, and nothing changed.
     let qa = quic(&node, &a).await;
     match qa.put_store(store(sb)).await {
