@@ -1,6 +1,7 @@
 //! Runtime configuration read from `--config FILE` (TOML). Every field has a default, so an empty
 //! or absent file means the defaults; unknown fields are an error rather than silently ignored.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
@@ -17,7 +18,64 @@ pub struct Config {
     pub election: ElectionConfig,
     pub schedule: ScheduleConfig,
     pub limits: Limits,
+    pub security: SecurityConfig,
     pub debug: DebugConfig,
+}
+
+/// Who a client certificate is, beyond its `meridian://role/` SANs: PD's `cert-allowed-cn`,
+/// with roles, for certificates from a PKI of the operator's own (TiKV's and TiDB's), and
+/// whether a `store` certificate is bound to one store. Written in PD's kebab-case (the
+/// snake_case spellings are accepted too). SECURITY.md, "Bring your own PKI", has the rules.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields, rename_all = "kebab-case")]
+pub struct SecurityConfig {
+    /// A certificate's subject common name (exact) to the roles it grants.
+    #[serde(alias = "cn_roles")]
+    pub cn_roles: BTreeMap<String, Vec<String>>,
+    /// A DNS subject alternative name (without regard to case) to the roles it grants.
+    #[serde(alias = "dns_roles")]
+    pub dns_roles: BTreeMap<String, Vec<String>>,
+    /// A `store` certificate acts for one store only: the one it names
+    /// (`meridian://store/<id>`), or the first one it registers, recorded durably.
+    #[serde(alias = "bind_store_identity")]
+    pub bind_store_identity: bool,
+}
+
+impl SecurityConfig {
+    /// Every mapped name is a name and every role a role; the message names the entry.
+    pub fn validate(&self) -> Result<(), String> {
+        for (table, map) in [("cn-roles", &self.cn_roles), ("dns-roles", &self.dns_roles)] {
+            for (name, roles) in map {
+                if name.trim().is_empty() || name.trim() != name {
+                    return Err(format!(
+                        "security.{table}: {name:?} is not a name (empty, or with spaces around it)"
+                    ));
+                }
+                if table == "dns-roles" && !name.is_ascii() {
+                    return Err(format!(
+                        "security.dns-roles: {name:?} is not a DNS name as certificates carry \
+                         them (ASCII; write an internationalized name in its xn-- form)"
+                    ));
+                }
+                if roles.is_empty() {
+                    return Err(format!(
+                        "security.{table}.{name:?} grants no role: give it one of client, store, \
+                         admin, member, or remove it"
+                    ));
+                }
+                if let Some(bad) = roles
+                    .iter()
+                    .find(|r| crate::auth::Role::of_name(r).is_none())
+                {
+                    return Err(format!(
+                        "security.{table}.{name:?}: {bad:?} is no role (client, store, admin or \
+                         member)"
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Test hooks, all off by default.
@@ -124,6 +182,7 @@ impl Config {
         };
         config.tso.validate()?;
         config.limits.validate().map_err(anyhow::Error::msg)?;
+        config.security.validate().map_err(anyhow::Error::msg)?;
         if config.election.lease_ttl_secs < 1
             || config.election.safety_margin_ms >= config.election.lease_ttl_secs as u64 * 1000
         {
@@ -157,6 +216,54 @@ mod tests {
         assert_eq!(c.tso.window_ms, 5000);
         assert_eq!(c.tso.max_lead_ms, WindowConfig::default().max_lead_ms);
         assert!(toml::from_str::<Config>("[tso]\nwindow = 1\n").is_err());
+    }
+
+    #[test]
+    fn security_maps_names_to_known_roles_and_says_which_entry_is_wrong() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("meridian.toml");
+        let load = |text: &str| {
+            std::fs::write(&file, text).unwrap();
+            Config::load(Some(&file))
+        };
+        let ok = load(
+            "[security]\nbind-store-identity = true\n\
+             [security.cn-roles]\ntikv = [\"store\"]\n\"tidb-server\" = [\"client\", \"admin\"]\n\
+             [security.dns-roles]\n\"ops.example.com\" = [\"admin\"]\n",
+        )
+        .unwrap();
+        assert!(ok.security.bind_store_identity);
+        assert_eq!(ok.security.cn_roles["tikv"], vec!["store".to_string()]);
+        assert_eq!(ok.security.dns_roles.len(), 1);
+        // The snake_case spelling the other sections use reads the same.
+        let snake = load("[security]\nbind_store_identity = true\n").unwrap();
+        assert!(snake.security.bind_store_identity);
+        for (text, says) in [
+            (
+                "[security.cn-roles]\ntikv = [\"stor\"]\n",
+                "\"stor\" is no role",
+            ),
+            ("[security.cn-roles]\ntikv = []\n", "grants no role"),
+            (
+                "[security.dns-roles]\n\" \" = [\"store\"]\n",
+                "is not a name",
+            ),
+            (
+                "[security.dns-roles]\n\"bücher.de\" = [\"store\"]\n",
+                "xn--",
+            ),
+            (
+                "[security]\ncert-allowed-cn = [\"tikv\"]\n",
+                "unknown field",
+            ),
+        ] {
+            let err = load(text).unwrap_err().to_string();
+            assert!(err.contains(says), "{text}: {err}");
+        }
+        assert_eq!(
+            Config::load(None).unwrap().security,
+            SecurityConfig::default()
+        );
     }
 
     #[test]

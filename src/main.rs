@@ -70,9 +70,23 @@ enum CertCommand {
     /// A new CA: CERTS_DIR/ca.pem and the key at --ca-key.
     CreateCa,
     /// A member's certificate for HOSTS (names or addresses clients dial): node.pem, node-key.pem.
+    /// With --role store or client: a TiKV store's or a TiDB server's certificate, valid for
+    /// both serving under HOSTS and calling Meridian (TiKV and TiDB use one certificate for
+    /// both): <name>.pem and <name>-key.pem.
     CreateNode {
         #[arg(required = true)]
         hosts: Vec<String>,
+        /// The role the certificate carries instead of `member`: `store` (TiKV) or `client`
+        /// (TiDB).
+        #[arg(long, value_enum)]
+        role: Option<cert::Role>,
+        /// File name and common name of a --role certificate [default: the role's name].
+        #[arg(long, requires = "role")]
+        name: Option<String>,
+        /// The one store a `store` certificate may act for under `[security]
+        /// bind-store-identity` (a `meridian://store/ID` SAN).
+        #[arg(long, requires = "role")]
+        store_id: Option<u64>,
     },
     /// A client certificate carrying ROLE: <name>.pem and <name>-key.pem (default name `client`,
     /// the file names PD clients' TLS settings use).
@@ -459,7 +473,39 @@ fn cert_command(args: CertArgs) -> anyhow::Result<()> {
             }
             println!("{} and {}", ca_cert.display(), args.ca_key.display());
         }
-        CertCommand::CreateNode { hosts } => {
+        CertCommand::CreateNode {
+            hosts,
+            role: Some(role),
+            name,
+            store_id,
+        } => {
+            anyhow::ensure!(
+                matches!(role, cert::Role::Store | cert::Role::Client),
+                "--role makes a TiKV (`store`) or TiDB (`client`) certificate; a member's is \
+                 made without --role, an admin's with create-client"
+            );
+            let name = name.unwrap_or_else(|| role.name().to_string());
+            let ca = cert::read_pem(&ca_cert, &args.ca_key)?;
+            let spec = cert::NodeRole {
+                name: &name,
+                hosts: &hosts,
+                role,
+                store: store_id,
+            };
+            cert::write_pair(
+                &args.certs_dir,
+                &name,
+                &cert::create_node_for_role(&ca, &spec, leaf)?,
+            )?;
+            println!(
+                "{}/{name}.pem with role {} for {}{}, serving and calling",
+                args.certs_dir.display(),
+                role.name(),
+                hosts.join(", "),
+                store_id.map_or(String::new(), |id| format!(", store {id}")),
+            );
+        }
+        CertCommand::CreateNode { hosts, .. } => {
             let ca = cert::read_pem(&ca_cert, &args.ca_key)?;
             cert::write_pair(
                 &args.certs_dir,

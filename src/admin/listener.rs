@@ -112,8 +112,12 @@ async fn serve(setup: AdminListener, router: Router) -> anyhow::Result<()> {
                 }
             },
         };
-        let (acceptor, app, auth, mut stop) =
-            (acceptor.clone(), app.clone(), client_auth, shutdown.clone());
+        let (acceptor, app, auth, mut stop) = (
+            acceptor.clone(),
+            app.clone(),
+            client_auth.clone(),
+            shutdown.clone(),
+        );
         tokio::spawn(async move {
             let _permit = permit;
             let tls =
@@ -128,7 +132,9 @@ async fn serve(setup: AdminListener, router: Router) -> anyhow::Result<()> {
                         return;
                     }
                 };
-            let grants = auth.grants(tls.get_ref().1.peer_certificates());
+            let grants = auth
+                .identify(tls.get_ref().1.peer_certificates(), &peer)
+                .grants;
             let service = TowerToHyperService::new(app.layer(Extension(grants)));
             let conn = hyper::server::conn::http1::Builder::new()
                 .timer(TokioTimer::new())

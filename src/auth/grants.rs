@@ -1,6 +1,6 @@
-//! What a connection may do: the set of roles its verified client certificate carries, read
-//! once when the connection is made (`tls::cert::grants_of` reads them out of the chain, which
-//! the TLS layer has already checked). A set of roles and nothing more: no certificates here.
+//! What a connection may do: the set of roles its verified client certificate grants, read
+//! once when the connection is made (`tls::CertRoles` reads them out of the chain, which the
+//! TLS layer has already checked). A set of roles and nothing more: no certificates here.
 
 use super::Role;
 
@@ -23,6 +23,11 @@ impl Grants {
 
     pub fn of_roles(roles: &[Role]) -> Grants {
         Grants(roles.iter().fold(0, |acc, r| acc | bit(*r)))
+    }
+
+    /// Every role either set has.
+    pub fn union(self, other: Grants) -> Grants {
+        Grants(self.0 | other.0)
     }
 
     pub fn has(self, role: Role) -> bool {

@@ -65,6 +65,16 @@ impl Keys {
         format!("{}/placement/cluster_version", self.root).into_bytes()
     }
 
+    /// The certificate a store is bound to under bind-store-identity (its identity, hex); ids
+    /// zero-padded as the stores' are.
+    pub fn store_binding(&self, id: u64) -> Vec<u8> {
+        format!("{}/placement/store_bindings/{id:020}", self.root).into_bytes()
+    }
+
+    pub fn store_bindings_prefix(&self) -> Vec<u8> {
+        format!("{}/placement/store_bindings/", self.root).into_bytes()
+    }
+
     pub fn stores_prefix(&self) -> Vec<u8> {
         format!("{}/placement/stores/", self.root).into_bytes()
     }

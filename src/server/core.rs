@@ -157,9 +157,10 @@ async fn serve_connection(
     let chain = connection
         .peer_identity()
         .and_then(|id| id.downcast::<Vec<CertificateDer<'static>>>().ok());
-    let grants = shared
-        .client_auth
-        .grants(chain.as_deref().map(Vec::as_slice));
+    let caller = shared.client_auth.identify(
+        chain.as_deref().map(Vec::as_slice),
+        &connection.remote_address(),
+    );
     let mut shutdown = shared.shutdown.clone();
     let mut streams = JoinSet::new();
     loop {
@@ -167,7 +168,7 @@ async fn serve_connection(
             _ = shutdown.wait_for(|stop| *stop) => break,
             stream = connection.accept_bi() => match stream {
                 Ok((send, recv)) => {
-                    streams.spawn(serve_stream(send, recv, shared.clone(), core, grants));
+                    streams.spawn(serve_stream(send, recv, shared.clone(), core, caller.clone()));
                 }
                 Err(e) => {
                     tracing::debug!(core, "connection ended: {e}");

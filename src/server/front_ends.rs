@@ -64,7 +64,7 @@ pub fn start(
         admin::AdminListener {
             listener: listeners.admin,
             tls: tls.admin.clone(),
-            client_auth: tls.client_auth,
+            client_auth: tls.client_auth.clone(),
             limits: admin::AdminLimits::default(),
             shutdown: shared.shutdown.clone(),
         },

@@ -103,7 +103,14 @@ async fn serve(opts: ServeOptions) -> anyhow::Result<()> {
     let tls = NodeTls::load(&opts)?;
     let me = member_info(&opts, member_id, &bound.addrs);
     let (stop, stopped) = watch::channel(false);
-    let parts = Parts::new(&opts, cores, cluster_id, me, tls.client_auth, stopped);
+    let parts = Parts::new(
+        &opts,
+        cores,
+        cluster_id,
+        me,
+        tls.client_auth.clone(),
+        stopped,
+    );
     let control = backend::start(backend, &opts, parts.driven()).await?;
     let listeners = Listeners {
         sockets: bound.sockets,

@@ -1,7 +1,7 @@
 //! The node's TLS as the flags ask: its certificate (made and kept under the data directory
 //! when none is given), client authentication against the cluster CA unless the loud opt-out
 //! is given, one rustls configuration per port, and reloading the files on SIGHUP or when they
-//! change. Owns no roles: what a certificate grants is `auth`'s.
+//! change. Owns no roles: what a certificate grants is `tls::CertRoles`' and `auth`'s.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -38,7 +38,7 @@ impl NodeTls {
             &names,
         )?;
         let client_auth = client_auth(opts);
-        let client_ca = (client_auth == tls::ClientAuth::Required).then(|| {
+        let client_ca = client_auth.is_required().then(|| {
             tls::client_ca_path(
                 &opts.data_dir,
                 opts.tls_cert.as_deref(),
@@ -60,7 +60,8 @@ impl NodeTls {
     }
 }
 
-/// Client authentication as the flags ask: required, or the loud opt-out.
+/// Client authentication as the flags ask: required (with `[security]`'s mapping of names to
+/// roles and its store binding), or the loud opt-out.
 fn client_auth(opts: &ServeOptions) -> tls::ClientAuth {
     if opts.insecure_no_client_auth {
         let warning =
@@ -69,9 +70,15 @@ fn client_auth(opts: &ServeOptions) -> tls::ClientAuth {
                        change leadership. Never run a reachable node like this.";
         eprintln!("WARNING: {warning}");
         tracing::warn!("{warning}");
+        if opts.config.security.bind_store_identity {
+            tracing::warn!(
+                "[security] bind-store-identity has no effect with --insecure-no-client-auth: \
+                 there is no certificate to bind"
+            );
+        }
         return tls::ClientAuth::Off;
     }
-    tls::ClientAuth::Required
+    tls::ClientAuth::Required(Arc::new(tls::CertRoles::of_config(&opts.config.security)))
 }
 
 /// SIGHUP: the certificate, key and client CA read again for every port.

@@ -10,10 +10,10 @@ use std::time::Instant;
 use rkyv::util::AlignedVec;
 
 use crate::admin::RequestKind;
-use crate::auth::Grants;
+use crate::auth::Caller;
 use crate::proto::{self, ErrorReply, FrameDecoder, StreamCode};
 
-use super::service::{execute_batch, Op};
+use super::service::{admit, execute_batch, Op};
 use super::Shared;
 
 const READ_CHUNK: usize = 64 * 1024;
@@ -23,7 +23,7 @@ pub async fn serve_stream(
     mut recv: quinn::RecvStream,
     shared: std::sync::Arc<Shared>,
     core: usize,
-    grants: Grants,
+    caller: Caller,
 ) {
     let metrics = shared.metrics.core(core);
     let mut shutdown = shared.shutdown.clone();
@@ -65,9 +65,9 @@ pub async fn serve_stream(
                 Ok(None) => break,
                 Ok(Some(Ok(req))) => batch.push(match Op::of_archived(req) {
                     Ok((call, op)) => call
-                        .permitted(grants)
-                        .map(|()| op)
-                        .map_err(|denied| ErrorReply::PermissionDenied(denied.to_string())),
+                        .permitted(caller.grants)
+                        .map_err(|denied| ErrorReply::PermissionDenied(denied.to_string()))
+                        .and_then(|()| admit(op, &caller, &shared)),
                     Err(e) => {
                         metrics.request(RequestKind::Malformed);
                         Err(ErrorReply::InvalidArgument(format!("request: {e}")))

@@ -1,11 +1,13 @@
 //! A cluster's certificates, as `meridian cert` makes them (CockroachDB's `cert` commands are
-//! the model): a CA, node certificates for the members, and client certificates, each carrying
-//! a role. Owns the role encoding in a certificate and reading it back ([`grants_of`]); must not
-//! decide what a role may do (that is `auth`'s).
+//! the model): a CA, node certificates for the members, certificates for TiKV and TiDB that
+//! serve and call with one certificate, and client certificates, each carrying a role. Owns
+//! the role and store encodings in a certificate and reading a peer's certificate back
+//! ([`read_peer`], [`grants_of`]); must not decide what a role may do (that is `auth`'s).
 //!
 //! The role is a URI subject alternative name, `meridian://role/<role>`: SANs are the part of a
 //! certificate every TLS library exposes and no other check reads this scheme, so a role never
-//! passes for a host name, and one certificate may carry several roles.
+//! passes for a host name, and one certificate may carry several roles. A store's certificate
+//! may name its store the same way, `meridian://store/<id>` (bind-store-identity).
 
 use std::path::Path;
 use std::time::{Duration, SystemTime};
@@ -17,11 +19,14 @@ use rcgen::{
 };
 use rustls::pki_types::CertificateDer;
 
-use crate::auth::Grants;
 pub use crate::auth::Role;
+use crate::auth::{CertIdentity, Grants};
 
 /// The scheme and path prefix of a role SAN.
 pub const ROLE_URI_PREFIX: &str = "meridian://role/";
+
+/// The scheme and path prefix of the SAN naming the one store a certificate may act for.
+pub const STORE_URI_PREFIX: &str = "meridian://store/";
 
 /// The SAN a certificate carries for `role`.
 fn role_uri(role: Role) -> String {
@@ -31,6 +36,15 @@ fn role_uri(role: Role) -> String {
 /// The role a SAN names, if it is a role SAN with a known role.
 fn role_of_uri(uri: &str) -> Option<Role> {
     Role::of_name(uri.strip_prefix(ROLE_URI_PREFIX)?)
+}
+
+/// The store a SAN names: a decimal id above 0, nothing else.
+fn store_of_uri(uri: &str) -> Option<u64> {
+    let digits = uri.strip_prefix(STORE_URI_PREFIX)?;
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok().filter(|id| *id != 0)
 }
 
 /// When a certificate is valid. Defaults follow CockroachDB's: a CA for ten years, node and
@@ -106,6 +120,7 @@ fn signed(
     common_name: &str,
     hosts: &[String],
     roles: &[Role],
+    store: Option<u64>,
     usages: Vec<ExtendedKeyUsagePurpose>,
     validity: Validity,
 ) -> anyhow::Result<Pem> {
@@ -120,6 +135,12 @@ fn signed(
         params
             .subject_alt_names
             .push(SanType::URI(role_uri(*role).try_into()?));
+    }
+    if let Some(id) = store {
+        anyhow::ensure!(id != 0, "store ids start at 1");
+        params
+            .subject_alt_names
+            .push(SanType::URI(format!("{STORE_URI_PREFIX}{id}").try_into()?));
     }
     params.key_usages = vec![
         KeyUsagePurpose::DigitalSignature,
@@ -151,6 +172,48 @@ pub fn create_node_valid(ca: &Pem, hosts: &[String], validity: Validity) -> anyh
         &hosts[0],
         hosts,
         &[Role::Member],
+        None,
+        vec![
+            ExtendedKeyUsagePurpose::ServerAuth,
+            ExtendedKeyUsagePurpose::ClientAuth,
+        ],
+        validity,
+    )
+}
+
+/// What a TiKV store's or a TiDB server's certificate is made of: it serves under `hosts` (the
+/// names and addresses its peers dial) and calls Meridian with the same certificate, as TiKV
+/// and TiDB present their server certificate as their client certificate.
+#[derive(Debug, Clone)]
+pub struct NodeRole<'a> {
+    pub name: &'a str,
+    pub hosts: &'a [String],
+    pub role: Role,
+    /// The store it may act for under bind-store-identity (`meridian://store/<id>`).
+    pub store: Option<u64>,
+}
+
+/// A certificate valid for both server and client authentication (extended key usages
+/// serverAuth and clientAuth), carrying `spec.role` and, if given, the store it speaks for.
+pub fn create_node_for_role(
+    ca: &Pem,
+    spec: &NodeRole<'_>,
+    validity: Validity,
+) -> anyhow::Result<Pem> {
+    anyhow::ensure!(
+        !spec.hosts.is_empty(),
+        "a certificate that serves names at least one host"
+    );
+    anyhow::ensure!(
+        spec.store.is_none() || spec.role == Role::Store,
+        "only a `store` certificate names a store"
+    );
+    signed(
+        ca,
+        spec.name,
+        spec.hosts,
+        &[spec.role],
+        spec.store,
         vec![
             ExtendedKeyUsagePurpose::ServerAuth,
             ExtendedKeyUsagePurpose::ClientAuth,
@@ -181,6 +244,7 @@ pub fn create_client_valid(
         name,
         &[],
         roles,
+        None,
         vec![ExtendedKeyUsagePurpose::ClientAuth],
         validity,
     )
@@ -213,6 +277,100 @@ pub fn grants_of(chain: &[CertificateDer<'_>]) -> Grants {
         Some(Ok(roles)) => Grants::of_roles(&roles),
         _ => Grants::NONE,
     }
+}
+
+/// What a peer's end-entity certificate says about who it is: read once per connection.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PeerCert {
+    /// The subject's common name (the first, if several), as PD's `cert-allowed-cn` reads it.
+    pub common_name: Option<String>,
+    /// The DNS names among its subject alternative names, lowercased.
+    pub dns_names: Vec<String>,
+    /// The roles its `meridian://role/` SANs carry, in order, without duplicates.
+    pub roles: Vec<Role>,
+    /// The store a `meridian://store/<id>` SAN names; a certificate naming two is refused any.
+    pub store: Option<u64>,
+    /// Who it is for store binding: subject and DNS and IP names, hashed.
+    pub identity: CertIdentity,
+}
+
+impl PeerCert {
+    /// How logs and refusals name it: the common name, else the first DNS name.
+    pub fn display_name(&self) -> &str {
+        self.common_name
+            .as_deref()
+            .or(self.dns_names.first().map(String::as_str))
+            .unwrap_or("(no name)")
+    }
+}
+
+/// Reads a verified peer's end-entity certificate (DER).
+pub fn read_peer(cert_der: &[u8]) -> anyhow::Result<PeerCert> {
+    use x509_parser::extensions::GeneralName;
+    let (_, cert) = x509_parser::parse_x509_certificate(cert_der)
+        .map_err(|e| anyhow::anyhow!("not a certificate: {e}"))?;
+    let common_name = cert
+        .subject()
+        .iter_common_name()
+        .next()
+        .and_then(|cn| cn.as_str().ok())
+        .map(str::to_string);
+    let mut dns_names = Vec::new();
+    let mut ips: Vec<&[u8]> = Vec::new();
+    let mut roles = Vec::new();
+    let mut stores = Vec::new();
+    if let Ok(Some(san)) = cert.subject_alternative_name() {
+        for name in &san.value.general_names {
+            match name {
+                GeneralName::DNSName(dns) => dns_names.push(dns.to_ascii_lowercase()),
+                GeneralName::IPAddress(ip) => ips.push(*ip),
+                GeneralName::URI(uri) => {
+                    if let Some(role) = role_of_uri(uri) {
+                        roles.push(role);
+                    } else if uri.starts_with(STORE_URI_PREFIX) {
+                        stores.push(store_of_uri(uri));
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    roles.sort();
+    roles.dedup();
+    dns_names.sort();
+    dns_names.dedup();
+    ips.sort();
+    ips.dedup();
+    stores.sort();
+    stores.dedup();
+    // One well-formed store name, or none at all: a malformed one or two different ones name
+    // no store, and the certificate is bound by its first registration instead.
+    let store = match stores.as_slice() {
+        [Some(id)] => Some(*id),
+        _ => None,
+    };
+    let mut hash = ring::digest::Context::new(&ring::digest::SHA256);
+    let mut field = |tag: u8, bytes: &[u8]| {
+        hash.update(&[tag]);
+        hash.update(&(bytes.len() as u64).to_be_bytes());
+        hash.update(bytes);
+    };
+    field(0, cert.subject().as_raw());
+    for dns in &dns_names {
+        field(1, dns.as_bytes());
+    }
+    for ip in &ips {
+        field(2, ip);
+    }
+    let mut identity = [0u8; 32];
+    identity.copy_from_slice(hash.finish().as_ref());
+    Ok(PeerCert {
+        common_name,
+        dns_names,
+        roles,
+        store,
+        identity: CertIdentity(identity),
+    })
 }
 
 /// Reads a PEM pair back.

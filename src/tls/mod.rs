@@ -6,8 +6,10 @@
 //! do is `auth`'s business, not this module's.
 
 pub mod cert;
+mod cert_roles;
 mod live;
 
+pub use cert_roles::CertRoles;
 pub use live::{LiveTls, TlsFiles};
 pub use meridian_client::tls::{client_builder, client_config, client_tls, Trust};
 
@@ -19,27 +21,38 @@ use meridian_client::tls::{provider, roots_of};
 use quinn::crypto::rustls::QuicServerConfig;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 
-use crate::auth::Grants;
+use crate::auth::{Caller, Grants};
 use crate::datagram;
 use crate::proto::ALPN;
 
 /// Who a server lets in. The certificates themselves are checked in the handshake, against
 /// the CA that [`LiveTls`] holds.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ClientAuth {
-    /// Every client presents a certificate that the cluster CA signed and that is in date.
-    Required,
-    /// Anyone connects and is granted every role: `--insecure-no-client-auth`.
+    /// Every client presents a certificate that the cluster CA signed and that is in date;
+    /// what it grants is read as `[security]` says (role SANs, else the name mapping).
+    Required(Arc<CertRoles>),
+    /// Anyone connects and is granted every role: `--insecure-no-client-auth`. No store is
+    /// bound either: there is no certificate to bind.
     Off,
 }
 
 impl ClientAuth {
-    /// What a connection whose verified chain is `chain` may do.
-    pub fn grants(&self, chain: Option<&[CertificateDer<'_>]>) -> Grants {
+    pub fn is_required(&self) -> bool {
+        matches!(self, ClientAuth::Required(_))
+    }
+
+    /// Who a connection whose verified chain is `chain` is, read once per connection; `peer`
+    /// names it in the log line written when a certificate grants nothing.
+    pub fn identify(
+        &self,
+        chain: Option<&[CertificateDer<'_>]>,
+        peer: &dyn std::fmt::Display,
+    ) -> Caller {
         match (self, chain) {
-            (ClientAuth::Off, _) => Grants::all(),
-            (ClientAuth::Required, Some(chain)) => cert::grants_of(chain),
-            (ClientAuth::Required, None) => Grants::NONE,
+            (ClientAuth::Off, _) => Caller::of_grants(Grants::all()),
+            (ClientAuth::Required(roles), Some(chain)) => roles.identify(chain, peer),
+            (ClientAuth::Required(_), None) => Caller::default(),
         }
     }
 }

@@ -1,8 +1,8 @@
-//! One accepted gRPC connection: its TLS stream and what its client certificate grants, read
-//! once at the handshake. tonic copies the grants into every request's extensions
-//! (`Connected`), so a call is authorized without parsing the certificate again, as each QUIC
-//! connection's grants are read once (`server::core`). Owns no policy: which call needs which
-//! role is `auth::Call`'s.
+//! One accepted gRPC connection: its TLS stream and who its client certificate says it is (its
+//! grants and, under bind-store-identity, its store seat), read once at the handshake. tonic
+//! copies them into every request's extensions (`Connected`), so a call is authorized without
+//! parsing the certificate again, as each QUIC connection's are read once (`server::core`).
+//! Owns no policy: which call needs which role is `auth::Call`'s.
 
 use std::io;
 use std::pin::Pin;
@@ -13,30 +13,51 @@ use tokio::net::TcpStream;
 use tokio_rustls::server::TlsStream;
 use tonic::transport::server::Connected;
 
-use crate::auth::Grants;
+use std::sync::Arc;
+
+use crate::auth::{Caller, Grants, StoreSeat};
 use crate::tls::ClientAuth;
 
 pub struct Authenticated {
     tls: TlsStream<TcpStream>,
-    grants: Grants,
+    caller: Caller,
 }
 
 impl Authenticated {
-    pub fn new(tls: TlsStream<TcpStream>, client_auth: &ClientAuth) -> Authenticated {
-        let grants = client_auth.grants(tls.get_ref().1.peer_certificates());
-        Authenticated { tls, grants }
+    pub fn new(
+        tls: TlsStream<TcpStream>,
+        client_auth: &ClientAuth,
+        peer: std::net::SocketAddr,
+    ) -> Authenticated {
+        let caller = client_auth.identify(tls.get_ref().1.peer_certificates(), &peer);
+        Authenticated { tls, caller }
     }
 }
 
-/// What every request on the connection carries in its extensions.
-#[derive(Debug, Clone, Copy)]
-pub struct ConnectionGrants(pub Grants);
+/// What every request on the connection carries in its extensions: the roles its certificate
+/// grants, and the store seat when bind-store-identity binds it.
+#[derive(Debug, Clone)]
+pub struct ConnectionGrants(pub Grants, pub Option<Arc<StoreSeat>>);
+
+impl ConnectionGrants {
+    /// The caller a request came from: nothing granted if it did not come through the
+    /// front end's acceptor.
+    pub fn caller_of<T>(request: &tonic::Request<T>) -> Caller {
+        request
+            .extensions()
+            .get::<ConnectionGrants>()
+            .map_or_else(Caller::default, |g| Caller {
+                grants: g.0,
+                store: g.1.clone(),
+            })
+    }
+}
 
 impl Connected for Authenticated {
     type ConnectInfo = ConnectionGrants;
 
     fn connect_info(&self) -> ConnectionGrants {
-        ConnectionGrants(self.grants)
+        ConnectionGrants(self.caller.grants, self.caller.store.clone())
     }
 }
 

@@ -181,7 +181,7 @@ async fn accept(
             let _permit = permit;
             match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
                 Ok(Ok(tls)) => {
-                    let connection = Authenticated::new(tls, &shared.client_auth);
+                    let connection = Authenticated::new(tls, &shared.client_auth, peer);
                     let _ = handshaken.send(Ok(connection)).await;
                 }
                 Ok(Err(e)) => tracing::debug!(%peer, "gRPC TLS handshake refused: {e}"),

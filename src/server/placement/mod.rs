@@ -3,8 +3,9 @@
 //! by concern into one handler file each (`cluster`, `cluster_config`, `stores`, `heartbeat`,
 //! `routing`, `buckets`, `splits`, `gc`, `resolved_ts`, `external_ts`, `global_config`, all
 //! answering through `answer`), `persist` writes changes and loads them when a leader starts
-//! (`store_record`: a store's bytes), `messages` are what those tasks are sent. Decisions stay
-//! in `placement` (and `gc`, `global_config`); nothing here decides what a heartbeat means.
+//! (`store_record`: a store's bytes; `store_bindings` and `store_identity`: which certificate
+//! owns which store), `messages` are what those tasks are sent. Decisions stay in `placement`
+//! (and `gc`, `global_config`); nothing here decides what a heartbeat means.
 
 mod answer;
 mod buckets;
@@ -24,6 +25,8 @@ mod routing;
 mod shard_task;
 mod splits;
 mod state;
+mod store_bindings;
+mod store_identity;
 mod store_record;
 mod stores;
 
@@ -42,4 +45,5 @@ pub use routing::{locate_many, RouteOp};
 pub use shard_task::run_shard;
 pub use splits::SplitOp;
 pub use state::PlacementState;
+pub use store_identity::claim as claim_store;
 pub use stores::StoreOp;

@@ -276,6 +276,7 @@ async fn load<M: MetaStore>(
     let (items, revision) = load_global_config(store, keys).await?;
     state.reset_global_config(items, revision).await;
     *state.external_ts.lock().await = load_decimal(store, &keys.external_ts()).await?.unwrap_or(0);
+    super::store_identity::load(state, store).await?;
 
     let now = state.clock.now_ms();
     let mut stores = Vec::new();
@@ -395,6 +396,7 @@ async fn clear(state: &PlacementState) {
     state.reset_resolved_ts(0);
     *state.cluster_meta.lock().await = None;
     *state.external_ts.lock().await = 0;
+    state.bindings.reset(Vec::new());
     state.clear_buckets();
     state.clear_global_config().await;
     state.index.reset(Vec::new());

@@ -68,6 +68,8 @@ pub struct PlacementState {
     pub(super) global_config: tokio::sync::Mutex<Option<GlobalConfig>>,
     /// Wakes watchers after a change or a term change.
     pub(super) global_config_changed: Notify,
+    /// Which certificate owns which store (bind-store-identity), loaded with the term.
+    pub bindings: super::store_bindings::StoreBindings,
     metrics: Arc<Metrics>,
 }
 
@@ -116,6 +118,7 @@ impl PlacementState {
             buckets: Mutex::new(BucketsMap::default()),
             global_config: tokio::sync::Mutex::new(None),
             global_config_changed: Notify::new(),
+            bindings: Default::default(),
             metrics,
         };
         (Arc::new(state), receivers)

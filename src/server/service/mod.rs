@@ -4,14 +4,18 @@
 //! requests are sorted on into their own [`PlacementOp`] groups), [`execute`] serves one, and
 //! [`execute_batch`] serves a read's worth together where that pays (a batch's region
 //! heartbeats fanned out by owning core, its lookups from one snapshot). The front ends only
-//! decode, authorize, call and encode. The only waiting done here is for the TSO window or
-//! the clock when the allocator says the window is used up, and in placement for durability.
+//! decode, authorize (the role, then [`admit`]: the store a request names against the one the
+//! caller's certificate speaks for), call and encode. The only waiting done here is for the TSO
+//! window or the clock when the allocator says the window is used up, and in placement for
+//! durability (and a store binding's, `Op::Claim`).
 
 mod batch;
+mod identity;
 mod recovery;
 mod tso;
 
 pub use batch::execute_batch;
+pub use identity::admit;
 
 use crate::admin::{CoreMetrics, RequestKind};
 use crate::auth::{Call, RequestCall};
@@ -35,6 +39,13 @@ pub enum Op {
     /// placement's (`ExternalTsOp::Set`).
     SetExternalTs(u64),
     Placement(PlacementOp),
+    /// A placement request by a certificate bound to no store yet, for the store it is to be
+    /// bound to (bind-store-identity): the binding is made durable, then the request served.
+    Claim {
+        seat: std::sync::Arc<crate::auth::StoreSeat>,
+        store_id: u64,
+        op: PlacementOp,
+    },
 }
 
 impl Op {
@@ -141,7 +152,9 @@ impl Op {
             Op::Ping => RequestKind::Ping,
             Op::Tso(_) => RequestKind::Tso,
             Op::Members => RequestKind::GetMembers,
-            Op::SnapshotRecovering | Op::SetExternalTs(_) => RequestKind::Placement,
+            Op::SnapshotRecovering | Op::SetExternalTs(_) | Op::Claim { .. } => {
+                RequestKind::Placement
+            }
             Op::Placement(PlacementOp::Heartbeat(..)) => RequestKind::RegionHeartbeat,
             Op::Placement(_) => RequestKind::Placement,
         }
@@ -178,6 +191,15 @@ pub async fn execute(op: Op, shared: &Shared, metrics: &CoreMetrics) -> Response
             refused @ Response::Err(_) => refused,
         },
         Op::Placement(op) => placement::handle(op, shared).await,
+        Op::Claim { .. } if !shared.placement.is_ready() => {
+            Response::Err(shared.membership.not_serving())
+        }
+        Op::Claim { seat, store_id, op } => {
+            match placement::claim_store(&shared.placement, &seat, store_id).await {
+                Ok(()) => placement::handle(op, shared).await,
+                Err(refused) => refused,
+            }
+        }
     };
     if let Response::Err(e) = &response {
         metrics.error(e);

@@ -11,9 +11,10 @@ impl PdService {
         request: GrpcRequest<Streaming<pdpb::RegionHeartbeatRequest>>,
     ) -> Result<GrpcResponse<Stream<pdpb::RegionHeartbeatResponse>>, Status> {
         self.authorize(&request, Call::RegionHeartbeat)?;
+        let caller = ConnectionGrants::caller_of(&request);
         let inbound = request.into_inner();
         let (tx, rx) = mpsc::channel(STREAM_BACKLOG);
-        tokio::spawn(self.clone().heartbeat_stream(inbound, tx));
+        tokio::spawn(self.clone().heartbeat_stream(inbound, tx, caller));
         Ok(GrpcResponse::new(Box::pin(ReceiverStream::new(rx))))
     }
 
@@ -23,6 +24,7 @@ impl PdService {
         self: Arc<Self>,
         mut inbound: Streaming<pdpb::RegionHeartbeatRequest>,
         tx: mpsc::Sender<Result<pdpb::RegionHeartbeatResponse, Status>>,
+        caller: Caller,
     ) {
         let mut shutdown = self.shared.shutdown.clone();
         loop {
@@ -73,7 +75,7 @@ impl PdService {
                     }
                 }
             }
-            if !items.is_empty() && !self.beat(items, &tx).await {
+            if !items.is_empty() && !self.beat(items, &caller, &tx).await {
                 return;
             }
             if ended {
@@ -82,20 +84,21 @@ impl PdService {
         }
     }
 
-    /// One batch through the service; false when the stream is to end.
+    /// One batch through the service; false when the stream is to end. Each heartbeat is
+    /// checked against the store the caller speaks for (bind-store-identity) on its own: a
+    /// refused one is answered with PD's error header and the rest go on.
     pub(super) async fn beat(
         &self,
         items: Vec<(Region, RegionStats)>,
+        caller: &Caller,
         tx: &mpsc::Sender<Result<pdpb::RegionHeartbeatResponse, Status>>,
     ) -> bool {
         let regions: Vec<Region> = items.iter().map(|(r, _)| r.clone()).collect();
         let mut batch: Vec<_> = items
             .into_iter()
             .map(|(region, stats)| {
-                Ok(Op::Placement(PlacementOp::Heartbeat(
-                    Box::new(region),
-                    stats,
-                )))
+                let op = Op::Placement(PlacementOp::Heartbeat(Box::new(region), stats));
+                admit_store(op, caller, &self.shared)
             })
             .collect();
         let mut replies = Vec::with_capacity(batch.len());
@@ -108,9 +111,14 @@ impl PdService {
                     Ok(resp)
                 }
                 Response::Ok(_) => continue,
-                // A stale or malformed report changes nothing (P1). PD answers it with an UNKNOWN
-                // error header addressed to the reporting leader, and the stream goes on.
-                Response::Err(e @ (ErrorReply::StaleEpoch(_) | ErrorReply::InvalidArgument(_))) => {
+                // A stale or malformed report changes nothing (P1), nor does one for a region
+                // led on a store the certificate does not speak for. PD answers it with an
+                // UNKNOWN error header addressed to the reporting leader, and the stream goes on.
+                Response::Err(
+                    e @ (ErrorReply::StaleEpoch(_)
+                    | ErrorReply::InvalidArgument(_)
+                    | ErrorReply::PermissionDenied(_)),
+                ) => {
                     let m = e.to_string();
                     tracing::debug!(region = region.id, "region heartbeat refused: {m}");
                     Ok(pdpb::RegionHeartbeatResponse {

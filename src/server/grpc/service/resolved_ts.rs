@@ -9,12 +9,13 @@ impl PdService {
         self: &Arc<Self>,
         request: GrpcRequest<pdpb::ReportMinResolvedTsRequest>,
     ) -> Result<GrpcResponse<pdpb::ReportMinResolvedTsResponse>, Status> {
+        let caller = ConnectionGrants::caller_of(&request);
         let req = self.admit(request, Call::ReportMinResolvedTs)?;
         let report = Request::ReportMinResolvedTs {
             store_id: req.store_id,
             min_resolved_ts: req.min_resolved_ts,
         };
-        let header = match self.call(report).await {
+        let header = match self.call_as(&caller, report).await {
             Response::Ok(Reply::Done) => self.header(),
             Response::Ok(other) => return Err(unexpected(other)),
             Response::Err(ErrorReply::Refused(Refusal::StoreNotFound(id))) => {

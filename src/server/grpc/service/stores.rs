@@ -7,6 +7,7 @@ impl PdService {
         self: &Arc<Self>,
         request: GrpcRequest<pdpb::BootstrapRequest>,
     ) -> Result<GrpcResponse<pdpb::BootstrapResponse>, Status> {
+        let caller = ConnectionGrants::caller_of(&request);
         let req = self.admit(request, Call::Bootstrap)?;
         let store = convert::store_from(
             req.store
@@ -26,7 +27,10 @@ impl PdService {
                 "cluster is already bootstrapped".into(),
             ),
             Ok(Reply::Bootstrapped(false)) => {
-                match self.placement(Request::Bootstrap { store, region }).await? {
+                match self
+                    .placement_as(&caller, Request::Bootstrap { store, region })
+                    .await?
+                {
                     Ok(_) => self.header(),
                     Err(header) => header,
                 }
