@@ -3,7 +3,8 @@
 //! by concern into one handler file each (`cluster`, `cluster_config`, `stores`, `heartbeat`,
 //! `routing`, `buckets`, `splits`, `gc`, `resolved_ts`, `external_ts`, `global_config`, all
 //! answering through `answer`), `persist` writes changes and loads them when a leader starts
-//! (`store_record`: a store's bytes), `messages` are what those tasks are sent. Decisions stay
+//! (`store_record`: a store's bytes), `messages` are what those tasks are sent; `rules` keeps
+//! PD's placement and region label rules for the HTTP API. Decisions stay
 //! in `placement` (and `gc`, `global_config`); nothing here decides what a heartbeat means.
 
 mod answer;
@@ -21,6 +22,7 @@ pub(crate) mod persist;
 mod request;
 mod resolved_ts;
 mod routing;
+pub mod rules;
 mod shard_task;
 mod splits;
 mod state;

@@ -274,6 +274,7 @@ async fn load<M: MetaStore>(
     state.reset_resolved_ts(resolved);
     let (items, revision) = load_global_config(store, keys).await?;
     state.reset_global_config(items, revision).await;
+    super::rules::load(state, store, keys).await?;
     *state.external_ts.lock().await = load_decimal(store, &keys.external_ts()).await?.unwrap_or(0);
 
     let now = state.clock.now_ms();
@@ -396,6 +397,7 @@ async fn clear(state: &PlacementState) {
     *state.external_ts.lock().await = 0;
     state.clear_buckets();
     state.clear_global_config().await;
+    *state.rules.lock().await = None;
     state.index.reset(Vec::new());
     {
         let mut map = state.stores();

@@ -68,6 +68,9 @@ pub struct PlacementState {
     pub(super) global_config: tokio::sync::Mutex<Option<GlobalConfig>>,
     /// Wakes watchers after a change or a term change.
     pub(super) global_config_changed: Notify,
+    /// Placement rules and region label rules (`rules.rs`), loaded with the term; `None` when
+    /// this node holds no term. Held across the durable write of a change.
+    pub(super) rules: tokio::sync::Mutex<Option<crate::placement_rules::Rules>>,
     metrics: Arc<Metrics>,
 }
 
@@ -116,6 +119,7 @@ impl PlacementState {
             buckets: Mutex::new(BucketsMap::default()),
             global_config: tokio::sync::Mutex::new(None),
             global_config_changed: Notify::new(),
+            rules: tokio::sync::Mutex::new(None),
             metrics,
         };
         (Arc::new(state), receivers)

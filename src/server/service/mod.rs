@@ -10,6 +10,7 @@
 mod batch;
 mod recovery;
 mod tso;
+pub mod views;
 
 pub use batch::execute_batch;
 
