@@ -198,6 +198,12 @@ async fn every_route_answers_in_pds_shapes_over_both_http_versions_beside_grpc()
     assert_eq!(st["available"], "512GiB");
     assert_eq!(st["used_size"], "1.5KiB");
     assert_eq!(st["region_count"], 2);
+    assert_eq!(st["leader_count"], 0);
+    assert_eq!(st["leader_score"], 0.0);
+    assert_eq!(
+        st["region_score"], 0.0,
+        "no score made up without region sizes"
+    );
     assert_eq!(st["leader_weight"], 1.0);
     assert_eq!(st["region_weight"], 1.0);
     assert!(st["last_heartbeat_ts"].as_str().unwrap().ends_with('Z'));

@@ -197,15 +197,101 @@ async fn rules_are_checked_as_pd_checks_them_and_survive_a_restart() {
         .await,
         label
     );
+    let by_ids = send(
+        &addr,
+        &trust,
+        Proto::H1,
+        Method::GET,
+        "/pd/api/v1/config/region-label/rules/ids",
+        &[("content-type", "application/json")],
+        r#"["nope", "schema/test/t1"]"#,
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        (by_ids.status, by_ids.json()),
+        (StatusCode::OK, json!([label]))
+    );
+    let missing = get(
+        &addr,
+        &trust,
+        Proto::H2,
+        "/pd/api/v1/config/region-label/rule/nope",
+    )
+    .await;
+    assert_eq!(
+        (missing.status, missing.json()),
+        (
+            StatusCode::NOT_FOUND,
+            json!("[PD:region:ErrRegionRuleNotFound]region label rule not found for id nope")
+        )
+    );
+    // A partial bundle replaces only its group: TiDB's placement policies.
+    let bundle = json!([{
+        "group_id": "TiDB_DDL_70", "group_index": 40, "group_override": true,
+        "rules": [{
+            "id": "table_rule_70_0", "start_key": table_key(b"t3"), "end_key": table_key(b"t4"),
+            "role": "voter", "count": 3,
+        }],
+    }]);
+    let a = post(
+        &addr,
+        &trust,
+        Method::POST,
+        "/pd/api/v1/config/placement-rule?partial=true",
+        &bundle,
+    )
+    .await;
+    assert_eq!(
+        (a.status, a.json()),
+        (
+            StatusCode::OK,
+            json!("Update rules and groups successfully.")
+        )
+    );
+    let ddl = get_json(
+        &addr,
+        &trust,
+        "/pd/api/v1/config/placement-rule/TiDB_DDL_70",
+    )
+    .await;
+    assert_eq!(
+        (ddl["group_index"].clone(), ddl["group_override"].clone()),
+        (json!(40), json!(true))
+    );
+    assert_eq!(
+        ddl["rules"][0]["group_id"], "TiDB_DDL_70",
+        "the bundle names the group"
+    );
+    let all = get_json(&addr, &trust, "/pd/api/v1/config/rules").await;
+    assert_eq!(
+        all.as_array().unwrap().len(),
+        3,
+        "the default and tiflash rules stay: {all}"
+    );
+
+    // One group's bundle, and one nobody named.
+    let tiflash = get_json(&addr, &trust, "/pd/api/v1/config/placement-rule/tiflash").await;
+    assert_eq!(tiflash["group_id"], "tiflash");
+    assert_eq!(tiflash["rules"].as_array().unwrap().len(), 1);
+    assert_eq!(
+        get_json(&addr, &trust, "/pd/api/v1/config/placement-rule/none").await,
+        json!({"group_id": "none", "group_index": 0, "group_override": false, "rules": null})
+    );
 
     // After a restart, everything is as it was.
     let rules_before = get_json(&addr, &trust, "/pd/api/v1/config/rules").await;
+    let bundles_before = get_json(&addr, &trust, "/pd/api/v1/config/placement-rule").await;
     n.server.stop().unwrap();
     let n = start(&data).await;
     let addr = n.addr().to_string();
     assert_eq!(
         get_json(&addr, &trust, "/pd/api/v1/config/rules").await,
         rules_before
+    );
+    assert_eq!(
+        get_json(&addr, &trust, "/pd/api/v1/config/placement-rule").await,
+        bundles_before
     );
     assert_eq!(
         get_json(&addr, &trust, "/pd/api/v1/config/region-label/rules").await,

@@ -188,7 +188,8 @@ pub struct MetaStoreJson {
     pub state_name: &'static str,
 }
 
-/// PD's `response.StoreStatus`, with what Meridian knows of a store.
+/// PD's `response.StoreStatus`, with what Meridian knows of a store: sizes, counts, times;
+/// sizes of the regions a store holds are not read here (0), as for regions.
 #[derive(Debug, Serialize, PartialEq)]
 pub struct StoreStatusJson {
     pub capacity: String,
@@ -270,11 +271,14 @@ pub fn store(s: &StoreStatus) -> StoreJson {
             used_size: byte_size(s.stats.used_size),
             leader_count: s.stats.leader_count,
             leader_weight: 1.0,
+            // PD's default `count` leader policy: the leader count over the weight (1).
             leader_score: s.stats.leader_count as f64,
             leader_size: 0,
             region_count: s.stats.region_count,
             region_weight: 1.0,
-            region_score: s.stats.region_count as f64,
+            // PD scores regions by their sizes and the store's free space; region sizes stay
+            // on the cores that own the regions and are not read here, so no score is made up.
+            region_score: 0.0,
             region_size: 0,
             start_ts: started.and_then(|secs| rfc3339_ms(secs.saturating_mul(1000))),
             last_heartbeat_ts: beat_ms.and_then(rfc3339_ms),

@@ -113,6 +113,14 @@ pub fn router(shared: Arc<Shared>, metrics_slot: usize) -> Router {
             get(rules::get_label_rules).patch(rules::patch_label_rules),
         )
         .route(
+            &at("/config/placement-rule/{group}"),
+            get(rules::get_bundle),
+        )
+        .route(
+            &at("/config/region-label/rules/ids"),
+            get(rules::get_label_rules_by_ids),
+        )
+        .route(
             &at("/config/region-label/rule"),
             post(rules::set_label_rule),
         )

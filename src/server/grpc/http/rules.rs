@@ -1,5 +1,6 @@
-//! Placement rules (`/config/rules`, `/config/rules/batch`, `/config/placement-rule`) and
-//! region label rules (`/config/region-label/rules`, `/config/region-label/rule[/{id}]`),
+//! Placement rules (`/config/rules`, `/config/rules/batch`, `/config/placement-rule[/{group}]`)
+//! and region label rules (`/config/region-label/rules[/ids]`,
+//! `/config/region-label/rule[/{id}]`),
 //! read and edited through the request service's rules view; PD's answers, its words for a
 //! refusal (400 for bad input, as PD), and PD's success strings.
 
@@ -91,6 +92,43 @@ pub async fn set_bundles(State(api): State<Api>, uri: Uri, bytes: Bytes) -> Resp
             "Update rules and groups successfully.",
         ),
         Err(f) => f.into_response(),
+    }
+}
+
+/// One group's bundle (PD's `GetGroupBundle`): its place and its rules; a group nobody named
+/// is index 0, no override, no rules.
+pub async fn get_bundle(State(api): State<Api>, Path(group): Path<String>) -> Response {
+    match view::bundles(&api.shared).await {
+        Ok(bundles) => match bundles.into_iter().find(|b| b.group_id == group) {
+            Some(bundle) => Json(bundle).into_response(),
+            None => Json(serde_json::json!({
+                "group_id": group,
+                "group_index": 0,
+                "group_override": false,
+                "rules": null,
+            }))
+            .into_response(),
+        },
+        Err(e) => Failure::from(e).into_response(),
+    }
+}
+
+/// The label rules with the ids the body lists, in its order, those that exist (PD's
+/// `GetLabelRules`).
+pub async fn get_label_rules_by_ids(State(api): State<Api>, bytes: Bytes) -> Response {
+    let ids: Vec<String> = match body(&bytes) {
+        Ok(ids) => ids,
+        Err(f) => return f.into_response(),
+    };
+    match view::label_rules(&api.shared).await {
+        Ok(rules) => {
+            let found: Vec<&LabelRule> = ids
+                .iter()
+                .filter_map(|id| rules.iter().find(|r| &r.id == id))
+                .collect();
+            Json(found).into_response()
+        }
+        Err(e) => Failure::from(e).into_response(),
     }
 }
 
