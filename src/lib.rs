@@ -41,6 +41,8 @@ pub mod meta;
 pub mod pd_grpc;
 /// Stores and regions: the region map and the heartbeat rules (pure).
 pub mod placement;
+/// PD's placement rules and region label rules: their checks and edits (pure).
+pub mod placement_rules;
 /// Wire messages (rkyv) and length-prefixed framing (`meridian-client`: one definition).
 pub use meridian_client::proto;
 /// Thread-per-core QUIC server: cores, endpoints, request dispatch, TSO control loop.

@@ -9,7 +9,8 @@
 //! - moving the GC safe points, which lets history be deleted: `client` (TiDB's GC worker, BR
 //!   and CDC run as clients);
 //! - leadership and membership changes, debug controls (every admin route that is not a
-//!   GET): `admin`.
+//!   GET), and every route of PD's HTTP API that is not a GET (placement and label rules):
+//!   `admin`.
 
 use crate::proto::Request;
 
@@ -73,6 +74,10 @@ pub enum Call {
     EtcdLeaseGrant,
     EtcdLeaseRevoke,
     EtcdLeaseKeepAlive,
+    /// PD's HTTP API at the client address: a GET (any role), or any other method (`admin`,
+    /// as on the admin port: placement rules, labels, config).
+    PdHttpRead,
+    PdHttpChange,
 }
 
 /// What a call needs of the caller's certificate.
@@ -112,6 +117,8 @@ pub fn need_of(call: Call) -> Need {
         | ReportBatchSplit => Need::Role(Role::Store),
         UpdateGcSafePoint | UpdateServiceGcSafePoint => Need::Role(Role::Client),
         AdminChange => Need::Role(Role::Admin),
+        PdHttpRead => Need::AnyRole,
+        PdHttpChange => Need::Role(Role::Admin),
         EtcdRange | EtcdWatch | EtcdLeaseTimeToLive | EtcdLeaseLeases | EtcdMemberList => {
             Need::AnyRole
         }
@@ -188,7 +195,7 @@ mod tests {
         Call::AskBatchSplit,
         Call::ReportBatchSplit,
     ];
-    const ADMIN: [Call; 1] = [Call::AdminChange];
+    const ADMIN: [Call; 2] = [Call::AdminChange, Call::PdHttpChange];
 
     #[test]
     fn store_writes_need_store_and_admin_changes_need_admin() {
@@ -219,6 +226,7 @@ mod tests {
             Call::GetRegion,
             Call::GetMembers,
             Call::AdminRead,
+            Call::PdHttpRead,
         ] {
             for role in Role::ALL {
                 assert!(call.permitted(Grants::of_roles(&[role])).is_ok());

@@ -134,8 +134,41 @@ impl Keys {
         format!("{}/global_config/revision", self.root).into_bytes()
     }
 
+    /// A placement rule (PD's JSON), keyed as PD keys it: its group and id in hex, joined by
+    /// `-`.
+    pub fn placement_rule(&self, group_id: &str, id: &str) -> Vec<u8> {
+        format!("{}/rules/rule/{}-{}", self.root, hex(group_id), hex(id)).into_bytes()
+    }
+
+    pub fn placement_rules_prefix(&self) -> Vec<u8> {
+        format!("{}/rules/rule/", self.root).into_bytes()
+    }
+
+    /// A placement rule group that is not the default (PD's JSON), by its id in hex.
+    pub fn rule_group(&self, id: &str) -> Vec<u8> {
+        format!("{}/rules/group/{}", self.root, hex(id)).into_bytes()
+    }
+
+    pub fn rule_groups_prefix(&self) -> Vec<u8> {
+        format!("{}/rules/group/", self.root).into_bytes()
+    }
+
+    /// A region label rule (PD's JSON), by its id in hex.
+    pub fn label_rule(&self, id: &str) -> Vec<u8> {
+        format!("{}/rules/label/{}", self.root, hex(id)).into_bytes()
+    }
+
+    pub fn label_rules_prefix(&self) -> Vec<u8> {
+        format!("{}/rules/label/", self.root).into_bytes()
+    }
+
     /// The persisted TSO window limit (physical milliseconds, decimal).
     pub fn tso_limit(&self) -> Vec<u8> {
         format!("{}/tso/limit", self.root).into_bytes()
     }
+}
+
+/// Lower-case hex of a name, so any name is one path segment.
+fn hex(name: &str) -> String {
+    name.bytes().map(|b| format!("{b:02x}")).collect()
 }

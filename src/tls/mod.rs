@@ -242,10 +242,11 @@ pub fn admin_server_config(
     Ok(Arc::new(tls))
 }
 
-/// The PD gRPC front end's config: HTTP/2 over TLS 1.3, client certificate required.
+/// The PD front end's config: TLS 1.3, client certificate required. ALPN offers HTTP/2 (gRPC,
+/// and the HTTP API) first and HTTP/1.1 (the HTTP API), as PD's client port does.
 pub fn grpc_server_config(live: &Arc<LiveTls>) -> anyhow::Result<Arc<rustls::ServerConfig>> {
     let mut tls = tls_server(live, false)?;
-    tls.alpn_protocols = vec![b"h2".to_vec()];
+    tls.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
     Ok(Arc::new(tls))
 }
 

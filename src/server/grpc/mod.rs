@@ -1,13 +1,15 @@
 //! The PD-compatible front end: kvproto's `pdpb.PD` over gRPC (HTTP/2, TLS with the node's
-//! certificate), and beside it etcd's v3 API forwarded to the etcd the node runs on (`etcd`),
-//! on TCP at the client address by default, on its own thread and runtime so the QUIC cores
-//! stay as they are. The translation lives in `service`, `convert` and `etcd`; this module
-//! only binds, serves and stops.
+//! certificate), and beside it etcd's v3 API forwarded to the etcd the node runs on (`etcd`)
+//! and PD's HTTP API (`http`, HTTP/1.1 or HTTP/2 on the same port and TLS, split from gRPC by
+//! `content-type`), on TCP at the client address by default, on its own thread and runtime so
+//! the QUIC cores stay as they are. The translation lives in `service`, `convert`, `etcd` and
+//! `http`; this module only binds, serves and stops.
 
 mod connection;
 // `pub(crate)` for `crate::fuzzing`.
 pub(crate) mod convert;
 mod etcd;
+mod http;
 mod service;
 
 use std::net::{SocketAddr, TcpListener};
@@ -16,6 +18,7 @@ use std::sync::Arc;
 use anyhow::Context;
 use tokio::sync::{mpsc, watch, Semaphore};
 use tokio_rustls::TlsAcceptor;
+use tonic::service::Routes;
 use tonic::transport::Server;
 
 use crate::kvproto::pdpb::pd_server::PdServer;
@@ -106,7 +109,9 @@ async fn serve(setup: GrpcSetup) -> anyhow::Result<()> {
         setup.shutdown.clone(),
     ));
     let incoming = tokio_stream::wrappers::ReceiverStream::new(incoming);
-    let mut builder = Server::builder();
+    // HTTP/1.1 too: what is not gRPC is PD's HTTP API (`http::split`).
+    let mut builder = Server::builder().accept_http1(true);
+    let api = http::router(setup.shared.clone(), setup.metrics_slot);
     let etcd = etcd::EtcdProxy::new(
         setup.etcd.as_ref(),
         setup.shared.clone(),
@@ -120,17 +125,18 @@ async fn serve(setup: GrpcSetup) -> anyhow::Result<()> {
     let (_health_reporter, health) = tonic_health::server::health_reporter();
     let mut shutdown = setup.shutdown.clone();
     let mut stopped = setup.shutdown;
+    let grpc = Routes::new(
+        PdServer::new(service)
+            .max_decoding_message_size(MAX_MESSAGE)
+            .max_encoding_message_size(MAX_MESSAGE),
+    )
+    .add_service(health)
+    .add_service(etcd.kv())
+    .add_service(etcd.watch())
+    .add_service(etcd.lease())
+    .add_service(etcd.cluster());
     let server = builder
-        .add_service(
-            PdServer::new(service)
-                .max_decoding_message_size(MAX_MESSAGE)
-                .max_encoding_message_size(MAX_MESSAGE),
-        )
-        .add_service(health)
-        .add_service(etcd.kv())
-        .add_service(etcd.watch())
-        .add_service(etcd.lease())
-        .add_service(etcd.cluster())
+        .add_routes(http::split(grpc.into_axum_router(), api))
         .serve_with_incoming_shutdown(incoming, async move {
             let _ = shutdown.wait_for(|s| *s).await;
         });

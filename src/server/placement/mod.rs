@@ -4,8 +4,9 @@
 //! `routing`, `buckets`, `splits`, `gc`, `resolved_ts`, `external_ts`, `global_config`, all
 //! answering through `answer`), `persist` writes changes and loads them when a leader starts
 //! (`store_record`: a store's bytes; `store_bindings` and `store_identity`: which certificate
-//! owns which store), `messages` are what those tasks are sent. Decisions stay in `placement`
-//! (and `gc`, `global_config`); nothing here decides what a heartbeat means.
+//! owns which store), `messages` are what those tasks are sent; `rules` keeps PD's placement
+//! and region label rules for the HTTP API. Decisions stay in `placement` (and `gc`,
+//! `global_config`); nothing here decides what a heartbeat means.
 
 mod answer;
 mod buckets;
@@ -22,6 +23,7 @@ pub(crate) mod persist;
 mod request;
 mod resolved_ts;
 mod routing;
+pub mod rules;
 mod shard_task;
 mod splits;
 mod state;

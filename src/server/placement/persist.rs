@@ -275,6 +275,7 @@ async fn load<M: MetaStore>(
     state.reset_resolved_ts(resolved);
     let (items, revision) = load_global_config(store, keys).await?;
     state.reset_global_config(items, revision).await;
+    super::rules::load(state, store, keys).await?;
     *state.external_ts.lock().await = load_decimal(store, &keys.external_ts()).await?.unwrap_or(0);
     super::store_identity::load(state, store).await?;
 
@@ -399,6 +400,7 @@ async fn clear(state: &PlacementState) {
     state.bindings.reset(Vec::new());
     state.clear_buckets();
     state.clear_global_config().await;
+    *state.rules.lock().await = None;
     state.index.reset(Vec::new());
     {
         let mut map = state.stores();

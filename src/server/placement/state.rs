@@ -70,6 +70,9 @@ pub struct PlacementState {
     pub(super) global_config_changed: Notify,
     /// Which certificate owns which store (bind-store-identity), loaded with the term.
     pub bindings: super::store_bindings::StoreBindings,
+    /// Placement rules and region label rules (`rules.rs`), loaded with the term; `None` when
+    /// this node holds no term. Held across the durable write of a change.
+    pub(super) rules: tokio::sync::Mutex<Option<crate::placement_rules::Rules>>,
     metrics: Arc<Metrics>,
 }
 
@@ -119,6 +122,7 @@ impl PlacementState {
             global_config: tokio::sync::Mutex::new(None),
             global_config_changed: Notify::new(),
             bindings: Default::default(),
+            rules: tokio::sync::Mutex::new(None),
             metrics,
         };
         (Arc::new(state), receivers)

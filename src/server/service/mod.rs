@@ -13,6 +13,7 @@ mod batch;
 mod identity;
 mod recovery;
 mod tso;
+pub mod views;
 
 pub use batch::execute_batch;
 pub use identity::admit;
