@@ -1,7 +1,7 @@
 //! `loadgen`: drives a Meridian cluster with real clients and checks what comes back.
 
 use clap::{Parser, Subcommand};
-use loadgen::{args, attack, cluster, compare, demo, nemesis, route, run};
+use loadgen::{args, attack, cluster, compare, demo, etcd_proxy, nemesis, route, run};
 
 #[derive(Parser)]
 #[command(
@@ -35,6 +35,10 @@ enum Command {
     /// (SIGKILL, leader pauses, etcd partitions, clock jumps, transfers); checks every promise
     /// at the end and exits non-zero on any broken one.
     Nemesis(nemesis::NemesisArgs),
+    /// etcd's KV and Watch straight and through a Meridian node's etcd endpoint, on one TLS
+    /// etcd (from PATH), alternated: put, range and watch-delivery latency at offered rates,
+    /// and the p99 through Meridian minus the direct p99.
+    EtcdProxy(etcd_proxy::EtcdProxyArgs),
 }
 
 #[derive(clap::Args)]
@@ -102,6 +106,10 @@ fn main() -> std::process::ExitCode {
             Command::Cluster(args) => cluster::run(&args).await.map(|_| 0),
             Command::Route(args) => route::run(&args).await.map(|_| 0),
             Command::Attack(args) => run_attack(args).await,
+            Command::EtcdProxy(args) => {
+                let r = etcd_proxy::run(&args).await?;
+                Ok(u64::from(r.runs.iter().any(|run| run.errors > 0)))
+            }
             Command::Nemesis(args) => {
                 let r = nemesis::run(&args).await?;
                 r.print();
