@@ -8,6 +8,8 @@ mod connection;
 // `pub(crate)` for `crate::fuzzing`.
 pub(crate) mod convert;
 mod etcd;
+mod meta_storage;
+mod resource_manager;
 mod service;
 
 use std::net::{SocketAddr, TcpListener};
@@ -112,6 +114,13 @@ async fn serve(setup: GrpcSetup) -> anyhow::Result<()> {
         setup.shared.clone(),
         setup.metrics_slot,
     )?;
+    let meta_storage =
+        meta_storage::MetaStorageService::new(&etcd, setup.shared.clone(), setup.metrics_slot);
+    let resource_manager = resource_manager::ResourceManagerService::new(
+        setup.shared.clone(),
+        setup.metrics_slot,
+        setup.etcd.is_some(),
+    );
     let service = Arc::new(PdService::new(setup.shared, setup.metrics_slot));
     // The standard `grpc.health.v1.Health`, which pd's Go client asks (`Check` with service "")
     // before it uses a member. It reports SERVING for "" from every member, followers too (as
@@ -131,6 +140,8 @@ async fn serve(setup: GrpcSetup) -> anyhow::Result<()> {
         .add_service(etcd.watch())
         .add_service(etcd.lease())
         .add_service(etcd.cluster())
+        .add_service(meta_storage.server())
+        .add_service(resource_manager.server())
         .serve_with_incoming_shutdown(incoming, async move {
             let _ = shutdown.wait_for(|s| *s).await;
         });

@@ -275,6 +275,8 @@ async fn load<M: MetaStore>(
     state.reset_resolved_ts(resolved);
     let (items, revision) = load_global_config(store, keys).await?;
     state.reset_global_config(items, revision).await;
+    let groups = super::resource_groups::load(store, keys).await?;
+    state.resource_groups().reset(groups);
     *state.external_ts.lock().await = load_decimal(store, &keys.external_ts()).await?.unwrap_or(0);
 
     let now = state.clock.now_ms();
@@ -397,6 +399,7 @@ async fn clear(state: &PlacementState) {
     *state.external_ts.lock().await = 0;
     state.clear_buckets();
     state.clear_global_config().await;
+    state.resource_groups().clear();
     state.index.reset(Vec::new());
     {
         let mut map = state.stores();

@@ -11,6 +11,7 @@ use tokio::sync::{mpsc, Notify};
 
 use super::dirty::DirtySet;
 use super::messages::{PersistOp, ShardMsg};
+use super::resource_groups::ResourceGroups;
 use crate::admin::{Metrics, PlacementGauges, StoreCounts};
 use crate::clock::WallClock;
 use crate::gc::SafePoints;
@@ -68,6 +69,8 @@ pub struct PlacementState {
     pub(super) global_config: tokio::sync::Mutex<Option<GlobalConfig>>,
     /// Wakes watchers after a change or a term change.
     pub(super) global_config_changed: Notify,
+    /// Resource groups and their token buckets (`resource_groups.rs`), loaded with the term.
+    resource_groups: ResourceGroups,
     metrics: Arc<Metrics>,
 }
 
@@ -92,6 +95,7 @@ impl PlacementState {
         let (senders, receivers): (Vec<_>, Vec<_>) =
             (0..cores).map(|_| mpsc::channel(SHARD_QUEUE)).unzip();
         let (persist, persist_rx) = mpsc::channel(PERSIST_QUEUE);
+        let resource_groups = ResourceGroups::new(persist.clone());
         let state = PlacementState {
             index: RangeIndex::new(),
             stores: Mutex::new(StoreMap::new()),
@@ -116,9 +120,15 @@ impl PlacementState {
             buckets: Mutex::new(BucketsMap::default()),
             global_config: tokio::sync::Mutex::new(None),
             global_config_changed: Notify::new(),
+            resource_groups,
             metrics,
         };
         (Arc::new(state), receivers)
+    }
+
+    /// The term's resource groups (nothing held outside a term).
+    pub fn resource_groups(&self) -> &ResourceGroups {
+        &self.resource_groups
     }
 
     pub fn is_ready(&self) -> bool {
