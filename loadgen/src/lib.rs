@@ -25,3 +25,4 @@ pub mod run;
 pub mod stall;
 pub mod target;
 pub mod threads;
+pub mod token_buckets;
