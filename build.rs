@@ -1,4 +1,5 @@
-//! Generates the kvproto types and the `pdpb.PD` gRPC service from `proto/kvproto/`, and etcd's
+//! Generates the kvproto types and the `pdpb.PD`, `meta_storagepb.MetaStorage` and
+//! `resource_manager.ResourceManager` gRPC services from `proto/kvproto/`, and etcd's
 //! `etcdserverpb` services (server and client: the client address serves them and forwards
 //! them to etcd) from `proto/etcd/`, with the protoc binary vendored in `protoc-bin-vendored`:
 //! no system protoc is needed.
@@ -11,6 +12,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "proto/kvproto/eraftpb.proto",
         "proto/kvproto/metapb.proto",
         "proto/kvproto/pdpb.proto",
+        "proto/kvproto/meta_storagepb.proto",
+        "proto/kvproto/resource_manager.proto",
     ];
     // An rpc of the kvproto subset that no handler serves yet answers UNIMPLEMENTED, as PD's
     // clients expect of a method a server lacks, instead of failing the build.

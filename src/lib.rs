@@ -45,6 +45,8 @@ pub mod placement;
 pub mod placement_rules;
 /// Wire messages (rkyv) and length-prefixed framing (`meridian-client`: one definition).
 pub use meridian_client::proto;
+/// Resource groups: records, PD's token buckets and the groups a leader serves (pure rules).
+pub mod resource_group;
 /// Thread-per-core QUIC server: cores, endpoints, request dispatch, TSO control loop.
 pub mod server;
 /// TLS material: self-signed pair, server and client rustls configs.

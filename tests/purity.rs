@@ -1,17 +1,18 @@
 //! The pure cores (`src/tso`, `src/placement`, `src/placement_rules`, `src/gc`,
-//! `src/global_config`) do no I/O: no
-//! file of theirs names tokio, the network, the file system, threads or the OS clock outside
-//! its tests. Time comes in as an argument and effects go out as values, so the server and the
-//! simulators drive the same code (ARCHITECTURE.md, "Process rules").
+//! `src/global_config`, `src/resource_group`) do no I/O: no file of theirs names tokio, the
+//! network, the file system, threads or the OS clock outside its tests. Time comes in as an
+//! argument and effects go out as values, so the server and the simulators drive the same code
+//! (ARCHITECTURE.md, "Process rules").
 
 use std::path::{Path, PathBuf};
 
-const CORES: [&str; 5] = [
+const CORES: [&str; 6] = [
     "src/tso",
     "src/placement",
     "src/placement_rules",
     "src/gc",
     "src/global_config",
+    "src/resource_group",
 ];
 
 /// What a pure module must not name. Each is a path prefix, matched as written in code.

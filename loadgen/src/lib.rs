@@ -26,3 +26,4 @@ pub mod run;
 pub mod stall;
 pub mod target;
 pub mod threads;
+pub mod token_buckets;

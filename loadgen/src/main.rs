@@ -1,7 +1,9 @@
 //! `loadgen`: drives a Meridian cluster with real clients and checks what comes back.
 
 use clap::{Parser, Subcommand};
-use loadgen::{args, attack, cluster, compare, demo, etcd_proxy, nemesis, route, run};
+use loadgen::{
+    args, attack, cluster, compare, demo, etcd_proxy, nemesis, route, run, token_buckets,
+};
 
 #[derive(Parser)]
 #[command(
@@ -28,6 +30,9 @@ enum Command {
     Cluster(cluster::ClusterArgs),
     /// GetRegion by random key.
     Route(route::RouteArgs),
+    /// AcquireTokenBuckets grants on the leader's ResourceManager, over many streams
+    /// (against --endpoints, or a local demo server when none are given).
+    TokenBuckets(token_buckets::TokenBucketArgs),
     /// TSO throughput under attack (handshake, connection and stream floods, oversized keys,
     /// admin slowloris) next to quiet runs, alternated, against a local demo server.
     Attack(AttackArgs),
@@ -105,6 +110,7 @@ fn main() -> std::process::ExitCode {
             Command::Compare(args) => Ok(run_compare(args).await?.violations),
             Command::Cluster(args) => cluster::run(&args).await.map(|_| 0),
             Command::Route(args) => route::run(&args).await.map(|_| 0),
+            Command::TokenBuckets(args) => token_buckets::run_and_report(&args).await,
             Command::Attack(args) => run_attack(args).await,
             Command::EtcdProxy(args) => {
                 let r = etcd_proxy::run(&args).await?;

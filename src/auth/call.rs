@@ -8,6 +8,8 @@
 //!   splits, ids): `store`;
 //! - moving the GC safe points, which lets history be deleted: `client` (TiDB's GC worker, BR
 //!   and CDC run as clients);
+//! - writes into the etcd namespace (etcd API, MetaStorage) and resource group DDL: `client`
+//!   (TiDB's sessions and CREATE RESOURCE GROUP);
 //! - leadership and membership changes, debug controls (every admin route that is not a
 //!   GET), and every route of PD's HTTP API that is not a GET (placement and label rules):
 //!   `admin`.
@@ -78,6 +80,20 @@ pub enum Call {
     /// as on the admin port: placement rules, labels, config).
     PdHttpRead,
     PdHttpChange,
+    /// kvproto's MetaStorage, on the same etcd namespace: reads and watches (any role: TiKV's
+    /// resource control reads with its `store` certificate), writes (`client`, as etcd's).
+    MetaStorageGet,
+    MetaStorageWatch,
+    MetaStoragePut,
+    MetaStorageDelete,
+    /// kvproto's ResourceManager: reads and token grants (any role), resource group DDL
+    /// (`client`: TiDB's CREATE/ALTER/DROP RESOURCE GROUP).
+    ListResourceGroups,
+    GetResourceGroup,
+    AcquireTokenBuckets,
+    AddResourceGroup,
+    ModifyResourceGroup,
+    DeleteResourceGroup,
 }
 
 /// What a call needs of the caller's certificate.
@@ -124,6 +140,10 @@ pub fn need_of(call: Call) -> Need {
         }
         EtcdPut | EtcdDeleteRange | EtcdTxn | EtcdLeaseGrant | EtcdLeaseRevoke
         | EtcdLeaseKeepAlive => Need::Role(Role::Client),
+        MetaStorageGet | MetaStorageWatch => Need::AnyRole,
+        MetaStoragePut | MetaStorageDelete => Need::Role(Role::Client),
+        ListResourceGroups | GetResourceGroup | AcquireTokenBuckets => Need::AnyRole,
+        AddResourceGroup | ModifyResourceGroup | DeleteResourceGroup => Need::Role(Role::Client),
     }
 }
 

@@ -1,7 +1,7 @@
-//! kvproto's `pdpb`, `metapb` and `eraftpb` types and the `pdpb.PD` service, generated at build
-//! time from the subset in `proto/kvproto/` (field numbers exactly as kvproto has them; see
-//! its README). Generated code only: the translation to Meridian's types lives with the gRPC
-//! front end.
+//! kvproto's `pdpb`, `metapb`, `eraftpb`, `meta_storagepb` and `resource_manager` types and
+//! their services, generated at build time from the subset in `proto/kvproto/` (field numbers
+//! exactly as kvproto has them; see its README). Generated code only: the translation to
+//! Meridian's types lives with the gRPC front end.
 
 #![allow(clippy::all, clippy::pedantic)]
 
@@ -15,6 +15,14 @@ pub mod metapb {
 
 pub mod pdpb {
     tonic::include_proto!("pdpb");
+}
+
+pub mod meta_storagepb {
+    tonic::include_proto!("meta_storagepb");
+}
+
+pub mod resource_manager {
+    tonic::include_proto!("resource_manager");
 }
 
 /// The compiled descriptors of `proto/kvproto/` (a serialized `FileDescriptorSet`): what the

@@ -162,6 +162,15 @@ impl Keys {
         format!("{}/rules/label/", self.root).into_bytes()
     }
 
+    /// A resource group's record (kvproto's `ResourceGroup`, protobuf), by name.
+    pub fn resource_group(&self, name: &str) -> Vec<u8> {
+        format!("{}/resource_group/settings/{name}", self.root).into_bytes()
+    }
+
+    pub fn resource_groups_prefix(&self) -> Vec<u8> {
+        format!("{}/resource_group/settings/", self.root).into_bytes()
+    }
+
     /// The persisted TSO window limit (physical milliseconds, decimal).
     pub fn tso_limit(&self) -> Vec<u8> {
         format!("{}/tso/limit", self.root).into_bytes()

@@ -10,6 +10,8 @@ mod connection;
 pub(crate) mod convert;
 mod etcd;
 mod http;
+mod meta_storage;
+mod resource_manager;
 mod service;
 
 use std::net::{SocketAddr, TcpListener};
@@ -117,6 +119,13 @@ async fn serve(setup: GrpcSetup) -> anyhow::Result<()> {
         setup.shared.clone(),
         setup.metrics_slot,
     )?;
+    let meta_storage =
+        meta_storage::MetaStorageService::new(&etcd, setup.shared.clone(), setup.metrics_slot);
+    let resource_manager = resource_manager::ResourceManagerService::new(
+        setup.shared.clone(),
+        setup.metrics_slot,
+        setup.etcd.is_some(),
+    );
     let service = Arc::new(PdService::new(setup.shared, setup.metrics_slot));
     // The standard `grpc.health.v1.Health`, which pd's Go client asks (`Check` with service "")
     // before it uses a member. It reports SERVING for "" from every member, followers too (as
@@ -134,7 +143,9 @@ async fn serve(setup: GrpcSetup) -> anyhow::Result<()> {
     .add_service(etcd.kv())
     .add_service(etcd.watch())
     .add_service(etcd.lease())
-    .add_service(etcd.cluster());
+    .add_service(etcd.cluster())
+    .add_service(meta_storage.server())
+    .add_service(resource_manager.server());
     let server = builder
         .add_routes(http::split(grpc.into_axum_router(), api))
         .serve_with_incoming_shutdown(incoming, async move {

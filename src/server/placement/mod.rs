@@ -2,7 +2,8 @@
 //! core shares, `shard_task` the per-core owner of a shard, `request` sorts placement requests
 //! by concern into one handler file each (`cluster`, `cluster_config`, `stores`, `heartbeat`,
 //! `routing`, `buckets`, `splits`, `gc`, `resolved_ts`, `external_ts`, `global_config`, all
-//! answering through `answer`), `persist` writes changes and loads them when a leader starts
+//! answering through `answer`), `resource_groups` holds the term's resource groups for the
+//! `ResourceManager` service, `persist` writes changes and loads them when a leader starts
 //! (`store_record`: a store's bytes; `store_bindings` and `store_identity`: which certificate
 //! owns which store), `messages` are what those tasks are sent; `rules` keeps PD's placement
 //! and region label rules for the HTTP API. Decisions stay in `placement` (and `gc`,
@@ -22,6 +23,7 @@ mod messages;
 pub(crate) mod persist;
 mod request;
 mod resolved_ts;
+mod resource_groups;
 mod routing;
 pub mod rules;
 mod shard_task;
@@ -43,6 +45,7 @@ pub use messages::ShardMsg;
 pub use persist::{abandon_term, serve_term};
 pub use request::{handle, PlacementOp};
 pub use resolved_ts::ResolvedTsOp;
+pub use resource_groups::{ResourceGroups, WriteError as ResourceGroupWriteError};
 pub use routing::{locate_many, RouteOp};
 pub use shard_task::run_shard;
 pub use splits::SplitOp;

@@ -276,6 +276,8 @@ async fn load<M: MetaStore>(
     let (items, revision) = load_global_config(store, keys).await?;
     state.reset_global_config(items, revision).await;
     super::rules::load(state, store, keys).await?;
+    let groups = super::resource_groups::load(store, keys).await?;
+    state.resource_groups().reset(groups);
     *state.external_ts.lock().await = load_decimal(store, &keys.external_ts()).await?.unwrap_or(0);
     super::store_identity::load(state, store).await?;
 
@@ -401,6 +403,7 @@ async fn clear(state: &PlacementState) {
     state.clear_buckets();
     state.clear_global_config().await;
     *state.rules.lock().await = None;
+    state.resource_groups().clear();
     state.index.reset(Vec::new());
     {
         let mut map = state.stores();

@@ -11,6 +11,7 @@ use tokio::sync::{mpsc, Notify};
 
 use super::dirty::DirtySet;
 use super::messages::{PersistOp, ShardMsg};
+use super::resource_groups::ResourceGroups;
 use crate::admin::{Metrics, PlacementGauges, StoreCounts};
 use crate::clock::WallClock;
 use crate::gc::SafePoints;
@@ -73,6 +74,8 @@ pub struct PlacementState {
     /// Placement rules and region label rules (`rules.rs`), loaded with the term; `None` when
     /// this node holds no term. Held across the durable write of a change.
     pub(super) rules: tokio::sync::Mutex<Option<crate::placement_rules::Rules>>,
+    /// Resource groups and their token buckets (`resource_groups.rs`), loaded with the term.
+    resource_groups: ResourceGroups,
     metrics: Arc<Metrics>,
 }
 
@@ -97,6 +100,7 @@ impl PlacementState {
         let (senders, receivers): (Vec<_>, Vec<_>) =
             (0..cores).map(|_| mpsc::channel(SHARD_QUEUE)).unzip();
         let (persist, persist_rx) = mpsc::channel(PERSIST_QUEUE);
+        let resource_groups = ResourceGroups::new(persist.clone());
         let state = PlacementState {
             index: RangeIndex::new(),
             stores: Mutex::new(StoreMap::new()),
@@ -123,9 +127,15 @@ impl PlacementState {
             global_config_changed: Notify::new(),
             bindings: Default::default(),
             rules: tokio::sync::Mutex::new(None),
+            resource_groups,
             metrics,
         };
         (Arc::new(state), receivers)
+    }
+
+    /// The term's resource groups (nothing held outside a term).
+    pub fn resource_groups(&self) -> &ResourceGroups {
+        &self.resource_groups
     }
 
     pub fn is_ready(&self) -> bool {

@@ -16,7 +16,8 @@ mod kv;
 mod lease;
 pub(crate) mod namespace;
 mod relay;
-mod upstream;
+// `pub(super)` for `meta_storage`, which forwards to the same etcd.
+pub(super) mod upstream;
 mod watch;
 
 use std::pin::Pin;
@@ -110,6 +111,11 @@ impl EtcdProxy {
 
     fn metrics(&self) -> &CoreMetrics {
         self.shared.metrics.core(self.metrics_slot)
+    }
+
+    /// The channel to etcd, shared with `meta_storage`; `None` on the embedded store.
+    pub(super) fn upstream(&self) -> Option<Arc<Upstream>> {
+        self.upstream.clone()
     }
 
     /// Refuses the call, counted, unless the connection's certificate carries the role it

@@ -1,0 +1,254 @@
+//! One group's token bucket: request units accrue at the fill rate up to the capacity, and a
+//! request is granted what the bucket holds, at most what it asked for. A request that the
+//! bucket cannot meet in full gets what there is and a trickle time of the client's target
+//! period, so the client spreads those tokens over the period rather than spending them at
+//! once (PD's `trickle_time_ms`), and asks again.
+//!
+//! The promise a user relies on, kept by construction and checked by property tests: a
+//! limited group is never granted more than `rate * window + capacity` over any window (the
+//! bucket never lends: it holds at most `capacity` when a window opens, and only what accrues
+//! inside the window can be granted after that). PD lends up to a few periods' worth of fill
+//! ahead, which this bucket does not, so the bound holds exactly. An unlimited group is never
+//! refused. Pure: time is an argument (any monotonic origin), no I/O.
+
+use std::time::Duration;
+
+use super::limit::Limit;
+
+/// The longest trickle a grant tells a client: a client's target period beyond it is taken
+/// as this (the client's default is 5 s).
+pub const MAX_TRICKLE_MS: u64 = 60_000;
+
+/// What one request is granted.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Grant {
+    pub tokens: f64,
+    /// Over how long the client should spend `tokens` (0: at once).
+    pub trickle_ms: i64,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct TokenBucket {
+    limit: Limit,
+    tokens: f64,
+    /// When the bucket last accrued; time before it is never counted twice.
+    last: Duration,
+}
+
+/// A request for `required` tokens as a bucket reads it: anything but a finite, non-negative
+/// number (a client's bytes decoded as a float) asks for nothing.
+fn sane(required: f64) -> f64 {
+    if required.is_finite() && required > 0.0 {
+        required
+    } else {
+        0.0
+    }
+}
+
+impl TokenBucket {
+    /// A bucket holding `tokens` (at most its capacity) at `now`.
+    pub fn new(limit: Limit, tokens: f64, now: Duration) -> TokenBucket {
+        let mut bucket = TokenBucket {
+            limit,
+            tokens: 0.0,
+            last: now,
+        };
+        bucket.add(tokens);
+        bucket
+    }
+
+    pub fn limit(&self) -> Limit {
+        self.limit
+    }
+
+    /// What the bucket holds as of its last request or change.
+    pub fn tokens(&self) -> f64 {
+        self.tokens
+    }
+
+    /// Adds `delta` (a non-finite one is ignored), keeping at most the capacity.
+    fn add(&mut self, delta: f64) {
+        if !delta.is_finite() {
+            return;
+        }
+        self.tokens += delta;
+        if let Limit::Limited { capacity, .. } = self.limit {
+            self.tokens = self.tokens.min(capacity);
+        }
+    }
+
+    /// Accrues the fill since the last accrual, up to the capacity. A clock that went back
+    /// accrues nothing, and the time it went back is not counted again.
+    fn accrue(&mut self, now: Duration) {
+        let Some(elapsed) = now.checked_sub(self.last) else {
+            return;
+        };
+        self.last = now;
+        if let Limit::Limited { rate, capacity } = self.limit {
+            if self.tokens < capacity {
+                self.tokens = (self.tokens + rate * elapsed.as_secs_f64()).min(capacity);
+            }
+        }
+    }
+
+    /// New settings from `now` on (what accrued before is accrued under the old ones), with
+    /// `delta` tokens added, as PD's ModifyResourceGroup patches a bucket.
+    pub fn reconfigure(&mut self, limit: Limit, delta: f64, now: Duration) {
+        self.accrue(now);
+        self.limit = limit;
+        self.add(delta);
+    }
+
+    /// Grants up to `required` tokens at `now`; `target_period_ms` is how often the client
+    /// means to ask.
+    pub fn request(&mut self, now: Duration, required: f64, target_period_ms: u64) -> Grant {
+        let required = sane(required);
+        self.accrue(now);
+        if let Limit::Unlimited = self.limit {
+            return Grant {
+                tokens: required,
+                trickle_ms: 0,
+            };
+        }
+        let granted = required.min(self.tokens.max(0.0));
+        self.tokens -= granted;
+        let trickle_ms = if granted < required {
+            target_period_ms.min(MAX_TRICKLE_MS) as i64
+        } else {
+            0
+        };
+        Grant {
+            tokens: granted,
+            trickle_ms,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    fn limited(rate: f64, capacity: f64) -> Limit {
+        Limit::Limited { rate, capacity }
+    }
+
+    #[test]
+    fn grants_what_it_holds_and_trickles_the_rest_of_the_period() {
+        let mut b = TokenBucket::new(limited(100.0, 50.0), 1e9, ms(0));
+        assert_eq!(b.tokens(), 50.0, "never more than the capacity");
+        assert_eq!(
+            b.request(ms(0), 30.0, 5000),
+            Grant {
+                tokens: 30.0,
+                trickle_ms: 0
+            }
+        );
+        assert_eq!(
+            b.request(ms(0), 30.0, 5000),
+            Grant {
+                tokens: 20.0,
+                trickle_ms: 5000
+            }
+        );
+        // 100 ms at 100/s: 10 tokens.
+        let g = b.request(ms(100), 1000.0, 5000);
+        assert!((g.tokens - 10.0).abs() < 1e-9, "{g:?}");
+        // An idle second fills to the capacity, not beyond.
+        assert_eq!(b.request(ms(10_000), 1e6, 1).tokens, 50.0);
+    }
+
+    #[test]
+    fn bad_requests_ask_for_nothing_and_clocks_going_back_accrue_nothing() {
+        let mut b = TokenBucket::new(limited(1000.0, 1000.0), 0.0, ms(1000));
+        for bad in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY, -5.0] {
+            assert_eq!(b.request(ms(1000), bad, 10).tokens, 0.0);
+        }
+        assert_eq!(b.request(ms(500), 10.0, 10).tokens, 0.0);
+        let g = b.request(ms(1001), 10.0, 10);
+        assert!((g.tokens - 1.0).abs() < 1e-9, "{g:?}");
+        let mut u = TokenBucket::new(Limit::Unlimited, 0.0, ms(0));
+        assert_eq!(u.request(ms(0), f64::NAN, 10).tokens, 0.0);
+        assert_eq!(u.request(ms(0), 1e12, 10).tokens, 1e12);
+    }
+
+    #[test]
+    fn reconfiguring_keeps_the_capacity_and_applies_the_delta() {
+        let mut b = TokenBucket::new(limited(10.0, 100.0), 100.0, ms(0));
+        b.reconfigure(limited(10.0, 20.0), 0.0, ms(0));
+        assert_eq!(b.tokens(), 20.0);
+        b.reconfigure(limited(10.0, 20.0), -30.0, ms(0));
+        assert_eq!(b.tokens(), -10.0);
+        assert_eq!(b.request(ms(500), 5.0, 10).tokens, 0.0);
+        b.reconfigure(limited(10.0, 20.0), f64::NAN, ms(500));
+        assert_eq!(b.tokens(), -5.0);
+    }
+
+    /// One request: the time since the one before, and what it asks for.
+    fn requests() -> impl Strategy<Value = Vec<(u64, f64)>> {
+        prop::collection::vec(
+            (
+                prop_oneof![Just(0u64), 0u64..50, 0u64..5_000],
+                prop_oneof![0.0f64..10.0, 0.0f64..10_000.0, Just(f64::NAN), Just(-1.0)],
+            ),
+            1..200,
+        )
+    }
+
+    proptest! {
+        #[test]
+        fn a_limited_group_never_gets_more_than_rate_times_window_plus_capacity(
+            rate in 1u64..100_000,
+            burst in prop_oneof![Just(0i64), Just(-2i64), 1i64..1_000_000],
+            initial in 0.0f64..2_000_000.0,
+            reqs in requests(),
+        ) {
+            let limit = Limit::of(rate, burst);
+            let Limit::Limited { rate, capacity } = limit else {
+                return Err(TestCaseError::fail("limited settings gave an unlimited bucket"));
+            };
+            let mut b = TokenBucket::new(limit, initial, ms(0));
+            let mut now = 0u64;
+            let mut grants = Vec::new();
+            for (dt, required) in reqs {
+                now += dt;
+                let g = b.request(ms(now), required, 5000);
+                prop_assert!(g.tokens >= 0.0 && g.tokens.is_finite());
+                prop_assert!(g.tokens <= super::sane(required));
+                grants.push((now, g.tokens));
+            }
+            // Every window [grants[i].0, grants[j].0], both ends included.
+            for i in 0..grants.len() {
+                let mut sum = 0.0;
+                for (t, tokens) in &grants[i..] {
+                    sum += tokens;
+                    let window = (t - grants[i].0) as f64 / 1000.0;
+                    let bound = rate * window + capacity;
+                    prop_assert!(
+                        sum <= bound * (1.0 + 1e-9) + 1e-6,
+                        "{} granted over {}s, bound {}", sum, window, bound
+                    );
+                }
+            }
+        }
+
+        #[test]
+        fn an_unlimited_group_is_never_refused(
+            rate in any::<u64>(),
+            initial in any::<f64>(),
+            reqs in prop::collection::vec((0u64..10_000, 0.0f64..1e15), 1..100),
+        ) {
+            let mut b = TokenBucket::new(Limit::of(rate, -1), initial, ms(0));
+            let mut now = 0u64;
+            for (dt, required) in reqs {
+                now += dt;
+                let g = b.request(ms(now), required, 5000);
+                prop_assert_eq!(g, Grant { tokens: required, trickle_ms: 0 });
+            }
+        }
+    }
+}

@@ -1,0 +1,22 @@
+//! Resource groups, as PD's resource manager keeps them for TiDB's resource control: each
+//! group's record (`group`: PD's checks, the reserved `default` group, how a modification
+//! patches a record), what its token settings mean (`limit`: PD's burstable modes), its token
+//! bucket (`bucket`: grants never above the fill rate times the window plus the capacity),
+//! the groups a leader serves (`registry`) and PD's refusals (`error`). Pure: no I/O, no
+//! clock (time is an argument); the shell persists records through `MetaStore` and serves the
+//! `ResourceManager` service.
+
+mod bucket;
+mod error;
+mod group;
+mod limit;
+mod registry;
+
+pub use bucket::{Grant, TokenBucket, MAX_TRICKLE_MS};
+pub use error::{GroupError, MAX_NAME_LEN, MAX_PRIORITY};
+pub use group::{
+    check_keyspace, default_group, new_record, null_keyspace, ru_settings, DEFAULT_GROUP,
+    MAX_GROUP_BYTES, NULL_KEYSPACE,
+};
+pub use limit::{Limit, UNLIMITED_BURST, UNLIMITED_RATE};
+pub use registry::{Modification, Registry, MAX_GROUPS};

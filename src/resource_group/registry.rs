@@ -1,0 +1,443 @@
+//! The groups a leader serves: each group's record, its token bucket and the consumption its
+//! clients reported. Writes come in two steps, so the shell can make a change durable before
+//! anyone sees it: `plan_*` checks a call and returns what to persist, and the matching apply
+//! (`put`, `modify`, `delete`) makes it visible. `acquire` serves one AcquireTokenBuckets
+//! message as PD does: requests for a keyspace or group that does not exist are skipped, a
+//! background request only reports consumption, and each RU item gets a grant from the
+//! group's bucket. Pure: time is an argument, no I/O.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use super::bucket::TokenBucket;
+use super::error::GroupError;
+use super::group::{
+    check_keyspace, default_group, new_record, null_keyspace, patched, ru_settings, DEFAULT_GROUP,
+};
+use super::limit::Limit;
+use crate::kvproto::resource_manager::{
+    token_bucket_request, Consumption, GrantedRuTokenBucket, RequestUnitType, ResourceGroup,
+    TokenBucket as TokenBucketPb, TokenBucketRequest, TokenBucketResponse, TokenLimitSettings,
+};
+
+/// Most groups a cluster may have (PD has no bound): AddResourceGroup of a new one beyond it
+/// is refused.
+pub const MAX_GROUPS: usize = 10_000;
+/// PD's `defaultInitialTokens`: what a group with a positive burst limit starts with (never
+/// more than its capacity here).
+const INITIAL_TOKENS: f64 = 100_000.0;
+
+struct Entry {
+    record: ResourceGroup,
+    /// `None` for a group without RU settings, which is granted nothing (as in PD).
+    bucket: Option<TokenBucket>,
+    consumption: Consumption,
+}
+
+/// A checked ModifyResourceGroup: the record to persist and the tokens to add.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Modification {
+    pub record: ResourceGroup,
+    delta: f64,
+}
+
+fn bucket_of(record: &ResourceGroup, now: Duration) -> Option<TokenBucket> {
+    let settings = ru_settings(record)?;
+    let persisted = record
+        .r_u_settings
+        .as_ref()
+        .and_then(|s| s.r_u.as_ref())
+        .map_or(0.0, |b| b.tokens);
+    let tokens = if settings.burst_limit > 0 {
+        persisted.max(INITIAL_TOKENS)
+    } else {
+        persisted
+    };
+    Some(TokenBucket::new(
+        Limit::of(settings.fill_rate, settings.burst_limit),
+        tokens,
+        now,
+    ))
+}
+
+impl Entry {
+    fn new(record: ResourceGroup, now: Duration) -> Entry {
+        Entry {
+            bucket: bucket_of(&record, now),
+            record,
+            consumption: Consumption::default(),
+        }
+    }
+
+    /// The group as Get and List answer it: the bucket's tokens now, the null keyspace, and
+    /// the consumption when asked for.
+    fn answer(&self, with_stats: bool) -> ResourceGroup {
+        let mut group = self.record.clone();
+        if let (Some(bucket), Some(ru)) = (
+            &self.bucket,
+            group.r_u_settings.as_mut().and_then(|s| s.r_u.as_mut()),
+        ) {
+            ru.tokens = bucket.tokens();
+        }
+        group.keyspace_id = null_keyspace();
+        group.ru_stats = with_stats.then_some(self.consumption);
+        group
+    }
+}
+
+/// Adds `more` to `total`, field by field; a value that is not a finite number is dropped.
+fn add_consumption(total: &mut Consumption, more: &Consumption) {
+    fn add(to: &mut f64, v: f64) {
+        if v.is_finite() {
+            *to += v;
+        }
+    }
+    add(&mut total.r_r_u, more.r_r_u);
+    add(&mut total.w_r_u, more.w_r_u);
+    add(&mut total.read_bytes, more.read_bytes);
+    add(&mut total.write_bytes, more.write_bytes);
+    add(&mut total.total_cpu_time_ms, more.total_cpu_time_ms);
+    add(&mut total.sql_layer_cpu_time_ms, more.sql_layer_cpu_time_ms);
+    add(&mut total.kv_read_rpc_count, more.kv_read_rpc_count);
+    add(&mut total.kv_write_rpc_count, more.kv_write_rpc_count);
+    add(&mut total.tikv_r_u_v2, more.tikv_r_u_v2);
+    add(&mut total.tidb_r_u_v2, more.tidb_r_u_v2);
+    add(&mut total.tiflash_r_u_v2, more.tiflash_r_u_v2);
+    total.read_cross_az_traffic_bytes = total
+        .read_cross_az_traffic_bytes
+        .saturating_add(more.read_cross_az_traffic_bytes);
+    total.write_cross_az_traffic_bytes = total
+        .write_cross_az_traffic_bytes
+        .saturating_add(more.write_cross_az_traffic_bytes);
+}
+
+pub struct Registry {
+    groups: BTreeMap<String, Entry>,
+}
+
+impl Registry {
+    /// The groups a term loaded (a record whose name is taken by an earlier one is skipped),
+    /// and the default group when none was stored.
+    pub fn new(records: Vec<ResourceGroup>, now: Duration) -> Registry {
+        let mut groups = BTreeMap::new();
+        for record in records {
+            groups
+                .entry(record.name.clone())
+                .or_insert_with(|| Entry::new(record, now));
+        }
+        groups
+            .entry(DEFAULT_GROUP.to_string())
+            .or_insert_with(|| Entry::new(default_group(), now));
+        Registry { groups }
+    }
+
+    pub fn len(&self) -> usize {
+        self.groups.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.groups.is_empty()
+    }
+
+    pub fn get(&self, name: &str, with_stats: bool) -> Result<ResourceGroup, GroupError> {
+        self.groups
+            .get(name)
+            .map(|e| e.answer(with_stats))
+            .ok_or_else(|| GroupError::NotExists(name.to_string()))
+    }
+
+    /// Every group, in name order.
+    pub fn list(&self, with_stats: bool) -> Vec<ResourceGroup> {
+        self.groups.values().map(|e| e.answer(with_stats)).collect()
+    }
+
+    /// The record AddResourceGroup would store. As in PD, adding a group that exists
+    /// replaces it, bucket and all.
+    pub fn plan_add(&self, group: ResourceGroup) -> Result<ResourceGroup, GroupError> {
+        let record = new_record(group)?;
+        if !self.groups.contains_key(&record.name) && self.groups.len() >= MAX_GROUPS {
+            return Err(GroupError::TooLarge(format!(
+                "a cluster holds at most {MAX_GROUPS} resource groups"
+            )));
+        }
+        Ok(record)
+    }
+
+    pub fn plan_modify(&self, update: &ResourceGroup) -> Result<Modification, GroupError> {
+        if update.name.is_empty() {
+            return Err(GroupError::Invalid("the group name"));
+        }
+        let current = self
+            .groups
+            .get(&update.name)
+            .ok_or_else(|| GroupError::NotExists(update.name.clone()))?;
+        let (record, delta) = patched(&current.record, update)?;
+        Ok(Modification { record, delta })
+    }
+
+    pub fn plan_delete(&self, name: &str) -> Result<(), GroupError> {
+        if name == DEFAULT_GROUP {
+            return Err(GroupError::DeleteReserved);
+        }
+        if !self.groups.contains_key(name) {
+            return Err(GroupError::NotExists(name.to_string()));
+        }
+        Ok(())
+    }
+
+    /// Applies a planned add: the group starts afresh.
+    pub fn put(&mut self, record: ResourceGroup, now: Duration) {
+        self.groups
+            .insert(record.name.clone(), Entry::new(record, now));
+    }
+
+    /// Applies a planned modification: the bucket keeps its tokens under the new settings.
+    pub fn modify(&mut self, m: Modification, now: Duration) {
+        let Some(entry) = self.groups.get_mut(&m.record.name) else {
+            self.put(m.record, now);
+            return;
+        };
+        match (ru_settings(&m.record), entry.bucket.as_mut()) {
+            (Some(s), Some(bucket)) => {
+                bucket.reconfigure(Limit::of(s.fill_rate, s.burst_limit), m.delta, now)
+            }
+            (Some(_), None) => entry.bucket = bucket_of(&m.record, now),
+            (None, _) => entry.bucket = None,
+        }
+        entry.record = m.record;
+    }
+
+    /// Applies a planned delete.
+    pub fn delete(&mut self, name: &str) {
+        if name != DEFAULT_GROUP {
+            self.groups.remove(name);
+        }
+    }
+
+    /// One group's part of an AcquireTokenBuckets message, or `None` when PD skips it (a
+    /// keyspace or group that does not exist, a background request).
+    pub fn acquire(
+        &mut self,
+        request: &TokenBucketRequest,
+        target_period_ms: u64,
+        now: Duration,
+    ) -> Option<TokenBucketResponse> {
+        check_keyspace(request.keyspace_id.as_ref()).ok()?;
+        let entry = self.groups.get_mut(&request.resource_group_name)?;
+        if let Some(c) = &request.consumption_since_last_request {
+            add_consumption(&mut entry.consumption, c);
+        }
+        if request.is_background {
+            return None;
+        }
+        let mut response = TokenBucketResponse {
+            resource_group_name: entry.record.name.clone(),
+            keyspace_id: null_keyspace(),
+            ..Default::default()
+        };
+        let (Some(bucket), Some(settings)) = (entry.bucket.as_mut(), ru_settings(&entry.record))
+        else {
+            return Some(response);
+        };
+        let burst_limit = Limit::granted_burst(settings.fill_rate, settings.burst_limit);
+        let items = match &request.request {
+            Some(token_bucket_request::Request::RuItems(ru)) => ru.request_r_u.as_slice(),
+            // Raw mode is not served (PD logs and skips it too).
+            _ => &[],
+        };
+        for item in items {
+            if item.r#type != RequestUnitType::Ru as i32 {
+                continue;
+            }
+            let grant = bucket.request(now, item.value, target_period_ms);
+            response.granted_r_u_tokens.push(GrantedRuTokenBucket {
+                r#type: RequestUnitType::Ru as i32,
+                granted_tokens: Some(TokenBucketPb {
+                    settings: Some(TokenLimitSettings {
+                        burst_limit,
+                        ..Default::default()
+                    }),
+                    tokens: grant.tokens,
+                }),
+                trickle_time_ms: grant.trickle_ms,
+            });
+        }
+        Some(response)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kvproto::resource_manager::{
+        keyspace_id_value, token_bucket_request::RequestRu, GroupMode, GroupRequestUnitSettings,
+        KeyspaceIdValue, RequestUnitItem,
+    };
+
+    const T0: Duration = Duration::from_secs(100);
+
+    fn ru_group(name: &str, fill_rate: u64, burst_limit: i64) -> ResourceGroup {
+        ResourceGroup {
+            name: name.into(),
+            mode: GroupMode::RuMode as i32,
+            r_u_settings: Some(GroupRequestUnitSettings {
+                r_u: Some(TokenBucketPb {
+                    settings: Some(TokenLimitSettings {
+                        fill_rate,
+                        burst_limit,
+                        max_tokens: 0.0,
+                    }),
+                    tokens: 0.0,
+                }),
+            }),
+            ..Default::default()
+        }
+    }
+
+    fn ask(name: &str, value: f64) -> TokenBucketRequest {
+        TokenBucketRequest {
+            resource_group_name: name.into(),
+            request: Some(token_bucket_request::Request::RuItems(RequestRu {
+                request_r_u: vec![RequestUnitItem {
+                    r#type: RequestUnitType::Ru as i32,
+                    value,
+                }],
+            })),
+            ..Default::default()
+        }
+    }
+
+    fn granted(r: &TokenBucketResponse) -> (f64, i64) {
+        let g = &r.granted_r_u_tokens[0];
+        (g.granted_tokens.as_ref().unwrap().tokens, g.trickle_time_ms)
+    }
+
+    #[test]
+    fn the_default_group_is_always_there_and_never_deleted() {
+        let mut r = Registry::new(vec![], T0);
+        assert_eq!(r.list(false).len(), 1);
+        assert_eq!(r.get("default", false).unwrap().priority, 8);
+        assert_eq!(r.plan_delete("default"), Err(GroupError::DeleteReserved));
+        r.delete("default");
+        assert!(r.get("default", false).is_ok());
+        // A stored default replaces PD's.
+        let r = Registry::new(vec![ru_group("default", 5, 5)], T0);
+        assert_eq!(
+            ru_settings(&r.get("default", false).unwrap())
+                .unwrap()
+                .fill_rate,
+            5
+        );
+    }
+
+    #[test]
+    fn crud_in_pds_words() {
+        let mut r = Registry::new(vec![], T0);
+        assert_eq!(
+            r.get("nope", false).unwrap_err().to_string(),
+            "[PD:resourcemanager:ErrGroupNotExists]the nope resource group does not exist"
+        );
+        let record = r.plan_add(ru_group("rg1", 10, 20)).unwrap();
+        r.put(record, T0);
+        let got = r.get("rg1", true).unwrap();
+        assert_eq!(got.keyspace_id, null_keyspace());
+        assert_eq!(got.ru_stats, Some(Consumption::default()));
+        assert_eq!(r.get("rg1", false).unwrap().ru_stats, None);
+        // Starts at its capacity (PD's 100,000 initial tokens, capped).
+        assert_eq!(got.r_u_settings.unwrap().r_u.unwrap().tokens, 20.0);
+        assert_eq!(
+            r.list(false)
+                .iter()
+                .map(|g| g.name.as_str())
+                .collect::<Vec<_>>(),
+            ["default", "rg1"]
+        );
+        assert_eq!(
+            r.plan_modify(&ru_group("", 1, 1)),
+            Err(GroupError::Invalid("the group name"))
+        );
+        assert_eq!(
+            r.plan_modify(&ru_group("rg2", 1, 1)),
+            Err(GroupError::NotExists("rg2".into()))
+        );
+        let m = r.plan_modify(&ru_group("rg1", 1000, -1)).unwrap();
+        r.modify(m, T0);
+        assert_eq!(
+            granted(&r.acquire(&ask("rg1", 1e9), 5000, T0).unwrap()),
+            (1e9, 0)
+        );
+        assert_eq!(
+            r.plan_delete("rg2"),
+            Err(GroupError::NotExists("rg2".into()))
+        );
+        r.plan_delete("rg1").unwrap();
+        r.delete("rg1");
+        assert!(r.get("rg1", false).is_err());
+    }
+
+    #[test]
+    fn grants_follow_the_bucket_and_skips_follow_pd() {
+        let mut r = Registry::new(vec![ru_group("slow", 100, 200)], T0);
+        let first = r.acquire(&ask("slow", 150.0), 5000, T0).unwrap();
+        assert_eq!(granted(&first), (150.0, 0));
+        assert_eq!(
+            first.granted_r_u_tokens[0]
+                .granted_tokens
+                .as_ref()
+                .unwrap()
+                .settings
+                .as_ref()
+                .unwrap()
+                .burst_limit,
+            200
+        );
+        assert_eq!(
+            granted(&r.acquire(&ask("slow", 150.0), 5000, T0).unwrap()),
+            (50.0, 5000)
+        );
+        let later = T0 + Duration::from_millis(500);
+        assert_eq!(
+            granted(&r.acquire(&ask("slow", 150.0), 5000, later).unwrap()),
+            (50.0, 5000)
+        );
+        // Unknown group, other keyspace, background: skipped, consumption still counted.
+        assert!(r.acquire(&ask("nope", 1.0), 5000, later).is_none());
+        let mut other = ask("slow", 1.0);
+        other.keyspace_id = Some(KeyspaceIdValue {
+            keyspace: Some(keyspace_id_value::Keyspace::Value(3)),
+        });
+        assert!(r.acquire(&other, 5000, later).is_none());
+        let mut background = ask("slow", 1.0);
+        background.is_background = true;
+        background.consumption_since_last_request = Some(Consumption {
+            r_r_u: 2.5,
+            w_r_u: f64::NAN,
+            ..Default::default()
+        });
+        assert!(r.acquire(&background, 5000, later).is_none());
+        let stats = r.get("slow", true).unwrap().ru_stats.unwrap();
+        assert_eq!((stats.r_r_u, stats.w_r_u), (2.5, 0.0));
+        // The default group is unlimited.
+        assert_eq!(
+            granted(&r.acquire(&ask("default", 1e12), 5000, later).unwrap()),
+            (1e12, 0)
+        );
+    }
+
+    #[test]
+    fn the_number_of_groups_is_bounded() {
+        let records = (0..MAX_GROUPS - 1)
+            .map(|i| ru_group(&format!("g{i}"), 1, 1))
+            .collect();
+        let r = Registry::new(records, T0);
+        assert_eq!(r.len(), MAX_GROUPS);
+        assert!(matches!(
+            r.plan_add(ru_group("more", 1, 1)),
+            Err(GroupError::TooLarge(_))
+        ));
+        assert!(
+            r.plan_add(ru_group("g1", 2, 2)).is_ok(),
+            "replacing one is fine"
+        );
+    }
+}

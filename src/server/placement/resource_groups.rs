@@ -1,0 +1,130 @@
+//! Resource groups on the leader: the `resource_group` registry, loaded with the term from the
+//! embedded store or etcd alike and dropped when the term ends, and the durable write of a
+//! change through the term's guarded persister (the leader writes; a follower holds nothing and
+//! refuses). A change is planned on the registry, persisted, then applied, with one writer at a
+//! time, so what a reader sees is durable. The rules are `resource_group`'s; the calls are the
+//! gRPC front end's (`server/grpc/resource_manager`).
+
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use prost::Message;
+use tokio::sync::{mpsc, oneshot};
+
+use super::messages::PersistOp;
+use crate::kvproto::resource_manager::ResourceGroup;
+use crate::meta::{Keys, MetaError, MetaStore, WriteOp};
+use crate::resource_group::Registry;
+
+/// Keys read per request when a term loads the groups.
+const LOAD_PAGE: usize = 1024;
+/// How long a change waits for its durable write, as every placement write does.
+const WAIT: Duration = Duration::from_secs(3);
+
+/// Why a change was not made durable.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum WriteError {
+    #[error("persisting the resource group failed: {0}")]
+    Failed(String),
+    #[error("persisting the resource group timed out; retry")]
+    TimedOut,
+    #[error("this node is stopping or no longer leads")]
+    Gone,
+}
+
+/// The registry of the current term (`None` outside one), its clock's origin, and the queue
+/// to the term's persister.
+pub struct ResourceGroups {
+    registry: Mutex<Option<Registry>>,
+    /// One change at a time, from its plan to its apply.
+    writing: tokio::sync::Mutex<()>,
+    origin: Instant,
+    persist: mpsc::Sender<PersistOp>,
+}
+
+impl ResourceGroups {
+    pub(super) fn new(persist: mpsc::Sender<PersistOp>) -> ResourceGroups {
+        ResourceGroups {
+            registry: Mutex::new(None),
+            writing: tokio::sync::Mutex::new(()),
+            origin: Instant::now(),
+            persist,
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Option<Registry>> {
+        // Every registry call leaves it valid, even one a panic interrupted afterwards.
+        self.registry.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The buckets' clock: monotonic, from this node's start.
+    pub fn now(&self) -> Duration {
+        self.origin.elapsed()
+    }
+
+    /// `f` on the term's registry, or `None` when this node holds no term.
+    pub fn with<R>(&self, f: impl FnOnce(&mut Registry) -> R) -> Option<R> {
+        self.lock().as_mut().map(f)
+    }
+
+    /// Taken by a writer for the whole of a change: plan, persist, apply.
+    pub async fn writer(&self) -> tokio::sync::MutexGuard<'_, ()> {
+        self.writing.lock().await
+    }
+
+    pub(super) fn reset(&self, records: Vec<ResourceGroup>) {
+        let registry = Registry::new(records, self.now());
+        *self.lock() = Some(registry);
+    }
+
+    pub(super) fn clear(&self) {
+        *self.lock() = None;
+    }
+
+    /// Makes `ops` durable through the term's persister (leader-guarded on etcd), within the
+    /// wait every placement write has.
+    pub async fn persist(&self, ops: Vec<WriteOp>) -> Result<(), WriteError> {
+        let (reply, rx) = oneshot::channel();
+        let written = tokio::time::timeout(WAIT, async {
+            self.persist
+                .send(PersistOp::Sync { ops, reply })
+                .await
+                .ok()?;
+            rx.await.ok()
+        })
+        .await;
+        match written {
+            Ok(Some(Ok(()))) => Ok(()),
+            Ok(Some(Err(MetaError::NotLeader))) | Ok(None) => Err(WriteError::Gone),
+            Ok(Some(Err(e))) => Err(WriteError::Failed(e.to_string())),
+            Err(_) => Err(WriteError::TimedOut),
+        }
+    }
+}
+
+/// The stored records; one that does not decode, or whose name is not its key's, is skipped
+/// with a warning rather than stopping the term.
+pub(super) async fn load<M: MetaStore>(
+    store: &M,
+    keys: &Keys,
+) -> Result<Vec<ResourceGroup>, MetaError> {
+    let mut records = Vec::new();
+    for (key, value) in store
+        .scan(&keys.resource_groups_prefix(), LOAD_PAGE)
+        .await?
+    {
+        match ResourceGroup::decode(value.as_slice()) {
+            Ok(group) if keys.resource_group(&group.name) == key => records.push(group),
+            Ok(group) => tracing::warn!(
+                key = %String::from_utf8_lossy(&key),
+                name = %group.name,
+                "skipping a resource group stored under another name's key"
+            ),
+            Err(e) => tracing::warn!(
+                key = %String::from_utf8_lossy(&key),
+                "skipping a resource group that does not decode: {e}"
+            ),
+        }
+    }
+    Ok(records)
+}

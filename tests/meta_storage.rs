@@ -1,0 +1,393 @@
+//! kvproto's `MetaStorage` against the real binary and a real etcd, with kvproto's generated
+//! client, called as TiKV's resource control and TiDB's resource-group controller call it: Get
+//! (one key, a prefix, a revision, a limit), Put (with the previous value), Delete, and Watch
+//! (a prefix with previous values; from a compacted revision, PD's `DATA_COMPACTED`), all
+//! inside the etcd namespace the etcd API uses, so Meridian's own keys are out of reach;
+//! etcd's refusals come back in PD's header; a `store` certificate reads but does not write;
+//! a node without etcd says to run on etcd.
+
+use std::path::Path;
+use std::time::Duration;
+
+use meridian::harness::{test_binary, EtcdProcess, ServerProcess};
+use meridian::kvproto::meta_storagepb::{
+    event::EventType, meta_storage_client::MetaStorageClient, DeleteRequest, ErrorType, GetRequest,
+    PutRequest, RequestHeader, WatchRequest, WatchResponse,
+};
+use meridian::pd_grpc;
+use meridian::tls::Trust;
+use tonic::transport::Channel;
+use tonic::{Code, Streaming};
+
+type Meta = MetaStorageClient<Channel>;
+
+fn node_on(etcd: &EtcdProcess, data: &Path) -> ServerProcess {
+    let args = ["--etcd", &etcd.endpoint(), "--cores", "1"].map(String::from);
+    ServerProcess::start_with(test_binary(), data, "127.0.0.1:0", &args).unwrap()
+}
+
+async fn meta(addr: &str, trust: &Trust) -> Meta {
+    MetaStorageClient::new(pd_grpc::channel(addr, trust).await.unwrap())
+}
+
+/// The node's own client certificate (roles client, store and admin).
+fn client(data: &Path) -> Trust {
+    Trust::Ca(data.join("tls/ca.pem"))
+}
+
+/// What TiKV's and PD's clients put in the header.
+fn header() -> Option<RequestHeader> {
+    Some(RequestHeader {
+        cluster_id: 0,
+        source: "resource_manager".into(),
+    })
+}
+
+async fn put(meta: &mut Meta, key: &str, value: &str) -> i64 {
+    let reply = meta
+        .put(PutRequest {
+            header: header(),
+            key: key.into(),
+            value: value.into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let header = reply.header.unwrap();
+    assert_eq!(header.error, None);
+    header.revision
+}
+
+/// The first answer of `watch` that carries events, within a few seconds.
+async fn next_events(watch: &mut Streaming<WatchResponse>) -> WatchResponse {
+    tokio::time::timeout(Duration::from_secs(5), watch.message())
+        .await
+        .expect("an answer")
+        .unwrap()
+        .expect("the watch goes on")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn get_put_delete_and_watch_inside_the_namespace() {
+    let tmp = tempfile::tempdir().unwrap();
+    let etcd = EtcdProcess::start(&tmp.path().join("etcd")).unwrap();
+    let data = tmp.path().join("n0");
+    let node = node_on(&etcd, &data);
+    let addr = node.grpc_addr.clone().unwrap();
+    let mut meta = meta(&addr, &client(&data)).await;
+
+    // The controller's config and a prefix watch with previous values, as TiDB opens them.
+    let first = put(&mut meta, "resource_group/controller", "{}").await;
+    assert!(first > 0);
+    let mut watch = meta
+        .watch(WatchRequest {
+            header: header(),
+            key: b"resource_group/settings".to_vec(),
+            range_end: b"resource_group/settingt".to_vec(),
+            start_revision: 0,
+            prev_kv: true,
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    // The watch starts asynchronously at etcd: write until it reports.
+    let mut answer = None;
+    for _ in 0..50 {
+        put(&mut meta, "resource_group/settings/a", "1").await;
+        if let Ok(Ok(Some(a))) =
+            tokio::time::timeout(Duration::from_millis(200), watch.message()).await
+        {
+            answer = Some(a);
+            break;
+        }
+    }
+    let answer = answer.expect("the watch saw a put");
+    let header = answer.header.as_ref().unwrap();
+    assert_eq!(header.error, None);
+    assert!(header.revision > first);
+    let event = &answer.events[0];
+    assert_eq!(event.r#type, EventType::Put as i32);
+    let kv = event.kv.as_ref().unwrap();
+    assert_eq!(
+        (kv.key.as_slice(), kv.value.as_slice()),
+        (&b"resource_group/settings/a"[..], &b"1"[..])
+    );
+    assert!(kv.mod_revision > 0 && kv.version >= 1);
+
+    // Put with the previous value: only its key and value come back, as PD sends them.
+    let reply = meta
+        .put(PutRequest {
+            header: self::header(),
+            key: b"resource_group/settings/a".to_vec(),
+            value: b"2".to_vec(),
+            prev_kv: true,
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let prev = reply.prev_kv.unwrap();
+    assert_eq!(
+        (prev.key.as_slice(), prev.value.as_slice()),
+        (&b"resource_group/settings/a"[..], &b"1"[..])
+    );
+    assert_eq!(prev.mod_revision, 0);
+    let event = next_events(&mut watch).await;
+    assert_eq!(event.events[0].prev_kv.as_ref().unwrap().value, b"1");
+
+    // Get: one key, a prefix, at a revision, with a limit.
+    put(&mut meta, "resource_group/settings/b", "3").await;
+    let one = meta
+        .get(GetRequest {
+            header: self::header(),
+            key: b"resource_group/controller".to_vec(),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(one.kvs.len(), 1);
+    assert_eq!(one.kvs[0].value, b"{}");
+    assert_eq!(
+        one.kvs[0].mod_revision, 0,
+        "PD passes on keys and values only"
+    );
+    let all = meta
+        .get(GetRequest {
+            key: b"resource_group/settings".to_vec(),
+            range_end: b"resource_group/settingt".to_vec(),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!((all.count, all.kvs.len()), (2, 2));
+    let limited = meta
+        .get(GetRequest {
+            key: b"resource_group/settings".to_vec(),
+            range_end: b"resource_group/settingt".to_vec(),
+            limit: 1,
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(
+        (limited.kvs.len(), limited.more, limited.count),
+        (1, true, 2)
+    );
+    let then = meta
+        .get(GetRequest {
+            key: b"resource_group/controller".to_vec(),
+            revision: first,
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(then.kvs[0].value, b"{}");
+
+    // Delete, seen by the watch with the value it had.
+    let deleted = meta
+        .delete(DeleteRequest {
+            header: self::header(),
+            key: b"resource_group/settings/b".to_vec(),
+            prev_kv: true,
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(deleted.deleted, 1);
+    assert_eq!(deleted.prev_kvs[0].value, b"3");
+    let mut seen = next_events(&mut watch).await;
+    while seen.events[0].r#type != EventType::Delete as i32 {
+        seen = next_events(&mut watch).await;
+    }
+    assert_eq!(
+        seen.events[0].kv.as_ref().unwrap().key,
+        b"resource_group/settings/b"
+    );
+    assert_eq!(seen.events[0].prev_kv.as_ref().unwrap().value, b"3");
+
+    // Everything landed in the real etcd under the namespace, and Meridian's own keys are
+    // out of reach: a range over them through MetaStorage is empty.
+    let mut direct = etcd.client(None).await.unwrap();
+    let stored = direct
+        .get("/meridian-kv/resource_group/controller", None)
+        .await
+        .unwrap();
+    assert_eq!(stored.kvs()[0].value(), b"{}");
+    let own = direct
+        .get(
+            "/meridian/",
+            Some(
+                etcd_client::GetOptions::new()
+                    .with_prefix()
+                    .with_count_only(),
+            ),
+        )
+        .await
+        .unwrap();
+    assert!(own.count() > 0);
+    let outside = meta
+        .get(GetRequest {
+            key: b"/meridian/".to_vec(),
+            range_end: b"/meridian0".to_vec(),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!((outside.count, outside.kvs.len()), (0, 0));
+    let everything = meta
+        .get(GetRequest {
+            key: vec![0],
+            range_end: vec![0],
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(
+        everything
+            .kvs
+            .iter()
+            .all(|kv| !kv.key.starts_with(b"/meridian")),
+        "{everything:?}"
+    );
+
+    // etcd's refusal, in PD's header: an empty key.
+    let empty = meta.put(PutRequest::default()).await.unwrap().into_inner();
+    let error = empty.header.unwrap().error.unwrap();
+    assert_eq!(
+        (error.r#type, error.message.as_str()),
+        (ErrorType::Unknown as i32, "etcdserver: key is not provided")
+    );
+    node.stop().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_watch_from_a_compacted_revision_is_told_so() {
+    let tmp = tempfile::tempdir().unwrap();
+    let etcd = EtcdProcess::start(&tmp.path().join("etcd")).unwrap();
+    let data = tmp.path().join("n0");
+    let node = node_on(&etcd, &data);
+    let addr = node.grpc_addr.clone().unwrap();
+    let mut meta = meta(&addr, &client(&data)).await;
+    put(&mut meta, "k", "1").await;
+    let revision = put(&mut meta, "k", "2").await;
+    let mut direct = etcd.client(None).await.unwrap();
+    direct.compact(revision, None).await.unwrap();
+
+    let mut watch = meta
+        .watch(WatchRequest {
+            key: b"k".to_vec(),
+            start_revision: 1,
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let answer = next_events(&mut watch).await;
+    let error = answer.header.unwrap().error.unwrap();
+    assert_eq!(error.r#type, ErrorType::DataCompacted as i32, "{error:?}");
+    assert_eq!(
+        error.message,
+        format!(
+            "required watch revision: 1 is smaller than current compact/min revision {revision}."
+        )
+    );
+    assert_eq!(answer.compact_revision, revision);
+    let end = tokio::time::timeout(Duration::from_secs(5), watch.message())
+        .await
+        .expect("the watch ends");
+    assert!(end.is_err() || end.unwrap().is_none());
+    node.stop().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_store_certificate_reads_and_is_refused_writes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let etcd = EtcdProcess::start(&tmp.path().join("etcd")).unwrap();
+    let data = tmp.path().join("n0");
+    let node = node_on(&etcd, &data);
+    let addr = node.grpc_addr.clone().unwrap();
+    let tls = data.join("tls");
+    let out = std::process::Command::new(test_binary())
+        .arg("cert")
+        .arg("--certs-dir")
+        .arg(&tls)
+        .arg("--ca-key")
+        .arg(tls.join("ca-key.pem"))
+        .args(["create-client", "--role", "store", "--name", "tikv"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let tikv = Trust::Mutual {
+        ca: tls.join("ca.pem"),
+        cert: tls.join("tikv.pem"),
+        key: tls.join("tikv-key.pem"),
+    };
+    let mut store = meta(&addr, &tikv).await;
+    let reply = store
+        .get(GetRequest {
+            key: b"resource_group/settings".to_vec(),
+            range_end: b"resource_group/settingt".to_vec(),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(reply.header.unwrap().error, None);
+    for refused in [
+        store
+            .put(PutRequest {
+                key: b"x".to_vec(),
+                ..Default::default()
+            })
+            .await
+            .map(|_| ()),
+        store
+            .delete(DeleteRequest {
+                key: b"x".to_vec(),
+                ..Default::default()
+            })
+            .await
+            .map(|_| ()),
+    ] {
+        let status = refused.unwrap_err();
+        assert_eq!(status.code(), Code::PermissionDenied, "{status:?}");
+        assert!(status.message().contains("`client`"), "{status:?}");
+    }
+    node.stop().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_etcd_meta_storage_is_unavailable_and_says_why() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("n0");
+    let node = ServerProcess::start(test_binary(), &data, "127.0.0.1:0", Some(1)).unwrap();
+    let addr = node.grpc_addr.clone().unwrap();
+    let mut meta = meta(&addr, &client(&data)).await;
+    let refused = meta
+        .get(GetRequest {
+            key: b"resource_group/controller".to_vec(),
+            ..Default::default()
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code(), Code::Unavailable, "{refused:?}");
+    assert!(
+        refused.message().contains("run Meridian on etcd (--etcd)"),
+        "{refused:?}"
+    );
+    let refused = meta.watch(WatchRequest::default()).await.unwrap_err();
+    assert_eq!(refused.code(), Code::Unavailable, "{refused:?}");
+    node.stop().unwrap();
+}

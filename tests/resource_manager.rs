@@ -1,0 +1,544 @@
+//! kvproto's `ResourceManager` against the real binary, with kvproto's generated client: the
+//! `default` group with PD's settings, adding, reading, modifying and deleting groups with
+//! PD's answers and errors, the groups still there after a restart (on the embedded store, and
+//! on etcd across a leader's SIGKILL, where TiDB's controller also finds each record through
+//! `MetaStorage`), roles, and token buckets granted over the AcquireTokenBuckets stream within
+//! the fill rate and the burst.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use meridian::harness::{test_binary, Cluster, EtcdProcess, ServerProcess};
+use meridian::kvproto::meta_storagepb::{meta_storage_client::MetaStorageClient, GetRequest};
+use meridian::kvproto::resource_manager::{
+    keyspace_id_value, resource_manager_client::ResourceManagerClient, token_bucket_request,
+    DeleteResourceGroupRequest, GetResourceGroupRequest, GroupMode, GroupRequestUnitSettings,
+    KeyspaceIdValue, ListResourceGroupsRequest, PutResourceGroupRequest, RequestUnitItem,
+    RequestUnitType, ResourceGroup, TokenBucket, TokenBucketRequest, TokenBucketsRequest,
+    TokenBucketsResponse, TokenLimitSettings,
+};
+use meridian::pd_grpc;
+use meridian::tls::Trust;
+use prost::Message;
+use tonic::transport::Channel;
+use tonic::Code;
+
+type Rm = ResourceManagerClient<Channel>;
+
+/// A channel presenting the node's own client certificate (roles client, store, admin).
+async fn channel(addr: &str, data: &Path) -> Channel {
+    pd_grpc::channel(addr, &Trust::Ca(data.join("tls/ca.pem")))
+        .await
+        .unwrap()
+}
+
+async fn rm(addr: &str, data: &Path) -> Rm {
+    ResourceManagerClient::new(channel(addr, data).await)
+}
+
+/// A client certificate with `role`, made with the CA key the node made, as an operator would.
+fn role_cert(data: &Path, role: &str, name: &str) -> Trust {
+    let tls = data.join("tls");
+    let out = std::process::Command::new(test_binary())
+        .arg("cert")
+        .arg("--certs-dir")
+        .arg(&tls)
+        .arg("--ca-key")
+        .arg(tls.join("ca-key.pem"))
+        .args(["create-client", "--role", role, "--name", name])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Trust::Mutual {
+        ca: tls.join("ca.pem"),
+        cert: tls.join(format!("{name}.pem")),
+        key: tls.join(format!("{name}-key.pem")),
+    }
+}
+
+fn group(name: &str, fill_rate: u64, burst_limit: i64) -> ResourceGroup {
+    ResourceGroup {
+        name: name.into(),
+        mode: GroupMode::RuMode as i32,
+        r_u_settings: Some(GroupRequestUnitSettings {
+            r_u: Some(TokenBucket {
+                settings: Some(TokenLimitSettings {
+                    fill_rate,
+                    burst_limit,
+                    max_tokens: 0.0,
+                }),
+                tokens: 0.0,
+            }),
+        }),
+        priority: 8,
+        // What PD's Go client puts in every call: the null keyspace.
+        keyspace_id: null_keyspace(),
+        ..Default::default()
+    }
+}
+
+fn null_keyspace() -> Option<KeyspaceIdValue> {
+    Some(KeyspaceIdValue {
+        keyspace: Some(keyspace_id_value::Keyspace::Value(u32::MAX)),
+    })
+}
+
+fn settings(g: &ResourceGroup) -> (u64, i64) {
+    let s = g
+        .r_u_settings
+        .as_ref()
+        .and_then(|s| s.r_u.as_ref())
+        .and_then(|b| b.settings.as_ref())
+        .expect("RU settings");
+    (s.fill_rate, s.burst_limit)
+}
+
+async fn list(rm: &mut Rm) -> Result<Vec<ResourceGroup>, tonic::Status> {
+    Ok(rm
+        .list_resource_groups(ListResourceGroupsRequest {
+            with_ru_stats: false,
+            keyspace_id: null_keyspace(),
+        })
+        .await?
+        .into_inner()
+        .groups)
+}
+
+/// The groups, once the node leads and has loaded its term.
+async fn list_when_serving(rm: &mut Rm) -> Vec<ResourceGroup> {
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        match list(rm).await {
+            Ok(groups) => return groups,
+            Err(s) if s.code() == Code::Unavailable && Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(100)).await
+            }
+            Err(s) => panic!("the resource manager never served: {s:?}"),
+        }
+    }
+}
+
+async fn add(rm: &mut Rm, g: ResourceGroup) -> Result<String, tonic::Status> {
+    Ok(rm
+        .add_resource_group(PutResourceGroupRequest { group: Some(g) })
+        .await?
+        .into_inner()
+        .body)
+}
+
+async fn modify(rm: &mut Rm, g: ResourceGroup) -> Result<String, tonic::Status> {
+    Ok(rm
+        .modify_resource_group(PutResourceGroupRequest { group: Some(g) })
+        .await?
+        .into_inner()
+        .body)
+}
+
+async fn get(rm: &mut Rm, name: &str) -> Result<ResourceGroup, tonic::Status> {
+    Ok(rm
+        .get_resource_group(GetResourceGroupRequest {
+            resource_group_name: name.into(),
+            with_ru_stats: false,
+            keyspace_id: null_keyspace(),
+        })
+        .await?
+        .into_inner()
+        .group
+        .expect("a group"))
+}
+
+async fn delete(rm: &mut Rm, name: &str) -> Result<String, tonic::Status> {
+    Ok(rm
+        .delete_resource_group(DeleteResourceGroupRequest {
+            resource_group_name: name.into(),
+            keyspace_id: null_keyspace(),
+        })
+        .await?
+        .into_inner()
+        .body)
+}
+
+/// PD's error for a call: gRPC's `Unknown` with PD's message.
+fn pd_error(result: Result<impl std::fmt::Debug, tonic::Status>, message: &str) {
+    let status = result.expect_err(message);
+    assert_eq!(
+        (status.code(), status.message()),
+        (Code::Unknown, message),
+        "{status:?}"
+    );
+}
+
+fn names(groups: &[ResourceGroup]) -> Vec<&str> {
+    groups.iter().map(|g| g.name.as_str()).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn groups_are_added_read_modified_and_deleted_in_pds_words_and_outlive_a_restart() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("n0");
+    let node = ServerProcess::start(test_binary(), &data, "127.0.0.1:0", Some(1)).unwrap();
+    let addr = node.grpc_addr.clone().unwrap();
+    let mut rm = rm(&addr, &data).await;
+
+    // PD's default group: RU mode, unlimited, middle priority, in the null keyspace.
+    let groups = list_when_serving(&mut rm).await;
+    assert_eq!(names(&groups), ["default"]);
+    let default = &groups[0];
+    assert_eq!(default.mode, GroupMode::RuMode as i32);
+    assert_eq!(settings(default), (i32::MAX as u64, -1));
+    assert_eq!(default.priority, 8);
+    assert_eq!(default.keyspace_id, null_keyspace());
+
+    assert_eq!(
+        add(&mut rm, group("rg1", 100, 200)).await.unwrap(),
+        "Success!"
+    );
+    let rg1 = get(&mut rm, "rg1").await.unwrap();
+    assert_eq!(settings(&rg1), (100, 200));
+    assert_eq!(rg1.ru_stats, None, "stats only when asked for");
+
+    pd_error(
+        add(&mut rm, group("", 1, 1)).await,
+        "[PD:resourcemanager:ErrInvalidGroup]invalid group settings, please check the group name",
+    );
+    pd_error(
+        add(&mut rm, group(&"n".repeat(33), 1, 1)).await,
+        "[PD:resourcemanager:ErrInvalidGroup]invalid group settings, please check the group name",
+    );
+    let mut urgent = group("urgent", 1, 1);
+    urgent.priority = 17;
+    pd_error(
+        add(&mut rm, urgent).await,
+        "[PD:resourcemanager:ErrInvalidGroup]invalid group settings, please check the group priority",
+    );
+    pd_error(
+        get(&mut rm, "nope").await,
+        "[PD:resourcemanager:ErrGroupNotExists]the nope resource group does not exist",
+    );
+    pd_error(
+        modify(&mut rm, group("nope", 1, 1)).await,
+        "[PD:resourcemanager:ErrGroupNotExists]the nope resource group does not exist",
+    );
+    let mut raw = group("rg1", 1, 1);
+    raw.mode = GroupMode::RawMode as i32;
+    pd_error(
+        modify(&mut rm, raw).await,
+        "only support reconfigure in same mode, maybe you should delete and create a new one",
+    );
+    pd_error(
+        delete(&mut rm, "default").await,
+        "[PD:resourcemanager:ErrDeleteReservedGroup]cannot delete reserved group",
+    );
+    pd_error(
+        delete(&mut rm, "nope").await,
+        "[PD:resourcemanager:ErrGroupNotExists]the nope resource group does not exist",
+    );
+    let mut elsewhere = group("rg9", 1, 1);
+    elsewhere.keyspace_id = Some(KeyspaceIdValue {
+        keyspace: Some(keyspace_id_value::Keyspace::Value(7)),
+    });
+    pd_error(
+        add(&mut rm, elsewhere).await,
+        "[PD:resourcemanager:ErrKeyspaceNotExists]the keyspace does not exist with id 7",
+    );
+
+    assert_eq!(
+        modify(&mut rm, group("rg1", 500, -1)).await.unwrap(),
+        "Success!"
+    );
+    assert_eq!(settings(&get(&mut rm, "rg1").await.unwrap()), (500, -1));
+    add(&mut rm, group("rg2", 1, 1)).await.unwrap();
+    assert_eq!(delete(&mut rm, "rg2").await.unwrap(), "Success!");
+    assert_eq!(names(&list(&mut rm).await.unwrap()), ["default", "rg1"]);
+
+    // A restart loads what was written, and nothing that was deleted.
+    node.stop().unwrap();
+    let node = ServerProcess::start(test_binary(), &data, "127.0.0.1:0", Some(1)).unwrap();
+    let addr = node.grpc_addr.clone().unwrap();
+    let mut rm = self::rm(&addr, &data).await;
+    let groups = list_when_serving(&mut rm).await;
+    assert_eq!(names(&groups), ["default", "rg1"]);
+    assert_eq!(settings(&groups[1]), (500, -1));
+    node.stop().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reads_and_grants_take_any_role_and_ddl_needs_client() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("n0");
+    let node = ServerProcess::start(test_binary(), &data, "127.0.0.1:0", Some(1)).unwrap();
+    let addr = node.grpc_addr.clone().unwrap();
+    let mut admin = rm(&addr, &data).await;
+    list_when_serving(&mut admin).await;
+
+    let tikv = role_cert(&data, "store", "tikv");
+    let mut store = ResourceManagerClient::new(pd_grpc::channel(&addr, &tikv).await.unwrap());
+    assert_eq!(names(&list(&mut store).await.unwrap()), ["default"]);
+    let mut grants = store
+        .acquire_token_buckets(tokio_stream::iter([ask(&[("default", 10.0)], 1)]))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(granted(&grants.message().await.unwrap().unwrap()), [10.0]);
+    for refused in [
+        add(&mut store, group("rg", 1, 1)).await,
+        modify(&mut store, group("default", 1, 1)).await,
+        delete(&mut store, "default").await.map(|_| String::new()),
+    ] {
+        let status = refused.unwrap_err();
+        assert_eq!(status.code(), Code::PermissionDenied, "{status:?}");
+        assert!(status.message().contains("`client`"), "{status:?}");
+    }
+    // The refused calls changed nothing.
+    assert_eq!(
+        settings(&get(&mut admin, "default").await.unwrap()),
+        (i32::MAX as u64, -1)
+    );
+
+    // Without a certificate there is no connection, as on every port.
+    let bare = tmp.path().join("bare");
+    std::fs::create_dir_all(&bare).unwrap();
+    std::fs::copy(data.join("tls/ca.pem"), bare.join("ca.pem")).unwrap();
+    let anonymous = Trust::Ca(bare.join("ca.pem"));
+    if let Ok(channel) = pd_grpc::channel(&addr, &anonymous).await {
+        let status = list(&mut ResourceManagerClient::new(channel))
+            .await
+            .unwrap_err();
+        assert_ne!(status.code(), Code::Ok, "{status:?}");
+    }
+    node.stop().unwrap();
+}
+
+/// A TokenBucketsRequest asking `(group, RU)` for each group, as TiDB's controller sends it.
+fn ask(groups: &[(&str, f64)], client: u64) -> TokenBucketsRequest {
+    TokenBucketsRequest {
+        requests: groups
+            .iter()
+            .map(|(name, value)| TokenBucketRequest {
+                resource_group_name: name.to_string(),
+                request: Some(token_bucket_request::Request::RuItems(
+                    token_bucket_request::RequestRu {
+                        request_r_u: vec![RequestUnitItem {
+                            r#type: RequestUnitType::Ru as i32,
+                            value: *value,
+                        }],
+                    },
+                )),
+                keyspace_id: null_keyspace(),
+                ..Default::default()
+            })
+            .collect(),
+        target_request_period_ms: 5000,
+        client_unique_id: client,
+    }
+}
+
+/// The RU granted to each group answered, in order.
+fn granted(reply: &TokenBucketsResponse) -> Vec<f64> {
+    reply
+        .responses
+        .iter()
+        .flat_map(|r| &r.granted_r_u_tokens)
+        .map(|g| g.granted_tokens.as_ref().unwrap().tokens)
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn token_buckets_grant_within_the_fill_rate_and_the_burst() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("n0");
+    let node = ServerProcess::start(test_binary(), &data, "127.0.0.1:0", Some(1)).unwrap();
+    let addr = node.grpc_addr.clone().unwrap();
+    let mut rm = rm(&addr, &data).await;
+    list_when_serving(&mut rm).await;
+    let (rate, burst) = (1000.0, 2000.0);
+    add(&mut rm, group("slow", rate as u64, burst as i64))
+        .await
+        .unwrap();
+
+    let (send, requests) = tokio::sync::mpsc::channel(4);
+    let mut replies = rm
+        .acquire_token_buckets(tokio_stream::wrappers::ReceiverStream::new(requests))
+        .await
+        .unwrap()
+        .into_inner();
+    let started = Instant::now();
+    // The first ask takes the whole burst and is told to trickle the rest of the period.
+    send.send(ask(&[("slow", 5000.0), ("default", 1e9), ("nope", 1.0)], 7))
+        .await
+        .unwrap();
+    let first = replies.message().await.unwrap().unwrap();
+    assert_eq!(
+        first
+            .responses
+            .iter()
+            .map(|r| r.resource_group_name.as_str())
+            .collect::<Vec<_>>(),
+        ["slow", "default"],
+        "a group that does not exist is skipped, as PD skips it"
+    );
+    assert_eq!(
+        granted(&first),
+        [burst, 1e9],
+        "the default group is never refused"
+    );
+    let slow = &first.responses[0].granted_r_u_tokens[0];
+    assert_eq!(slow.trickle_time_ms, 5000);
+    assert_eq!(
+        slow.granted_tokens
+            .as_ref()
+            .unwrap()
+            .settings
+            .as_ref()
+            .unwrap()
+            .burst_limit,
+        2000
+    );
+
+    // Asking as fast as the stream answers: never more than the fill rate since the start,
+    // on top of the burst.
+    let mut total = burst;
+    let mut asks = 0;
+    while started.elapsed() < Duration::from_millis(1500) {
+        send.send(ask(&[("slow", 500.0)], 7)).await.unwrap();
+        total += granted(&replies.message().await.unwrap().unwrap())[0];
+        asks += 1;
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+    assert!(
+        total <= rate * elapsed + burst + 1e-6,
+        "{total} RU granted in {elapsed:.3}s over {asks} asks"
+    );
+    assert!(
+        total >= rate * (elapsed - 0.5) + burst,
+        "the bucket refills: {total} RU in {elapsed:.3}s"
+    );
+
+    // Lowering the fill rate takes effect on the open stream.
+    modify(&mut rm, group("slow", 1, 1)).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    send.send(ask(&[("slow", 500.0)], 7)).await.unwrap();
+    let after = granted(&replies.message().await.unwrap().unwrap())[0];
+    assert!(
+        after <= 1.0,
+        "{after} RU granted at 1 RU/s and a burst of 1"
+    );
+    drop(send);
+    assert!(
+        replies.message().await.unwrap().is_none(),
+        "the stream ends with the client's"
+    );
+    node.stop().unwrap();
+}
+
+/// On etcd: a group written through the leader is where TiDB's controller reads it through
+/// MetaStorage (`resource_group/settings/<name>`, kvproto's `ResourceGroup`); a follower
+/// answers PD's "not leader"; the next leader, after a SIGKILL, serves the same groups.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_etcd_groups_outlive_the_leader_and_are_visible_through_meta_storage() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut cluster = Cluster::start(tmp.path(), 3, "").unwrap();
+    let leader = cluster
+        .leader_within(None, Duration::from_secs(15))
+        .expect("a leader");
+    let data = cluster.nodes[0].data.clone();
+    let at = |c: &Cluster, i: usize| c.nodes[i].process().grpc_addr.clone().unwrap();
+    let mut rm = self::rm(&at(&cluster, leader), &data).await;
+    list_when_serving(&mut rm).await;
+    add(&mut rm, group("tidb_rg", 300, 600)).await.unwrap();
+
+    let follower = (leader + 1) % 3;
+    let mut other = self::rm(&at(&cluster, follower), &data).await;
+    let status = list(&mut other).await.unwrap_err();
+    assert_eq!(
+        (status.code(), status.message()),
+        (Code::Unavailable, "not leader")
+    );
+
+    let mut meta = MetaStorageClient::new(channel(&at(&cluster, follower), &data).await);
+    let reply = meta
+        .get(GetRequest {
+            key: b"resource_group/settings".to_vec(),
+            range_end: b"resource_group/settingt".to_vec(),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(reply.header.as_ref().unwrap().error, None);
+    assert!(reply.header.as_ref().unwrap().revision > 0);
+    assert_eq!(reply.kvs.len(), 1, "{reply:?}");
+    assert_eq!(reply.kvs[0].key, b"resource_group/settings/tidb_rg");
+    let stored = ResourceGroup::decode(reply.kvs[0].value.as_slice()).unwrap();
+    assert_eq!(
+        (stored.name.as_str(), settings(&stored)),
+        ("tidb_rg", (300, 600))
+    );
+
+    cluster.nodes[leader]
+        .process
+        .take()
+        .unwrap()
+        .kill()
+        .unwrap();
+    let next = cluster
+        .leader_within(Some(leader), Duration::from_secs(20))
+        .expect("a new leader");
+    let mut rm = self::rm(&at(&cluster, next), &data).await;
+    let groups = list_when_serving(&mut rm).await;
+    assert_eq!(names(&groups), ["default", "tidb_rg"]);
+    assert_eq!(settings(&groups[1]), (300, 600));
+    // And the new leader's deletion reaches the copy TiDB watches.
+    delete(&mut rm, "tidb_rg").await.unwrap();
+    let reply = meta
+        .get(GetRequest {
+            key: b"resource_group/settings/tidb_rg".to_vec(),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(reply.kvs.is_empty(), "{reply:?}");
+    cluster.stop_all().unwrap();
+}
+
+/// The etcd a single node runs on holds Meridian's record of each group under its own keys,
+/// which the etcd namespace does not reach.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn meridians_own_record_is_outside_the_namespace() {
+    let tmp = tempfile::tempdir().unwrap();
+    let etcd = EtcdProcess::start(&tmp.path().join("etcd")).unwrap();
+    let data = tmp.path().join("n0");
+    let args = ["--etcd", &etcd.endpoint(), "--cores", "1"].map(String::from);
+    let node = ServerProcess::start_with(test_binary(), &data, "127.0.0.1:0", &args).unwrap();
+    let addr = node.grpc_addr.clone().unwrap();
+    let mut rm = rm(&addr, &data).await;
+    list_when_serving(&mut rm).await;
+    add(&mut rm, group("g", 10, 10)).await.unwrap();
+    let mut direct = etcd.client(None).await.unwrap();
+    let own = direct
+        .get(
+            "/meridian/",
+            Some(
+                etcd_client::GetOptions::new()
+                    .with_prefix()
+                    .with_keys_only(),
+            ),
+        )
+        .await
+        .unwrap();
+    assert!(own
+        .kvs()
+        .iter()
+        .any(|kv| kv.key().ends_with(b"/resource_group/settings/g")));
+    let copy = direct
+        .get("/meridian-kv/resource_group/settings/g", None)
+        .await
+        .unwrap();
+    assert_eq!(copy.kvs().len(), 1);
+    node.stop().unwrap();
+}
