@@ -35,8 +35,8 @@ pub struct Compacted {
     pub compact_revision: i64,
 }
 
-/// A transaction decided and not yet applied: persist `writes` (and `revision`), then
-/// [`GlobalConfig::commit`] it.
+/// A transaction decided and not yet applied: persist `writes`, `revision` and `events`,
+/// then [`GlobalConfig::commit`] it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Txn {
     pub revision: i64,
@@ -44,6 +44,14 @@ pub struct Txn {
     pub writes: Vec<(String, Option<Vec<u8>>)>,
     events: Vec<ConfigEvent>,
     bytes: usize,
+}
+
+impl Txn {
+    /// What watchers are told of this transaction ([`GlobalConfig::hold_last`] takes them back
+    /// after a load).
+    pub fn events(&self) -> &[ConfigEvent] {
+        &self.events
+    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -87,6 +95,26 @@ impl GlobalConfig {
 
     pub fn revision(&self) -> i64 {
         self.revision
+    }
+
+    /// Holds again the changes of the transaction a term loaded at, persisted with it: a watch
+    /// from the loaded revision (TiDB watches from the revision LoadGlobalConfig answered, as
+    /// etcd lets it) then starts at that transaction, as it would on etcd, instead of being
+    /// told the revision was compacted. Changes of any other revision are ignored: what is not
+    /// the last transaction stays compacted.
+    pub fn hold_last(mut self, events: Vec<ConfigEvent>) -> GlobalConfig {
+        if self.revision < 1
+            || events.is_empty()
+            || events.iter().any(|e| e.revision != self.revision)
+        {
+            return self;
+        }
+        for e in events {
+            self.log_bytes += size(&e.key, &e.value);
+            self.log.push_back(e);
+        }
+        self.compacted = self.revision - 1;
+        self
     }
 
     /// Decides StoreGlobalConfig's `changes` under `config_path` (PD's default applied by the
@@ -345,6 +373,43 @@ mod tests {
         assert_eq!(err.compact_revision, 16);
         assert_eq!(g.changes(PATH, 16, 1024).unwrap().len(), 2);
         assert_eq!(g.changes(PATH, 16, 1).unwrap().len(), 1, "one at least");
+    }
+
+    #[test]
+    fn the_last_transaction_is_held_again_after_a_load() {
+        let mut g = GlobalConfig::new([], 0, 1 << 20);
+        store(&mut g, &[put("a", "1")]);
+        let txn = g
+            .plan(
+                PATH,
+                &[ConfigChange {
+                    name: "b".into(),
+                    kind: ConfigEventKind::Put,
+                    value: b"2".to_vec(),
+                }],
+                1 << 20,
+            )
+            .unwrap()
+            .unwrap();
+        let last = txn.events().to_vec();
+        g.commit(txn);
+        let (items, revision) = g.load(PATH, &[]);
+        let items: Vec<_> = items
+            .into_iter()
+            .map(|i| (i.name, i.value.unwrap()))
+            .collect();
+        let loaded = GlobalConfig::new(items.clone(), revision, 1 << 20).hold_last(last.clone());
+        assert_eq!(loaded.changes(PATH, revision, 1024), Ok(last.clone()));
+        assert_eq!(
+            loaded.changes(PATH, revision - 1, 1024),
+            Err(Compacted {
+                required: revision - 1,
+                compact_revision: revision
+            })
+        );
+        // Changes of another revision are not the last transaction's: nothing is held.
+        let stale = GlobalConfig::new(items, revision + 1, 1 << 20).hold_last(last);
+        assert!(stale.changes(PATH, revision + 1, 1024).is_err());
     }
 
     proptest! {

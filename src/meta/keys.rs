@@ -129,6 +129,11 @@ impl Keys {
         format!("{}/global_config/items/", self.root).into_bytes()
     }
 
+    /// The changes of the last global config transaction (rkyv archive of its events).
+    pub fn global_config_last_txn(&self) -> Vec<u8> {
+        format!("{}/global_config/last_txn", self.root).into_bytes()
+    }
+
     /// The revision of the last global config transaction (decimal).
     pub fn global_config_revision(&self) -> Vec<u8> {
         format!("{}/global_config/revision", self.root).into_bytes()

@@ -176,8 +176,9 @@ async fn global_config_is_stored_loaded_and_watched_as_pd_serves_it() {
     assert!(n.store_config(many).await.is_err());
     assert_eq!(n.load_config(&[]).await.revision, first + 1);
 
-    // After a SIGKILL: the items and the revision are back; changes from before the restart
-    // are not held, which a watch from then is told in PD's words before its stream ends.
+    // After a SIGKILL: the items and the revision are back, and the last transaction's
+    // changes; older ones are not held, which a watch from then is told in PD's words before
+    // its stream ends.
     n.server.kill().unwrap();
     let mut n = start(&data).await;
     let loaded = n.load_config(&[]).await;
@@ -191,12 +192,26 @@ async fn global_config_is_stored_loaded_and_watched_as_pd_serves_it() {
         e.message,
         format!(
             "required watch revision: {first} is smaller than current compact/min revision {}.",
-            first + 2
+            first + 1
         )
     );
     assert!(
         next_watched(&mut stale).await.is_err(),
         "then the stream ends"
+    );
+    // A watch from the revision the load answered, as TiDB watches after a load, starts with
+    // that revision's transaction, kept across the restart with it.
+    let mut from_load = n.watch_config(loaded.revision).await;
+    let seen = next_watched(&mut from_load).await.unwrap().unwrap();
+    assert_eq!(seen.header.as_ref().and_then(|h| h.error.clone()), None);
+    assert_eq!(seen.revision, first + 1);
+    assert_eq!(
+        changes(&seen),
+        vec![(
+            "/global/config/source_id".to_string(),
+            DELETE,
+            b"1".to_vec()
+        )]
     );
     let mut fresh = n.watch_config(first + 2).await;
     n.store_config(vec![put("source_id", "2")]).await.unwrap();

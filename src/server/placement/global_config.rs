@@ -12,7 +12,7 @@ use super::answer::{invalid, persist_now, unavailable};
 use super::state::PlacementState;
 use crate::global_config::{GlobalConfig, TxnError, DEFAULT_PATH};
 use crate::placement::PAGE_BUDGET;
-use crate::proto::{ConfigChange, ErrorReply, Refusal, Reply, Response};
+use crate::proto::{ConfigChange, ConfigEvent, ErrorReply, Refusal, Reply, Response};
 
 /// The longest a watch request waits for a change.
 const MAX_WATCH_WAIT: Duration = Duration::from_secs(1);
@@ -93,6 +93,10 @@ async fn store(state: &PlacementState, config_path: &str, changes: &[ConfigChang
             .iter()
             .map(|(key, value)| (keys.global_config_item(key), value.clone())),
     );
+    match rkyv::to_bytes::<rkyv::rancor::Error>(&txn.events().to_vec()) {
+        Ok(events) => ops.push((keys.global_config_last_txn(), Some(events.to_vec()))),
+        Err(e) => return Response::Err(ErrorReply::Internal(format!("encoding changes: {e}"))),
+    }
     if let Err(r) = persist_now(state, ops).await {
         return r;
     }
@@ -140,9 +144,15 @@ async fn watch(state: &PlacementState, prefix: &str, revision: i64, wait: Durati
 
 impl PlacementState {
     /// A term's items (by full key) and revision; watchers waiting wake and see them.
-    pub(super) async fn reset_global_config(&self, items: Vec<(String, Vec<u8>)>, revision: i64) {
+    pub(super) async fn reset_global_config(
+        &self,
+        items: Vec<(String, Vec<u8>)>,
+        revision: i64,
+        last: Vec<ConfigEvent>,
+    ) {
         let budget = 4 * self.limits.max_global_config_bytes;
-        *self.global_config.lock().await = Some(GlobalConfig::new(items, revision, budget));
+        let config = GlobalConfig::new(items, revision, budget).hold_last(last);
+        *self.global_config.lock().await = Some(config);
         self.global_config_changed.notify_waiters();
     }
 

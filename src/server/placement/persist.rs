@@ -273,8 +273,8 @@ async fn load<M: MetaStore>(
         .await?
         .unwrap_or(0);
     state.reset_resolved_ts(resolved);
-    let (items, revision) = load_global_config(store, keys).await?;
-    state.reset_global_config(items, revision).await;
+    let (items, revision, last) = load_global_config(store, keys).await?;
+    state.reset_global_config(items, revision, last).await;
     super::rules::load(state, store, keys).await?;
     let groups = super::resource_groups::load(store, keys).await?;
     state.resource_groups().reset(groups);
@@ -350,11 +350,12 @@ async fn load<M: MetaStore>(
     Ok(())
 }
 
-/// The global config items (by full key) and the revision of the last transaction.
+/// The global config items (by full key), the revision of the last transaction and its
+/// changes.
 async fn load_global_config<M: MetaStore>(
     store: &M,
     keys: &Keys,
-) -> Result<(Vec<(String, Vec<u8>)>, i64), MetaError> {
+) -> Result<(Vec<(String, Vec<u8>)>, i64, Vec<crate::proto::ConfigEvent>), MetaError> {
     let prefix = keys.global_config_items_prefix();
     let mut items = Vec::new();
     for (key, value) in store.scan(&prefix, 256).await? {
@@ -380,7 +381,22 @@ async fn load_global_config<M: MetaStore>(
                 "a revision this high is corruption",
             )
         })?;
-    Ok((items, revision))
+    // The last transaction's changes, checked before use; without them (written by a release
+    // that did not keep them, or unreadable) nothing before the load is held, which is safe:
+    // a watch from the loaded revision is told it was compacted and loads again.
+    let last = match store.get(&keys.global_config_last_txn()).await? {
+        Some(bytes) => {
+            let mut aligned = rkyv::util::AlignedVec::<16>::with_capacity(bytes.len());
+            aligned.extend_from_slice(&bytes);
+            rkyv::from_bytes::<Vec<crate::proto::ConfigEvent>, rkyv::rancor::Error>(&aligned)
+                .unwrap_or_else(|e| {
+                    tracing::warn!("the last global config transaction does not read back: {e}");
+                    Vec::new()
+                })
+        }
+        None => Vec::new(),
+    };
+    Ok((items, revision, last))
 }
 
 /// What `serve_term` does as it returns, for a term whose task was aborted in a write that
