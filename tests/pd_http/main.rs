@@ -3,12 +3,14 @@
 //! `client/http/types.go`, `server/api`), over HTTP/1.1 and HTTP/2 (ALPN chooses), gRPC still
 //! served on the same port, PD's error bodies (an unknown route's 404, a missing store or
 //! region), who may call what (`roles`), placement and label rules checked as PD checks them
-//! and kept across a restart (`rules`), and a follower's answers (`follower`, on etcd).
+//! and kept across a restart (`rules`), a follower's answers (`follower`, on etcd), and a TiDB
+//! server's start emulated from its code (`tidb_start`).
 
 mod follower;
 mod roles;
 mod routes;
 mod rules;
+mod tidb_start;
 
 use std::path::Path;
 use std::sync::Arc;
