@@ -1,7 +1,7 @@
 //! `loadgen`: drives a Meridian cluster with real clients and checks what comes back.
 
 use clap::{Parser, Subcommand};
-use loadgen::{args, attack, cluster, compare, demo, nemesis, route, run};
+use loadgen::{args, attack, cluster, compare, demo, nemesis, route, run, sim};
 
 #[derive(Parser)]
 #[command(
@@ -35,6 +35,10 @@ enum Command {
     /// (SIGKILL, leader pauses, etcd partitions, clock jumps, transfers); checks every promise
     /// at the end and exits non-zero on any broken one.
     Nemesis(nemesis::NemesisArgs),
+    /// The deterministic cluster simulator: a scenario (lost-store, decommission, scale-out,
+    /// zone-loss, rolling-restart, or a TOML file) run by Meridian's scheduling core in
+    /// simulated time; fails on any safety violation or if it does not converge.
+    Sim(sim::SimArgs),
 }
 
 #[derive(clap::Args)]
@@ -110,6 +114,7 @@ fn main() -> std::process::ExitCode {
                 }
                 Ok(r.failures())
             }
+            Command::Sim(args) => sim::run(&args),
         }
     });
     match result {
