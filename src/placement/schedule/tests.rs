@@ -46,10 +46,12 @@ fn event() -> impl Strategy<Value = Event> {
     ]
 }
 
-/// Stores (zone of each, fate), regions (peer stores as indexes, learner flags, leader index).
+/// Stores (zone of each, fate), regions (peer stores as indexes, learner flags), whether
+/// isolation is at zone level, events.
 #[derive(Debug, Clone)]
 struct World {
     stores: Vec<(u8, Fate)>,
+    isolated: bool,
     regions: Vec<Vec<(usize, bool)>>,
     events: Vec<Event>,
 }
@@ -68,10 +70,16 @@ fn world() -> impl Strategy<Value = World> {
                 })
                 .prop_map(|(on, learner)| on.into_iter().zip(learner).collect::<Vec<_>>());
             let regions = proptest::collection::vec(region, 1..8);
-            (stores, regions, proptest::collection::vec(event(), 1..120))
+            (
+                stores,
+                regions,
+                any::<bool>(),
+                proptest::collection::vec(event(), 1..120),
+            )
         })
-        .prop_map(|(stores, regions, events)| World {
+        .prop_map(|(stores, regions, isolated, events)| World {
             stores,
+            isolated,
             regions,
             events,
         })
@@ -99,7 +107,12 @@ impl Sim {
     fn new(w: &World) -> Sim {
         let cfg = ScheduleConfig {
             location_labels: vec!["zone".into(), "host".into()],
-            isolation_level: "zone".into(),
+            // Without isolation, only the scheduler's own rule keeps two peers off one store.
+            isolation_level: if w.isolated {
+                "zone".into()
+            } else {
+                String::new()
+            },
             leader_schedule_limit: 1,
             replica_schedule_limit: 2,
             region_schedule_limit: 2,
@@ -371,6 +384,7 @@ fn a_down_peer_is_replaced_by_learner_promotion_then_removal() {
             (0, Fate::Up),
         ],
         regions: vec![vec![(0, false), (1, false), (2, false)]],
+        isolated: true,
         events: vec![],
     };
     let mut sim = Sim::new(&w);
@@ -402,6 +416,7 @@ fn a_lost_zone_is_not_repaired_into_the_others() {
             (1, Fate::Up),
         ],
         regions: vec![vec![(0, false), (1, false), (2, false)]],
+        isolated: true,
         events: vec![],
     };
     let mut sim = Sim::new(&w);
@@ -423,6 +438,7 @@ fn a_disconnected_store_is_no_target() {
             (2, Fate::Up),
         ],
         regions: vec![vec![(0, false), (1, false)]],
+        isolated: true,
         events: vec![],
     };
     let mut sim = Sim::new(&w);
@@ -441,6 +457,7 @@ fn evict_leader_empties_the_store() {
     let w = World {
         stores: vec![(0, Fate::Up), (1, Fate::Up), (2, Fate::Up)],
         regions: vec![vec![(0, false), (1, false), (2, false)]; 3],
+        isolated: true,
         events: vec![],
     };
     let mut sim = Sim::new(&w);
