@@ -336,10 +336,11 @@ impl Sim {
 
     fn store_beat(&mut self, s: usize) {
         let st = &self.stores[s];
+        let used = (st.peers * self.scn.region_size_mib) << 20;
         let stats = StoreStats {
             capacity: 4 << 40,
-            available: (4u64 << 40).saturating_sub(st.peers * self.scn.region_size_mib << 20),
-            used_size: st.peers * self.scn.region_size_mib << 20,
+            available: (4u64 << 40).saturating_sub(used),
+            used_size: used,
             region_count: st.peers,
             leader_count: st.leaders,
         };

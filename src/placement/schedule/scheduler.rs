@@ -150,12 +150,10 @@ fn check_step(c: &Cluster, r: &RegionInput, step: &Step) -> Verdict {
     let peers = &r.region.peers;
     match step {
         Step::AddLearner(p) => {
-            if peers
+            let taken = peers
                 .iter()
-                .any(|q| q.store_id == p.store_id && q.id != p.id)
-            {
-                Verdict::Cancel
-            } else if !c.health(p.store_id).is_serving() {
+                .any(|q| q.store_id == p.store_id && q.id != p.id);
+            if taken || !c.health(p.store_id).is_serving() {
                 Verdict::Cancel
             } else {
                 Verdict::Send
