@@ -77,10 +77,14 @@ pub fn balance_region(c: &Cluster, r: &RegionInput) -> Option<Plan> {
         .find_map(|(src, load)| move_from(c, r, src, load))
 }
 
+/// Moves a peer off a store above its domain's mean onto one below it, with at least the
+/// tolerance between them: a store between the two neither gives nor takes, so no peer moves
+/// twice on the way to the mean.
 fn move_from(c: &Cluster, r: &RegionInput, src: &Peer, load: &StoreLoad) -> Option<Plan> {
-    let tol = tolerance(c, load.domain_mean_regions, 2);
-    // Cheap first: nothing in its domain is far enough below.
-    if load.regions() - (load.domain_min_regions as i64) < tol {
+    let mean = load.domain_mean_regions;
+    let tol = tolerance(c, mean, 2);
+    // Cheap first: the store is not above the mean, or nothing in its domain is far enough below.
+    if (load.regions() as f64) <= mean || load.regions() - (load.domain_min_regions as i64) < tol {
         return None;
     }
     if !may_remove(c, r, src) {
@@ -88,7 +92,7 @@ fn move_from(c: &Cluster, r: &RegionInput, src: &Peer, load: &StoreLoad) -> Opti
     }
     let (to, _) = store_to_add(c, r, Some(src.store_id), score_of(c, r, src.store_id))?;
     let to_load = c.store(to)?;
-    if load.regions() - to_load.regions() < tol {
+    if load.regions() - to_load.regions() < tol || to_load.regions() as f64 >= mean {
         return None;
     }
     let leader_to = if Some(src.id) == r.region.leader {
