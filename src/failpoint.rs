@@ -37,8 +37,10 @@ pub mod points {
     pub const WINDOW_RENEW: &str = "tso::window::renew";
     /// A flush of placement's dirty regions and stores, before the batch is written.
     pub const PERSIST_FLUSH: &str = "placement::flush";
+    /// A new term's load of placement from the meta store, before the first read.
+    pub const PLACEMENT_LOAD: &str = "placement::load";
 
-    pub const ALL: [&str; 10] = [
+    pub const ALL: [&str; 11] = [
         WAL_WRITE,
         WAL_FSYNC,
         SNAPSHOT_WRITE,
@@ -49,6 +51,7 @@ pub mod points {
         LEASE_KEEPALIVE,
         WINDOW_RENEW,
         PERSIST_FLUSH,
+        PLACEMENT_LOAD,
     ];
 }
 

@@ -23,6 +23,19 @@ pub async fn connect(addr: &str, trust: &Trust) -> anyhow::Result<PdClient<Chann
         .max_encoding_message_size(64 << 20))
 }
 
+/// The cluster id a member answers GetMembers with: what every later request's header carries.
+pub async fn cluster_id(pd: &mut PdClient<Channel>) -> anyhow::Result<u64> {
+    let members = pd
+        .get_members(crate::kvproto::pdpb::GetMembersRequest::default())
+        .await
+        .context("GetMembers")?
+        .into_inner();
+    members
+        .header
+        .map(|h| h.cluster_id)
+        .context("GetMembers answered without a header")
+}
+
 /// The TLS channel alone, for raw calls.
 pub async fn channel(addr: &str, trust: &Trust) -> anyhow::Result<Channel> {
     let Some(ca) = trust.ca() else {

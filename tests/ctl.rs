@@ -5,7 +5,7 @@ use std::process::Command;
 
 use meridian::client::{Client, ClientOptions};
 use meridian::harness::{test_binary, ServerProcess};
-use meridian::placement::{Epoch, Peer, PeerRole, Region, Store, StoreDetails, StoreState};
+use meridian::placement::{Epoch, Peer, PeerRole, Region, Store, StoreState};
 use meridian::tls::Trust;
 use serde_json::Value;
 
@@ -84,7 +84,7 @@ async fn ctl_reads_regions_stores_members_and_timestamps() {
         address: "tikv-1:20160".into(),
         labels: vec![],
         state: StoreState::Up,
-        details: StoreDetails::default(),
+        details: Default::default(),
     };
     let region = |id, peer, start: &[u8], end: &[u8], version| Region {
         id,

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use meridian::client::{Client, ClientOptions};
 use meridian::failpoint::points;
 use meridian::harness::{bootstrap_one_region, test_binary, ServerProcess};
-use meridian::placement::{Region, Store, StoreDetails, StoreState};
+use meridian::placement::{Region, Store, StoreState};
 use meridian::proto::{Reply, Request, Response};
 
 async fn connect(server: &ServerProcess, budget: Duration) -> Client {
@@ -259,7 +259,7 @@ async fn register_until_refused(client: &Arc<Client>, ids: &[u64]) -> Vec<u64> {
                         ),
                         labels: vec![],
                         state: StoreState::Up,
-                        details: StoreDetails::default(),
+                        details: Default::default(),
                     };
                     match client.put_store(store).await {
                         Ok(()) => acked.push(id),
@@ -275,4 +275,43 @@ async fn register_until_refused(client: &Arc<Client>, ids: &[u64]) -> Vec<u64> {
         acked.extend(t.await.unwrap());
     }
     acked
+}
+
+/// A leader is ready (`/ready`) only once placement is loaded: while the load hangs it hands out
+/// timestamps and says why it is not ready; when the load goes on, it becomes ready.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leader_is_not_ready_until_placement_is_loaded() {
+    let tmp = tempfile::tempdir().unwrap();
+    let armed = format!("{}=return(hang)", points::PLACEMENT_LOAD);
+    let server = ServerProcess::start_with_env(
+        test_binary(),
+        &tmp.path().join("data"),
+        "127.0.0.1:0",
+        &[],
+        &[("FAILPOINTS", &armed)],
+    )
+    .unwrap();
+    let client = connect(&server, Duration::from_secs(5)).await;
+    client.get_ts().await.unwrap();
+    let admin = server.admin().unwrap();
+    let ready = move || admin.get_json("/ready").unwrap();
+    let (code, body) = tokio::task::spawn_blocking(ready.clone()).await.unwrap();
+    assert_eq!(code, 503, "{body}");
+    assert_eq!(body["reason"], "leader has not loaded placement yet");
+
+    server.failpoint(points::PLACEMENT_LOAD, "").unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let (code, body) = tokio::task::spawn_blocking(ready.clone()).await.unwrap();
+        if code == 200 {
+            assert_eq!(body["ready"], true);
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "not ready after the load: {body}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    server.stop().unwrap();
 }

@@ -10,7 +10,7 @@ use meridian::harness::{test_binary, ServerProcess};
 use meridian::kvproto::pdpb;
 use meridian::pd_grpc;
 use meridian::placement::{
-    Epoch, Label, Limits, Peer, PeerRole, Region, RegionStats, Store, StoreDetails, StoreState,
+    Epoch, Label, Limits, Peer, PeerRole, Region, RegionStats, Store, StoreState,
 };
 use meridian::proto::{ErrorReply, MAX_FRAME_LEN};
 use meridian::tls::Trust;
@@ -27,7 +27,7 @@ fn store(id: u64, labels: usize) -> Store {
             })
             .collect(),
         state: StoreState::Up,
-        details: StoreDetails::default(),
+        details: Default::default(),
     }
 }
 
@@ -241,14 +241,7 @@ async fn every_limit_is_refused_at_the_boundary_and_large_replies_are_paged() {
     let mut pd = pd_grpc::connect(server.grpc_addr.as_ref().unwrap(), &Trust::Ca(ca))
         .await
         .unwrap();
-    let cluster_id = pd
-        .get_members(pdpb::GetMembersRequest::default())
-        .await
-        .unwrap()
-        .into_inner()
-        .header
-        .unwrap()
-        .cluster_id;
+    let cluster_id = pd_grpc::cluster_id(&mut pd).await.unwrap();
     let header = Some(pdpb::RequestHeader {
         cluster_id,
         ..Default::default()

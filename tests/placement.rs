@@ -7,8 +7,7 @@ use std::time::Duration;
 use meridian::client::{Client, ClientError, ClientOptions};
 use meridian::harness::{test_binary, EtcdProcess, ServerProcess};
 use meridian::placement::{
-    Epoch, Operator, Peer, PeerRole, Region, RegionStats, Store, StoreDetails, StoreState,
-    StoreStats,
+    Epoch, Operator, Peer, PeerRole, Region, RegionStats, Store, StoreState, StoreStats,
 };
 use meridian::proto::{ErrorReply, Refusal, Reply, Request, Response};
 use meridian::tls::Trust;
@@ -25,7 +24,7 @@ fn store(id: u64) -> Store {
         address: format!("127.0.0.1:{}", 20000 + id),
         labels: vec![],
         state: StoreState::Up,
-        details: StoreDetails::default(),
+        details: Default::default(),
     }
 }
 

@@ -12,9 +12,7 @@ use meridian::client::{Client, ClientError, ClientOptions};
 use meridian::harness::{test_binary, EtcdProcess, ServerProcess};
 use meridian::kvproto::pdpb;
 use meridian::pd_grpc;
-use meridian::placement::{
-    Epoch, Peer, PeerRole, Region, RegionStats, Store, StoreDetails, StoreState,
-};
+use meridian::placement::{Epoch, Peer, PeerRole, Region, RegionStats, Store, StoreState};
 use meridian::proto::ErrorReply;
 use meridian::tls::cert::{self, Role, Validity};
 use meridian::tls::Trust;
@@ -114,7 +112,7 @@ fn store(id: u64) -> Store {
         address: format!("127.0.0.1:{}", 20000 + id),
         labels: vec![],
         state: StoreState::Up,
-        details: StoreDetails::default(),
+        details: Default::default(),
     }
 }
 
@@ -370,14 +368,7 @@ async fn the_wrong_role_is_denied_by_name_on_every_port_and_changes_nothing() {
     // gRPC with a `client` certificate.
     let grpc_addr = c.node.grpc_addr.clone().expect("gRPC on by default");
     let mut pd = pd_grpc::connect(&grpc_addr, &client_role).await.unwrap();
-    let cluster_id = pd
-        .get_members(pdpb::GetMembersRequest::default())
-        .await
-        .unwrap()
-        .into_inner()
-        .header
-        .unwrap()
-        .cluster_id;
+    let cluster_id = pd_grpc::cluster_id(&mut pd).await.unwrap();
     let header = || {
         Some(pdpb::RequestHeader {
             cluster_id,

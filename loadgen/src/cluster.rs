@@ -10,8 +10,7 @@ use std::time::{Duration, Instant};
 use meridian::client::Client;
 use meridian::kvproto::pdpb::{self, pd_client::PdClient};
 use meridian::placement::{
-    Epoch, Operator, Peer, PeerRole, Region, RegionStats, Store, StoreDetails, StoreState,
-    StoreStats,
+    Epoch, Operator, Peer, PeerRole, Region, RegionStats, Store, StoreState, StoreStats,
 };
 use meridian::proto::{self, Reply, Request, Response, MAX_BATCH_SPLIT, MAX_SCAN_REGIONS};
 use serde::Serialize;
@@ -118,7 +117,7 @@ pub async fn setup(
             address: format!("sim-store-{id}:20160"),
             labels: vec![],
             state: StoreState::Up,
-            details: StoreDetails::default(),
+            details: Default::default(),
         };
         let (rid, p0) = (client.alloc_id().await?, client.alloc_id().await?);
         let first = Region {

@@ -111,10 +111,10 @@ fn store_record(id: u64, zone: u32) -> Store {
             },
         ],
         state: StoreState::Up,
-        details: StoreDetails {
+        details: std::sync::Arc::new(StoreDetails {
             version: "8.5.0".into(),
             ..StoreDetails::default()
-        },
+        }),
     }
 }
 

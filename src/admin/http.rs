@@ -102,24 +102,28 @@ async fn health(State(s): State<AdminState>) -> Json<serde_json::Value> {
 /// Ready: the leader while it serves, or a follower that knows the leader.
 async fn ready(State(s): State<AdminState>) -> Response {
     let leader = s.membership.leader();
-    let ready = if s.membership.is_leader() {
-        s.allocator.is_serving()
-    } else {
-        leader.is_some()
-    };
-    if ready {
-        (StatusCode::OK, Json(json!({"ready": true}))).into_response()
-    } else {
-        let reason = if leader.is_some() {
-            "leader not serving yet"
+    // A leader is ready once it serves both timestamps and placement: a probe that passed
+    // before the regions were loaded would send routing traffic to a member that refuses it.
+    let not_ready = if s.membership.is_leader() {
+        if !s.allocator.is_serving() {
+            Some("leader not serving yet")
+        } else if !(s.placement_ready)() {
+            Some("leader has not loaded placement yet")
         } else {
-            "no known leader"
-        };
-        (
+            None
+        }
+    } else if leader.is_none() {
+        Some("no known leader")
+    } else {
+        None
+    };
+    match not_ready {
+        None => (StatusCode::OK, Json(json!({"ready": true}))).into_response(),
+        Some(reason) => (
             StatusCode::SERVICE_UNAVAILABLE,
             Json(json!({"ready": false, "reason": reason})),
         )
-            .into_response()
+            .into_response(),
     }
 }
 

@@ -21,6 +21,8 @@ pub struct AdminState {
     pub membership: Membership,
     pub metrics: Arc<Metrics>,
     pub allocator: Arc<Allocator>,
+    /// Whether this member's placement state is loaded and serving (a leader only).
+    pub placement_ready: Arc<dyn Fn() -> bool + Send + Sync>,
     /// Leadership control and the member registry; `None` on the single embedded node.
     pub control: Option<AdminControl>,
     /// The TSO clock, when `[debug] clock_injection` is on.

@@ -75,7 +75,8 @@ fn store(id: u64) -> Store {
             status_address: format!("10.0.0.{id}:20180"),
             start_timestamp: 1_700_000_000,
             deploy_path: "/opt/tikv".into(),
-        },
+        }
+        .into(),
     }
 }
 

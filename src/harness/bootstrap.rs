@@ -4,7 +4,7 @@
 //! caller's.
 
 use crate::client::Client;
-use crate::placement::{Epoch, Peer, PeerRole, Region, Store, StoreDetails, StoreState};
+use crate::placement::{Epoch, Peer, PeerRole, Region, Store, StoreState};
 
 /// Bootstraps the cluster with one store at `store_address` holding one region (epoch 1/1,
 /// a single voter that leads it) over the whole key space; returns that region, whose
@@ -35,7 +35,7 @@ pub async fn bootstrap_one_region(client: &Client, store_address: &str) -> anyho
         address: store_address.into(),
         labels: vec![],
         state: StoreState::Up,
-        details: StoreDetails::default(),
+        details: Default::default(),
     };
     client.bootstrap(store, region.clone()).await?;
     Ok(region)

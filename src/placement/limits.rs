@@ -364,7 +364,8 @@ mod tests {
                 status_address: "s".repeat(address_len),
                 start_timestamp: 1,
                 deploy_path: "d".repeat(address_len),
-            },
+            }
+            .into(),
         }
     }
 

@@ -269,8 +269,8 @@ mod tests {
         );
     }
     use crate::placement::{
-        Epoch, InFlight, Peer, PeerRole, ScheduleConfig, Store, StoreDetails, StoreMap, StoreState,
-        StoreStats, StoreView,
+        Epoch, InFlight, Peer, PeerRole, ScheduleConfig, Store, StoreMap, StoreState, StoreStats,
+        StoreView,
     };
 
     /// What the shard's callers lend it: configuration, stores, operators in flight.
@@ -303,7 +303,7 @@ mod tests {
                 address: format!("s{id}:1"),
                 labels: vec![],
                 state: StoreState::Up,
-                details: StoreDetails::default(),
+                details: Default::default(),
             };
             map.put(store, 0).unwrap();
             let stats = StoreStats {

@@ -232,13 +232,13 @@ mod tests {
             address: addr.into(),
             labels: vec![],
             state: StoreState::Up,
-            details: StoreDetails::default(),
+            details: Default::default(),
         }
     }
 
     fn at(id: u64, version: &str) -> Store {
         let mut s = store(id, &format!("s{id}:1"));
-        s.details.version = version.into();
+        std::sync::Arc::make_mut(&mut s.details).version = version.into();
         s
     }
 

@@ -234,6 +234,10 @@ fn admin_state(
         membership: shared.membership.clone(),
         metrics: shared.metrics.clone(),
         allocator: shared.allocator.clone(),
+        placement_ready: {
+            let placement = shared.placement.clone();
+            Arc::new(move || placement.is_ready())
+        },
         control,
         clock: opts.config.debug.clock_injection.then(|| clock.clone()),
         open_probes: opts.admin_open_probes,

@@ -5,8 +5,9 @@
 //! client's batched `QueryRegion` stream, `GetGCState`, and the standard gRPC health service;
 //! and the rest of what TiKV and client-go call, one file per concern (snapshot recovery, store
 //! versions, min resolved ts, the cluster record, single splits, external timestamps, buckets,
-//! global config), on etcd and across a leader's SIGKILL (`on_etcd`) and on a data dir of the
-//! previous release (`previous_release`).
+//! global config), a TiKV store's life emulated from TiKV's code (`tikv_store`), on etcd and
+//! across a leader's SIGKILL (`on_etcd`) and on a data dir of the previous release
+//! (`previous_release`).
 
 mod buckets;
 mod cluster_config;
@@ -23,6 +24,7 @@ mod rpcs;
 mod scan;
 mod snapshot_recovering;
 mod splits;
+mod tikv_store;
 mod versions;
 
 use std::path::Path;
@@ -52,12 +54,7 @@ async fn start(data: &Path) -> Node {
     let mut pd = pd_grpc::connect(&grpc, &Trust::Ca(data.join("tls/ca.pem")))
         .await
         .unwrap();
-    let members = pd
-        .get_members(pdpb::GetMembersRequest::default())
-        .await
-        .unwrap()
-        .into_inner();
-    let cluster_id = members.header.unwrap().cluster_id;
+    let cluster_id = pd_grpc::cluster_id(&mut pd).await.unwrap();
     // The node is up before placement has loaded; tests start once it has.
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     while let Err(e) = pd

@@ -3,6 +3,8 @@
 //! Offline, Down, Tombstone). Data only: the rules that move a store between states, and the
 //! cluster version derived from the stores' versions, are the server's.
 
+use std::sync::Arc;
+
 use rkyv::{Archive, Deserialize, Serialize};
 
 #[derive(Archive, Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
@@ -28,7 +30,12 @@ pub struct Store {
     pub address: String,
     pub labels: Vec<Label>,
     pub state: StoreState,
-    pub details: StoreDetails,
+    /// Behind a pointer because it is read rarely, and inline it would double the size of
+    /// every request and reply in memory (`Store` travels in both), and with them the heartbeat
+    /// path's buffers. Archived inline (`Unshare`): the bytes on the wire and on disk are the
+    /// same as for the value itself.
+    #[rkyv(with = rkyv::with::Unshare)]
+    pub details: Arc<StoreDetails>,
 }
 
 /// What a store says of its build and its other addresses when it registers (TiKV's

@@ -6,7 +6,7 @@ use proptest::prelude::*;
 
 use super::*;
 use crate::placement::{
-    Epoch, Label, Peer, PeerRole, Region, Store, StoreDetails, StoreMap, StoreState, StoreStats,
+    Epoch, Label, Peer, PeerRole, Region, Store, StoreMap, StoreState, StoreStats,
 };
 
 #[derive(Debug, Clone, Copy)]
@@ -139,7 +139,7 @@ impl Sim {
                     },
                 ],
                 state: StoreState::Up,
-                details: StoreDetails::default(),
+                details: Default::default(),
             };
             map.put(store, 0).unwrap();
         }

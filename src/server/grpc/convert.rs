@@ -128,7 +128,8 @@ pub fn store_from(s: &metapb::Store) -> Result<Store, Malformed> {
             status_address: s.status_address.clone(),
             start_timestamp: s.start_timestamp,
             deploy_path: s.deploy_path.clone(),
-        },
+        }
+        .into(),
     })
 }
 

@@ -227,6 +227,7 @@ async fn load<M: MetaStore>(
     store: &M,
     keys: &Keys,
 ) -> Result<(), MetaError> {
+    failpoint::step(points::PLACEMENT_LOAD).await?;
     let started = std::time::Instant::now();
     let bootstrapped = store.get(&keys.bootstrapped()).await?.is_some();
     state

@@ -148,9 +148,7 @@ mod tests {
     use crate::admin::Metrics;
     use crate::clock::WallClock;
     use crate::meta::Keys;
-    use crate::placement::{
-        Epoch, Label, Limits, Peer, Region, ScheduleConfig, Store, StoreDetails, StoreState,
-    };
+    use crate::placement::{Epoch, Label, Limits, Peer, Region, ScheduleConfig, Store, StoreState};
 
     fn state(max_replicas: usize) -> Arc<PlacementState> {
         let cfg = ScheduleConfig {
@@ -175,7 +173,7 @@ mod tests {
             address: format!("s{id}:1"),
             labels,
             state: StoreState::Up,
-            details: StoreDetails::default(),
+            details: Default::default(),
         }
     }
 

@@ -14,7 +14,7 @@ use rkyv::util::AlignedVec;
 use rkyv::{Archive, Deserialize, Serialize};
 
 use crate::meta::MetaError;
-use crate::placement::{Label, Store, StoreDetails, StoreState};
+use crate::placement::{Label, Store, StoreState};
 
 /// Starts a record in the current format; its last byte counts formats from 0x82 (the first
 /// format had no marker).
@@ -91,7 +91,7 @@ impl From<StoreV1> for Store {
                 StoreStateV1::Down => StoreState::Down,
                 StoreStateV1::Tombstone => StoreState::Tombstone,
             },
-            details: StoreDetails::default(),
+            details: Default::default(),
         }
     }
 }
@@ -99,6 +99,7 @@ impl From<StoreV1> for Store {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::placement::StoreDetails;
     use proptest::prelude::*;
 
     fn v1(id: u64, address: &str, labels: &[(&str, &str)], state: StoreStateV1) -> StoreV1 {
@@ -136,7 +137,7 @@ mod tests {
         assert_eq!(store.labels.len(), 2);
         assert_eq!(store.labels[0].value, "z1");
         assert_eq!(store.state, StoreState::Offline);
-        assert_eq!(store.details, StoreDetails::default());
+        assert_eq!(*store.details, StoreDetails::default());
         let again = encode_store(&store).unwrap();
         assert!(again.starts_with(&MARKER));
         assert_eq!(decode_store(&again).unwrap(), store);
@@ -193,7 +194,8 @@ mod tests {
             status_address: "b:20180".into(),
             start_timestamp: 1_700_000_000,
             deploy_path: "/opt/tikv/bin".into(),
-        };
+        }
+        .into();
         assert_eq!(decode_store(&encode_store(&store).unwrap()).unwrap(), store);
     }
 

@@ -14,16 +14,7 @@ impl PdService {
         self.unary(
             request,
             Call::AskBatchSplit,
-            |req| {
-                let region_pb = req
-                    .region
-                    .as_ref()
-                    .ok_or_else(|| Status::invalid_argument("no region"))?;
-                Ok(Request::AskBatchSplit {
-                    region: convert::region_from(region_pb, None).map_err(bad)?,
-                    count: req.split_count,
-                })
-            },
+            |req| ask(req.region.as_ref(), req.split_count),
             |_, reply| match reply {
                 Reply::Splits(splits) => Ok(pdpb::AskBatchSplitResponse {
                     ids: splits
@@ -48,17 +39,7 @@ impl PdService {
         self.unary(
             request,
             Call::ReportBatchSplit,
-            // A split report names no leader; the regions' leaders say who leads in their
-            // next heartbeats.
-            |req| {
-                let regions = req
-                    .regions
-                    .iter()
-                    .map(|r| convert::region_from(r, None))
-                    .collect::<Result<Vec<_>, _>>()
-                    .map_err(bad)?;
-                Ok(Request::ReportBatchSplit { regions })
-            },
+            |req| report(req.regions.iter()),
             |_, _| Ok(pdpb::ReportBatchSplitResponse::default()),
         )
         .await
@@ -75,16 +56,7 @@ impl PdService {
         self.unary(
             request,
             Call::AskBatchSplit,
-            |req| {
-                let region_pb = req
-                    .region
-                    .as_ref()
-                    .ok_or_else(|| Status::invalid_argument("no region"))?;
-                Ok(Request::AskBatchSplit {
-                    region: convert::region_from(region_pb, None).map_err(bad)?,
-                    count: 1,
-                })
-            },
+            |req| ask(req.region.as_ref(), 1),
             |_, reply| match reply {
                 Reply::Splits(splits) => {
                     let split = splits
@@ -113,13 +85,11 @@ impl PdService {
             request,
             Call::ReportBatchSplit,
             |req| {
-                let regions = [req.left.as_ref(), req.right.as_ref()]
-                    .into_iter()
-                    .flatten()
-                    .map(|r| convert::region_from(r, None))
-                    .collect::<Result<Vec<_>, _>>()
-                    .map_err(bad)?;
-                Ok(Request::ReportBatchSplit { regions })
+                report(
+                    [req.left.as_ref(), req.right.as_ref()]
+                        .into_iter()
+                        .flatten(),
+                )
             },
             |_, _| Ok(pdpb::ReportSplitResponse::default()),
         )
@@ -146,4 +116,23 @@ impl PdService {
         *reply.header_mut() = header;
         Ok(GrpcResponse::new(reply))
     }
+}
+
+/// A request for `count` new regions' ids out of `region`.
+fn ask(region: Option<&metapb::Region>, count: u32) -> Result<Request, Status> {
+    let region = region.ok_or_else(|| Status::invalid_argument("no region"))?;
+    Ok(Request::AskBatchSplit {
+        region: convert::region_from(region, None).map_err(bad)?,
+        count,
+    })
+}
+
+/// A report of a split's regions. It names no leader; the regions' leaders say who leads in
+/// their next heartbeats.
+fn report<'a>(regions: impl Iterator<Item = &'a metapb::Region>) -> Result<Request, Status> {
+    let regions = regions
+        .map(|r| convert::region_from(r, None))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(bad)?;
+    Ok(Request::ReportBatchSplit { regions })
 }
