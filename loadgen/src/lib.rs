@@ -23,6 +23,7 @@ pub mod progress;
 pub mod report;
 pub mod route;
 pub mod run;
+pub mod sim;
 pub mod stall;
 pub mod target;
 pub mod threads;

@@ -2,7 +2,7 @@
 
 use clap::{Parser, Subcommand};
 use loadgen::{
-    args, attack, cluster, compare, demo, etcd_proxy, nemesis, route, run, token_buckets,
+    args, attack, cluster, compare, demo, etcd_proxy, nemesis, route, run, sim, token_buckets,
 };
 
 #[derive(Parser)]
@@ -44,6 +44,10 @@ enum Command {
     /// etcd (from PATH), alternated: put, range and watch-delivery latency at offered rates,
     /// and the p99 through Meridian minus the direct p99.
     EtcdProxy(etcd_proxy::EtcdProxyArgs),
+    /// The deterministic cluster simulator: a scenario (lost-store, decommission, scale-out,
+    /// zone-loss, rolling-restart, or a TOML file) run by Meridian's scheduling core in
+    /// simulated time; fails on any safety violation or if it does not converge.
+    Sim(sim::SimArgs),
 }
 
 #[derive(clap::Args)]
@@ -124,6 +128,7 @@ fn main() -> std::process::ExitCode {
                 }
                 Ok(r.failures())
             }
+            Command::Sim(args) => sim::run(&args),
         }
     });
     match result {

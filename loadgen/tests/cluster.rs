@@ -10,7 +10,7 @@ use loadgen::cluster::{self, ClusterArgs};
 use loadgen::route::{self, RouteArgs, Rpc};
 use loadgen::target::TargetArgs;
 use meridian::harness::{test_binary, ServerProcess};
-use meridian::placement::{Operator, RegionStats, StoreState};
+use meridian::placement::{RegionStats, StoreState};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn simulated_cluster_heartbeats_routes_and_sees_stores_go_down() {
@@ -153,7 +153,9 @@ async fn simulated_cluster_heartbeats_routes_and_sees_stores_go_down() {
     assert!(members.lookups > 0);
     assert_eq!((members.misses, members.errors), (0, 0), "{members:?}");
 
-    // The simulated stores are silent now: Down after 1.5 s, and their peers get removed.
+    // The simulated stores are silent now: Down after 1.5 s. With every store Down there is
+    // nowhere to put a replacement, and a peer is never removed before its replacement is in
+    // (PD's replica checker): no operator.
     tokio::time::sleep(Duration::from_millis(3_500)).await;
     let client = target.connect().await.unwrap();
     let stores = client.get_all_stores().await.unwrap();
@@ -166,12 +168,6 @@ async fn simulated_cluster_heartbeats_routes_and_sees_stores_go_down() {
         .region_heartbeat(region.clone(), RegionStats::default())
         .await
         .unwrap();
-    match op {
-        Some(Operator::RemovePeer(p)) => {
-            assert!(region.peers.contains(&p));
-            assert_ne!(Some(p.id), region.leader, "never the leader");
-        }
-        other => panic!("expected RemovePeer, got {other:?}"),
-    }
+    assert_eq!(op, None, "{region:?}");
     server.stop().unwrap();
 }

@@ -93,6 +93,15 @@ impl<V> DenseIdMap<V> {
         Some(self.entries.swap_remove(i).1)
     }
 
+    /// The entry at position `i` (positions run 0..len; a removal moves the last one).
+    pub fn at_mut(&mut self, i: usize) -> Option<(u64, &mut V)> {
+        self.entries.get_mut(i).map(|(id, v)| (*id, v))
+    }
+
+    pub fn iter_mut(&mut self) -> impl Iterator<Item = (u64, &mut V)> {
+        self.entries.iter_mut().map(|(id, v)| (*id, v))
+    }
+
     pub fn values(&self) -> impl Iterator<Item = &V> {
         self.entries.iter().map(|(_, v)| v)
     }

@@ -7,7 +7,6 @@
 mod buckets;
 mod dense_map;
 mod id_alloc;
-mod id_hash;
 mod limits;
 mod operator;
 mod prefix_search;
@@ -17,7 +16,7 @@ mod region;
 mod region_map;
 mod resolved_ts;
 mod route;
-mod schedule;
+pub mod schedule;
 mod segment;
 mod shard;
 mod split;
@@ -31,7 +30,7 @@ pub use limits::{
 };
 /// The cluster's own record: data only, no rule over it here.
 pub use meridian_client::placement::ClusterMeta;
-pub use operator::{Operator, Pending};
+pub use operator::{OpKind, Operator, Pending, Progress, Step};
 pub use range_index::{Change, RangeIndex, Snapshot, SEGMENT};
 pub use region::{Epoch, Peer, PeerRole, Region, RegionError, RegionShape, RegionStats, MAX_PEERS};
 // The reference model the property tests and the fuzzers check `RangeIndex` against; no
@@ -40,7 +39,9 @@ pub use region::{Epoch, Peer, PeerRole, Region, RegionError, RegionShape, Region
 pub(crate) use region_map::RegionMap;
 pub use resolved_ts::{may_resolve, ResolvedTs};
 pub use route::Route;
-pub use schedule::{decide, Allowance, ScheduleConfig, StoreLoad, StoreView};
+pub use schedule::{
+    Cluster, Health, InFlight, RegionInput, ScheduleConfig, StoreBudget, StoreLoad, StoreView,
+};
 pub use shard::{Outcome, Shard};
 pub use split::{check_split, InvalidSplit};
 pub use store::{

@@ -1,11 +1,222 @@
-//! The pending record that keeps a region to one operator at a time until it is done or times
-//! out. The operators themselves are data the frames carry (`meridian-client`).
+//! Operators: what scheduling asks of one region, as a short list of steps run one at a time
+//! (PD's operator), and the wire operator each step is sent as. Owns the step rules: when the
+//! leader's report shows a step done, and what each step asks of TiKV. Knows nothing of
+//! stores, limits or how an operator was chosen.
 
+/// One step as the frames carry it: the one change a heartbeat reply asks of a region's leader.
 pub use meridian_client::placement::Operator;
+
+use super::region::{Peer, PeerRole, Region};
+
+/// One step of an operator.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Step {
+    /// A new learner on `peer.store_id`: TiKV sends it a snapshot, then it follows the log.
+    AddLearner(Peer),
+    /// The learner becomes a voter (PD sends AddNode for the learner's id).
+    PromoteLearner(Peer),
+    RemovePeer(Peer),
+    TransferLeader(Peer),
+}
+
+impl Step {
+    /// Whether `region`, as its leader reports it, shows the step made. A learner counts as
+    /// added only once it has caught up (it is not among `pending` peers), as PD has it.
+    pub fn is_done(&self, region: &Region, pending: &[u64]) -> bool {
+        match self {
+            Step::AddLearner(p) => {
+                region.peers.iter().any(|q| q.id == p.id) && !pending.contains(&p.id)
+            }
+            Step::PromoteLearner(p) => region
+                .peers
+                .iter()
+                .any(|q| q.id == p.id && q.role == PeerRole::Voter),
+            Step::RemovePeer(p) => !region.peers.iter().any(|q| q.id == p.id),
+            Step::TransferLeader(p) => region.leader == Some(p.id),
+        }
+    }
+
+    /// What the leader is sent for this step.
+    pub fn wire(&self) -> Operator {
+        match self {
+            Step::AddLearner(p) => Operator::AddPeer(Peer {
+                role: PeerRole::Learner,
+                ..p.clone()
+            }),
+            Step::PromoteLearner(p) => Operator::AddPeer(Peer {
+                role: PeerRole::Voter,
+                ..p.clone()
+            }),
+            Step::RemovePeer(p) => Operator::RemovePeer(p.clone()),
+            Step::TransferLeader(p) => Operator::TransferLeader(p.clone()),
+        }
+    }
+
+    pub fn peer(&self) -> &Peer {
+        match self {
+            Step::AddLearner(p)
+            | Step::PromoteLearner(p)
+            | Step::RemovePeer(p)
+            | Step::TransferLeader(p) => p,
+        }
+    }
+}
+
+/// Which cluster-wide cap an operator counts against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum OpKind {
+    /// balance-leader and evict-leader: leader transfers only.
+    Leader,
+    /// The replica and location checkers' repairs.
+    Replica,
+    /// balance-region moves.
+    Region,
+    Merge,
+}
+
+impl OpKind {
+    pub const ALL: [OpKind; 4] = [
+        OpKind::Leader,
+        OpKind::Replica,
+        OpKind::Region,
+        OpKind::Merge,
+    ];
+
+    pub fn index(self) -> usize {
+        self as usize
+    }
+}
 
 /// An operator handed out and not yet seen done.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Pending {
-    pub operator: Operator,
+    pub kind: OpKind,
+    pub steps: Vec<Step>,
+    /// The step being run.
+    pub at: usize,
+    /// The store the leader was on when the operator was made (a transfer's source).
+    pub leader_store: u64,
+    pub created_ms: u64,
     pub deadline_ms: u64,
+}
+
+/// Where an operator stands after a report.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Progress {
+    /// This step is to be run (sent again while it is not done).
+    Running(Step),
+    Done,
+}
+
+impl Pending {
+    /// Moves past every step the report shows done.
+    pub fn advance(&mut self, region: &Region, pending: &[u64]) -> Progress {
+        while let Some(step) = self.steps.get(self.at) {
+            if !step.is_done(region, pending) {
+                return Progress::Running(step.clone());
+            }
+            self.at += 1;
+        }
+        Progress::Done
+    }
+
+    pub fn current(&self) -> Option<&Step> {
+        self.steps.get(self.at)
+    }
+
+    /// The store a peer is added to, if the operator adds one.
+    pub fn adds_to(&self) -> Option<u64> {
+        self.steps.iter().find_map(|s| match s {
+            Step::AddLearner(p) => Some(p.store_id),
+            _ => None,
+        })
+    }
+
+    /// The store a peer is removed from, if the operator removes one.
+    pub fn removes_from(&self) -> Option<u64> {
+        self.steps.iter().find_map(|s| match s {
+            Step::RemovePeer(p) => Some(p.store_id),
+            _ => None,
+        })
+    }
+
+    /// Where the leader goes, if the operator moves it.
+    pub fn leader_to(&self) -> Option<u64> {
+        self.steps.iter().rev().find_map(|s| match s {
+            Step::TransferLeader(p) => Some(p.store_id),
+            _ => None,
+        })
+    }
+
+    /// Whether the operator is a leader move alone.
+    pub fn is_leader_move(&self) -> bool {
+        self.kind == OpKind::Leader
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::placement::Epoch;
+
+    fn peer(id: u64, store_id: u64, role: PeerRole) -> Peer {
+        Peer { id, store_id, role }
+    }
+
+    fn region(peers: Vec<Peer>, leader: u64) -> Region {
+        Region {
+            id: 1,
+            start_key: vec![],
+            end_key: vec![],
+            epoch: Epoch::default(),
+            peers,
+            leader: Some(leader),
+        }
+    }
+
+    #[test]
+    fn a_move_advances_step_by_step_as_the_reports_show() {
+        let new = peer(9, 4, PeerRole::Learner);
+        let old = peer(3, 3, PeerRole::Voter);
+        let mut op = Pending {
+            kind: OpKind::Replica,
+            steps: vec![
+                Step::AddLearner(new.clone()),
+                Step::PromoteLearner(new.clone()),
+                Step::TransferLeader(peer(2, 2, PeerRole::Voter)),
+                Step::RemovePeer(old.clone()),
+            ],
+            at: 0,
+            leader_store: 3,
+            created_ms: 0,
+            deadline_ms: 1,
+        };
+        let mut r = region(
+            vec![
+                peer(1, 1, PeerRole::Voter),
+                peer(2, 2, PeerRole::Voter),
+                old,
+            ],
+            3,
+        );
+        assert_eq!(op.advance(&r, &[]), Progress::Running(op.steps[0].clone()));
+        r.peers.push(new.clone());
+        // Not caught up: still adding.
+        assert_eq!(op.advance(&r, &[9]), Progress::Running(op.steps[0].clone()));
+        assert_eq!(op.advance(&r, &[]), Progress::Running(op.steps[1].clone()));
+        assert_eq!(
+            op.steps[1].wire(),
+            Operator::AddPeer(peer(9, 4, PeerRole::Voter))
+        );
+        r.peers[3].role = PeerRole::Voter;
+        r.leader = Some(2);
+        assert_eq!(op.advance(&r, &[]), Progress::Running(op.steps[3].clone()));
+        r.peers.remove(2);
+        assert_eq!(op.advance(&r, &[]), Progress::Done);
+        assert_eq!(
+            (op.adds_to(), op.removes_from(), op.leader_to()),
+            (Some(4), Some(3), Some(2))
+        );
+    }
 }

@@ -1,7 +1,9 @@
 //! A shard: the regions one core owns (`region_id % cores`) with what only heartbeats change:
 //! sizes, and the one pending operator. A heartbeat that repeats the current route touches
-//! nothing shared; one that changes the route goes through the shared index (P1, P2). Pure:
-//! the caller passes the clock, the stores and the id source.
+//! nothing shared; one that changes the route goes through the shared index (P1, P2). The
+//! scheduling decisions are `schedule`'s, called on each heartbeat and by the patrol, which
+//! passes over a bounded number of regions per call. Pure: the caller passes the clock, the
+//! stores and the id source.
 
 use std::sync::Arc;
 
@@ -9,7 +11,7 @@ use super::dense_map::DenseIdMap;
 use super::operator::{Operator, Pending};
 use super::range_index::{RangeIndex, Route};
 use super::region::{Region, RegionError, RegionStats};
-use super::schedule::{decide, Allowance, ScheduleConfig, StoreView};
+use super::schedule::{self, Cluster, RegionInput};
 
 #[derive(Debug)]
 struct Entry {
@@ -55,17 +57,13 @@ pub struct Outcome {
 #[derive(Debug, Default)]
 pub struct Shard {
     regions: DenseIdMap<Entry>,
-    cfg: ScheduleConfig,
-    leader_moves: usize,
-    replica_moves: usize,
+    /// Where the patrol goes on.
+    cursor: usize,
 }
 
 impl Shard {
-    pub fn new(cfg: ScheduleConfig) -> Self {
-        Shard {
-            cfg,
-            ..Shard::default()
-        }
+    pub fn new() -> Self {
+        Shard::default()
     }
 
     pub fn len(&self) -> usize {
@@ -89,11 +87,11 @@ impl Shard {
         &mut self,
         region: Region,
         stats: RegionStats,
-        now_ms: u64,
+        c: &Cluster,
         index: &RangeIndex,
-        stores: &StoreView,
         new_peer_id: &mut dyn FnMut() -> Option<u64>,
     ) -> Result<Outcome, RegionError> {
+        let stores = c.stores;
         let bad = |why: String| Err(RegionError::Invalid(region.id, why));
         if region.leader.is_none() {
             return bad("only a region's leader reports it, and this report names none".into());
@@ -150,7 +148,7 @@ impl Shard {
                 }
             }
             for removed in &outcome.removed {
-                self.forget(*removed);
+                self.forget(*removed, c);
             }
         }
         let Some(entry) = self.regions.get_mut(&id) else {
@@ -158,48 +156,70 @@ impl Shard {
         };
         entry.sizes = stats.into();
         // The report is the route now (unchanged, adopted or just applied), unpacked.
-        let region = &region;
-        if let Some(p) = &entry.pending {
-            if !p.operator.is_done(region) && now_ms < p.deadline_ms {
-                outcome.operator = Some(p.operator.clone());
-                return Ok(outcome);
-            }
-            let done = entry.pending.take();
-            release(&mut self.leader_moves, &mut self.replica_moves, done);
-        }
-        let allow = Allowance {
-            replica: self.replica_moves < self.cfg.replica_schedule_limit,
-            leader: self.leader_moves < self.cfg.leader_schedule_limit,
+        let input = RegionInput {
+            region: &region,
+            // TiKV's pending peers are not carried in the report yet: a learner counts as
+            // caught up once it is reported.
+            pending_peers: &[],
+            size_mib: u64::from(entry.sizes.size_kib) / 1024,
         };
-        if let Some(op) = decide(region, stores, &self.cfg, allow, new_peer_id) {
-            if op.is_leader_move() {
-                self.leader_moves += 1;
-            } else {
-                self.replica_moves += 1;
-            }
-            entry.pending = Some(Box::new(Pending {
-                operator: op.clone(),
-                deadline_ms: now_ms.saturating_add(self.cfg.operator_timeout_ms),
-            }));
-            outcome.operator = Some(op);
-        }
+        outcome.operator = schedule::on_heartbeat(c, &input, &mut entry.pending, new_peer_id).step;
         Ok(outcome)
     }
 
+    /// The patrol: checks up to `budget` regions from where the last pass stopped, and returns
+    /// the steps to push to their leaders (region id, step): the first step of each operator
+    /// it started, and pending operators' steps again.
+    pub fn patrol(
+        &mut self,
+        c: &Cluster,
+        budget: usize,
+        new_peer_id: &mut dyn FnMut() -> Option<u64>,
+    ) -> Vec<(u64, Operator)> {
+        let mut started = Vec::new();
+        let n = self.regions.len();
+        for _ in 0..budget.min(n) {
+            if self.cursor >= n {
+                self.cursor = 0;
+            }
+            let Some((id, entry)) = self.regions.at_mut(self.cursor) else {
+                break;
+            };
+            self.cursor += 1;
+            if !entry.route.is_current() {
+                continue;
+            }
+            let region = entry.route.region();
+            let input = RegionInput {
+                region: &region,
+                pending_peers: &[],
+                size_mib: u64::from(entry.sizes.size_kib) / 1024,
+            };
+            if let Some(op) = schedule::patrol(c, &input, &mut entry.pending, new_peer_id).step {
+                started.push((id, op));
+            }
+        }
+        started
+    }
+
     /// Drops a region another change displaced (or that left the index).
-    pub fn forget(&mut self, id: u64) {
+    pub fn forget(&mut self, id: u64, c: &Cluster) {
         if let Some(e) = self.regions.get(&id) {
             if e.route.is_current() {
                 return;
             }
         }
-        if let Some(e) = self.regions.remove(&id) {
-            release(&mut self.leader_moves, &mut self.replica_moves, e.pending);
+        if let Some(mut e) = self.regions.remove(&id) {
+            schedule::cancel(c, &mut e.pending);
         }
     }
 
     /// Replaces everything with `routes` (a new leader's load, or nothing on stepping down).
-    pub fn reset(&mut self, routes: impl IntoIterator<Item = Arc<Route>>) {
+    /// Operators of the last term are dropped and their charges released.
+    pub fn reset(&mut self, routes: impl IntoIterator<Item = Arc<Route>>, c: &Cluster) {
+        for (_, e) in self.regions.iter_mut() {
+            schedule::cancel(c, &mut e.pending);
+        }
         self.regions = routes
             .into_iter()
             .map(|route| {
@@ -213,18 +233,7 @@ impl Shard {
                 )
             })
             .collect();
-        self.leader_moves = 0;
-        self.replica_moves = 0;
-    }
-}
-
-fn release(leader: &mut usize, replica: &mut usize, pending: Option<Box<Pending>>) {
-    if let Some(p) = pending {
-        if p.operator.is_leader_move() {
-            *leader = leader.saturating_sub(1);
-        } else {
-            *replica = replica.saturating_sub(1);
-        }
+        self.cursor = 0;
     }
 }
 
@@ -259,9 +268,34 @@ mod tests {
             u32::MAX
         );
     }
-    use crate::placement::{Epoch, Peer, PeerRole, Store, StoreMap, StoreState, StoreStats};
+    use crate::placement::{
+        Epoch, InFlight, Peer, PeerRole, ScheduleConfig, Store, StoreMap, StoreState, StoreStats,
+        StoreView,
+    };
 
-    fn view(loads: &[(u64, u64)]) -> StoreView {
+    /// What the shard's callers lend it: configuration, stores, operators in flight.
+    struct World {
+        cfg: ScheduleConfig,
+        view: StoreView,
+        in_flight: InFlight,
+    }
+
+    impl World {
+        fn at(&self, now_ms: u64) -> Cluster<'_> {
+            Cluster {
+                cfg: &self.cfg,
+                stores: &self.view,
+                in_flight: &self.in_flight,
+                now_ms,
+            }
+        }
+    }
+
+    fn view(loads: &[(u64, u64)]) -> World {
+        world(loads, ScheduleConfig::default())
+    }
+
+    fn world(loads: &[(u64, u64)], cfg: ScheduleConfig) -> World {
         let mut map = StoreMap::new();
         for &(id, leaders) in loads {
             let store = Store {
@@ -278,7 +312,11 @@ mod tests {
             };
             map.heartbeat(id, stats, 0).unwrap();
         }
-        StoreView::of(&map)
+        World {
+            view: StoreView::of(&map, &cfg, &StoreView::default(), 0),
+            cfg,
+            in_flight: InFlight::default(),
+        }
     }
 
     fn region(id: u64, start: &[u8], end: &[u8], version: u64, stores: &[u64]) -> Region {
@@ -307,16 +345,16 @@ mod tests {
     fn repeats_touch_nothing_shared_and_changes_are_persisted() {
         let index = RangeIndex::new();
         let stores = view(&[(1, 0), (2, 0), (3, 0)]);
-        let mut shard = Shard::new(ScheduleConfig::default());
+        let mut shard = Shard::new();
         let r = region(1, b"", b"", 1, &[1, 2, 3]);
         let stats = RegionStats::default();
         let first = shard
-            .heartbeat(r.clone(), stats, 0, &index, &stores, &mut || None)
+            .heartbeat(r.clone(), stats, &stores.at(0), &index, &mut || None)
             .unwrap();
         assert!(first.persist.is_some());
         let route = index.locate(b"k").unwrap();
         let again = shard
-            .heartbeat(r.clone(), stats, 1, &index, &stores, &mut || None)
+            .heartbeat(r.clone(), stats, &stores.at(1), &index, &mut || None)
             .unwrap();
         assert!(again.persist.is_none() && again.operator.is_none());
         assert!(
@@ -329,14 +367,14 @@ mod tests {
         assert_eq!(change.removed, vec![1]);
         assert!(shard.get(1).is_none(), "displaced region still served");
         // The old report of region 1 is now stale against region 2.
-        let stale = shard.heartbeat(r, stats, 2, &index, &stores, &mut || None);
+        let stale = shard.heartbeat(r, stats, &stores.at(2), &index, &mut || None);
         assert!(
             matches!(stale, Err(RegionError::StaleEpoch { .. })),
             "{stale:?}"
         );
         let right = region(1, b"m", b"", 2, &[1, 2, 3]);
         let out = shard
-            .heartbeat(right, stats, 3, &index, &stores, &mut || None)
+            .heartbeat(right, stats, &stores.at(3), &index, &mut || None)
             .unwrap();
         assert!(out.persist.is_some());
         assert_eq!(index.len(), 2);
@@ -348,7 +386,7 @@ mod tests {
         // region must still be found under its id, with its own route.
         let index = RangeIndex::new();
         let stores = view(&[(1, 0), (2, 0), (3, 0)]);
-        let mut shard = Shard::new(ScheduleConfig::default());
+        let mut shard = Shard::new();
         let stats = RegionStats::default();
         let bounds: [&[u8]; 5] = [b"", b"b", b"c", b"d", b""];
         let first: Vec<Region> = (1..=4u64)
@@ -364,12 +402,12 @@ mod tests {
             .collect();
         for r in &first {
             shard
-                .heartbeat(r.clone(), stats, 0, &index, &stores, &mut || None)
+                .heartbeat(r.clone(), stats, &stores.at(0), &index, &mut || None)
                 .unwrap();
         }
         let merged = region(5, b"b", b"d", 2, &[1, 2, 3]);
         let out = shard
-            .heartbeat(merged.clone(), stats, 1, &index, &stores, &mut || None)
+            .heartbeat(merged.clone(), stats, &stores.at(1), &index, &mut || None)
             .unwrap();
         let mut removed = out.removed.clone();
         removed.sort_unstable();
@@ -391,11 +429,11 @@ mod tests {
     fn bad_reports_change_nothing() {
         let index = RangeIndex::new();
         let stores = view(&[(1, 0), (2, 0), (3, 0)]);
-        let mut shard = Shard::new(ScheduleConfig::default());
+        let mut shard = Shard::new();
         let stats = RegionStats::default();
         let good = region(1, b"", b"", 1, &[1, 2, 3]);
         shard
-            .heartbeat(good.clone(), stats, 0, &index, &stores, &mut || None)
+            .heartbeat(good.clone(), stats, &stores.at(0), &index, &mut || None)
             .unwrap();
         let before: Vec<Region> = index.snapshot().iter().map(|r| r.region()).collect();
         let mut unknown_store = region(1, b"", b"", 2, &[1, 2, 9]);
@@ -411,7 +449,7 @@ mod tests {
         ] {
             assert!(
                 shard
-                    .heartbeat(bad.clone(), stats, 1, &index, &stores, &mut || None)
+                    .heartbeat(bad.clone(), stats, &stores.at(1), &index, &mut || None)
                     .is_err(),
                 "{bad:?}"
             );
@@ -424,17 +462,19 @@ mod tests {
     #[test]
     fn one_pending_operator_resent_until_done_or_timed_out() {
         let index = RangeIndex::new();
-        let stores = view(&[(1, 0), (2, 0), (3, 0), (4, 0)]);
         let cfg = ScheduleConfig {
             operator_timeout_ms: 100,
             ..ScheduleConfig::default()
         };
-        let mut shard = Shard::new(cfg);
+        let stores = world(&[(1, 0), (2, 0), (3, 0), (4, 0)], cfg);
+        let mut shard = Shard::new();
         let stats = RegionStats::default();
         let mut ids = 500..;
         let short = region(1, b"", b"", 1, &[1, 2]);
         let op = shard
-            .heartbeat(short.clone(), stats, 0, &index, &stores, &mut || ids.next())
+            .heartbeat(short.clone(), stats, &stores.at(0), &index, &mut || {
+                ids.next()
+            })
             .unwrap()
             .operator;
         let Some(Operator::AddPeer(peer)) = op.clone() else {
@@ -443,14 +483,14 @@ mod tests {
         assert_eq!(peer.id, 500);
         // Resent while pending, with no new id taken.
         let again = shard
-            .heartbeat(short.clone(), stats, 50, &index, &stores, &mut || {
+            .heartbeat(short.clone(), stats, &stores.at(50), &index, &mut || {
                 ids.next()
             })
             .unwrap();
         assert_eq!(again.operator, op);
         // Timed out: decided afresh (a new peer id).
         let fresh = shard
-            .heartbeat(short.clone(), stats, 150, &index, &stores, &mut || {
+            .heartbeat(short.clone(), stats, &stores.at(150), &index, &mut || {
                 ids.next()
             })
             .unwrap();
@@ -464,9 +504,33 @@ mod tests {
             role: PeerRole::Voter,
         });
         let out = shard
-            .heartbeat(done, stats, 160, &index, &stores, &mut || ids.next())
+            .heartbeat(done, stats, &stores.at(160), &index, &mut || ids.next())
             .unwrap();
         assert_eq!(out.operator, None);
         assert!(out.persist.is_some());
+        assert_eq!(stores.in_flight.get(crate::placement::OpKind::Replica), 0);
+    }
+
+    #[test]
+    fn the_patrol_starts_what_heartbeats_would_and_goes_round() {
+        let index = RangeIndex::new();
+        let stores = view(&[(1, 0), (2, 0), (3, 0)]);
+        let mut shard = Shard::new();
+        let stats = RegionStats::default();
+        let bounds: [&[u8]; 4] = [b"", b"b", b"c", b""];
+        for id in 1..=3u64 {
+            let r = region(id, bounds[id as usize - 1], bounds[id as usize], 1, &[1, 2]);
+            shard
+                .heartbeat(r, stats, &stores.at(0), &index, &mut || None)
+                .unwrap();
+        }
+        let mut ids = 900..;
+        let first = shard.patrol(&stores.at(1), 2, &mut || ids.next());
+        assert_eq!(first.len(), 2, "{first:?}");
+        // The third region starts; round again, the first two are pushed again.
+        let second = shard.patrol(&stores.at(2), 3, &mut || ids.next());
+        assert_eq!(second.len(), 3, "{second:?}");
+        assert_eq!(second[1..], first[..], "pending steps pushed again");
+        assert_eq!(stores.in_flight.get(crate::placement::OpKind::Replica), 3);
     }
 }

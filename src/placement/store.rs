@@ -1,9 +1,12 @@
 //! The stores Meridian knows: what each storage node says of itself and reports in its
 //! heartbeats, and the state Meridian decides for it (Up, Offline, Down, Tombstone); the types
 //! are the frames' (`meridian-client`). Owns the store rules: heartbeats only from known, live
-//! stores; Down after `max-store-down-time` without one; no registration that downgrades the
-//! cluster version, which it keeps as the lowest store version (`version`'s rules) after every
-//! registration. Knows nothing of regions. Pure: time is passed in.
+//! stores; Down after `max-store-down-time` without one; decommission (Offline, then
+//! Tombstone once its heartbeat reports no region left, as PD buries a drained store); no
+//! registration that downgrades the cluster version, which it keeps as the lowest store
+//! version (`version`'s rules) after every registration. Knows nothing of regions beyond a
+//! store's own count. Pure: time is passed in. (Disconnected, which depends only on time, is
+//! the scheduler's view: `schedule/view.rs`.)
 
 use std::collections::BTreeMap;
 
@@ -139,7 +142,8 @@ impl StoreMap {
         self.stores.get(&id).ok_or(StoreError::Unknown(id))
     }
 
-    /// Records a heartbeat. Returns whether the state changed (a Down store is Up again).
+    /// Records a heartbeat. Returns whether the state changed (a Down store is Up again; an
+    /// Offline store that reports no region left is a Tombstone).
     pub fn heartbeat(
         &mut self,
         id: u64,
@@ -152,11 +156,36 @@ impl StoreMap {
         }
         s.stats = stats;
         s.last_heartbeat_ms = now_ms;
-        let revived = s.store.state == StoreState::Down;
-        if revived {
-            s.store.state = StoreState::Up;
+        let changed = match s.store.state {
+            StoreState::Down => {
+                s.store.state = StoreState::Up;
+                true
+            }
+            StoreState::Offline if stats.region_count == 0 => {
+                s.store.state = StoreState::Tombstone;
+                true
+            }
+            _ => false,
+        };
+        if changed && s.store.state == StoreState::Tombstone {
+            self.cluster_version = self.lowest_version();
         }
-        Ok(revived)
+        Ok(changed)
+    }
+
+    /// Starts decommissioning a store (PD's `DELETE /store/{id}`): Offline, so that its peers
+    /// are moved away; it becomes a Tombstone once it reports none. Returns whether the state
+    /// changed (deleting an Offline store again changes nothing).
+    pub fn decommission(&mut self, id: u64) -> Result<bool, StoreError> {
+        let s = self.stores.get_mut(&id).ok_or(StoreError::Unknown(id))?;
+        match s.store.state {
+            StoreState::Tombstone => Err(StoreError::Tombstone(id)),
+            StoreState::Offline => Ok(false),
+            StoreState::Up | StoreState::Down => {
+                s.store.state = StoreState::Offline;
+                Ok(true)
+            }
+        }
     }
 
     /// Marks Down every live store silent for longer than `max_down_ms`; returns their ids.
@@ -254,6 +283,25 @@ mod tests {
         assert_eq!(m.mark_down(1002, 1000), Vec::<u64>::new());
         assert_eq!(m.heartbeat(1, StoreStats::default(), 1003), Ok(true));
         assert_eq!(m.get(1).unwrap().store.state, StoreState::Up);
+    }
+
+    #[test]
+    fn a_decommissioned_store_is_offline_until_it_reports_no_region() {
+        let mut m = StoreMap::new();
+        m.put(store(1, "a:1"), 0).unwrap();
+        let some = StoreStats {
+            region_count: 2,
+            ..StoreStats::default()
+        };
+        m.heartbeat(1, some, 1).unwrap();
+        assert_eq!(m.decommission(1), Ok(true));
+        assert_eq!(m.decommission(1), Ok(false));
+        assert_eq!(m.heartbeat(1, some, 2), Ok(false));
+        assert_eq!(m.get(1).unwrap().store.state, StoreState::Offline);
+        assert_eq!(m.heartbeat(1, StoreStats::default(), 3), Ok(true));
+        assert_eq!(m.get(1).unwrap().store.state, StoreState::Tombstone);
+        assert_eq!(m.decommission(1), Err(StoreError::Tombstone(1)));
+        assert_eq!(m.decommission(9), Err(StoreError::Unknown(9)));
     }
 
     #[test]

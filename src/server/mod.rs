@@ -159,7 +159,7 @@ impl Parts {
         let (placement, shard_queues) = placement::PlacementState::new(
             cluster_id,
             cores,
-            opts.config.schedule,
+            opts.config.schedule.clone(),
             opts.config.limits.clone(),
             clock.clone(),
             keys.clone(),

@@ -270,8 +270,9 @@ async fn every_rpc_answers_as_pd_does() {
         .unwrap_err();
     assert_eq!(err.code(), Code::InvalidArgument);
 
-    // Region heartbeats: the right half with one peer and two empty stores gets an AddPeer
-    // pushed back on the stream; a stale report of the old whole range changes nothing.
+    // Region heartbeats: the right half with one peer and two empty stores gets an AddPeer of
+    // a learner (to be promoted once it has caught up, as PD adds peers) pushed back on the
+    // stream; a stale report of the old whole range changes nothing.
     let (tx, rx) = tokio::sync::mpsc::channel(8);
     let mut replies =
         n.pd.region_heartbeat(tokio_stream::wrappers::ReceiverStream::new(rx))
@@ -304,7 +305,7 @@ async fn every_rpc_answers_as_pd_does() {
     let change = op.change_peer.expect("AddPeer");
     assert_eq!(
         change.change_type,
-        meridian::kvproto::eraftpb::ConfChangeType::AddNode as i32
+        meridian::kvproto::eraftpb::ConfChangeType::AddLearnerNode as i32
     );
     assert_eq!(change.peer.unwrap().store_id, s2, "ties break by store id");
     assert_eq!(

@@ -1,7 +1,8 @@
 //! Each core's shard lives in that core's thread (a thread-local): heartbeats that arrive on
 //! the owning core are handled inline, with no queue and no wake-up; those for another core's
 //! shard are forwarded in one batch per read through that core's bounded queue, and its shard
-//! task handles them on its own thread. Nothing else ever touches a shard.
+//! task handles them on its own thread. The shard task also runs the patrol on a timer, a
+//! bounded batch of regions per tick. Nothing else ever touches a shard.
 
 use std::cell::RefCell;
 use std::sync::Arc;
@@ -10,7 +11,7 @@ use tokio::sync::{mpsc, watch};
 
 use super::messages::{Beats, ShardMsg};
 use super::state::PlacementState;
-use crate::placement::{Region, RegionError, RegionStats, Shard, StoreView};
+use crate::placement::{Cluster, Region, RegionError, RegionStats, Shard};
 use crate::proto::{ErrorReply, Reply, Response};
 
 thread_local! {
@@ -27,14 +28,30 @@ pub fn heartbeat_local(
 ) {
     let now = state.clock.now_ms();
     let view = state.view.load();
+    let c = state.cluster(&view, now);
     SHARD.with(|cell| {
         let mut cell = cell.borrow_mut();
-        let shard = cell.get_or_insert_with(|| Shard::new(state.cfg));
+        let shard = cell.get_or_insert_with(Shard::new);
         for (region, stats) in items {
-            let reply = heartbeat(shard, state, &view, core, region, stats, now, out);
+            let reply = heartbeat(shard, state, &c, core, region, stats, out);
             out.replies.push(reply);
         }
     })
+}
+
+/// One patrol tick on this core's shard. The operators it starts go to their leaders with
+/// their next heartbeat.
+fn patrol(state: &PlacementState) {
+    if !state.is_ready() {
+        return;
+    }
+    let now = state.clock.now_ms();
+    let view = state.view.load();
+    let c = state.cluster(&view, now);
+    with_shard(|s| {
+        let batch = state.cfg.patrol_batch_for(s.len());
+        s.patrol(&c, batch, &mut || state.ids.try_alloc())
+    });
 }
 
 /// Runs on core `index`: serves the messages other cores (and the control side) send to this
@@ -45,11 +62,19 @@ pub async fn run_shard(
     index: usize,
     mut shutdown: watch::Receiver<bool>,
 ) {
-    SHARD.with(|cell| *cell.borrow_mut() = Some(Shard::new(state.cfg)));
+    SHARD.with(|cell| *cell.borrow_mut() = Some(Shard::new()));
     let mut batch = Vec::with_capacity(64);
+    let mut tick = tokio::time::interval(std::time::Duration::from_millis(
+        state.cfg.patrol_interval_ms.max(1),
+    ));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tokio::select! {
             n = rx.recv_many(&mut batch, 64) => if n == 0 { return },
+            _ = tick.tick() => {
+                patrol(&state);
+                continue;
+            }
             _ = shutdown.wait_for(|s| *s) => return,
         }
         for msg in batch.drain(..) {
@@ -63,35 +88,35 @@ pub async fn run_shard(
                     let _ = reply.send(out);
                 }
                 ShardMsg::GetById { id, reply } => {
-                    let found = with_shard(&state, |s| s.get(id).map(|r| r.region()));
+                    let found = with_shard(|s| s.get(id).map(|r| r.region()));
                     let _ = reply.send(found);
                 }
                 ShardMsg::Forget(ids) => {
-                    with_shard(&state, |s| ids.into_iter().for_each(|id| s.forget(id)))
+                    let view = state.view.load();
+                    let c = state.cluster(&view, state.clock.now_ms());
+                    with_shard(|s| ids.into_iter().for_each(|id| s.forget(id, &c)))
                 }
-                ShardMsg::Reset(routes) => with_shard(&state, |s| s.reset(routes)),
+                ShardMsg::Reset(routes) => {
+                    let view = state.view.load();
+                    let c = state.cluster(&view, state.clock.now_ms());
+                    with_shard(|s| s.reset(routes, &c))
+                }
             }
         }
     }
 }
 
-fn with_shard<T>(state: &PlacementState, f: impl FnOnce(&mut Shard) -> T) -> T {
-    SHARD.with(|cell| {
-        f(cell
-            .borrow_mut()
-            .get_or_insert_with(|| Shard::new(state.cfg)))
-    })
+fn with_shard<T>(f: impl FnOnce(&mut Shard) -> T) -> T {
+    SHARD.with(|cell| f(cell.borrow_mut().get_or_insert_with(Shard::new)))
 }
 
-#[allow(clippy::too_many_arguments)]
 fn heartbeat(
     shard: &mut Shard,
     state: &PlacementState,
-    view: &StoreView,
+    c: &Cluster,
     index: usize,
     region: Region,
     stats: RegionStats,
-    now: u64,
     beats: &mut Beats,
 ) -> Response {
     if !state.is_ready() {
@@ -108,7 +133,7 @@ fn heartbeat(
             region.id
         )));
     }
-    match shard.heartbeat(region, stats, now, &state.index, view, &mut || {
+    match shard.heartbeat(region, stats, c, &state.index, &mut || {
         state.ids.try_alloc()
     }) {
         Ok(outcome) => {

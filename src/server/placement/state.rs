@@ -18,8 +18,8 @@ use crate::gc::SafePoints;
 use crate::global_config::GlobalConfig;
 use crate::meta::Keys;
 use crate::placement::{
-    BucketsMap, ClusterMeta, IdAllocator, Limits, RangeIndex, ResolvedTs, ScheduleConfig, StoreMap,
-    StoreView,
+    BucketsMap, Cluster, ClusterMeta, IdAllocator, InFlight, Limits, RangeIndex, ResolvedTs,
+    ScheduleConfig, StoreMap, StoreView,
 };
 
 /// Ids per persisted block; a new block is persisted when half of one is left.
@@ -30,6 +30,8 @@ pub struct PlacementState {
     stores: Mutex<StoreMap>,
     /// The stores as scheduling reads them, republished on every store change.
     pub view: ArcSwap<StoreView>,
+    /// Operators in flight by kind, across every core's shard.
+    pub in_flight: InFlight,
     pub ids: IdService,
     ready: AtomicBool,
     pub bootstrapped: AtomicBool,
@@ -105,6 +107,7 @@ impl PlacementState {
             index: RangeIndex::new(),
             stores: Mutex::new(StoreMap::new()),
             view: ArcSwap::from_pointee(StoreView::default()),
+            in_flight: InFlight::default(),
             ids: IdService::default(),
             ready: AtomicBool::new(false),
             bootstrapped: AtomicBool::new(false),
@@ -183,9 +186,21 @@ impl PlacementState {
         });
     }
 
-    /// Republishes the scheduler's view after a store change.
+    /// Republishes the scheduler's view after a store change, keeping the stores' budgets.
     pub fn publish_stores(&self, stores: &StoreMap) {
-        self.view.store(Arc::new(StoreView::of(stores)));
+        let prev = self.view.load();
+        let next = StoreView::of(stores, &self.cfg, &prev, self.clock.now_ms());
+        self.view.store(Arc::new(next));
+    }
+
+    /// What a scheduling decision reads, at `now_ms`.
+    pub fn cluster<'a>(&'a self, view: &'a StoreView, now_ms: u64) -> Cluster<'a> {
+        Cluster {
+            cfg: &self.cfg,
+            stores: view,
+            in_flight: &self.in_flight,
+            now_ms,
+        }
     }
 }
 

@@ -1,0 +1,54 @@
+//! The report of one run, as `loadgen sim --json` writes it. Every field but `wall_s` is a
+//! function of the scenario and the seed alone.
+
+use serde::Serialize;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub scenario: String,
+    pub seed: u64,
+    pub stores: u64,
+    pub regions: u64,
+    /// Whether the scenario's predicate held, with no operator started for a patrol period,
+    /// before the run's end.
+    pub converged: bool,
+    /// Simulated seconds from the trigger until then.
+    pub converged_after_s: Option<f64>,
+    /// The bound the limits allow: peers to place / (stores that may receive them x the add
+    /// limit per minute).
+    pub floor_s: f64,
+    /// Peers added and promoted (a move is one add with its remove).
+    pub moves: u64,
+    pub min_moves: u64,
+    pub leader_transfers: u64,
+    pub operators: u64,
+    pub violations: u64,
+    /// The first few violations, described.
+    pub violation_samples: Vec<String>,
+    /// Rolling restart: the longest time a store took to lead nothing after evict-leader.
+    pub longest_evict_s: Option<f64>,
+    /// Zone loss: peers added while the zone was down.
+    pub repairs_during_loss: u64,
+    /// Where the run stopped.
+    pub simulated_s: f64,
+    /// Peers and leaders per store over time.
+    pub series: Series,
+    pub wall_s: f64,
+}
+
+/// Once a simulated minute: each store's peers and leaders (by store id - 1).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Series {
+    pub at_s: Vec<u64>,
+    pub peers: Vec<Vec<u64>>,
+    pub leaders: Vec<Vec<u64>>,
+}
+
+impl Series {
+    pub fn sample(&mut self, now_ms: u64, stores: impl Iterator<Item = (u64, u64)>) {
+        let (p, l): (Vec<u64>, Vec<u64>) = stores.unzip();
+        self.at_s.push(now_ms / 1000);
+        self.peers.push(p);
+        self.leaders.push(l);
+    }
+}

@@ -1,0 +1,63 @@
+//! What every decision reads: the configuration, the stores, the operators in flight and the
+//! time, and the region as its leader last reported it. Borrowed, never owned: the server's
+//! shards and the simulator each hold these their own way and lend them for one call.
+
+use super::budget::InFlight;
+use super::config::ScheduleConfig;
+use super::view::{Health, StoreLoad, StoreView};
+use crate::placement::region::{Peer, PeerRole, Region};
+
+pub struct Cluster<'a> {
+    pub cfg: &'a ScheduleConfig,
+    pub stores: &'a StoreView,
+    pub in_flight: &'a InFlight,
+    pub now_ms: u64,
+}
+
+impl Cluster<'_> {
+    pub fn health(&self, store_id: u64) -> Health {
+        self.stores.health(store_id, self.now_ms, self.cfg)
+    }
+
+    pub fn store(&self, id: u64) -> Option<&StoreLoad> {
+        self.stores.get(id)
+    }
+}
+
+/// One region as its leader reported it.
+#[derive(Clone, Copy)]
+pub struct RegionInput<'a> {
+    pub region: &'a Region,
+    /// Peers still catching up (TiKV's `pending_peers`).
+    pub pending_peers: &'a [u64],
+    pub size_mib: u64,
+}
+
+impl<'a> RegionInput<'a> {
+    pub fn voters(&self) -> impl Iterator<Item = &'a Peer> {
+        self.region
+            .peers
+            .iter()
+            .filter(|p| p.role == PeerRole::Voter)
+    }
+
+    pub fn leader(&self) -> Option<&'a Peer> {
+        let id = self.region.leader?;
+        self.region.peers.iter().find(|p| p.id == id)
+    }
+
+    /// A voter that serves and has caught up.
+    pub fn is_healthy(&self, c: &Cluster, p: &Peer) -> bool {
+        p.role == PeerRole::Voter
+            && c.health(p.store_id).is_serving()
+            && !self.pending_peers.contains(&p.id)
+    }
+
+    pub fn healthy_voters(&self, c: &Cluster) -> usize {
+        self.voters().filter(|p| self.is_healthy(c, p)).count()
+    }
+
+    pub fn has_store(&self, store_id: u64) -> bool {
+        self.region.peers.iter().any(|p| p.store_id == store_id)
+    }
+}

@@ -1,0 +1,41 @@
+//! Scheduling: PD's checkers and schedulers as a pure core, driven by the same three inputs in
+//! the server's shards and in the simulator (`sim/`): a region heartbeat, a store heartbeat
+//! (which rebuilds the [`StoreView`]) and the patrol's pass over a region, each with the clock
+//! passed in. The outputs are operators: steps for a region's leader.
+//!
+//! - `config`: what scheduling may do (PD's defaults).
+//! - `view`: the stores, their health in time (Up, Disconnected, Down; Offline being drained)
+//!   and locations.
+//! - `budget`: store limits, operators in flight per store and per kind.
+//! - `location`: distinct score and isolation.
+//! - `select`: target stores and leader targets.
+//! - `replica`, `balance`: the checkers and schedulers, each a [`Plan`] or nothing.
+//! - `scheduler`: the entry points; starts plans within budget, runs operators step by step.
+//! - `safety`: the four rules as an independent check, for the simulator and tests.
+//!
+//! Must not touch: I/O, the OS clock, the range index, persistence.
+
+mod balance;
+mod budget;
+mod cluster;
+mod config;
+mod location;
+mod plan;
+mod replica;
+pub mod safety;
+mod scheduler;
+mod select;
+mod view;
+
+#[cfg(test)]
+mod tests;
+
+pub use budget::{capacity, influence, InFlight, StoreBudget, REGION_INFLUENCE};
+pub use cluster::{Cluster, RegionInput};
+pub use config::ScheduleConfig;
+pub use location::{distinct_score, isolated};
+pub use plan::Plan;
+pub use scheduler::{cancel, on_heartbeat, patrol, Dispatch};
+pub use view::{Health, StoreLoad, StoreView};
+
+pub use crate::placement::operator::{OpKind, Pending, Progress, Step};

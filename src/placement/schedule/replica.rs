@@ -1,0 +1,129 @@
+//! The replica and location checkers (PD's `ReplicaChecker` and its location replacement):
+//! keep `max_replicas` voters, on stores that serve, as well separated as the stores allow.
+//! In order: an orphaned learner is promoted or removed; a voter on a Down, Tombstone,
+//! unknown or Offline store is replaced; a missing voter is added; an extra one is removed;
+//! the worst-placed voter moves where its distinct score is higher. Every plan keeps two
+//! healthy voters and never removes the leader's peer without moving the leader first.
+
+use super::cluster::{Cluster, RegionInput};
+use super::plan::Plan;
+use super::select::{best_score, leader_target, score_of, store_to_add};
+use crate::placement::operator::OpKind;
+use crate::placement::region::{Peer, PeerRole};
+
+const KIND: OpKind = OpKind::Replica;
+
+/// The repair `r` needs, if any.
+/// `thorough` adds the location checker, whose search costs a pass over the stores.
+pub fn check(c: &Cluster, r: &RegionInput, thorough: bool) -> Option<Plan> {
+    let max = c.cfg.max_replicas;
+    let voters = r.voters().count();
+    // Without a quorum of healthy voters no conf change can commit: nothing to do.
+    if r.healthy_voters(c) < voters / 2 + 1 {
+        return None;
+    }
+    if let Some(learner) = r.region.peers.iter().find(|p| p.role == PeerRole::Learner) {
+        let health = c.health(learner.store_id);
+        if voters < max && health.is_target() && !r.pending_peers.contains(&learner.id) {
+            return Some(Plan {
+                kind: KIND,
+                steps: vec![crate::placement::operator::Step::PromoteLearner(
+                    learner.clone(),
+                )],
+            });
+        }
+        if voters >= max || health.must_drain() {
+            return Some(Plan::remove(KIND, learner, None));
+        }
+        // A learner still catching up, or on a Disconnected store: wait for it.
+        return None;
+    }
+    if let Some(gone) = r.voters().find(|p| c.health(p.store_id).must_drain()) {
+        return replace(c, r, gone, voters);
+    }
+    if voters < max {
+        let (store, _) = store_to_add(c, r, None, f64::MIN)?;
+        return Some(Plan::add_voter(KIND, store));
+    }
+    if voters > max {
+        return remove_extra(c, r);
+    }
+    if thorough {
+        return improve_location(c, r);
+    }
+    None
+}
+
+/// Replaces a voter on a store that is gone or going.
+fn replace(c: &Cluster, r: &RegionInput, gone: &Peer, voters: usize) -> Option<Plan> {
+    let leads = Some(gone.id) == r.region.leader;
+    let leader_to = if leads {
+        Some(leader_target(c, r, gone.store_id)?)
+    } else {
+        None
+    };
+    match store_to_add(c, r, Some(gone.store_id), f64::MIN) {
+        Some((store, _)) => Some(Plan::move_peer(KIND, gone, store, leader_to)),
+        // Nowhere to put a replacement: an extra voter may still simply go.
+        None if voters > c.cfg.max_replicas && may_remove(c, r, gone) => {
+            Some(Plan::remove(KIND, gone, leader_to))
+        }
+        None => None,
+    }
+}
+
+/// Whether removing `p` leaves at least two healthy voters (or `p` is not one).
+pub fn may_remove(c: &Cluster, r: &RegionInput, p: &Peer) -> bool {
+    !r.is_healthy(c, p) || r.healthy_voters(c) > 2
+}
+
+fn remove_extra(c: &Cluster, r: &RegionInput) -> Option<Plan> {
+    // The worst voter: unhealthy first, then the least separated, then the busiest store.
+    let worst = r
+        .voters()
+        .filter(|p| may_remove(c, r, p))
+        .map(|p| {
+            let busy = c.store(p.store_id).map_or(i64::MAX, |s| s.regions());
+            (r.is_healthy(c, p), score_of(c, r, p.store_id), -busy, p)
+        })
+        .min_by(|a, b| {
+            (a.0, a.1, a.2, a.3.store_id)
+                .partial_cmp(&(b.0, b.1, b.2, b.3.store_id))
+                .unwrap_or(std::cmp::Ordering::Equal)
+        })?
+        .3;
+    let leader_to = if Some(worst.id) == r.region.leader {
+        Some(leader_target(c, r, worst.store_id)?)
+    } else {
+        None
+    };
+    Some(Plan::remove(KIND, worst, leader_to))
+}
+
+/// Moves the worst-separated voter where it scores higher (PD's location replacement).
+fn improve_location(c: &Cluster, r: &RegionInput) -> Option<Plan> {
+    if c.cfg.location_labels.is_empty() {
+        return None;
+    }
+    let (worst, score) = r
+        .voters()
+        .map(|p| (p, score_of(c, r, p.store_id)))
+        .min_by(|a, b| {
+            (a.1, a.0.store_id)
+                .partial_cmp(&(b.1, b.0.store_id))
+                .unwrap_or(std::cmp::Ordering::Equal)
+        })?;
+    if score >= best_score(c, r) {
+        return None;
+    }
+    let (store, better) = store_to_add(c, r, Some(worst.store_id), score)?;
+    if better <= score {
+        return None;
+    }
+    let leader_to = if Some(worst.id) == r.region.leader {
+        Some(leader_target(c, r, worst.store_id)?)
+    } else {
+        None
+    };
+    Some(Plan::move_peer(KIND, worst, store, leader_to))
+}

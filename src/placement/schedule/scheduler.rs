@@ -1,0 +1,317 @@
+//! The scheduler's entry points, shared by the server's shards and the simulator: a region
+//! heartbeat (advance the region's operator by what the leader reports and send its current
+//! step; with none, run the replica checker), and the patrol (the same for a region the patrol
+//! reaches, plus the location checker, evict-leader, balance-region and balance-leader). An
+//! operator starts only within the cluster-wide cap of its kind and the stores' limits, and
+//! counts against its stores until it is done, cancelled or timed out. Each step is checked
+//! again before it is sent: it never puts two peers of a region on one store, never removes
+//! the leader's peer, never leaves fewer than two healthy voters.
+
+use super::balance::{balance_leader, balance_region, evict_leader};
+use super::budget::influence;
+use super::cluster::{Cluster, RegionInput};
+use super::plan::{Plan, NEW_PEER};
+use super::replica::{self, may_remove};
+use crate::placement::operator::{OpKind, Operator, Pending, Progress, Step};
+use crate::placement::region::PeerRole;
+
+/// What one call did to a region's operator.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Dispatch {
+    /// The step to send to the region's leader now.
+    pub step: Option<Operator>,
+    /// The operator that ended in this call (its kind, and whether it was done rather than
+    /// cancelled or timed out).
+    pub ended: Option<(OpKind, bool)>,
+    /// Whether an operator started in this call.
+    pub started: bool,
+}
+
+/// A leader's report: advance the region's operator, and once it has none, run the replica
+/// checker.
+pub fn on_heartbeat(
+    c: &Cluster,
+    r: &RegionInput,
+    slot: &mut Option<Box<Pending>>,
+    new_peer_id: &mut dyn FnMut() -> Option<u64>,
+) -> Dispatch {
+    let mut d = Dispatch::default();
+    if slot.is_some() {
+        d = run(c, r, slot);
+        if slot.is_some() {
+            return d;
+        }
+    }
+    if let Some(plan) = room(c, OpKind::Replica)
+        .then(|| replica::check(c, r, false))
+        .flatten()
+    {
+        d.step = start(c, r, plan, slot, new_peer_id, &mut d);
+    }
+    d
+}
+
+/// Whether an operator of `kind` could start now: planning one that cannot is wasted work.
+fn room(c: &Cluster, kind: OpKind) -> bool {
+    c.in_flight.get(kind) < c.cfg.cap(kind)
+}
+
+/// The patrol reaches `r` (as last reported): the operator it has runs on, its step pushed to
+/// the leader again (as PD pushes a pending operator); with none, the checkers and schedulers,
+/// and the first step of an operator started here is pushed at once.
+pub fn patrol(
+    c: &Cluster,
+    r: &RegionInput,
+    slot: &mut Option<Box<Pending>>,
+    new_peer_id: &mut dyn FnMut() -> Option<u64>,
+) -> Dispatch {
+    let mut d = Dispatch::default();
+    if slot.is_some() {
+        d = run(c, r, slot);
+        if slot.is_some() {
+            return d;
+        }
+    }
+    let plan = room(c, OpKind::Replica)
+        .then(|| replica::check(c, r, true))
+        .flatten()
+        .or_else(|| {
+            room(c, OpKind::Leader)
+                .then(|| evict_leader(c, r))
+                .flatten()
+        })
+        .or_else(|| {
+            room(c, OpKind::Region)
+                .then(|| balance_region(c, r))
+                .flatten()
+        })
+        .or_else(|| {
+            room(c, OpKind::Leader)
+                .then(|| balance_leader(c, r))
+                .flatten()
+        });
+    if let Some(plan) = plan {
+        d.step = start(c, r, plan, slot, new_peer_id, &mut d);
+    }
+    d
+}
+
+/// Drops `slot`'s operator (the region is gone, or the term ended), releasing its charges.
+pub fn cancel(c: &Cluster, slot: &mut Option<Box<Pending>>) {
+    if let Some(op) = slot.take() {
+        release(c, &op, false);
+    }
+}
+
+/// Advances the pending operator; with its step if it is to be sent.
+fn run(c: &Cluster, r: &RegionInput, slot: &mut Option<Box<Pending>>) -> Dispatch {
+    let mut d = Dispatch::default();
+    let Some(op) = slot.as_mut() else {
+        return d;
+    };
+    let progress = op.advance(r.region, r.pending_peers);
+    let (deadline, kind) = (op.deadline_ms, op.kind);
+    let step = match progress {
+        Progress::Done => {
+            if let Some(op) = slot.take() {
+                release(c, &op, true);
+            }
+            d.ended = Some((kind, true));
+            return d;
+        }
+        Progress::Running(step) => step,
+    };
+    if c.now_ms >= deadline {
+        cancel(c, slot);
+        d.ended = Some((kind, false));
+        return d;
+    }
+    match check_step(c, r, &step) {
+        Verdict::Send => d.step = Some(step.wire()),
+        Verdict::Hold => {}
+        Verdict::Cancel => {
+            cancel(c, slot);
+            d.ended = Some((kind, false));
+        }
+    }
+    d
+}
+
+enum Verdict {
+    Send,
+    /// Not now (a removal would leave too few healthy voters); the operator may time out.
+    Hold,
+    /// The step can never be made as planned.
+    Cancel,
+}
+
+/// The safety rules, checked against the latest report before a step is sent.
+fn check_step(c: &Cluster, r: &RegionInput, step: &Step) -> Verdict {
+    let peers = &r.region.peers;
+    match step {
+        Step::AddLearner(p) => {
+            let taken = peers
+                .iter()
+                .any(|q| q.store_id == p.store_id && q.id != p.id);
+            if taken || !c.health(p.store_id).is_serving() {
+                Verdict::Cancel
+            } else {
+                Verdict::Send
+            }
+        }
+        Step::PromoteLearner(p) => {
+            if peers
+                .iter()
+                .any(|q| q.id == p.id && q.role == PeerRole::Learner)
+            {
+                Verdict::Send
+            } else {
+                Verdict::Cancel
+            }
+        }
+        Step::TransferLeader(p) => {
+            let ok = peers
+                .iter()
+                .any(|q| q.id == p.id && q.role == PeerRole::Voter)
+                && r.is_healthy(c, p);
+            if ok {
+                Verdict::Send
+            } else {
+                Verdict::Cancel
+            }
+        }
+        Step::RemovePeer(p) => {
+            if Some(p.id) == r.region.leader {
+                Verdict::Cancel
+            } else if !may_remove(c, r, p) {
+                Verdict::Hold
+            } else {
+                Verdict::Send
+            }
+        }
+    }
+}
+
+/// Starts `plan` if its cap and its stores' limits allow; returns its first step.
+fn start(
+    c: &Cluster,
+    r: &RegionInput,
+    mut plan: Plan,
+    slot: &mut Option<Box<Pending>>,
+    new_peer_id: &mut dyn FnMut() -> Option<u64>,
+    d: &mut Dispatch,
+) -> Option<Operator> {
+    let leader_store = r.leader()?.store_id;
+    let mut draft = Pending {
+        kind: plan.kind,
+        steps: Vec::new(),
+        at: 0,
+        leader_store,
+        created_ms: c.now_ms,
+        deadline_ms: c.now_ms.saturating_add(c.cfg.operator_timeout_ms),
+    };
+    if !c.in_flight.try_start(plan.kind, c.cfg.cap(plan.kind)) {
+        return None;
+    }
+    let cost = influence(r.size_mib);
+    draft.steps = plan.steps.clone();
+    let add = draft
+        .adds_to()
+        .and_then(|s| c.store(s))
+        .map(|s| s.budget.clone());
+    let remove = draft
+        .removes_from()
+        .filter(|s| !c.health(*s).is_free_to_remove())
+        .and_then(|s| c.store(s))
+        .map(|s| s.budget.clone());
+    let (add_rate, remove_rate) = (
+        c.cfg.store_limit_add_per_min,
+        c.cfg.store_limit_remove_per_min,
+    );
+    let took_add = add
+        .as_ref()
+        .is_none_or(|b| b.take(true, cost, add_rate, c.now_ms));
+    let took_remove = took_add
+        && remove
+            .as_ref()
+            .is_none_or(|b| b.take(false, cost, remove_rate, c.now_ms));
+    let id = if took_remove && plan.needs_new_peer() {
+        new_peer_id()
+    } else {
+        Some(NEW_PEER)
+    };
+    if !took_add || !took_remove || id.is_none() {
+        if took_add {
+            if let Some(b) = &add {
+                b.refund(true, cost, add_rate);
+            }
+        }
+        if took_remove {
+            if let Some(b) = &remove {
+                b.refund(false, cost, remove_rate);
+            }
+        }
+        c.in_flight.finish(plan.kind);
+        return None;
+    }
+    if let Some(id) = id.filter(|id| *id != NEW_PEER) {
+        for s in &mut plan.steps {
+            if let Step::AddLearner(p) | Step::PromoteLearner(p) = s {
+                if p.id == NEW_PEER {
+                    p.id = id;
+                }
+            }
+        }
+    }
+    draft.steps = plan.steps;
+    charge(c, &draft, 1);
+    *slot = Some(Box::new(draft));
+    // An operator cancelled by its first check started and ended here: to the caller it never
+    // ran (its charges are released; tokens it took stay spent).
+    let first = run(c, r, slot);
+    d.started = first.ended.is_none();
+    first.step
+}
+
+/// Adds (`sign` 1) or takes back (-1) the operator's effect on its stores' pending counts.
+fn charge(c: &Cluster, op: &Pending, sign: i64) {
+    use std::sync::atomic::Ordering::Relaxed;
+    if let Some(s) = op.adds_to().and_then(|s| c.store(s)) {
+        s.budget.pending.regions.fetch_add(sign, Relaxed);
+    }
+    if let Some(s) = op.removes_from().and_then(|s| c.store(s)) {
+        s.budget.pending.regions.fetch_sub(sign, Relaxed);
+    }
+    if let Some(to) = op.leader_to() {
+        if let Some(s) = c.store(to) {
+            s.budget.pending.leaders.fetch_add(sign, Relaxed);
+        }
+        if let Some(s) = c.store(op.leader_store) {
+            s.budget.pending.leaders.fetch_sub(sign, Relaxed);
+        }
+    }
+}
+
+/// The operator ended: its stores no longer count it in flight; if it was done, they count
+/// its effect until their next heartbeat reports it.
+fn release(c: &Cluster, op: &Pending, done: bool) {
+    use std::sync::atomic::Ordering::Relaxed;
+    charge(c, op, -1);
+    if done {
+        if let Some(s) = op.adds_to().and_then(|s| c.store(s)) {
+            s.budget.settled.regions.fetch_add(1, Relaxed);
+        }
+        if let Some(s) = op.removes_from().and_then(|s| c.store(s)) {
+            s.budget.settled.regions.fetch_sub(1, Relaxed);
+        }
+        if let Some(to) = op.leader_to() {
+            if let Some(s) = c.store(to) {
+                s.budget.settled.leaders.fetch_add(1, Relaxed);
+            }
+            if let Some(s) = c.store(op.leader_store) {
+                s.budget.settled.leaders.fetch_sub(1, Relaxed);
+            }
+        }
+    }
+    c.in_flight.finish(op.kind);
+}

@@ -1,0 +1,473 @@
+//! The scheduler against the four safety rules, over random clusters and random sequences of
+//! heartbeats, patrols, leader elections, store failures and time. A small world stands in for
+//! TiKV: every step sent is checked by `safety` against the region before it, then applied.
+
+use proptest::prelude::*;
+
+use super::*;
+use crate::placement::{
+    Epoch, Label, Peer, PeerRole, Region, Store, StoreMap, StoreState, StoreStats,
+};
+
+#[derive(Debug, Clone, Copy)]
+enum Fate {
+    Up,
+    Offline,
+    Disconnected,
+    Down,
+}
+
+#[derive(Debug, Clone)]
+enum Event {
+    Heartbeat(usize),
+    Patrol(usize),
+    /// The region's leadership moves to its n-th voter (TiKV elects on its own).
+    Elect(usize, usize),
+    Store(usize, Fate),
+    Wait(u64),
+}
+
+fn fate() -> impl Strategy<Value = Fate> {
+    prop_oneof![
+        4 => Just(Fate::Up),
+        1 => Just(Fate::Offline),
+        1 => Just(Fate::Disconnected),
+        1 => Just(Fate::Down),
+    ]
+}
+
+fn event() -> impl Strategy<Value = Event> {
+    prop_oneof![
+        6 => (0usize..8).prop_map(Event::Heartbeat),
+        6 => (0usize..8).prop_map(Event::Patrol),
+        1 => (0usize..8, 0usize..4).prop_map(|(r, v)| Event::Elect(r, v)),
+        1 => (0usize..9, fate()).prop_map(|(s, f)| Event::Store(s, f)),
+        2 => (0u64..20_000).prop_map(Event::Wait),
+    ]
+}
+
+/// Stores (zone of each, fate), regions (peer stores as indexes, learner flags), whether
+/// isolation is at zone level, events.
+#[derive(Debug, Clone)]
+struct World {
+    stores: Vec<(u8, Fate)>,
+    isolated: bool,
+    regions: Vec<Vec<(usize, bool)>>,
+    events: Vec<Event>,
+}
+
+fn world() -> impl Strategy<Value = World> {
+    (3usize..9)
+        .prop_flat_map(|n| {
+            let stores = proptest::collection::vec((0u8..3, fate()), n);
+            let region = proptest::sample::subsequence((0..n).collect::<Vec<_>>(), 1..=n.min(4))
+                .prop_flat_map(|on| {
+                    let k = on.len();
+                    (
+                        Just(on),
+                        proptest::collection::vec(prop::bool::weighted(0.2), k),
+                    )
+                })
+                .prop_map(|(on, learner)| on.into_iter().zip(learner).collect::<Vec<_>>());
+            let regions = proptest::collection::vec(region, 1..8);
+            (
+                stores,
+                regions,
+                any::<bool>(),
+                proptest::collection::vec(event(), 1..120),
+            )
+        })
+        .prop_map(|(stores, regions, isolated, events)| World {
+            stores,
+            isolated,
+            regions,
+            events,
+        })
+}
+
+/// When the world starts: stores registered at 0 and silent since are Down by then.
+const START: u64 = 100_000;
+
+struct Sim {
+    cfg: ScheduleConfig,
+    map: StoreMap,
+    fates: Vec<Fate>,
+    view: StoreView,
+    in_flight: InFlight,
+    regions: Vec<Region>,
+    slots: Vec<Option<Box<Pending>>>,
+    now: u64,
+    next_id: u64,
+    /// (store, time, cost) of every add started.
+    adds: Vec<(u64, u64, f64)>,
+    removes: Vec<(u64, u64, f64)>,
+}
+
+impl Sim {
+    fn new(w: &World) -> Sim {
+        let cfg = ScheduleConfig {
+            location_labels: vec!["zone".into(), "host".into()],
+            // Without isolation, only the scheduler's own rule keeps two peers off one store.
+            isolation_level: if w.isolated {
+                "zone".into()
+            } else {
+                String::new()
+            },
+            leader_schedule_limit: 1,
+            replica_schedule_limit: 2,
+            region_schedule_limit: 2,
+            store_limit_add_per_min: 2.0,
+            store_limit_remove_per_min: 3.0,
+            operator_timeout_ms: 30_000,
+            max_store_down_time_ms: 60_000,
+            ..ScheduleConfig::default()
+        };
+        let mut map = StoreMap::new();
+        for (i, (zone, _)) in w.stores.iter().enumerate() {
+            let id = i as u64 + 1;
+            let store = Store {
+                id,
+                address: format!("s{id}:1"),
+                labels: vec![
+                    Label {
+                        key: "zone".into(),
+                        value: format!("z{zone}"),
+                    },
+                    Label {
+                        key: "host".into(),
+                        value: format!("h{id}"),
+                    },
+                ],
+                state: StoreState::Up,
+                details: Default::default(),
+            };
+            map.put(store, 0).unwrap();
+        }
+        let regions: Vec<Region> = w
+            .regions
+            .iter()
+            .enumerate()
+            .map(|(i, on)| {
+                let mut peers: Vec<Peer> = on
+                    .iter()
+                    .enumerate()
+                    .map(|(j, (s, learner))| Peer {
+                        id: 1000 + (i * 10 + j) as u64,
+                        store_id: *s as u64 + 1,
+                        role: if *learner {
+                            PeerRole::Learner
+                        } else {
+                            PeerRole::Voter
+                        },
+                    })
+                    .collect();
+                peers[0].role = PeerRole::Voter;
+                Region {
+                    id: i as u64 + 1,
+                    start_key: vec![i as u8],
+                    end_key: vec![i as u8 + 1],
+                    epoch: Epoch {
+                        conf_ver: 1,
+                        version: 1,
+                    },
+                    leader: Some(peers[0].id),
+                    peers,
+                }
+            })
+            .collect();
+        let mut sim = Sim {
+            slots: vec![None; regions.len()],
+            regions,
+            cfg,
+            map,
+            fates: w.stores.iter().map(|s| s.1).collect(),
+            view: StoreView::default(),
+            in_flight: InFlight::default(),
+            now: START,
+            next_id: 100_000,
+            adds: Vec::new(),
+            removes: Vec::new(),
+        };
+        // A store Disconnected at the start last heartbeated 30 s ago; a Down one, never since
+        // it registered.
+        for (i, f) in sim.fates.iter().enumerate() {
+            if matches!(f, Fate::Disconnected) {
+                sim.map
+                    .heartbeat(i as u64 + 1, StoreStats::default(), START - 30_000)
+                    .unwrap();
+            }
+        }
+        sim.store_heartbeats();
+        sim
+    }
+
+    fn cluster(&self) -> Cluster<'_> {
+        Cluster {
+            cfg: &self.cfg,
+            stores: &self.view,
+            in_flight: &self.in_flight,
+            now_ms: self.now,
+        }
+    }
+
+    /// Every store that still heartbeats does so now, with its true counts.
+    fn store_heartbeats(&mut self) {
+        for (i, fate) in self.fates.clone().into_iter().enumerate() {
+            let id = i as u64 + 1;
+            let count = |leaders: bool| {
+                self.regions
+                    .iter()
+                    .filter(|r| {
+                        if leaders {
+                            r.leader_peer().is_some_and(|p| p.store_id == id)
+                        } else {
+                            r.peers.iter().any(|p| p.store_id == id)
+                        }
+                    })
+                    .count() as u64
+            };
+            let stats = StoreStats {
+                region_count: count(false),
+                leader_count: count(true),
+                ..StoreStats::default()
+            };
+            match fate {
+                Fate::Up => {
+                    let _ = self.map.heartbeat(id, stats, self.now);
+                }
+                Fate::Offline => {
+                    let _ = self.map.decommission(id);
+                    let _ = self.map.heartbeat(id, stats, self.now);
+                }
+                // Silent: Disconnected after 20 s, Down after `max_store_down_time_ms`.
+                Fate::Disconnected | Fate::Down => {}
+            }
+        }
+        self.map
+            .mark_down(self.now, self.cfg.max_store_down_time_ms);
+        self.view = StoreView::of(&self.map, &self.cfg, &self.view, self.now);
+    }
+
+    fn healthy(&self, p: &Peer) -> bool {
+        p.role == PeerRole::Voter && self.cluster().health(p.store_id).is_serving()
+    }
+
+    /// Checks the step, applies it as TiKV would, and checks the limits of what started.
+    fn deliver(&mut self, i: usize, op: Option<crate::placement::Operator>, started: bool) {
+        if started {
+            let p = self.slots[i].as_ref().expect("an operator started");
+            let cost = influence(96);
+            if let Some(s) = p.adds_to() {
+                self.adds.push((s, self.now, cost));
+            }
+            if let Some(s) = p.removes_from() {
+                if !self.cluster().health(s).is_free_to_remove() {
+                    self.removes.push((s, self.now, cost));
+                }
+            }
+        }
+        for kind in OpKind::ALL {
+            let live = self
+                .slots
+                .iter()
+                .flatten()
+                .filter(|p| p.kind == kind)
+                .count();
+            assert!(live <= self.cfg.cap(kind), "{kind:?}: {live} in flight");
+        }
+        for (log, rate) in [
+            (&self.adds, self.cfg.store_limit_add_per_min),
+            (&self.removes, self.cfg.store_limit_remove_per_min),
+        ] {
+            // A bucket holds `capacity` and refills `rate` regions a minute: no trailing minute
+            // ever sees more.
+            let bound = capacity(rate) + rate * REGION_INFLUENCE + 1e-6;
+            for &(store, at, _) in log.iter() {
+                let spent: f64 = log
+                    .iter()
+                    .filter(|(s, t, _)| *s == store && *t >= at && *t < at + 60_000)
+                    .map(|e| e.2)
+                    .sum();
+                assert!(spent <= bound, "store {store}: {spent} in a minute");
+            }
+        }
+        let Some(op) = op else { return };
+        let before = self.regions[i].clone();
+        let broken = safety::check(&before, &op, &|p| self.healthy(p));
+        assert_eq!(broken, None, "{op:?} on {before:?}");
+        let mut after = safety::apply(&before, &op);
+        if after.peers != before.peers {
+            after.epoch.conf_ver += 1;
+        }
+        self.regions[i] = after;
+    }
+
+    fn step(&mut self, e: &Event) {
+        let n = self.regions.len();
+        match *e {
+            Event::Heartbeat(i) | Event::Patrol(i) => {
+                let i = i % n;
+                let region = self.regions[i].clone();
+                let input = RegionInput {
+                    region: &region,
+                    pending_peers: &[],
+                    size_mib: 96,
+                };
+                let mut slot = self.slots[i].take();
+                let mut next = self.next_id;
+                let d = {
+                    let c = self.cluster();
+                    let mut ids = || {
+                        next += 1;
+                        Some(next)
+                    };
+                    if matches!(e, Event::Heartbeat(_)) {
+                        on_heartbeat(&c, &input, &mut slot, &mut ids)
+                    } else {
+                        patrol(&c, &input, &mut slot, &mut ids)
+                    }
+                };
+                self.next_id = next;
+                self.slots[i] = slot;
+                self.deliver(i, d.step, d.started);
+            }
+            Event::Elect(i, v) => {
+                let r = &mut self.regions[i % n];
+                let voters: Vec<u64> = r
+                    .peers
+                    .iter()
+                    .filter(|p| p.role == PeerRole::Voter)
+                    .map(|p| p.id)
+                    .collect();
+                if !voters.is_empty() {
+                    r.leader = Some(voters[v % voters.len()]);
+                }
+            }
+            Event::Store(s, f) => {
+                let s = s % self.fates.len();
+                // A decommission or a Down mark is not undone by the store alone.
+                if matches!(self.fates[s], Fate::Up | Fate::Disconnected) {
+                    self.fates[s] = f;
+                }
+            }
+            Event::Wait(ms) => {
+                self.now += ms;
+                self.store_heartbeats();
+            }
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    /// No step breaks a safety rule, and nothing starts past a cap or a store limit.
+    #[test]
+    fn no_step_breaks_a_safety_rule(w in world()) {
+        let mut sim = Sim::new(&w);
+        for e in &w.events {
+            sim.step(e);
+        }
+    }
+}
+
+/// A region on a Down store is repaired as PD does: a learner on the best-separated store,
+/// promoted, and only then the old peer removed.
+#[test]
+fn a_down_peer_is_replaced_by_learner_promotion_then_removal() {
+    let w = World {
+        stores: vec![
+            (0, Fate::Up),
+            (1, Fate::Up),
+            (2, Fate::Down),
+            (2, Fate::Up),
+            (0, Fate::Up),
+        ],
+        regions: vec![vec![(0, false), (1, false), (2, false)]],
+        isolated: true,
+        events: vec![],
+    };
+    let mut sim = Sim::new(&w);
+    let mut steps = Vec::new();
+    for _ in 0..4 {
+        sim.step(&Event::Heartbeat(0));
+        if let Some(p) = &sim.slots[0] {
+            steps.push(p.current().cloned());
+        }
+    }
+    let r = &sim.regions[0];
+    let mut stores: Vec<u64> = r.peers.iter().map(|p| p.store_id).collect();
+    stores.sort_unstable();
+    // Store 4 is the Down store's zone's other store: isolation keeps the zones distinct.
+    assert_eq!(stores, vec![1, 2, 4], "{r:?} after {steps:?}");
+    assert!(r.peers.iter().all(|p| p.role == PeerRole::Voter));
+    assert!(sim.slots[0].is_none());
+}
+
+/// With isolation at zone level and a zone gone, nothing goes into the surviving zones.
+#[test]
+fn a_lost_zone_is_not_repaired_into_the_others() {
+    let w = World {
+        stores: vec![
+            (0, Fate::Up),
+            (1, Fate::Up),
+            (2, Fate::Down),
+            (0, Fate::Up),
+            (1, Fate::Up),
+        ],
+        regions: vec![vec![(0, false), (1, false), (2, false)]],
+        isolated: true,
+        events: vec![],
+    };
+    let mut sim = Sim::new(&w);
+    for e in [Event::Heartbeat(0), Event::Patrol(0)] {
+        sim.step(&e);
+    }
+    assert!(sim.slots[0].is_none());
+    assert_eq!(sim.regions[0].peers.len(), 3);
+}
+
+/// A store silent past 20 s is Disconnected: its peers still count, but nothing new goes there.
+#[test]
+fn a_disconnected_store_is_no_target() {
+    let w = World {
+        stores: vec![
+            (0, Fate::Up),
+            (1, Fate::Up),
+            (2, Fate::Disconnected),
+            (2, Fate::Up),
+        ],
+        regions: vec![vec![(0, false), (1, false)]],
+        isolated: true,
+        events: vec![],
+    };
+    let mut sim = Sim::new(&w);
+    assert_eq!(
+        sim.cluster().health(3),
+        Health::Disconnected { removing: false }
+    );
+    sim.step(&Event::Heartbeat(0));
+    let target = sim.slots[0].as_ref().and_then(|p| p.adds_to());
+    assert_eq!(target, Some(4));
+}
+
+/// evict-leader moves leaders off the store, to the voter whose store leads fewest.
+#[test]
+fn evict_leader_empties_the_store() {
+    let w = World {
+        stores: vec![(0, Fate::Up), (1, Fate::Up), (2, Fate::Up)],
+        regions: vec![vec![(0, false), (1, false), (2, false)]; 3],
+        isolated: true,
+        events: vec![],
+    };
+    let mut sim = Sim::new(&w);
+    sim.view.set_evicting(vec![1]);
+    // One leader move in flight at a time: each region's report completes its move.
+    for i in 0..3 {
+        sim.step(&Event::Patrol(i));
+        sim.step(&Event::Heartbeat(i));
+    }
+    for r in &sim.regions {
+        assert_ne!(r.leader_peer().map(|p| p.store_id), Some(1), "{r:?}");
+    }
+}
