@@ -13,7 +13,7 @@ use crate::admin::RequestKind;
 use crate::auth::Caller;
 use crate::proto::{self, ErrorReply, FrameDecoder, StreamCode};
 
-use super::service::{admit, execute_batch, Op};
+use super::service::{admit, execute_batch, BatchRoom, Op};
 use super::Shared;
 
 const READ_CHUNK: usize = 64 * 1024;
@@ -32,6 +32,7 @@ pub async fn serve_stream(
     let mut out = Vec::with_capacity(4096);
     let mut batch = Vec::new();
     let mut responses = Vec::new();
+    let mut room = BatchRoom::default();
     loop {
         let chunk = tokio::select! {
             biased;
@@ -84,7 +85,15 @@ pub async fn serve_stream(
             }
         }
         let answered = batch.len() as u64;
-        execute_batch(&mut batch, &mut responses, &shared, Some(core), metrics).await;
+        execute_batch(
+            &mut batch,
+            &mut responses,
+            &mut room,
+            &shared,
+            Some(core),
+            metrics,
+        )
+        .await;
         for response in responses.drain(..) {
             if let Err(e) = proto::encode(&response, &mut scratch, &mut out) {
                 tracing::error!(core, "encoding a response failed: {e}");

@@ -15,7 +15,7 @@ mod recovery;
 mod tso;
 pub mod views;
 
-pub use batch::execute_batch;
+pub use batch::{execute_batch, BatchRoom};
 pub use identity::admit;
 
 use crate::admin::{CoreMetrics, RequestKind};

@@ -102,7 +102,15 @@ impl PdService {
             })
             .collect();
         let mut replies = Vec::with_capacity(batch.len());
-        execute_batch(&mut batch, &mut replies, &self.shared, None, self.metrics()).await;
+        execute_batch(
+            &mut batch,
+            &mut replies,
+            &mut BatchRoom::default(),
+            &self.shared,
+            None,
+            self.metrics(),
+        )
+        .await;
         for (region, reply) in regions.iter().zip(replies) {
             let answer = match reply {
                 Response::Ok(Reply::RegionHeartbeat { operator: Some(op) }) => {

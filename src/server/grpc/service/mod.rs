@@ -46,7 +46,7 @@ use crate::proto::{
     ErrorReply, MemberInfo, Refusal, Reply, Request, Response, MAX_BATCH_SCAN_REGIONS,
 };
 use crate::server::placement::{PlacementOp, RouteOp};
-use crate::server::service::{admit as admit_store, execute, execute_batch, Op};
+use crate::server::service::{admit as admit_store, execute, execute_batch, BatchRoom, Op};
 use crate::server::Shared;
 use crate::tso::{Timestamp, MAX_COUNT};
 

@@ -212,7 +212,15 @@ impl PdService {
             .map(|op| Ok(Op::Placement(PlacementOp::Routing(op))))
             .collect();
         let mut found = Vec::with_capacity(lookups.len());
-        execute_batch(&mut lookups, &mut found, &self.shared, None, self.metrics()).await;
+        execute_batch(
+            &mut lookups,
+            &mut found,
+            &mut BatchRoom::default(),
+            &self.shared,
+            None,
+            self.metrics(),
+        )
+        .await;
         let mut out = pdpb::QueryRegionResponse {
             header: self.header(),
             key_id_map: Vec::with_capacity(req.keys.len()),
