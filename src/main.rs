@@ -216,14 +216,53 @@ enum CtlCommand {
     },
     /// The region holding KEY; `region id N`; `region scan START [END] --limit N`.
     Region(RegionArgs),
-    /// One store by id.
-    Store { id: u64 },
+    /// One store by id (its state, and the regions left while it drains); `store delete ID`;
+    /// `store limit [ID|all RATE [--type add-peer|remove-peer]]`.
+    Store(StoreArgs),
+    /// `scheduler show`; `scheduler add evict-leader STORE`; `scheduler remove
+    /// evict-leader STORE` (or `evict-leader-scheduler-STORE`).
+    Scheduler {
+        #[command(subcommand)]
+        action: SchedulerAction,
+    },
     /// Every store.
     Stores,
     /// The members as the cluster reports them, and the leader.
     Member,
     /// Cluster id, whether it is bootstrapped, and the counts of members, stores and regions.
     Cluster,
+}
+
+#[derive(clap::Args)]
+#[command(args_conflicts_with_subcommands = true)]
+struct StoreArgs {
+    id: Option<u64>,
+    #[command(subcommand)]
+    action: Option<StoreAction>,
+}
+
+#[derive(Subcommand)]
+enum StoreAction {
+    /// Decommission a store: Offline, drained, then Tombstone (PD's `store delete`).
+    Delete { id: u64 },
+    /// Every store's limits (peers per minute); with a store id (or `all`) and a rate, sets them.
+    Limit {
+        store: Option<String>,
+        rate: Option<f64>,
+        /// `add-peer` or `remove-peer`; both when not given.
+        #[arg(long = "type")]
+        kind: Option<String>,
+    },
+}
+
+#[derive(Subcommand)]
+enum SchedulerAction {
+    /// The schedulers running.
+    Show,
+    /// Add a scheduler: `evict-leader STORE`.
+    Add { name: String, store: Option<u64> },
+    /// Remove one: `evict-leader STORE` or `evict-leader-scheduler-STORE`.
+    Remove { name: String, store: Option<u64> },
 }
 
 #[derive(Subcommand)]
@@ -335,6 +374,10 @@ fn ctl(args: CtlArgs) -> anyhow::Result<()> {
             action: Some(TsoAction::Decode { ts }),
         } => return print(args.json, ctl::tso_decode(Timestamp::from_u64(*ts))),
         CtlCommand::Leader if args.admin.is_none() => return cluster_read(args),
+        CtlCommand::Store(StoreArgs {
+            action: Some(_), ..
+        })
+        | CtlCommand::Scheduler { .. } => return scheduling(args),
         CtlCommand::Tso { .. }
         | CtlCommand::Region(_)
         | CtlCommand::Store { .. }
@@ -392,6 +435,46 @@ fn print(json: bool, shown: ctl::Shown) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The verbs that change scheduling, through PD's HTTP API at --endpoints.
+fn scheduling(args: CtlArgs) -> anyhow::Result<()> {
+    let trust = Trust::from_flags(args.ca, args.cert, args.key, args.insecure)?;
+    let at = &args.endpoints;
+    let shown = match args.command {
+        CtlCommand::Store(StoreArgs {
+            action: Some(StoreAction::Delete { id }),
+            ..
+        }) => ctl::scheduling::store_delete(at, &trust, id)?,
+        CtlCommand::Store(StoreArgs {
+            action: Some(StoreAction::Limit { store, rate, kind }),
+            ..
+        }) => match (store, rate) {
+            (None, None) => ctl::scheduling::store_limits(at, &trust)?,
+            (Some(store), Some(rate)) => {
+                let store =
+                    match store.as_str() {
+                        "all" => None,
+                        id => Some(id.parse().map_err(|_| {
+                            anyhow::anyhow!("{id:?} is neither a store id nor `all`")
+                        })?),
+                    };
+                ctl::scheduling::set_store_limit(at, &trust, store, rate, kind.as_deref())?
+            }
+            _ => anyhow::bail!("pass `limit` alone, or a store id (or `all`) and a rate"),
+        },
+        CtlCommand::Scheduler { action } => match action {
+            SchedulerAction::Show => ctl::scheduling::schedulers(at, &trust)?,
+            SchedulerAction::Add { name, store } => {
+                ctl::scheduling::add_scheduler(at, &trust, &name, store)?
+            }
+            SchedulerAction::Remove { name, store } => {
+                ctl::scheduling::remove_scheduler(at, &trust, &name, store)?
+            }
+        },
+        _ => anyhow::bail!("not a scheduling verb"),
+    };
+    print(args.json, shown)
+}
+
 /// The verbs that read the cluster over the QUIC client.
 fn cluster_read(args: CtlArgs) -> anyhow::Result<()> {
     let trust = Trust::from_flags(args.ca, args.cert, args.key, args.insecure)?;
@@ -426,7 +509,8 @@ fn cluster_read(args: CtlArgs) -> anyhow::Result<()> {
                     ctl::region_by_key(&client, &ctl::parse_key(&key, r.hex)?).await?
                 }
             },
-            CtlCommand::Store { id } => ctl::store(&client, id).await?,
+            CtlCommand::Store(StoreArgs { id: Some(id), .. }) => ctl::store(&client, id).await?,
+            CtlCommand::Store(_) => anyhow::bail!("pass a store id, `delete ID` or `limit`"),
             CtlCommand::Stores => ctl::stores(&client).await?,
             CtlCommand::Member => ctl::members(&client).await?,
             CtlCommand::Leader => ctl::leader(&client).await?,
@@ -435,6 +519,7 @@ fn cluster_read(args: CtlArgs) -> anyhow::Result<()> {
             | CtlCommand::TransferLeader { .. }
             | CtlCommand::Resign
             | CtlCommand::DeleteMember { .. } => anyhow::bail!("an admin API verb"),
+            CtlCommand::Scheduler { .. } => anyhow::bail!("a scheduling verb"),
         };
         print(json, shown)
     })

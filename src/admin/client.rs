@@ -39,6 +39,55 @@ impl AdminClient {
         })
     }
 
+    /// A client that answers a redirect as it is instead of following it: a change sent to a
+    /// PD HTTP API follower is answered 307 to the leader, and ureq does not resend a body
+    /// there; the caller sends it again itself ([`send`](Self::send) gives the `Location`).
+    pub fn without_redirects(addr: &str, trust: &Trust) -> anyhow::Result<AdminClient> {
+        let agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .max_redirects(0)
+            .timeout_global(Some(Duration::from_secs(10)))
+            .tls_config(tls_config(trust)?)
+            .build()
+            .into();
+        Ok(AdminClient {
+            agent,
+            base: base_url(addr),
+        })
+    }
+
+    /// `method` on `path` with a JSON body or none: the status, the body and the `Location`
+    /// header if there is one.
+    pub fn send(
+        &self,
+        method: &str,
+        path: &str,
+        json: Option<&serde_json::Value>,
+    ) -> anyhow::Result<Answer> {
+        let url = format!("{}{path}", self.base);
+        let mut response = match (method, json) {
+            ("GET", None) => self.agent.get(&url).call()?,
+            ("DELETE", None) => self.agent.delete(&url).call()?,
+            ("POST", Some(body)) => self
+                .agent
+                .post(&url)
+                .header("content-type", "application/json")
+                .send(body.to_string())?,
+            ("POST", None) => self.agent.post(&url).send_empty()?,
+            _ => anyhow::bail!("{method} with this body is not sent by this client"),
+        };
+        let location = response
+            .headers()
+            .get("location")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string);
+        Ok(Answer {
+            status: response.status().as_u16(),
+            body: response.body_mut().read_to_string()?,
+            location,
+        })
+    }
+
     /// A plain-HTTP client for `url` (etcd's own `/health` in the test harness).
     pub fn plain(url: &str) -> AdminClient {
         let agent = ureq::Agent::config_builder()
@@ -123,6 +172,15 @@ impl AdminClient {
             serde_json::from_str(&body).map_err(|e| anyhow::anyhow!("GET {path}: {e}: {body}"))?;
         Ok((status, json))
     }
+}
+
+/// What [`AdminClient::send`] got back.
+#[derive(Debug)]
+pub struct Answer {
+    pub status: u16,
+    pub body: String,
+    /// Where a redirect points.
+    pub location: Option<String>,
 }
 
 fn base_url(addr: &str) -> String {

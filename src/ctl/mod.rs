@@ -1,7 +1,9 @@
 //! `meridian ctl`'s everyday verbs, at pd-ctl's level: regions by key, id or range, stores,
 //! members, the cluster's counts, and timestamps (taken or decoded). Reads go over the QUIC
-//! client; what is shown is built in `view`. Owns no state and changes nothing in the cluster.
+//! client; what is shown is built in `view`. `scheduling` holds the verbs that change
+//! scheduling (decommission, store limits, evict-leader), sent to PD's HTTP API. Owns no state.
 
+pub mod scheduling;
 pub mod view;
 
 use serde_json::Value;

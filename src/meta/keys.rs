@@ -139,6 +139,12 @@ impl Keys {
         format!("{}/global_config/revision", self.root).into_bytes()
     }
 
+    /// What an operator set while the cluster runs: evict-leader's stores and per-store
+    /// limits (JSON, `placement::schedule::Settings`).
+    pub fn schedule_settings(&self) -> Vec<u8> {
+        format!("{}/placement/schedule_settings", self.root).into_bytes()
+    }
+
     /// A placement rule (PD's JSON), keyed as PD keys it: its group and id in hex, joined by
     /// `-`.
     pub fn placement_rule(&self, group_id: &str, id: &str) -> Vec<u8> {

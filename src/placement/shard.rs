@@ -168,21 +168,21 @@ impl Shard {
     }
 
     /// The patrol: checks up to `budget` regions from where the last pass stopped, and returns
-    /// the steps to push to their leaders (region id, step): the first step of each operator
-    /// it started, and pending operators' steps again.
+    /// the steps to push to their leaders (the region as reported, the step): the first step of
+    /// each operator it started, and pending operators' steps again.
     pub fn patrol(
         &mut self,
         c: &Cluster,
         budget: usize,
         new_peer_id: &mut dyn FnMut() -> Option<u64>,
-    ) -> Vec<(u64, Operator)> {
+    ) -> Vec<(Region, Operator)> {
         let mut started = Vec::new();
         let n = self.regions.len();
         for _ in 0..budget.min(n) {
             if self.cursor >= n {
                 self.cursor = 0;
             }
-            let Some((id, entry)) = self.regions.at_mut(self.cursor) else {
+            let Some((_, entry)) = self.regions.at_mut(self.cursor) else {
                 break;
             };
             self.cursor += 1;
@@ -196,7 +196,7 @@ impl Shard {
                 size_mib: u64::from(entry.sizes.size_kib) / 1024,
             };
             if let Some(op) = schedule::patrol(c, &input, &mut entry.pending, new_peer_id).step {
-                started.push((id, op));
+                started.push((region, op));
             }
         }
         started

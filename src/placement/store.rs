@@ -188,12 +188,15 @@ impl StoreMap {
         }
     }
 
-    /// Marks Down every live store silent for longer than `max_down_ms`; returns their ids.
+    /// Marks Down every Up store silent for longer than `max_down_ms`; returns their ids. An
+    /// Offline store stays Offline: its drain goes on either way (scheduling reads its silence
+    /// as Down health), and a Down mark would let its next heartbeat make it Up again and
+    /// forget the decommission.
     pub fn mark_down(&mut self, now_ms: u64, max_down_ms: u64) -> Vec<u64> {
         let mut changed = Vec::new();
         for s in self.stores.values_mut() {
-            let live = matches!(s.store.state, StoreState::Up | StoreState::Offline);
-            if live && now_ms.saturating_sub(s.last_heartbeat_ms) > max_down_ms {
+            let up = s.store.state == StoreState::Up;
+            if up && now_ms.saturating_sub(s.last_heartbeat_ms) > max_down_ms {
                 s.store.state = StoreState::Down;
                 changed.push(s.store.id);
             }
@@ -302,6 +305,21 @@ mod tests {
         assert_eq!(m.get(1).unwrap().store.state, StoreState::Tombstone);
         assert_eq!(m.decommission(1), Err(StoreError::Tombstone(1)));
         assert_eq!(m.decommission(9), Err(StoreError::Unknown(9)));
+    }
+
+    #[test]
+    fn a_silent_decommissioned_store_stays_offline_through_its_return() {
+        let mut m = StoreMap::new();
+        m.put(store(1, "a:1"), 0).unwrap();
+        let some = StoreStats {
+            region_count: 2,
+            ..StoreStats::default()
+        };
+        m.heartbeat(1, some, 1).unwrap();
+        m.decommission(1).unwrap();
+        assert_eq!(m.mark_down(5000, 1000), Vec::<u64>::new());
+        m.heartbeat(1, some, 5001).unwrap();
+        assert_eq!(m.get(1).unwrap().store.state, StoreState::Offline);
     }
 
     #[test]

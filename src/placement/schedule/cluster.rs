@@ -22,6 +22,11 @@ impl Cluster<'_> {
     pub fn store(&self, id: u64) -> Option<&StoreLoad> {
         self.stores.get(id)
     }
+
+    /// Peers per minute `store` may gain (`add`) or lose.
+    pub fn rate(&self, store: u64, add: bool) -> f64 {
+        self.stores.rate(store, add, self.cfg)
+    }
 }
 
 /// One region as its leader reported it.

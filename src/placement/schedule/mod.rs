@@ -11,6 +11,8 @@
 //! - `select`: target stores and leader targets.
 //! - `replica`, `balance`: the checkers and schedulers, each a [`Plan`] or nothing.
 //! - `scheduler`: the entry points; starts plans within budget, runs operators step by step.
+//! - `settings`: what an operator changes while the cluster runs (evict-leader's stores,
+//!   per-store limits) and PD's check before a store is decommissioned.
 //! - `safety`: the four rules as an independent check, for the simulator and tests.
 //!
 //! Must not touch: I/O, the OS clock, the range index, persistence.
@@ -25,6 +27,7 @@ mod replica;
 pub mod safety;
 mod scheduler;
 mod select;
+mod settings;
 mod view;
 
 #[cfg(test)]
@@ -36,6 +39,7 @@ pub use config::ScheduleConfig;
 pub use location::{distinct_score, isolated};
 pub use plan::Plan;
 pub use scheduler::{cancel, on_heartbeat, patrol, Dispatch};
+pub use settings::{check_decommission, LimitType, Settings, SettingsError, StoreLimit};
 pub use view::{Health, StoreLoad, StoreView};
 
 pub use crate::placement::operator::{OpKind, Pending, Progress, Step};

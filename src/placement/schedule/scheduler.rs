@@ -224,10 +224,8 @@ fn start(
         .filter(|s| !c.health(*s).is_free_to_remove())
         .and_then(|s| c.store(s))
         .map(|s| s.budget.clone());
-    let (add_rate, remove_rate) = (
-        c.cfg.store_limit_add_per_min,
-        c.cfg.store_limit_remove_per_min,
-    );
+    let add_rate = draft.adds_to().map_or(0.0, |s| c.rate(s, true));
+    let remove_rate = draft.removes_from().map_or(0.0, |s| c.rate(s, false));
     let took_add = add
         .as_ref()
         .is_none_or(|b| b.take(true, cost, add_rate, c.now_ms));

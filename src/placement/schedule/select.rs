@@ -62,10 +62,7 @@ pub fn store_to_add(
         if score < min_score {
             continue;
         }
-        if !s
-            .budget
-            .has(true, cost, c.cfg.store_limit_add_per_min, c.now_ms)
-        {
+        if !s.budget.has(true, cost, c.rate(s.id, true), c.now_ms) {
             continue;
         }
         let regions = s.regions();

@@ -5,10 +5,12 @@
 //! Disconnected after `store_disconnect_ms` of silence (no longer a target), Down after
 //! `max_store_down_time_ms`, as PD has them.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use super::budget::StoreBudget;
 use super::config::ScheduleConfig;
+use super::settings::{Settings, StoreLimit};
 use crate::placement::store::{StoreMap, StoreState};
 
 /// A store's health at one moment.
@@ -102,6 +104,8 @@ pub struct StoreView {
     stores: Vec<StoreLoad>,
     /// Stores whose leaders evict-leader moves away, in id order.
     evicting: Vec<u64>,
+    /// Limits set for one store (`ctl store limit`); the others have the configured rates.
+    limits: Arc<BTreeMap<u64, StoreLimit>>,
     mean_leaders: f64,
 }
 
@@ -150,6 +154,7 @@ impl StoreView {
         let mut view = StoreView {
             stores,
             evicting: prev.evicting.clone(),
+            limits: prev.limits.clone(),
             mean_leaders: 0.0,
         };
         view.measure(cfg, now_ms);
@@ -219,5 +224,21 @@ impl StoreView {
 
     pub fn evicting(&self) -> &[u64] {
         &self.evicting
+    }
+
+    /// Takes on what an operator set at run time: evict-leader's stores and per-store limits.
+    pub fn apply(&mut self, settings: &Settings) {
+        self.set_evicting(settings.evict_leader.clone());
+        self.limits = Arc::new(settings.store_limits.clone());
+    }
+
+    /// Peers per minute `store` may gain (`add`) or lose: its own limit, or the configured one.
+    pub fn rate(&self, store: u64, add: bool, cfg: &ScheduleConfig) -> f64 {
+        match (self.limits.get(&store), add) {
+            (Some(l), true) => l.add_peer,
+            (Some(l), false) => l.remove_peer,
+            (None, true) => cfg.store_limit_add_per_min,
+            (None, false) => cfg.store_limit_remove_per_min,
+        }
     }
 }

@@ -6,7 +6,9 @@
 //! `ResourceManager` service, `persist` writes changes and loads them when a leader starts
 //! (`store_record`: a store's bytes; `store_bindings` and `store_identity`: which certificate
 //! owns which store), `messages` are what those tasks are sent; `rules` keeps PD's placement
-//! and region label rules for the HTTP API. Decisions stay in `placement` (and `gc`,
+//! and region label rules for the HTTP API, `scheduling` what an operator changes in
+//! scheduling while the cluster runs (decommission, evict-leader, store limits), `push` the
+//! heartbeat streams operators are pushed to as soon as they are made. Decisions stay in `placement` (and `gc`,
 //! `global_config`); nothing here decides what a heartbeat means.
 
 mod answer;
@@ -21,11 +23,13 @@ mod heartbeat;
 mod messages;
 // `pub(crate)` for `crate::fuzzing`.
 pub(crate) mod persist;
+pub mod push;
 mod request;
 mod resolved_ts;
 mod resource_groups;
 mod routing;
 pub mod rules;
+pub mod scheduling;
 mod shard_task;
 mod splits;
 mod state;

@@ -276,6 +276,7 @@ async fn load<M: MetaStore>(
     let (items, revision, last) = load_global_config(store, keys).await?;
     state.reset_global_config(items, revision, last).await;
     super::rules::load(state, store, keys).await?;
+    super::scheduling::load(state, store, keys).await?;
     let groups = super::resource_groups::load(store, keys).await?;
     state.resource_groups().reset(groups);
     *state.external_ts.lock().await = load_decimal(store, &keys.external_ts()).await?.unwrap_or(0);
@@ -419,6 +420,7 @@ async fn clear(state: &PlacementState) {
     state.clear_buckets();
     state.clear_global_config().await;
     *state.rules.lock().await = None;
+    super::scheduling::clear(state).await;
     state.resource_groups().clear();
     state.index.reset(Vec::new());
     {

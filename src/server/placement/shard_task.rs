@@ -39,8 +39,9 @@ pub fn heartbeat_local(
     })
 }
 
-/// One patrol tick on this core's shard. The operators it starts go to their leaders with
-/// their next heartbeat.
+/// One patrol tick on this core's shard. The steps it starts, and those still pending, are
+/// pushed at once to the stream of the region leader's store (`push`); a step that cannot be
+/// pushed goes with the region's next heartbeat reply.
 fn patrol(state: &PlacementState) {
     if !state.is_ready() {
         return;
@@ -48,10 +49,16 @@ fn patrol(state: &PlacementState) {
     let now = state.clock.now_ms();
     let view = state.view.load();
     let c = state.cluster(&view, now);
-    with_shard(|s| {
+    let steps = with_shard(|s| {
         let batch = state.cfg.patrol_batch_for(s.len());
         s.patrol(&c, batch, &mut || state.ids.try_alloc())
     });
+    for (region, op) in steps {
+        let leader_store = region.leader_peer().map(|p| p.store_id);
+        if let Some(store) = leader_store {
+            state.pushes.push(store, region, op);
+        }
+    }
 }
 
 /// Runs on core `index`: serves the messages other cores (and the control side) send to this

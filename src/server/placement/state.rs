@@ -76,6 +76,11 @@ pub struct PlacementState {
     /// Placement rules and region label rules (`rules.rs`), loaded with the term; `None` when
     /// this node holds no term. Held across the durable write of a change.
     pub(super) rules: tokio::sync::Mutex<Option<crate::placement_rules::Rules>>,
+    /// Evict-leader's stores and per-store limits (`scheduling.rs`), loaded with the term;
+    /// `None` when this node holds no term. Held across the durable write of a change.
+    pub(super) schedule_settings: tokio::sync::Mutex<Option<crate::placement::schedule::Settings>>,
+    /// The region heartbeat streams operators are pushed to (`push.rs`).
+    pub pushes: Arc<super::push::Pushes>,
     /// Resource groups and their token buckets (`resource_groups.rs`), loaded with the term.
     resource_groups: ResourceGroups,
     metrics: Arc<Metrics>,
@@ -130,6 +135,8 @@ impl PlacementState {
             global_config_changed: Notify::new(),
             bindings: Default::default(),
             rules: tokio::sync::Mutex::new(None),
+            schedule_settings: tokio::sync::Mutex::new(None),
+            pushes: Arc::default(),
             resource_groups,
             metrics,
         };

@@ -1,5 +1,6 @@
-//! Reads that only PD's HTTP API makes and no wire request carries: the cluster's min resolved
-//! ts (with each store's when asked), and the GC safe point with every service safe point.
+//! What only PD's HTTP API asks and no wire request carries: the cluster's min resolved ts
+//! (with each store's when asked), the GC safe point with every service safe point, placement
+//! and label rules, and scheduling's run-time settings (decommission, evict-leader, limits).
 //! Gated as every placement request is (this node serves placement, the cluster is
 //! bootstrapped) and answered from placement's public reads, so the HTTP front end reaches
 //! placement only through this layer. Owns no rule: the values are `placement`'s and `gc`'s.
@@ -101,5 +102,46 @@ pub mod rules {
     pub async fn patch_labels(shared: &Shared, patch: LabelRulePatch) -> Answer<()> {
         gate(shared)?;
         held::patch_labels(&shared.placement, patch).await
+    }
+}
+
+/// What an operator changes in scheduling while the cluster runs (`placement::scheduling`):
+/// decommission, evict-leader and store limits, read and changed for PD's HTTP API.
+pub mod scheduling {
+    use std::collections::BTreeMap;
+
+    use super::{gate, ErrorReply, Shared};
+    use crate::placement::schedule::{LimitType, Settings, StoreLimit};
+    use crate::server::placement::scheduling as held;
+    pub use crate::server::placement::scheduling::Answer;
+
+    pub async fn settings(shared: &Shared) -> Result<Settings, ErrorReply> {
+        gate(shared)?;
+        held::settings(&shared.placement).await
+    }
+
+    pub async fn store_limits(shared: &Shared) -> Result<BTreeMap<u64, StoreLimit>, ErrorReply> {
+        gate(shared)?;
+        held::store_limits(&shared.placement).await
+    }
+
+    pub async fn set_store_limit(
+        shared: &Shared,
+        store: Option<u64>,
+        rate: f64,
+        types: &[LimitType],
+    ) -> Answer<()> {
+        gate(shared)?;
+        held::set_store_limit(&shared.placement, store, rate, types).await
+    }
+
+    pub async fn evict_leader(shared: &Shared, store: u64, evict: bool) -> Answer<bool> {
+        gate(shared)?;
+        held::evict_leader(&shared.placement, store, evict).await
+    }
+
+    pub async fn decommission(shared: &Shared, store: u64) -> Answer<()> {
+        gate(shared)?;
+        held::decommission(&shared.placement, store).await
     }
 }

@@ -5,7 +5,8 @@
 //! (`server::service`), as the gRPC adapters do, and is authorized per connection with the
 //! grants its certificate carries (`auth.rs`). One file per group of routes: `cluster`
 //! (version, status, health, members, leader, cluster), `stores`, `regions`, `gc`
-//! (GC safe points, min resolved ts), `config`, `rules` (placement and region label rules);
+//! (GC safe points, min resolved ts), `config`, `rules` (placement and region label rules),
+//! `scheduling` (decommission, store limits, evict-leader);
 //! `json` holds PD's JSON shapes, `reply` PD's error bodies and how a follower answers. Owns
 //! no placement, TSO, GC or rule logic.
 
@@ -17,6 +18,7 @@ mod json;
 mod regions;
 mod reply;
 mod rules;
+mod scheduling;
 mod stores;
 
 use std::sync::Arc;
@@ -89,7 +91,23 @@ pub fn router(shared: Arc<Shared>, metrics_slot: usize) -> Router {
         .route(&at("/leader"), get(cluster::leader))
         .route(&at("/cluster"), get(cluster::cluster))
         .route(&at("/stores"), get(stores::all))
-        .route(&at("/store/{id}"), get(stores::one))
+        .route(
+            &at("/store/{id}"),
+            get(stores::one).delete(scheduling::delete_store),
+        )
+        .route(&at("/store/{id}/limit"), post(scheduling::set_limit))
+        .route(
+            &at("/stores/limit"),
+            get(scheduling::get_limits).post(scheduling::set_all_limits),
+        )
+        .route(
+            &at("/schedulers"),
+            get(scheduling::schedulers).post(scheduling::add_scheduler),
+        )
+        .route(
+            &at("/schedulers/{name}"),
+            axum::routing::delete(scheduling::remove_scheduler),
+        )
         .route(&at("/regions"), get(regions::all))
         .route(&at("/regions/key"), get(regions::scan))
         .route(&at("/region/id/{id}"), get(regions::by_id))

@@ -1,4 +1,6 @@
-//! The RegionHeartbeat stream: heartbeats taken in batches to the shards, operators pushed back on the stream for the region they concern.
+//! The RegionHeartbeat stream: heartbeats taken in batches to the shards, operators pushed back
+//! on the stream for the region they concern: in reply to its heartbeat, or at once when the
+//! patrol makes one (the stream is bound to each leader store it reports for, `push.rs`).
 
 use super::*;
 
@@ -27,6 +29,7 @@ impl PdService {
         caller: Caller,
     ) {
         let mut shutdown = self.shared.shutdown.clone();
+        let mut push = self.shared.placement.pushes.open();
         loop {
             let next_batch = std::future::poll_fn(|cx| {
                 let mut batch = Vec::new();
@@ -44,9 +47,21 @@ impl PdService {
                     }
                 }
             });
-            let (batch, ended) = tokio::select! {
-                next = next_batch => next,
+            let next = tokio::select! {
+                next = next_batch => Ok(next),
+                Some(pushed) = push.rx.recv() => Err(pushed),
                 _ = shutdown.wait_for(|s| *s) => return,
+            };
+            let (batch, ended) = match next {
+                Ok(next) => next,
+                Err((region, op)) => {
+                    let mut resp = convert::operator_to(&region, &op);
+                    resp.header = self.header();
+                    if tx.send(Ok(resp)).await.is_err() {
+                        return;
+                    }
+                    continue;
+                }
             };
             let mut items: Vec<(Region, RegionStats)> = Vec::with_capacity(batch.len());
             for item in batch {
@@ -75,7 +90,7 @@ impl PdService {
                     }
                 }
             }
-            if !items.is_empty() && !self.beat(items, &caller, &tx).await {
+            if !items.is_empty() && !self.beat(items, &caller, &tx, Some(&mut push)).await {
                 return;
             }
             if ended {
@@ -86,12 +101,14 @@ impl PdService {
 
     /// One batch through the service; false when the stream is to end. Each heartbeat is
     /// checked against the store the caller speaks for (bind-store-identity) on its own: a
-    /// refused one is answered with PD's error header and the rest go on.
+    /// refused one is answered with PD's error header and the rest go on. An accepted one
+    /// binds `push` to its leader's store, so a refused one cannot take another store's pushes.
     pub(super) async fn beat(
         &self,
         items: Vec<(Region, RegionStats)>,
         caller: &Caller,
         tx: &mpsc::Sender<Result<pdpb::RegionHeartbeatResponse, Status>>,
+        mut push: Option<&mut PushStream>,
     ) -> bool {
         let regions: Vec<Region> = items.iter().map(|(r, _)| r.clone()).collect();
         let mut batch: Vec<_> = items
@@ -112,6 +129,11 @@ impl PdService {
         )
         .await;
         for (region, reply) in regions.iter().zip(replies) {
+            if let (Response::Ok(_), Some(push), Some(leader)) =
+                (&reply, push.as_deref_mut(), region.leader_peer())
+            {
+                push.bind(leader.store_id);
+            }
             let answer = match reply {
                 Response::Ok(Reply::RegionHeartbeat { operator: Some(op) }) => {
                     let mut resp = convert::operator_to(region, &op);

@@ -45,6 +45,7 @@ use crate::placement::{ClusterMeta, Region, RegionStats};
 use crate::proto::{
     ErrorReply, MemberInfo, Refusal, Reply, Request, Response, MAX_BATCH_SCAN_REGIONS,
 };
+use crate::server::placement::push::PushStream;
 use crate::server::placement::{PlacementOp, RouteOp};
 use crate::server::service::{admit as admit_store, execute, execute_batch, BatchRoom, Op};
 use crate::server::Shared;
