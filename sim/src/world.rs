@@ -372,7 +372,7 @@ impl Sim {
             if patrol {
                 schedule::patrol(&c, &input, &mut slot, &mut ids)
             } else {
-                schedule::on_heartbeat(&c, &input, &mut slot, &mut ids)
+                schedule::on_heartbeat(&c, &input, true, &mut slot, &mut ids)
             }
         };
         self.next_id = next_id;

@@ -163,7 +163,8 @@ impl Shard {
             pending_peers: &[],
             size_mib: u64::from(entry.sizes.size_kib) / 1024,
         };
-        outcome.operator = schedule::on_heartbeat(c, &input, &mut entry.pending, new_peer_id).step;
+        outcome.operator =
+            schedule::on_heartbeat(c, &input, !unchanged, &mut entry.pending, new_peer_id).step;
         Ok(outcome)
     }
 

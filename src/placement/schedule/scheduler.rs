@@ -1,6 +1,6 @@
 //! The scheduler's entry points, shared by the server's shards and the simulator: a region
 //! heartbeat (advance the region's operator by what the leader reports and send its current
-//! step; with none, run the replica checker), and the patrol (the same for a region the patrol
+//! step; with none and a changed report, run the replica checker), and the patrol (the same for a region the patrol
 //! reaches, plus the location checker, evict-leader, balance-region and balance-leader). An
 //! operator starts only within the cluster-wide cap of its kind and the stores' limits, and
 //! counts against its stores until it is done, cancelled or timed out. Each step is checked
@@ -28,10 +28,14 @@ pub struct Dispatch {
 }
 
 /// A leader's report: advance the region's operator, and once it has none, run the replica
-/// checker.
+/// checker if the report `changed` the region (its peers, leader or epoch, or the region is
+/// new to the caller). An unchanged report needs no decision: the patrol checks every region
+/// within `patrol_period_ms`, as PD's checkers run from its patrol and not from each heartbeat,
+/// and a store's change of health reaches a region through the patrol either way.
 pub fn on_heartbeat(
     c: &Cluster,
     r: &RegionInput,
+    changed: bool,
     slot: &mut Option<Box<Pending>>,
     new_peer_id: &mut dyn FnMut() -> Option<u64>,
 ) -> Dispatch {
@@ -41,6 +45,9 @@ pub fn on_heartbeat(
         if slot.is_some() {
             return d;
         }
+    }
+    if !changed {
+        return d;
     }
     if let Some(plan) = room(c, OpKind::Replica)
         .then(|| replica::check(c, r, false))

@@ -322,7 +322,7 @@ impl Sim {
                         Some(next)
                     };
                     if matches!(e, Event::Heartbeat(_)) {
-                        on_heartbeat(&c, &input, &mut slot, &mut ids)
+                        on_heartbeat(&c, &input, true, &mut slot, &mut ids)
                     } else {
                         patrol(&c, &input, &mut slot, &mut ids)
                     }
