@@ -7,7 +7,6 @@
 //! granted through.
 
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
@@ -17,27 +16,12 @@ use meridian::etcdpb::etcdserverpb::{
     LeaseRevokeRequest, LeaseTimeToLiveRequest, PutRequest, RangeRequest, WatchCreateRequest,
     WatchRequest,
 };
-use meridian::harness::{Cluster, EtcdProcess, ServerProcess, ROOT_PASSWORD};
-use tonic::transport::{Certificate, Channel, ClientTlsConfig, Identity};
+use meridian::harness::{test_binary, Cluster, EtcdProcess, ServerProcess, ROOT_PASSWORD};
+use meridian::pd_grpc;
+use meridian::tls::cert::Role;
+use meridian::tls::Trust;
+use tonic::transport::Channel;
 use tonic::Code;
-
-fn bin() -> &'static Path {
-    env!("CARGO_BIN_EXE_meridian").as_ref()
-}
-
-/// A node on `etcd`, with the certificates it made itself in `data/tls`.
-fn node_on(etcd: &EtcdProcess, data: &Path) -> ServerProcess {
-    node_with(etcd, data, &[])
-}
-
-/// [`node_on`] with more `serve` flags.
-fn node_with(etcd: &EtcdProcess, data: &Path, flags: &[String]) -> ServerProcess {
-    let mut args = ["--etcd", &etcd.endpoint(), "--cores", "1"]
-        .map(String::from)
-        .to_vec();
-    args.extend_from_slice(flags);
-    ServerProcess::start_with(bin(), data, "127.0.0.1:0", &args).unwrap()
-}
 
 /// Puts `key` through the node and reads it back through it.
 async fn round_trip(kv: &mut KvClient<Channel>, key: &[u8]) -> Result<(), tonic::Status> {
@@ -59,80 +43,16 @@ async fn round_trip(kv: &mut KvClient<Channel>, key: &[u8]) -> Result<(), tonic:
     Ok(())
 }
 
-/// How a caller presents itself: the CA that verifies the node, and its own certificate.
-struct Caller {
-    ca: PathBuf,
-    identity: Option<(PathBuf, PathBuf)>,
+async fn channel(addr: &str, caller: &Trust) -> Channel {
+    pd_grpc::channel(addr, caller).await.unwrap()
 }
 
-impl Caller {
-    /// The node's own client certificate (roles client, store and admin).
-    fn client(tls: &Path) -> Caller {
-        Caller::named(tls, "client")
-    }
-
-    /// `tls/<name>.pem` and its key, made by `meridian cert`.
-    fn named(tls: &Path, name: &str) -> Caller {
-        Caller {
-            ca: tls.join("ca.pem"),
-            identity: Some((
-                tls.join(format!("{name}.pem")),
-                tls.join(format!("{name}-key.pem")),
-            )),
-        }
-    }
-
-    fn anonymous(tls: &Path) -> Caller {
-        Caller {
-            ca: tls.join("ca.pem"),
-            identity: None,
-        }
-    }
-
-    async fn channel(&self, addr: &str) -> Channel {
-        let mut tls = ClientTlsConfig::new()
-            .ca_certificate(Certificate::from_pem(std::fs::read(&self.ca).unwrap()));
-        if let Some((cert, key)) = &self.identity {
-            tls = tls.identity(Identity::from_pem(
-                std::fs::read(cert).unwrap(),
-                std::fs::read(key).unwrap(),
-            ));
-        }
-        Channel::from_shared(format!("https://{addr}"))
-            .unwrap()
-            .tls_config(tls)
-            .unwrap()
-            .connect()
-            .await
-            .unwrap()
-    }
-
-    async fn kv(&self, addr: &str) -> KvClient<Channel> {
-        KvClient::new(self.channel(addr).await)
-    }
-
-    async fn lease(&self, addr: &str) -> LeaseClient<Channel> {
-        LeaseClient::new(self.channel(addr).await)
-    }
+async fn kv(addr: &str, caller: &Trust) -> KvClient<Channel> {
+    KvClient::new(channel(addr, caller).await)
 }
 
-/// Makes a client certificate with `role` named `name` in a node's `tls` directory, with the
-/// CA key the node made there, as an operator would (`meridian cert`).
-fn make_client_cert(tls: &Path, role: &str, name: &str) {
-    let out = Command::new(bin())
-        .arg("cert")
-        .arg("--certs-dir")
-        .arg(tls)
-        .arg("--ca-key")
-        .arg(tls.join("ca-key.pem"))
-        .args(["create-client", "--role", role, "--name", name])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+async fn lease(addr: &str, caller: &Trust) -> LeaseClient<Channel> {
+    LeaseClient::new(channel(addr, caller).await)
 }
 
 fn etcdctl_installed() -> bool {
@@ -147,15 +67,17 @@ fn etcdctl_installed() -> bool {
     found
 }
 
-/// `etcdctl` (API 3) at `endpoint`, as `caller` when given.
-fn etcdctl(endpoint: &str, caller: Option<&Caller>) -> Command {
+/// `etcdctl` (API 3) at `endpoint`, as `caller` when given: its CA, and its certificate if
+/// it presents one.
+fn etcdctl(endpoint: &str, caller: Option<&Trust>) -> Command {
     let mut cmd = Command::new("etcdctl");
     cmd.env("ETCDCTL_API", "3")
         .arg(format!("--endpoints={endpoint}"))
         .args(["--dial-timeout=3s", "--command-timeout=5s"]);
     if let Some(caller) = caller {
-        cmd.arg("--cacert").arg(&caller.ca);
-        if let Some((cert, key)) = &caller.identity {
+        cmd.arg("--cacert")
+            .arg(caller.ca().expect("a CA to verify with"));
+        if let Some((cert, key)) = caller.identity_files() {
             cmd.arg("--cert").arg(cert).arg("--key").arg(key);
         }
     }
@@ -221,9 +143,9 @@ fn etcdctl_works_unchanged_at_the_client_address_inside_the_namespace() {
     let tmp = tempfile::tempdir().unwrap();
     let etcd = EtcdProcess::start(&tmp.path().join("etcd")).unwrap();
     let data = tmp.path().join("n0");
-    let node = node_on(&etcd, &data);
+    let node = ServerProcess::start_on_etcd(&etcd, &data, &[]).unwrap();
     let endpoint = format!("https://{}", node.grpc_addr.clone().unwrap());
-    let me = Caller::client(&data.join("tls"));
+    let me = node.trust();
     let at = || etcdctl(&endpoint, Some(&me));
     let direct = || etcdctl(&etcd.endpoint(), None);
 
@@ -336,7 +258,7 @@ fn etcdctl_works_unchanged_at_the_client_address_inside_the_namespace() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("Unimplemented"));
 
     // Without a certificate, nothing: the handshake fails.
-    let anonymous = Caller::anonymous(&data.join("tls"));
+    let anonymous = node.anonymous_trust(&tmp.path().join("bare")).unwrap();
     let out = run(etcdctl(&endpoint, Some(&anonymous)), &["get", "/tidb/a"]);
     assert!(!out.status.success(), "{out:?}");
     assert!(out.stdout.is_empty());
@@ -348,11 +270,10 @@ async fn a_store_certificate_reads_but_is_refused_writes_naming_the_role() {
     let tmp = tempfile::tempdir().unwrap();
     let etcd = EtcdProcess::start(&tmp.path().join("etcd")).unwrap();
     let data = tmp.path().join("n0");
-    let node = node_on(&etcd, &data);
+    let node = ServerProcess::start_on_etcd(&etcd, &data, &[]).unwrap();
     let addr = node.grpc_addr.clone().unwrap();
-    let tls = data.join("tls");
-    make_client_cert(&tls, "store", "tikv");
-    let mut tikv = Caller::named(&tls, "tikv").kv(&addr).await;
+    let tikv_cert = node.role_cert(Role::Store, "tikv").unwrap();
+    let mut tikv = kv(&addr, &tikv_cert).await;
 
     let put = PutRequest {
         key: b"/tidb/x".to_vec(),
@@ -362,7 +283,7 @@ async fn a_store_certificate_reads_but_is_refused_writes_naming_the_role() {
     let refused = tikv.put(put.clone()).await.unwrap_err();
     assert_eq!(refused.code(), Code::PermissionDenied, "{refused:?}");
     assert!(refused.message().contains("`client`"), "{refused:?}");
-    let mut lease = Caller::named(&tls, "tikv").lease(&addr).await;
+    let mut lease = lease(&addr, &tikv_cert).await;
     let refused = lease
         .lease_grant(LeaseGrantRequest { ttl: 5, id: 0 })
         .await
@@ -381,7 +302,7 @@ async fn a_store_certificate_reads_but_is_refused_writes_naming_the_role() {
         .into_inner()
         .kvs
         .is_empty());
-    let mut client = Caller::client(&tls).kv(&addr).await;
+    let mut client = kv(&addr, &node.trust()).await;
     client.put(put).await.unwrap();
     let kvs = tikv.range(get).await.unwrap().into_inner().kvs;
     assert_eq!(kvs.len(), 1);
@@ -394,9 +315,9 @@ async fn meridians_own_lease_is_out_of_a_clients_reach() {
     let tmp = tempfile::tempdir().unwrap();
     let etcd = EtcdProcess::start(&tmp.path().join("etcd")).unwrap();
     let data = tmp.path().join("n0");
-    let node = node_on(&etcd, &data);
+    let node = ServerProcess::start_on_etcd(&etcd, &data, &[]).unwrap();
     let addr = node.grpc_addr.clone().unwrap();
-    let mut lease = Caller::client(&data.join("tls")).lease(&addr).await;
+    let mut lease = lease(&addr, &node.trust()).await;
     let admin = node.admin().unwrap();
     let deadline = Instant::now() + Duration::from_secs(10);
     while admin.get_json("/health").unwrap().1["is_leader"] != true {
@@ -455,10 +376,10 @@ async fn stopping_the_node_ends_its_watches() {
     let tmp = tempfile::tempdir().unwrap();
     let etcd = EtcdProcess::start(&tmp.path().join("etcd")).unwrap();
     let data = tmp.path().join("n0");
-    let node = node_on(&etcd, &data);
+    let node = ServerProcess::start_on_etcd(&etcd, &data, &[]).unwrap();
     let addr = node.grpc_addr.clone().unwrap();
-    let caller = Caller::client(&data.join("tls"));
-    let mut watch = WatchClient::new(caller.channel(&addr).await);
+    let caller = node.trust();
+    let mut watch = WatchClient::new(channel(&addr, &caller).await);
     let (send, requests) = tokio::sync::mpsc::channel(1);
     send.send(WatchRequest {
         request_union: Some(RequestUnion::CreateRequest(WatchCreateRequest {
@@ -475,7 +396,7 @@ async fn stopping_the_node_ends_its_watches() {
         .into_inner();
     let created = replies.message().await.unwrap().expect("created");
     assert!(created.created, "{created:?}");
-    let mut kv = caller.kv(&addr).await;
+    let mut kv = kv(&addr, &caller).await;
     kv.put(PutRequest {
         key: b"/tidb/w".to_vec(),
         value: b"1".to_vec(),
@@ -505,9 +426,10 @@ async fn the_proxy_reaches_an_etcd_over_tls() {
     let tmp = tempfile::tempdir().unwrap();
     let etcd = EtcdProcess::start_tls(&tmp.path().join("etcd")).unwrap();
     let data = tmp.path().join("n0");
-    let node = node_with(&etcd, &data, &etcd.tls().unwrap().serve_flags());
+    let node =
+        ServerProcess::start_on_etcd(&etcd, &data, &etcd.tls().unwrap().serve_flags()).unwrap();
     let addr = node.grpc_addr.clone().unwrap();
-    let mut kv = Caller::client(&data.join("tls")).kv(&addr).await;
+    let mut kv = kv(&addr, &node.trust()).await;
     round_trip(&mut kv, b"/tidb/tls").await.unwrap();
     node.stop().unwrap();
 }
@@ -539,9 +461,10 @@ async fn the_proxy_logs_in_as_the_etcd_user_and_again_when_its_token_is_dropped(
         "1",
     ]
     .map(String::from);
-    let node = ServerProcess::start_with_env(bin(), &data, "127.0.0.1:0", &args, &env).unwrap();
+    let node =
+        ServerProcess::start_with_env(test_binary(), &data, "127.0.0.1:0", &args, &env).unwrap();
     let addr = node.grpc_addr.clone().unwrap();
-    let mut kv = Caller::client(&data.join("tls")).kv(&addr).await;
+    let mut kv = kv(&addr, &node.trust()).await;
     round_trip(&mut kv, b"/tidb/auth").await.unwrap();
 
     root.user_change_password("meridian", password)
@@ -561,9 +484,9 @@ async fn the_proxy_logs_in_as_the_etcd_user_and_again_when_its_token_is_dropped(
 async fn without_etcd_the_api_is_unavailable_and_says_why() {
     let tmp = tempfile::tempdir().unwrap();
     let data = tmp.path().join("n0");
-    let node = ServerProcess::start(bin(), &data, "127.0.0.1:0", Some(1)).unwrap();
+    let node = ServerProcess::start(test_binary(), &data, "127.0.0.1:0", Some(1)).unwrap();
     let addr = node.grpc_addr.clone().unwrap();
-    let mut kv = Caller::client(&data.join("tls")).kv(&addr).await;
+    let mut kv = kv(&addr, &node.trust()).await;
     let refused = kv
         .range(RangeRequest {
             key: b"/tidb/a".to_vec(),
@@ -589,12 +512,11 @@ async fn a_session_lease_outlives_the_leader_it_was_granted_through() {
         .leader_within(None, Duration::from_secs(15))
         .expect("a leader");
     let other = (leader + 1) % 3;
-    let tls = cluster.nodes[0].data.join("tls");
     let at = |i: usize| cluster.nodes[i].process().grpc_addr.clone().unwrap();
     let (leader_addr, other_addr) = (at(leader), at(other));
-    let caller = Caller::client(&tls);
+    let caller = cluster.trust();
 
-    let mut lease = caller.lease(&leader_addr).await;
+    let mut lease = lease(&leader_addr, &caller).await;
     let ttl = 4;
     let id = lease
         .lease_grant(LeaseGrantRequest { ttl, id: 0 })
@@ -603,8 +525,7 @@ async fn a_session_lease_outlives_the_leader_it_was_granted_through() {
         .into_inner()
         .id;
     let key = b"/tidb/server/info/1".to_vec();
-    caller
-        .kv(&leader_addr)
+    kv(&leader_addr, &caller)
         .await
         .put(PutRequest {
             key: key.clone(),
@@ -616,8 +537,7 @@ async fn a_session_lease_outlives_the_leader_it_was_granted_through() {
         .unwrap();
 
     // A follower serves etcd's API as the leader does: etcd is the same behind every member.
-    let kvs = caller
-        .kv(&other_addr)
+    let kvs = kv(&other_addr, &caller)
         .await
         .range(RangeRequest {
             key: key.clone(),
@@ -635,7 +555,7 @@ async fn a_session_lease_outlives_the_leader_it_was_granted_through() {
         .unwrap()
         .kill()
         .unwrap();
-    let mut lease = caller.lease(&other_addr).await;
+    let mut lease = self::lease(&other_addr, &caller).await;
     let (keep, requests) = tokio::sync::mpsc::channel(4);
     let mut replies = lease
         .lease_keep_alive(tokio_stream::wrappers::ReceiverStream::new(requests))
@@ -660,8 +580,7 @@ async fn a_session_lease_outlives_the_leader_it_was_granted_through() {
         .into_inner();
     assert!(alive.ttl > 0, "{alive:?}");
     assert_eq!(alive.keys, vec![key.clone()]);
-    let kvs = caller
-        .kv(&other_addr)
+    let kvs = kv(&other_addr, &caller)
         .await
         .range(RangeRequest {
             key,

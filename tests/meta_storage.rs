@@ -6,7 +6,6 @@
 //! etcd's refusals come back in PD's header; a `store` certificate reads but does not write;
 //! a node without etcd says to run on etcd.
 
-use std::path::Path;
 use std::time::Duration;
 
 use meridian::harness::{test_binary, EtcdProcess, ServerProcess};
@@ -15,24 +14,15 @@ use meridian::kvproto::meta_storagepb::{
     PutRequest, RequestHeader, WatchRequest, WatchResponse,
 };
 use meridian::pd_grpc;
+use meridian::tls::cert::Role;
 use meridian::tls::Trust;
 use tonic::transport::Channel;
 use tonic::{Code, Streaming};
 
 type Meta = MetaStorageClient<Channel>;
 
-fn node_on(etcd: &EtcdProcess, data: &Path) -> ServerProcess {
-    let args = ["--etcd", &etcd.endpoint(), "--cores", "1"].map(String::from);
-    ServerProcess::start_with(test_binary(), data, "127.0.0.1:0", &args).unwrap()
-}
-
 async fn meta(addr: &str, trust: &Trust) -> Meta {
     MetaStorageClient::new(pd_grpc::channel(addr, trust).await.unwrap())
-}
-
-/// The node's own client certificate (roles client, store and admin).
-fn client(data: &Path) -> Trust {
-    Trust::Ca(data.join("tls/ca.pem"))
 }
 
 /// What TiKV's and PD's clients put in the header.
@@ -73,9 +63,9 @@ async fn get_put_delete_and_watch_inside_the_namespace() {
     let tmp = tempfile::tempdir().unwrap();
     let etcd = EtcdProcess::start(&tmp.path().join("etcd")).unwrap();
     let data = tmp.path().join("n0");
-    let node = node_on(&etcd, &data);
+    let node = ServerProcess::start_on_etcd(&etcd, &data, &[]).unwrap();
     let addr = node.grpc_addr.clone().unwrap();
-    let mut meta = meta(&addr, &client(&data)).await;
+    let mut meta = meta(&addr, &node.trust()).await;
 
     // The controller's config and a prefix watch with previous values, as TiDB opens them.
     let first = put(&mut meta, "resource_group/controller", "{}").await;
@@ -273,9 +263,9 @@ async fn a_watch_from_a_compacted_revision_is_told_so() {
     let tmp = tempfile::tempdir().unwrap();
     let etcd = EtcdProcess::start(&tmp.path().join("etcd")).unwrap();
     let data = tmp.path().join("n0");
-    let node = node_on(&etcd, &data);
+    let node = ServerProcess::start_on_etcd(&etcd, &data, &[]).unwrap();
     let addr = node.grpc_addr.clone().unwrap();
-    let mut meta = meta(&addr, &client(&data)).await;
+    let mut meta = meta(&addr, &node.trust()).await;
     put(&mut meta, "k", "1").await;
     let revision = put(&mut meta, "k", "2").await;
     let mut direct = etcd.client(None).await.unwrap();
@@ -312,28 +302,9 @@ async fn a_store_certificate_reads_and_is_refused_writes() {
     let tmp = tempfile::tempdir().unwrap();
     let etcd = EtcdProcess::start(&tmp.path().join("etcd")).unwrap();
     let data = tmp.path().join("n0");
-    let node = node_on(&etcd, &data);
+    let node = ServerProcess::start_on_etcd(&etcd, &data, &[]).unwrap();
     let addr = node.grpc_addr.clone().unwrap();
-    let tls = data.join("tls");
-    let out = std::process::Command::new(test_binary())
-        .arg("cert")
-        .arg("--certs-dir")
-        .arg(&tls)
-        .arg("--ca-key")
-        .arg(tls.join("ca-key.pem"))
-        .args(["create-client", "--role", "store", "--name", "tikv"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let tikv = Trust::Mutual {
-        ca: tls.join("ca.pem"),
-        cert: tls.join("tikv.pem"),
-        key: tls.join("tikv-key.pem"),
-    };
+    let tikv = node.role_cert(Role::Store, "tikv").unwrap();
     let mut store = meta(&addr, &tikv).await;
     let reply = store
         .get(GetRequest {
@@ -374,7 +345,7 @@ async fn without_etcd_meta_storage_is_unavailable_and_says_why() {
     let data = tmp.path().join("n0");
     let node = ServerProcess::start(test_binary(), &data, "127.0.0.1:0", Some(1)).unwrap();
     let addr = node.grpc_addr.clone().unwrap();
-    let mut meta = meta(&addr, &client(&data)).await;
+    let mut meta = meta(&addr, &node.trust()).await;
     let refused = meta
         .get(GetRequest {
             key: b"resource_group/controller".to_vec(),

@@ -5,19 +5,19 @@
 //! `MetaStorage`), roles, and token buckets granted over the AcquireTokenBuckets stream within
 //! the fill rate and the burst.
 
-use std::path::Path;
 use std::time::{Duration, Instant};
 
-use meridian::harness::{test_binary, Cluster, EtcdProcess, ServerProcess};
+use meridian::harness::{
+    null_keyspace, ru_group, test_binary, token_request, Cluster, EtcdProcess, ServerProcess,
+};
 use meridian::kvproto::meta_storagepb::{meta_storage_client::MetaStorageClient, GetRequest};
 use meridian::kvproto::resource_manager::{
-    keyspace_id_value, resource_manager_client::ResourceManagerClient, token_bucket_request,
-    DeleteResourceGroupRequest, GetResourceGroupRequest, GroupMode, GroupRequestUnitSettings,
-    KeyspaceIdValue, ListResourceGroupsRequest, PutResourceGroupRequest, RequestUnitItem,
-    RequestUnitType, ResourceGroup, TokenBucket, TokenBucketRequest, TokenBucketsRequest,
-    TokenBucketsResponse, TokenLimitSettings,
+    keyspace_id_value, resource_manager_client::ResourceManagerClient, DeleteResourceGroupRequest,
+    GetResourceGroupRequest, GroupMode, KeyspaceIdValue, ListResourceGroupsRequest,
+    PutResourceGroupRequest, ResourceGroup, TokenBucketsResponse,
 };
 use meridian::pd_grpc;
+use meridian::tls::cert::Role;
 use meridian::tls::Trust;
 use prost::Message;
 use tonic::transport::Channel;
@@ -25,66 +25,8 @@ use tonic::Code;
 
 type Rm = ResourceManagerClient<Channel>;
 
-/// A channel presenting the node's own client certificate (roles client, store, admin).
-async fn channel(addr: &str, data: &Path) -> Channel {
-    pd_grpc::channel(addr, &Trust::Ca(data.join("tls/ca.pem")))
-        .await
-        .unwrap()
-}
-
-async fn rm(addr: &str, data: &Path) -> Rm {
-    ResourceManagerClient::new(channel(addr, data).await)
-}
-
-/// A client certificate with `role`, made with the CA key the node made, as an operator would.
-fn role_cert(data: &Path, role: &str, name: &str) -> Trust {
-    let tls = data.join("tls");
-    let out = std::process::Command::new(test_binary())
-        .arg("cert")
-        .arg("--certs-dir")
-        .arg(&tls)
-        .arg("--ca-key")
-        .arg(tls.join("ca-key.pem"))
-        .args(["create-client", "--role", role, "--name", name])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    Trust::Mutual {
-        ca: tls.join("ca.pem"),
-        cert: tls.join(format!("{name}.pem")),
-        key: tls.join(format!("{name}-key.pem")),
-    }
-}
-
-fn group(name: &str, fill_rate: u64, burst_limit: i64) -> ResourceGroup {
-    ResourceGroup {
-        name: name.into(),
-        mode: GroupMode::RuMode as i32,
-        r_u_settings: Some(GroupRequestUnitSettings {
-            r_u: Some(TokenBucket {
-                settings: Some(TokenLimitSettings {
-                    fill_rate,
-                    burst_limit,
-                    max_tokens: 0.0,
-                }),
-                tokens: 0.0,
-            }),
-        }),
-        priority: 8,
-        // What PD's Go client puts in every call: the null keyspace.
-        keyspace_id: null_keyspace(),
-        ..Default::default()
-    }
-}
-
-fn null_keyspace() -> Option<KeyspaceIdValue> {
-    Some(KeyspaceIdValue {
-        keyspace: Some(keyspace_id_value::Keyspace::Value(u32::MAX)),
-    })
+async fn rm(addr: &str, trust: &Trust) -> Rm {
+    ResourceManagerClient::new(pd_grpc::channel(addr, trust).await.unwrap())
 }
 
 fn settings(g: &ResourceGroup) -> (u64, i64) {
@@ -182,7 +124,7 @@ async fn groups_are_added_read_modified_and_deleted_in_pds_words_and_outlive_a_r
     let data = tmp.path().join("n0");
     let node = ServerProcess::start(test_binary(), &data, "127.0.0.1:0", Some(1)).unwrap();
     let addr = node.grpc_addr.clone().unwrap();
-    let mut rm = rm(&addr, &data).await;
+    let mut rm = rm(&addr, &node.trust()).await;
 
     // PD's default group: RU mode, unlimited, middle priority, in the null keyspace.
     let groups = list_when_serving(&mut rm).await;
@@ -194,7 +136,7 @@ async fn groups_are_added_read_modified_and_deleted_in_pds_words_and_outlive_a_r
     assert_eq!(default.keyspace_id, null_keyspace());
 
     assert_eq!(
-        add(&mut rm, group("rg1", 100, 200)).await.unwrap(),
+        add(&mut rm, ru_group("rg1", 100, 200)).await.unwrap(),
         "Success!"
     );
     let rg1 = get(&mut rm, "rg1").await.unwrap();
@@ -202,14 +144,14 @@ async fn groups_are_added_read_modified_and_deleted_in_pds_words_and_outlive_a_r
     assert_eq!(rg1.ru_stats, None, "stats only when asked for");
 
     pd_error(
-        add(&mut rm, group("", 1, 1)).await,
+        add(&mut rm, ru_group("", 1, 1)).await,
         "[PD:resourcemanager:ErrInvalidGroup]invalid group settings, please check the group name",
     );
     pd_error(
-        add(&mut rm, group(&"n".repeat(33), 1, 1)).await,
+        add(&mut rm, ru_group(&"n".repeat(33), 1, 1)).await,
         "[PD:resourcemanager:ErrInvalidGroup]invalid group settings, please check the group name",
     );
-    let mut urgent = group("urgent", 1, 1);
+    let mut urgent = ru_group("urgent", 1, 1);
     urgent.priority = 17;
     pd_error(
         add(&mut rm, urgent).await,
@@ -220,10 +162,10 @@ async fn groups_are_added_read_modified_and_deleted_in_pds_words_and_outlive_a_r
         "[PD:resourcemanager:ErrGroupNotExists]the nope resource group does not exist",
     );
     pd_error(
-        modify(&mut rm, group("nope", 1, 1)).await,
+        modify(&mut rm, ru_group("nope", 1, 1)).await,
         "[PD:resourcemanager:ErrGroupNotExists]the nope resource group does not exist",
     );
-    let mut raw = group("rg1", 1, 1);
+    let mut raw = ru_group("rg1", 1, 1);
     raw.mode = GroupMode::RawMode as i32;
     pd_error(
         modify(&mut rm, raw).await,
@@ -237,7 +179,7 @@ async fn groups_are_added_read_modified_and_deleted_in_pds_words_and_outlive_a_r
         delete(&mut rm, "nope").await,
         "[PD:resourcemanager:ErrGroupNotExists]the nope resource group does not exist",
     );
-    let mut elsewhere = group("rg9", 1, 1);
+    let mut elsewhere = ru_group("rg9", 1, 1);
     elsewhere.keyspace_id = Some(KeyspaceIdValue {
         keyspace: Some(keyspace_id_value::Keyspace::Value(7)),
     });
@@ -247,11 +189,11 @@ async fn groups_are_added_read_modified_and_deleted_in_pds_words_and_outlive_a_r
     );
 
     assert_eq!(
-        modify(&mut rm, group("rg1", 500, -1)).await.unwrap(),
+        modify(&mut rm, ru_group("rg1", 500, -1)).await.unwrap(),
         "Success!"
     );
     assert_eq!(settings(&get(&mut rm, "rg1").await.unwrap()), (500, -1));
-    add(&mut rm, group("rg2", 1, 1)).await.unwrap();
+    add(&mut rm, ru_group("rg2", 1, 1)).await.unwrap();
     assert_eq!(delete(&mut rm, "rg2").await.unwrap(), "Success!");
     assert_eq!(names(&list(&mut rm).await.unwrap()), ["default", "rg1"]);
 
@@ -259,7 +201,7 @@ async fn groups_are_added_read_modified_and_deleted_in_pds_words_and_outlive_a_r
     node.stop().unwrap();
     let node = ServerProcess::start(test_binary(), &data, "127.0.0.1:0", Some(1)).unwrap();
     let addr = node.grpc_addr.clone().unwrap();
-    let mut rm = self::rm(&addr, &data).await;
+    let mut rm = self::rm(&addr, &node.trust()).await;
     let groups = list_when_serving(&mut rm).await;
     assert_eq!(names(&groups), ["default", "rg1"]);
     assert_eq!(settings(&groups[1]), (500, -1));
@@ -272,21 +214,21 @@ async fn reads_and_grants_take_any_role_and_ddl_needs_client() {
     let data = tmp.path().join("n0");
     let node = ServerProcess::start(test_binary(), &data, "127.0.0.1:0", Some(1)).unwrap();
     let addr = node.grpc_addr.clone().unwrap();
-    let mut admin = rm(&addr, &data).await;
+    let mut admin = rm(&addr, &node.trust()).await;
     list_when_serving(&mut admin).await;
 
-    let tikv = role_cert(&data, "store", "tikv");
+    let tikv = node.role_cert(Role::Store, "tikv").unwrap();
     let mut store = ResourceManagerClient::new(pd_grpc::channel(&addr, &tikv).await.unwrap());
     assert_eq!(names(&list(&mut store).await.unwrap()), ["default"]);
     let mut grants = store
-        .acquire_token_buckets(tokio_stream::iter([ask(&[("default", 10.0)], 1)]))
+        .acquire_token_buckets(tokio_stream::iter([token_request(&[("default", 10.0)], 1)]))
         .await
         .unwrap()
         .into_inner();
     assert_eq!(granted(&grants.message().await.unwrap().unwrap()), [10.0]);
     for refused in [
-        add(&mut store, group("rg", 1, 1)).await,
-        modify(&mut store, group("default", 1, 1)).await,
+        add(&mut store, ru_group("rg", 1, 1)).await,
+        modify(&mut store, ru_group("default", 1, 1)).await,
         delete(&mut store, "default").await.map(|_| String::new()),
     ] {
         let status = refused.unwrap_err();
@@ -300,10 +242,7 @@ async fn reads_and_grants_take_any_role_and_ddl_needs_client() {
     );
 
     // Without a certificate there is no connection, as on every port.
-    let bare = tmp.path().join("bare");
-    std::fs::create_dir_all(&bare).unwrap();
-    std::fs::copy(data.join("tls/ca.pem"), bare.join("ca.pem")).unwrap();
-    let anonymous = Trust::Ca(bare.join("ca.pem"));
+    let anonymous = node.anonymous_trust(&tmp.path().join("bare")).unwrap();
     if let Ok(channel) = pd_grpc::channel(&addr, &anonymous).await {
         let status = list(&mut ResourceManagerClient::new(channel))
             .await
@@ -311,30 +250,6 @@ async fn reads_and_grants_take_any_role_and_ddl_needs_client() {
         assert_ne!(status.code(), Code::Ok, "{status:?}");
     }
     node.stop().unwrap();
-}
-
-/// A TokenBucketsRequest asking `(group, RU)` for each group, as TiDB's controller sends it.
-fn ask(groups: &[(&str, f64)], client: u64) -> TokenBucketsRequest {
-    TokenBucketsRequest {
-        requests: groups
-            .iter()
-            .map(|(name, value)| TokenBucketRequest {
-                resource_group_name: name.to_string(),
-                request: Some(token_bucket_request::Request::RuItems(
-                    token_bucket_request::RequestRu {
-                        request_r_u: vec![RequestUnitItem {
-                            r#type: RequestUnitType::Ru as i32,
-                            value: *value,
-                        }],
-                    },
-                )),
-                keyspace_id: null_keyspace(),
-                ..Default::default()
-            })
-            .collect(),
-        target_request_period_ms: 5000,
-        client_unique_id: client,
-    }
 }
 
 /// The RU granted to each group answered, in order.
@@ -353,10 +268,10 @@ async fn token_buckets_grant_within_the_fill_rate_and_the_burst() {
     let data = tmp.path().join("n0");
     let node = ServerProcess::start(test_binary(), &data, "127.0.0.1:0", Some(1)).unwrap();
     let addr = node.grpc_addr.clone().unwrap();
-    let mut rm = rm(&addr, &data).await;
+    let mut rm = rm(&addr, &node.trust()).await;
     list_when_serving(&mut rm).await;
     let (rate, burst) = (1000.0, 2000.0);
-    add(&mut rm, group("slow", rate as u64, burst as i64))
+    add(&mut rm, ru_group("slow", rate as u64, burst as i64))
         .await
         .unwrap();
 
@@ -368,9 +283,12 @@ async fn token_buckets_grant_within_the_fill_rate_and_the_burst() {
         .into_inner();
     let started = Instant::now();
     // The first ask takes the whole burst and is told to trickle the rest of the period.
-    send.send(ask(&[("slow", 5000.0), ("default", 1e9), ("nope", 1.0)], 7))
-        .await
-        .unwrap();
+    send.send(token_request(
+        &[("slow", 5000.0), ("default", 1e9), ("nope", 1.0)],
+        7,
+    ))
+    .await
+    .unwrap();
     let first = replies.message().await.unwrap().unwrap();
     assert_eq!(
         first
@@ -404,7 +322,9 @@ async fn token_buckets_grant_within_the_fill_rate_and_the_burst() {
     let mut total = burst;
     let mut asks = 0;
     while started.elapsed() < Duration::from_millis(1500) {
-        send.send(ask(&[("slow", 500.0)], 7)).await.unwrap();
+        send.send(token_request(&[("slow", 500.0)], 7))
+            .await
+            .unwrap();
         total += granted(&replies.message().await.unwrap().unwrap())[0];
         asks += 1;
     }
@@ -419,9 +339,11 @@ async fn token_buckets_grant_within_the_fill_rate_and_the_burst() {
     );
 
     // Lowering the fill rate takes effect on the open stream.
-    modify(&mut rm, group("slow", 1, 1)).await.unwrap();
+    modify(&mut rm, ru_group("slow", 1, 1)).await.unwrap();
     tokio::time::sleep(Duration::from_millis(200)).await;
-    send.send(ask(&[("slow", 500.0)], 7)).await.unwrap();
+    send.send(token_request(&[("slow", 500.0)], 7))
+        .await
+        .unwrap();
     let after = granted(&replies.message().await.unwrap().unwrap())[0];
     assert!(
         after <= 1.0,
@@ -445,21 +367,25 @@ async fn on_etcd_groups_outlive_the_leader_and_are_visible_through_meta_storage(
     let leader = cluster
         .leader_within(None, Duration::from_secs(15))
         .expect("a leader");
-    let data = cluster.nodes[0].data.clone();
+    let trust = cluster.trust();
     let at = |c: &Cluster, i: usize| c.nodes[i].process().grpc_addr.clone().unwrap();
-    let mut rm = self::rm(&at(&cluster, leader), &data).await;
+    let mut rm = self::rm(&at(&cluster, leader), &trust).await;
     list_when_serving(&mut rm).await;
-    add(&mut rm, group("tidb_rg", 300, 600)).await.unwrap();
+    add(&mut rm, ru_group("tidb_rg", 300, 600)).await.unwrap();
 
     let follower = (leader + 1) % 3;
-    let mut other = self::rm(&at(&cluster, follower), &data).await;
+    let mut other = self::rm(&at(&cluster, follower), &trust).await;
     let status = list(&mut other).await.unwrap_err();
     assert_eq!(
         (status.code(), status.message()),
         (Code::Unavailable, "not leader")
     );
 
-    let mut meta = MetaStorageClient::new(channel(&at(&cluster, follower), &data).await);
+    let mut meta = MetaStorageClient::new(
+        pd_grpc::channel(&at(&cluster, follower), &trust)
+            .await
+            .unwrap(),
+    );
     let reply = meta
         .get(GetRequest {
             key: b"resource_group/settings".to_vec(),
@@ -488,7 +414,7 @@ async fn on_etcd_groups_outlive_the_leader_and_are_visible_through_meta_storage(
     let next = cluster
         .leader_within(Some(leader), Duration::from_secs(20))
         .expect("a new leader");
-    let mut rm = self::rm(&at(&cluster, next), &data).await;
+    let mut rm = self::rm(&at(&cluster, next), &trust).await;
     let groups = list_when_serving(&mut rm).await;
     assert_eq!(names(&groups), ["default", "tidb_rg"]);
     assert_eq!(settings(&groups[1]), (300, 600));
@@ -513,12 +439,11 @@ async fn meridians_own_record_is_outside_the_namespace() {
     let tmp = tempfile::tempdir().unwrap();
     let etcd = EtcdProcess::start(&tmp.path().join("etcd")).unwrap();
     let data = tmp.path().join("n0");
-    let args = ["--etcd", &etcd.endpoint(), "--cores", "1"].map(String::from);
-    let node = ServerProcess::start_with(test_binary(), &data, "127.0.0.1:0", &args).unwrap();
+    let node = ServerProcess::start_on_etcd(&etcd, &data, &[]).unwrap();
     let addr = node.grpc_addr.clone().unwrap();
-    let mut rm = rm(&addr, &data).await;
+    let mut rm = rm(&addr, &node.trust()).await;
     list_when_serving(&mut rm).await;
-    add(&mut rm, group("g", 10, 10)).await.unwrap();
+    add(&mut rm, ru_group("g", 10, 10)).await.unwrap();
     let mut direct = etcd.client(None).await.unwrap();
     let own = direct
         .get(

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use meridian::admin::AdminClient;
 use meridian::client::{Client, ClientError, ClientOptions};
-use meridian::harness::{test_binary, EtcdProcess, ServerProcess};
+use meridian::harness::{pd_header, test_binary, EtcdProcess, ServerProcess};
 use meridian::kvproto::metapb;
 use meridian::kvproto::pdpb::{self, pd_client::PdClient};
 use meridian::pd_grpc;
@@ -141,7 +141,7 @@ impl Pd {
         loop {
             match pd
                 .get_region(pdpb::GetRegionRequest {
-                    header: header(cluster_id),
+                    header: pd_header(cluster_id),
                     region_key: vec![],
                     ..Default::default()
                 })
@@ -161,7 +161,7 @@ impl Pd {
     }
 
     fn h(&self) -> Option<pdpb::RequestHeader> {
-        header(self.cluster_id)
+        pd_header(self.cluster_id)
     }
 
     async fn alloc_id(&mut self) -> u64 {
@@ -277,13 +277,6 @@ impl Pd {
             .into_inner();
         (r.region.expect("a region holds every key"), r.leader)
     }
-}
-
-fn header(cluster_id: u64) -> Option<pdpb::RequestHeader> {
-    Some(pdpb::RequestHeader {
-        cluster_id,
-        ..Default::default()
-    })
 }
 
 fn store_pb(id: u64) -> metapb::Store {

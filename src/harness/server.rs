@@ -8,6 +8,8 @@ use std::time::Duration;
 
 use anyhow::Context;
 
+use super::EtcdProcess;
+
 /// A running server process, killed if dropped before `stop`.
 pub struct ServerProcess {
     child: Option<Child>,
@@ -16,6 +18,8 @@ pub struct ServerProcess {
     /// The PD-compatible gRPC address, unless it is off.
     pub grpc_addr: Option<String>,
     pub data_dir: PathBuf,
+    /// The `meridian` binary it runs, which also makes certificates from its CA.
+    pub(super) binary: PathBuf,
     log: PathBuf,
 }
 
@@ -42,6 +46,23 @@ impl ServerProcess {
         extra: &[String],
     ) -> anyhow::Result<ServerProcess> {
         Self::start_with_env(binary, data_dir, listen, extra, &[])
+    }
+
+    /// A node of one core on `etcd`, with `extra` `serve` flags, of [`super::test_binary`], on
+    /// a free loopback port: the node makes its own CA and certificates in `data_dir/tls`.
+    pub fn start_on_etcd(
+        etcd: &EtcdProcess,
+        data_dir: &Path,
+        extra: &[String],
+    ) -> anyhow::Result<ServerProcess> {
+        let mut args = vec![
+            "--etcd".to_string(),
+            etcd.endpoint(),
+            "--cores".into(),
+            "1".into(),
+        ];
+        args.extend_from_slice(extra);
+        Self::start_with(super::test_binary(), data_dir, "127.0.0.1:0", &args)
     }
 
     /// `start_with`, with `env` added to the node's environment (a secret such as
@@ -99,6 +120,7 @@ impl ServerProcess {
             admin_addr,
             grpc_addr: field("grpc=").filter(|g| g != "off"),
             data_dir: data_dir.to_path_buf(),
+            binary: binary.to_path_buf(),
             log,
         })
     }

@@ -161,7 +161,12 @@ async fn the_latest_buckets_are_kept_and_returned_to_lookups_that_ask() {
 
     // Another cluster's header ends the stream with PD's status.
     let err = n
-        .report_buckets(vec![report(header(n.cluster_id + 1), r1, 4, &[b"", b""])])
+        .report_buckets(vec![report(
+            pd_header(n.cluster_id + 1),
+            r1,
+            4,
+            &[b"", b""],
+        )])
         .await
         .unwrap_err();
     assert_eq!(err.code(), Code::FailedPrecondition);

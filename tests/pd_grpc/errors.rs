@@ -9,12 +9,9 @@ async fn unknown_methods_and_malformed_messages_get_errors_not_hangs() {
     let tmp = tempfile::tempdir().unwrap();
     let data = tmp.path().join("data");
     let n = start(&data).await;
-    let channel = pd_grpc::channel(
-        n.server.grpc_addr.as_deref().unwrap(),
-        &Trust::Ca(data.join("tls/ca.pem")),
-    )
-    .await
-    .unwrap();
+    let channel = pd_grpc::channel(n.server.grpc_addr.as_deref().unwrap(), &n.server.trust())
+        .await
+        .unwrap();
     let mut raw = tonic::client::Grpc::new(channel.clone());
     raw.ready().await.unwrap();
 

@@ -38,9 +38,7 @@ async fn the_front_end_can_be_turned_off_or_moved() {
     .unwrap();
     let grpc = moved.grpc_addr.clone().unwrap();
     assert_ne!(grpc, moved.client_addr);
-    let mut pd = pd_grpc::connect(&grpc, &Trust::Ca(data.join("tls/ca.pem")))
-        .await
-        .unwrap();
+    let mut pd = pd_grpc::connect(&grpc, &moved.trust()).await.unwrap();
     let members = pd
         .get_members(pdpb::GetMembersRequest::default())
         .await
@@ -64,12 +62,9 @@ async fn grpc_health_check_reports_serving() {
     let tmp = tempfile::tempdir().unwrap();
     let data = tmp.path().join("data");
     let n = start(&data).await;
-    let channel = pd_grpc::channel(
-        n.server.grpc_addr.as_deref().unwrap(),
-        &Trust::Ca(data.join("tls/ca.pem")),
-    )
-    .await
-    .unwrap();
+    let channel = pd_grpc::channel(n.server.grpc_addr.as_deref().unwrap(), &n.server.trust())
+        .await
+        .unwrap();
     let mut health = HealthClient::new(channel);
     let r = health
         .check(HealthCheckRequest {

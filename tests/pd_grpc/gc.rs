@@ -30,7 +30,7 @@ async fn gc_state_reports_the_gc_safe_point_and_service_barriers() {
     assert!(r.gc_state.is_none());
     let err =
         n.pd.get_gc_state(pdpb::GetGcStateRequest {
-            header: header(n.cluster_id + 1),
+            header: pd_header(n.cluster_id + 1),
             ..Default::default()
         })
         .await

@@ -30,11 +30,10 @@ mod versions;
 use std::path::Path;
 use std::time::Duration;
 
-use meridian::harness::{test_binary, ServerProcess};
+use meridian::harness::{connect_when_placement_loads, pd_header, test_binary, ServerProcess};
 use meridian::kvproto::metapb;
 use meridian::kvproto::pdpb::{self, pd_client::PdClient};
 use meridian::pd_grpc;
-use meridian::tls::Trust;
 use tonic::transport::Channel;
 use tonic::Code;
 
@@ -51,36 +50,16 @@ async fn start(data: &Path) -> Node {
         grpc, server.client_addr,
         "gRPC serves TCP at the client address"
     );
-    let mut pd = pd_grpc::connect(&grpc, &Trust::Ca(data.join("tls/ca.pem")))
-        .await
-        .unwrap();
-    let cluster_id = pd_grpc::cluster_id(&mut pd).await.unwrap();
     // The node is up before placement has loaded; tests start once it has.
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while let Err(e) = pd
-        .is_bootstrapped(pdpb::IsBootstrappedRequest {
-            header: header(cluster_id),
-        })
-        .await
-    {
-        assert!(
-            e.code() == Code::Unavailable && std::time::Instant::now() < deadline,
-            "placement did not come up: {e}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let (pd, cluster_id) =
+        connect_when_placement_loads(&grpc, &server.trust(), Duration::from_secs(10))
+            .await
+            .unwrap();
     Node {
         server,
         pd,
         cluster_id,
     }
-}
-
-fn header(cluster_id: u64) -> Option<pdpb::RequestHeader> {
-    Some(pdpb::RequestHeader {
-        cluster_id,
-        ..Default::default()
-    })
 }
 
 fn error_type(h: &Option<pdpb::ResponseHeader>) -> Option<pdpb::ErrorType> {
@@ -128,7 +107,7 @@ fn store(id: u64, addr: &str) -> metapb::Store {
 
 impl Node {
     fn h(&self) -> Option<pdpb::RequestHeader> {
-        header(self.cluster_id)
+        pd_header(self.cluster_id)
     }
 
     async fn alloc_id(&mut self) -> u64 {

@@ -51,7 +51,7 @@ async fn a_new_leader_answers_with_what_the_last_one_persisted_and_followers_ref
     let other = 1 - first;
     let mut pd = client(&c, first).await;
     let cluster_id = pd_grpc::cluster_id(&mut pd).await.unwrap();
-    let h = header(cluster_id);
+    let h = pd_header(cluster_id);
     let mut ids = Vec::new();
     while ids.len() < 5 {
         match pd

@@ -115,7 +115,7 @@ async fn query_region_answers_keys_prev_keys_and_ids_as_pd_does() {
 
     // Another cluster's header: the stream ends with a failed precondition.
     tx.send(pdpb::QueryRegionRequest {
-        header: header(n.cluster_id + 1),
+        header: pd_header(n.cluster_id + 1),
         keys: vec![b"a".to_vec()],
         ..Default::default()
     })

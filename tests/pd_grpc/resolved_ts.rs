@@ -46,7 +46,7 @@ async fn min_resolved_ts_reports_are_taken_from_known_stores() {
     );
     let err =
         n.pd.report_min_resolved_ts(pdpb::ReportMinResolvedTsRequest {
-            header: header(n.cluster_id + 1),
+            header: pd_header(n.cluster_id + 1),
             store_id: s1,
             min_resolved_ts: 1,
         })

@@ -25,7 +25,7 @@ async fn every_rpc_answers_as_pd_does() {
     // A header for another cluster is a failed precondition; so is none at all.
     let err =
         n.pd.is_bootstrapped(pdpb::IsBootstrappedRequest {
-            header: header(n.cluster_id + 1),
+            header: pd_header(n.cluster_id + 1),
         })
         .await
         .unwrap_err();

@@ -11,7 +11,7 @@ async fn snapshot_recovery_is_never_marked_and_asks_nothing_of_the_caller() {
     let ask = |header| pdpb::IsSnapshotRecoveringRequest { header };
 
     // Before bootstrap, with the right header, another cluster's, and none: PD checks none.
-    for h in [n.h(), header(n.cluster_id + 1), None] {
+    for h in [n.h(), pd_header(n.cluster_id + 1), None] {
         let r =
             n.pd.is_snapshot_recovering(ask(h))
                 .await

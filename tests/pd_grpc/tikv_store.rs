@@ -51,7 +51,7 @@ impl Tikv {
     }
 
     fn h(&self) -> Option<pdpb::RequestHeader> {
-        header(self.cluster_id)
+        pd_header(self.cluster_id)
     }
 
     /// A unary call as TiKV makes it: an UNIMPLEMENTED is fatal; any other failure, or an
@@ -401,7 +401,9 @@ async fn leader_of(endpoints: &[String], trust: &meridian::tls::Trust) -> (PdCli
             if let Ok(mut pd) = pd_grpc::connect(&addr, trust).await {
                 // A leader that answers placement: loaded, not a stale member list.
                 if pd
-                    .is_bootstrapped(pdpb::IsBootstrappedRequest { header: header(id) })
+                    .is_bootstrapped(pdpb::IsBootstrappedRequest {
+                        header: pd_header(id),
+                    })
                     .await
                     .is_ok()
                 {

@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use axum::http::{header, Method, StatusCode, Version};
 use hyper_util::rt::{TokioExecutor, TokioIo};
-use meridian::harness::{test_binary, ServerProcess};
+use meridian::harness::{connect_when_placement_loads, pd_header, test_binary, ServerProcess};
 use meridian::kvproto::pdpb::{self, pd_client::PdClient};
 use meridian::pd_grpc;
 use meridian::tls::Trust;
@@ -186,10 +186,7 @@ impl Node {
     }
 
     fn h(&self) -> Option<pdpb::RequestHeader> {
-        Some(pdpb::RequestHeader {
-            cluster_id: self.cluster_id,
-            ..Default::default()
-        })
+        pd_header(self.cluster_id)
     }
 }
 
@@ -201,31 +198,11 @@ async fn start(data: &Path) -> Node {
         server.grpc_addr.as_deref(),
         Some(server.client_addr.as_str())
     );
-    let trust = Trust::Ca(data.join("tls/ca.pem"));
-    let mut pd = pd_grpc::connect(&server.client_addr, &trust).await.unwrap();
-    let members = pd
-        .get_members(pdpb::GetMembersRequest::default())
-        .await
-        .unwrap()
-        .into_inner();
-    let cluster_id = members.header.unwrap().cluster_id;
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while pd
-        .is_bootstrapped(pdpb::IsBootstrappedRequest {
-            header: Some(pdpb::RequestHeader {
-                cluster_id,
-                ..Default::default()
-            }),
-        })
-        .await
-        .is_err()
-    {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "placement did not come up"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let trust = server.trust();
+    let (pd, cluster_id) =
+        connect_when_placement_loads(&server.client_addr, &trust, Duration::from_secs(10))
+            .await
+            .unwrap();
     Node {
         server,
         pd,

@@ -96,10 +96,7 @@ async fn reads_need_a_role_changes_need_admin_and_strangers_do_not_get_in() {
     }
 
     // No certificate at all: the handshake (or the first read after it) fails.
-    let bare = tmp.path().join("bare");
-    std::fs::create_dir_all(&bare).unwrap();
-    std::fs::copy(data.join("tls/ca.pem"), bare.join("ca.pem")).unwrap();
-    let anonymous = Trust::Ca(bare.join("ca.pem"));
+    let anonymous = n.server.anonymous_trust(&tmp.path().join("bare")).unwrap();
     for proto in BOTH {
         let tried = tokio::time::timeout(
             Duration::from_secs(10),

@@ -20,16 +20,14 @@ use meridian::etcdpb::etcdserverpb::{
     watch_request::RequestUnion, Compare, LeaseGrantRequest, LeaseKeepAliveRequest, PutRequest,
     RangeRequest, RequestOp, TxnRequest, WatchCreateRequest, WatchRequest,
 };
-use meridian::harness::Cluster;
+use meridian::harness::{ru_group, token_request, Cluster};
 use meridian::kvproto::meta_storagepb::{
     meta_storage_client::MetaStorageClient, GetRequest as MetaGet, RequestHeader as MetaHeader,
     WatchRequest as MetaWatch,
 };
 use meridian::kvproto::resource_manager::{
-    keyspace_id_value, resource_manager_client::ResourceManagerClient, token_bucket_request,
-    GroupMode, GroupRequestUnitSettings, KeyspaceIdValue, ListResourceGroupsRequest,
-    PutResourceGroupRequest, RequestUnitItem, RequestUnitType, ResourceGroup, TokenBucket,
-    TokenBucketRequest, TokenBucketsRequest, TokenLimitSettings,
+    resource_manager_client::ResourceManagerClient, ListResourceGroupsRequest,
+    PutResourceGroupRequest,
 };
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
@@ -38,13 +36,6 @@ use super::*;
 
 const ID: &str = "5f6e0a1c-tidb-0";
 const ADDR: &str = "127.0.0.1:4000";
-
-/// The keyspace PD's Go client names in every resource-group call: none.
-fn null_keyspace() -> Option<KeyspaceIdValue> {
-    Some(KeyspaceIdValue {
-        keyspace: Some(keyspace_id_value::Keyspace::Value(u32::MAX)),
-    })
-}
 
 /// `key`'s prefix range end, as etcd's `clientv3.WithPrefix` makes it.
 fn prefix_end(key: &[u8]) -> Vec<u8> {
@@ -154,10 +145,7 @@ async fn http_reads(addr: &str, trust: &Trust) {
 async fn pd_calls(addr: &str, trust: &Trust, cluster_id: u64, round: u32) {
     let channel = pd_grpc::channel(addr, trust).await.unwrap();
     let mut pd = PdClient::new(channel.clone());
-    let h = Some(pdpb::RequestHeader {
-        cluster_id,
-        ..Default::default()
-    });
+    let h = pd_header(cluster_id);
     let stores = ok(
         "GetAllStores",
         pd.get_all_stores(pdpb::GetAllStoresRequest {
@@ -221,23 +209,7 @@ async fn pd_calls(addr: &str, trust: &Trust, cluster_id: u64, round: u32) {
     let name = format!("oltp-{round}");
     let added = rm
         .add_resource_group(PutResourceGroupRequest {
-            group: Some(ResourceGroup {
-                name: name.clone(),
-                mode: GroupMode::RuMode as i32,
-                r_u_settings: Some(GroupRequestUnitSettings {
-                    r_u: Some(TokenBucket {
-                        settings: Some(TokenLimitSettings {
-                            fill_rate: 1_000,
-                            burst_limit: 1_000,
-                            max_tokens: 0.0,
-                        }),
-                        tokens: 0.0,
-                    }),
-                }),
-                priority: 8,
-                keyspace_id: null_keyspace(),
-                ..Default::default()
-            }),
+            group: Some(ru_group(&name, 1_000, 1_000)),
         })
         .await;
     ok("AddResourceGroup", added);
@@ -255,25 +227,9 @@ async fn pd_calls(addr: &str, trust: &Trust, cluster_id: u64, round: u32) {
         "{event:?}"
     );
     let (tx, rx) = mpsc::channel(1);
-    tx.send(TokenBucketsRequest {
-        requests: vec![TokenBucketRequest {
-            resource_group_name: "default".into(),
-            request: Some(token_bucket_request::Request::RuItems(
-                token_bucket_request::RequestRu {
-                    request_r_u: vec![RequestUnitItem {
-                        r#type: RequestUnitType::Ru as i32,
-                        value: 1_000.0,
-                    }],
-                },
-            )),
-            keyspace_id: null_keyspace(),
-            ..Default::default()
-        }],
-        target_request_period_ms: 5_000,
-        client_unique_id: 7,
-    })
-    .await
-    .unwrap();
+    tx.send(token_request(&[("default", 1_000.0)], 7))
+        .await
+        .unwrap();
     let mut tokens = ok(
         "AcquireTokenBuckets",
         rm.acquire_token_buckets(ReceiverStream::new(rx)).await,
@@ -337,30 +293,11 @@ async fn a_tidb_server_starts_against_meridian_and_its_session_outlives_the_lead
         .expect("a leader");
     let at = |c: &Cluster, i: usize| c.nodes[i].process().client_addr.clone();
     let addr = at(&c, leader);
-    let mut pd = pd_grpc::connect(&addr, &trust).await.unwrap();
-    let cluster_id = pd_grpc::cluster_id(&mut pd).await.unwrap();
-    // TiDB needs a bootstrapped cluster (TiKV did it): one store, one region.
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    while pd
-        .is_bootstrapped(pdpb::IsBootstrappedRequest {
-            header: Some(pdpb::RequestHeader {
-                cluster_id,
-                ..Default::default()
-            }),
-        })
+    let (mut pd, cluster_id) = connect_when_placement_loads(&addr, &trust, Duration::from_secs(20))
         .await
-        .is_err()
-    {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "placement never loaded"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    let h = Some(pdpb::RequestHeader {
-        cluster_id,
-        ..Default::default()
-    });
+        .unwrap();
+    // TiDB needs a bootstrapped cluster (TiKV did it): one store, one region.
+    let h = pd_header(cluster_id);
     let mut ids = Vec::new();
     for _ in 0..3 {
         let r = ok(
@@ -522,19 +459,10 @@ async fn a_tidb_server_starts_against_meridian_and_its_session_outlives_the_lead
         tokio::task::block_in_place(|| c.leader_within(Some(leader), Duration::from_secs(20)))
             .expect("a new leader");
     let addr = at(&c, next);
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    let mut pd = pd_grpc::connect(&addr, &trust).await.unwrap();
-    while pd
-        .is_bootstrapped(pdpb::IsBootstrappedRequest { header: h.clone() })
+    let (_, same_cluster) = connect_when_placement_loads(&addr, &trust, Duration::from_secs(20))
         .await
-        .is_err()
-    {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the new leader never served"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+        .expect("the new leader serves");
+    assert_eq!(same_cluster, cluster_id);
     pd_calls(&addr, &trust, cluster_id, 2).await;
     http_reads(&addr, &trust).await;
     c.stop_all().unwrap();

@@ -1,0 +1,46 @@
+//! A PD gRPC client to a harness node as PD's own clients hold one: the request header that
+//! carries the cluster id, and a connection that waits until placement has loaded (a node
+//! serves before it has, and answers `Unavailable` until then). Owns only reaching the node;
+//! what is called on it, and what the answers must be, is the test's.
+
+use std::time::{Duration, Instant};
+
+use tonic::transport::Channel;
+use tonic::Code;
+
+use crate::kvproto::pdpb::{self, pd_client::PdClient};
+use crate::pd_grpc;
+use crate::tls::Trust;
+
+/// The header of every PD request: the cluster id, and nothing else set.
+pub fn pd_header(cluster_id: u64) -> Option<pdpb::RequestHeader> {
+    Some(pdpb::RequestHeader {
+        cluster_id,
+        ..Default::default()
+    })
+}
+
+/// A PD client to `addr` with `trust`, and the cluster id the member answers GetMembers
+/// with, once IsBootstrapped answers: retried while it is `Unavailable`, up to `timeout`.
+pub async fn connect_when_placement_loads(
+    addr: &str,
+    trust: &Trust,
+    timeout: Duration,
+) -> anyhow::Result<(PdClient<Channel>, u64)> {
+    let mut pd = pd_grpc::connect(addr, trust).await?;
+    let cluster_id = pd_grpc::cluster_id(&mut pd).await?;
+    let deadline = Instant::now() + timeout;
+    while let Err(e) = pd
+        .is_bootstrapped(pdpb::IsBootstrappedRequest {
+            header: pd_header(cluster_id),
+        })
+        .await
+    {
+        anyhow::ensure!(
+            e.code() == Code::Unavailable && Instant::now() < deadline,
+            "placement did not come up at {addr}: {e}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    Ok((pd, cluster_id))
+}
