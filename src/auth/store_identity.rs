@@ -122,6 +122,28 @@ pub enum StoreDenied {
          peer (bind-store-identity)"
     )]
     NoLeader { cert: String },
+    /// A report about a region only its leader makes (its buckets), from a certificate whose
+    /// store does not lead it as far as this leader knows.
+    #[error(
+        "certificate `{cert}` speaks for store {bound}, which does not lead region \
+         {region} (bind-store-identity)"
+    )]
+    NotLeader {
+        cert: String,
+        bound: u64,
+        region: u64,
+    },
+    /// A request about a region (a split) from a certificate whose store holds no peer of it
+    /// as far as this leader knows.
+    #[error(
+        "certificate `{cert}` speaks for store {bound}, which holds no peer of region \
+         {region} (bind-store-identity)"
+    )]
+    NoPeer {
+        cert: String,
+        bound: u64,
+        region: u64,
+    },
 }
 
 /// The hot path's rule, for calls that cannot bind (region heartbeats, reports): the call must

@@ -84,7 +84,11 @@ impl StoreMap {
     }
 
     /// Registers or updates a store. A store cannot make itself a tombstone or come back
-    /// from one; a Down store that registers again is Up. Returns what to persist.
+    /// from one; a Down store that registers again is Up. A store already known keeps the
+    /// state Meridian holds for it, whatever the registration says (PD's `putStoreImpl`
+    /// updates only addresses, version, labels and times): a registration cannot start a
+    /// decommission, which a heartbeat reporting no region would finish as a tombstone, nor
+    /// undo one. Returns what to persist.
     pub fn put(&mut self, mut store: Store, now_ms: u64) -> Result<&StoreStatus, StoreError> {
         let bad = |why: &str| Err(StoreError::Invalid(store.id, why.to_string()));
         if store.id == 0 {
@@ -124,6 +128,10 @@ impl StoreMap {
                 return Err(StoreError::Tombstone(id))
             }
             Some(s) => {
+                store.state = match s.store.state {
+                    StoreState::Down => StoreState::Up,
+                    kept => kept,
+                };
                 s.store = store;
                 s.last_heartbeat_ms = now_ms;
             }
@@ -286,6 +294,47 @@ mod tests {
         assert_eq!(m.mark_down(1002, 1000), Vec::<u64>::new());
         assert_eq!(m.heartbeat(1, StoreStats::default(), 1003), Ok(true));
         assert_eq!(m.get(1).unwrap().store.state, StoreState::Up);
+    }
+
+    #[test]
+    fn a_registration_keeps_the_state_of_a_known_store() {
+        let offline = |id, addr| Store {
+            state: StoreState::Offline,
+            ..store(id, addr)
+        };
+        let mut m = StoreMap::new();
+        m.put(store(1, "a:1"), 0).unwrap();
+        // A registration saying Offline neither decommissions the store nor, with a heartbeat
+        // reporting no region, buries it.
+        assert_eq!(
+            m.put(offline(1, "a:2"), 1).unwrap().store.state,
+            StoreState::Up
+        );
+        assert_eq!(
+            m.get(1).unwrap().store.address,
+            "a:2",
+            "the rest is updated"
+        );
+        assert_eq!(m.heartbeat(1, StoreStats::default(), 2), Ok(false));
+        assert_eq!(m.get(1).unwrap().store.state, StoreState::Up);
+        // Nor does one saying Up undo a decommission.
+        assert_eq!(m.decommission(1), Ok(true));
+        assert_eq!(
+            m.put(store(1, "a:2"), 3).unwrap().store.state,
+            StoreState::Offline
+        );
+        // A Down store that registers again is Up; a new store is what it says.
+        let mut m = StoreMap::new();
+        m.put(store(2, "b:1"), 0).unwrap();
+        assert_eq!(m.mark_down(5000, 1000), vec![2]);
+        assert_eq!(
+            m.put(store(2, "b:1"), 5001).unwrap().store.state,
+            StoreState::Up
+        );
+        assert_eq!(
+            m.put(offline(3, "c:1"), 0).unwrap().store.state,
+            StoreState::Offline
+        );
     }
 
     #[test]

@@ -2,6 +2,23 @@
 //! `"1h30m"`, `"1.5s"`) and a `time.UnixDate` instant (`"Mon Jan  2 15:04:05 UTC 2006"`), in
 //! UTC, which is how PD writes `start_at` on a server in UTC; another zone is refused.
 
+/// Why a time text was refused: Go's own words (`time.ParseDuration`'s and `time.Parse`'s),
+/// which PD passes on in its refusal.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TimeTextError {
+    #[error("time: invalid duration {0:?}")]
+    InvalidDuration(String),
+    #[error("time: missing unit in duration {0:?}")]
+    MissingUnit(String),
+    #[error("time: unknown unit {unit:?} in duration {text:?}")]
+    UnknownUnit { unit: String, text: String },
+    #[error("parsing time {0:?} as \"Mon Jan _2 15:04:05 MST 2006\": cannot parse")]
+    Date(String),
+    /// The clock is outside what a date can be written as.
+    #[error("time out of range")]
+    OutOfRange,
+}
+
 const MONTHS: [&str; 12] = [
     "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
 ];
@@ -9,8 +26,8 @@ const DAYS: [&str; 7] = ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"];
 
 /// Go's `time.ParseDuration`, in whole milliseconds (negative durations are refused: a label
 /// cannot expire before it starts).
-pub fn parse_go_duration(text: &str) -> Result<i64, String> {
-    let invalid = || format!("time: invalid duration {text:?}");
+pub fn parse_go_duration(text: &str) -> Result<i64, TimeTextError> {
+    let invalid = || TimeTextError::InvalidDuration(text.to_string());
     if text == "0" {
         return Ok(0);
     }
@@ -22,7 +39,7 @@ pub fn parse_go_duration(text: &str) -> Result<i64, String> {
     while !rest.is_empty() {
         let number_len = rest
             .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .ok_or_else(|| format!("time: missing unit in duration {text:?}"))?;
+            .ok_or_else(|| TimeTextError::MissingUnit(text.to_string()))?;
         let (number, tail) = rest.split_at(number_len);
         if number.is_empty() || number == "." {
             return Err(invalid());
@@ -39,7 +56,12 @@ pub fn parse_go_duration(text: &str) -> Result<i64, String> {
             "s" => 1e9,
             "m" => 60e9,
             "h" => 3600e9,
-            _ => return Err(format!("time: unknown unit {unit:?} in duration {text:?}")),
+            _ => {
+                return Err(TimeTextError::UnknownUnit {
+                    unit: unit.to_string(),
+                    text: text.to_string(),
+                })
+            }
         };
         total_ns += value * scale;
         rest = tail;
@@ -66,9 +88,8 @@ pub fn format_unix_date(secs: i64) -> Option<String> {
 }
 
 /// Go's `time.Parse(time.UnixDate, text)` for a time in UTC, as Unix seconds.
-pub fn parse_unix_date(text: &str) -> Result<i64, String> {
-    let refused =
-        || format!("parsing time {text:?} as \"Mon Jan _2 15:04:05 MST 2006\": cannot parse");
+pub fn parse_unix_date(text: &str) -> Result<i64, TimeTextError> {
+    let refused = || TimeTextError::Date(text.to_string());
     let fields: Vec<&str> = text.split_whitespace().collect();
     let [weekday, month, day, clock, zone, year] = fields.as_slice() else {
         return Err(refused());
@@ -113,6 +134,27 @@ mod tests {
         for bad in ["", "h", "10", "1x", "-1s", "1..5s"] {
             assert!(parse_go_duration(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn refusals_are_in_gos_words() {
+        let words = |r: Result<i64, TimeTextError>| r.unwrap_err().to_string();
+        assert_eq!(
+            words(parse_go_duration("1x")),
+            r#"time: unknown unit "x" in duration "1x""#
+        );
+        assert_eq!(
+            words(parse_go_duration("10")),
+            r#"time: missing unit in duration "10""#
+        );
+        assert_eq!(
+            words(parse_go_duration("1..5s")),
+            r#"time: invalid duration "1..5s""#
+        );
+        assert_eq!(
+            words(parse_unix_date("yesterday")),
+            r#"parsing time "yesterday" as "Mon Jan _2 15:04:05 MST 2006": cannot parse"#
+        );
     }
 
     #[test]

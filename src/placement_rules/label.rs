@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::duration::{format_unix_date, parse_go_duration, parse_unix_date};
+use super::duration::{format_unix_date, parse_go_duration, parse_unix_date, TimeTextError};
 use super::error::RuleError;
 use super::keys::decode_hex;
 
@@ -58,13 +58,13 @@ fn content(why: impl Into<String>) -> RuleError {
 
 impl RegionLabel {
     /// When the label expires (Unix seconds), filling in `start_at` as PD does; `None`: never.
-    fn expiry(&mut self, now_secs: i64) -> Result<Option<i64>, String> {
+    fn expiry(&mut self, now_secs: i64) -> Result<Option<i64>, TimeTextError> {
         if self.ttl.is_empty() {
             return Ok(None);
         }
         let ttl_ms = parse_go_duration(&self.ttl)?;
         let start = if self.start_at.is_empty() {
-            self.start_at = format_unix_date(now_secs).ok_or("time out of range")?;
+            self.start_at = format_unix_date(now_secs).ok_or(TimeTextError::OutOfRange)?;
             now_secs
         } else {
             parse_unix_date(&self.start_at)?

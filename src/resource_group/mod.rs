@@ -19,4 +19,4 @@ pub use group::{
     MAX_GROUP_BYTES, NULL_KEYSPACE,
 };
 pub use limit::{Limit, UNLIMITED_BURST, UNLIMITED_RATE};
-pub use registry::{Modification, Registry, MAX_GROUPS};
+pub use registry::{Modification, Registry, MAX_GROUPS, MAX_TOTAL_BYTES};

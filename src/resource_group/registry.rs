@@ -9,6 +9,8 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use prost::Message;
+
 use super::bucket::TokenBucket;
 use super::error::GroupError;
 use super::group::{
@@ -23,6 +25,12 @@ use crate::kvproto::resource_manager::{
 /// Most groups a cluster may have (PD has no bound): AddResourceGroup of a new one beyond it
 /// is refused.
 pub const MAX_GROUPS: usize = 10_000;
+/// Most bytes the groups' records may take together, encoded. Each is bounded
+/// (`MAX_GROUP_BYTES`), but `MAX_GROUPS` of the largest would be 640 MiB: held by the leader,
+/// written twice to etcd (near its default 2 GiB quota), and a ListResourceGroups answer far
+/// over the largest gRPC reply, so that no client could list them again. Real records are
+/// some hundred bytes: `MAX_GROUPS` of them fit many times over.
+pub const MAX_TOTAL_BYTES: usize = 16 << 20;
 /// PD's `defaultInitialTokens`: what a group with a positive burst limit starts with (never
 /// more than its capacity here).
 const INITIAL_TOKENS: f64 = 100_000.0;
@@ -151,6 +159,25 @@ impl Registry {
         self.groups.values().map(|e| e.answer(with_stats)).collect()
     }
 
+    /// Refuses `record` if, stored in place of the group of its name, the records would take
+    /// more than `MAX_TOTAL_BYTES` together.
+    fn check_total(&self, record: &ResourceGroup) -> Result<(), GroupError> {
+        let others: usize = self
+            .groups
+            .iter()
+            .filter(|(name, _)| **name != record.name)
+            .map(|(_, e)| e.record.encoded_len())
+            .sum();
+        let total = others + record.encoded_len();
+        if total > MAX_TOTAL_BYTES {
+            return Err(GroupError::TooLarge(format!(
+                "the resource groups' settings would take {total} bytes together, more than \
+                 {MAX_TOTAL_BYTES}"
+            )));
+        }
+        Ok(())
+    }
+
     /// The record AddResourceGroup would store. As in PD, adding a group that exists
     /// replaces it, bucket and all.
     pub fn plan_add(&self, group: ResourceGroup) -> Result<ResourceGroup, GroupError> {
@@ -160,6 +187,7 @@ impl Registry {
                 "a cluster holds at most {MAX_GROUPS} resource groups"
             )));
         }
+        self.check_total(&record)?;
         Ok(record)
     }
 
@@ -172,6 +200,7 @@ impl Registry {
             .get(&update.name)
             .ok_or_else(|| GroupError::NotExists(update.name.clone()))?;
         let (record, delta) = patched(&current.record, update)?;
+        self.check_total(&record)?;
         Ok(Modification { record, delta })
     }
 
@@ -422,6 +451,59 @@ mod tests {
             granted(&r.acquire(&ask("default", 1e12), 5000, later).unwrap()),
             (1e12, 0)
         );
+    }
+
+    #[test]
+    fn the_groups_bytes_together_are_bounded() {
+        use crate::kvproto::resource_manager::RunawaySettings;
+        use crate::resource_group::MAX_GROUP_BYTES;
+        // Groups each just under the bound of one record, as many as the budget takes.
+        let big = |name: &str, fill: usize| {
+            let mut g = ru_group(name, 1, 1);
+            g.runaway_settings = Some(RunawaySettings {
+                switch_group_name: "s".repeat(fill),
+                ..Default::default()
+            });
+            g
+        };
+        let used =
+            |r: &Registry| -> usize { r.groups.values().map(|e| e.record.encoded_len()).sum() };
+        let fill = MAX_GROUP_BYTES - 1024;
+        let mut r = Registry::new(vec![], T0);
+        let mut added = 0;
+        let refused = loop {
+            match r.plan_add(big(&format!("g{added}"), fill)) {
+                Ok(record) => {
+                    r.put(record, T0);
+                    added += 1;
+                }
+                Err(e) => break e,
+            }
+            assert!(added <= MAX_GROUPS, "the budget never refused an add");
+        };
+        assert!(matches!(refused, GroupError::TooLarge(_)), "{refused}");
+        assert!(added < MAX_GROUPS, "refused by bytes, not by count");
+        assert!(used(&r) <= MAX_TOTAL_BYTES);
+        // A group that takes what is left but a few bytes fits...
+        let left = MAX_TOTAL_BYTES - used(&r);
+        let mut fill_top = left;
+        while fill_top > 0 && big("top", fill_top).encoded_len() > left - 4 {
+            fill_top -= 1;
+        }
+        let top = big("top", fill_top);
+        r.put(r.plan_add(top).unwrap(), T0);
+        assert!(used(&r) <= MAX_TOTAL_BYTES);
+        // ...and then neither a new group nor a grown one does; the same one again does.
+        assert!(matches!(
+            r.plan_add(ru_group("small", 1, 1)),
+            Err(GroupError::TooLarge(_))
+        ));
+        assert!(matches!(
+            r.plan_modify(&big("g0", fill + 100)),
+            Err(GroupError::TooLarge(_))
+        ));
+        assert!(r.plan_add(big("g0", fill)).is_ok());
+        assert!(r.plan_modify(&big("g0", fill)).is_ok());
     }
 
     #[test]

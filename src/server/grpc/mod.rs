@@ -39,6 +39,17 @@ const HANDSHAKE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5)
 /// Handshakes in progress at once; more connections wait in the kernel's backlog.
 const MAX_HANDSHAKES: usize = 256;
 
+/// HTTP/2 streams one connection may hold open at once: gRPC calls, streams and watches,
+/// and PD's HTTP API over HTTP/2. Each open one holds a task and buffers here (a MetaStorage
+/// watch, a stream at etcd too); a client that opens more waits for one of its own to end,
+/// as HTTP/2 makes it. tonic leaves hyper's bound of 200 unset (none at all), so it is set
+/// here, to the QUIC port's default `max_streams_per_connection`.
+const MAX_STREAMS_PER_CONNECTION: u32 = 1024;
+
+/// Streams a peer may make this node reset for its errors (HTTP/2 "MadeYouReset") before the
+/// connection is closed: h2's own default, which tonic otherwise turns off.
+const MAX_LOCAL_ERROR_RESETS: usize = 1024;
+
 /// How long a stopping node lets gRPC connections close on their own.
 const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
 
@@ -112,7 +123,10 @@ async fn serve(setup: GrpcSetup) -> anyhow::Result<()> {
     ));
     let incoming = tokio_stream::wrappers::ReceiverStream::new(incoming);
     // HTTP/1.1 too: what is not gRPC is PD's HTTP API (`http::split`).
-    let mut builder = Server::builder().accept_http1(true);
+    let mut builder = Server::builder()
+        .accept_http1(true)
+        .max_concurrent_streams(MAX_STREAMS_PER_CONNECTION)
+        .http2_max_local_error_reset_streams(Some(MAX_LOCAL_ERROR_RESETS));
     let api = http::router(setup.shared.clone(), setup.metrics_slot);
     let etcd = etcd::EtcdProxy::new(
         setup.etcd.as_ref(),

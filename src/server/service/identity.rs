@@ -1,6 +1,7 @@
 //! Store identity at the door: a request that names a store (registration, store and region
-//! heartbeats, min-resolved-ts and split reports, bootstrap) is checked against the store the
-//! caller's certificate speaks for, before it touches any state, whichever front end brought it.
+//! heartbeats, min-resolved-ts and split reports, bootstrap) or a region only its stores speak
+//! of (bucket reports, split requests) is checked against the store the caller's certificate
+//! speaks for, before it touches any state, whichever front end brought it.
 //! A connection that already knows its store compares one id per item (an atomic load, no lock,
 //! no allocation: the region heartbeat path); one that does not looks its certificate up in the
 //! records once, and a registration by a certificate bound to nothing becomes a claim, made
@@ -30,6 +31,12 @@ enum Target<'a> {
     Leader(&'a Region),
     /// Regions a split report brings: each must have a peer on the caller's store.
     Peers(&'a [Region]),
+    /// A report only a region's leader makes (its buckets): the region, as this leader knows
+    /// it, must be led on the caller's store.
+    LedRegion(u64),
+    /// A split asked for: the region, as this leader knows it, must have a peer on the
+    /// caller's store (the request's own peers are the caller's word, not evidence).
+    HeldRegion(u64),
 }
 
 fn target(op: &Op) -> Target<'_> {
@@ -46,11 +53,12 @@ fn target(op: &Op) -> Target<'_> {
         PlacementOp::Heartbeat(region, _) => Target::Leader(region),
         PlacementOp::ResolvedTs(ResolvedTsOp::Report { store_id, .. }) => Target::Store(*store_id),
         PlacementOp::Splits(SplitOp::Report(regions)) => Target::Peers(regions),
-        PlacementOp::Splits(SplitOp::Ask { .. }) => Target::Nobody,
+        PlacementOp::Splits(SplitOp::Ask { region, .. }) => Target::HeldRegion(region.id),
+        PlacementOp::Buckets(BucketsOp::Report(buckets)) => Target::LedRegion(buckets.region_id),
         PlacementOp::ClusterConfig(ClusterConfigOp::Get | ClusterConfigOp::Put(_))
         | PlacementOp::Routing(RouteOp::Region(_) | RouteOp::PrevRegion(_))
         | PlacementOp::Routing(RouteOp::ById(_) | RouteOp::Scan { .. })
-        | PlacementOp::Buckets(BucketsOp::Report(_) | BucketsOp::Get(_))
+        | PlacementOp::Buckets(BucketsOp::Get(_))
         | PlacementOp::Gc(GcOp::Get | GcOp::Update(_) | GcOp::UpdateService { .. })
         | PlacementOp::ExternalTs(ExternalTsOp::Get | ExternalTsOp::Set { .. })
         | PlacementOp::GlobalConfig(
@@ -116,6 +124,47 @@ pub fn admit(op: Op, caller: &Caller, shared: &Shared) -> Result<Op, ErrorReply>
                             },
                             None => StoreDenied::Unbound { cert, target: on },
                         })
+                    }
+                }
+            }
+            Target::LedRegion(id) | Target::HeldRegion(id) => {
+                // A region this leader does not know is placement's to refuse (a split) or
+                // drop (buckets), as PD does; nothing of another store's is touched.
+                match shared.placement.index.get(id) {
+                    None => Ok(None),
+                    Some(route) => {
+                        let by_leader = matches!(target, Target::LedRegion(_));
+                        let leader = route.leader_store();
+                        let allowed = bound.is_some_and(|b| {
+                            if by_leader {
+                                leader == Some(b)
+                            } else {
+                                route.peers().any(|p| p.store_id == b)
+                            }
+                        });
+                        if allowed {
+                            Ok(None)
+                        } else {
+                            let cert = seat.name().to_string();
+                            Err(match bound {
+                                None => StoreDenied::Unbound {
+                                    cert,
+                                    target: leader
+                                        .or_else(|| route.peers().next().map(|p| p.store_id))
+                                        .unwrap_or(0),
+                                },
+                                Some(bound) if by_leader => StoreDenied::NotLeader {
+                                    cert,
+                                    bound,
+                                    region: id,
+                                },
+                                Some(bound) => StoreDenied::NoPeer {
+                                    cert,
+                                    bound,
+                                    region: id,
+                                },
+                            })
+                        }
                     }
                 }
             }

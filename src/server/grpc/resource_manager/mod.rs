@@ -42,7 +42,8 @@ use crate::server::Shared;
 /// Largest message taken from a client: a token request names a few groups; a group's record
 /// is bounded by `resource_group::MAX_GROUP_BYTES`.
 const MAX_REQUEST: usize = 4 << 20;
-/// Largest reply: a list of every group (at most `MAX_GROUPS` records of bounded size).
+/// Largest reply: a list of every group (their records take at most
+/// `resource_group::MAX_TOTAL_BYTES` together, and each answer adds a few bytes to its record).
 const MAX_RESPONSE: usize = 64 << 20;
 
 /// What PD's client is told on success.

@@ -7,12 +7,15 @@ impl PdService {
     /// refused), as PD does. Not the leader, or another cluster's header: the stream ends with
     /// PD's status, so the store reconnects to the leader. Not bootstrapped: PD's header, and
     /// the stream ends. A report that is too large is dropped and the stream goes on, as PD
-    /// drops a report it cannot take (a region it does not know).
+    /// drops a report it cannot take (a region it does not know). So is a report for a region
+    /// the caller's store does not lead (bind-store-identity): refused before it touches the
+    /// buckets held, counted, and the stream goes on (the store that leads it reports again).
     pub(super) async fn report_buckets(
         self: &Arc<Self>,
         request: GrpcRequest<Streaming<pdpb::ReportBucketsRequest>>,
     ) -> Result<GrpcResponse<pdpb::ReportBucketsResponse>, Status> {
         self.authorize(&request, Call::ReportBuckets)?;
+        let caller = ConnectionGrants::caller_of(&request);
         let mut inbound = request.into_inner();
         let mut shutdown = self.shared.shutdown.clone();
         let answer = |header| Ok(GrpcResponse::new(pdpb::ReportBucketsResponse { header }));
@@ -32,13 +35,20 @@ impl PdService {
                     keys: Vec::new(),
                 },
             );
-            match self.call(Request::ReportBuckets { buckets }).await {
+            match self
+                .call_as(&caller, Request::ReportBuckets { buckets })
+                .await
+            {
                 Response::Ok(Reply::Done) => {}
                 Response::Ok(other) => return Err(unexpected(other)),
                 Response::Err(ErrorReply::LimitExceeded(why)) => {
                     self.metrics()
                         .error(&ErrorReply::LimitExceeded(why.clone()));
                     tracing::debug!("a bucket report was dropped: {why}");
+                }
+                // Counted by `call_as` already.
+                Response::Err(ErrorReply::PermissionDenied(why)) => {
+                    tracing::debug!("a bucket report was refused: {why}");
                 }
                 Response::Err(e) => return answer(self.refusal(e)?),
             }
