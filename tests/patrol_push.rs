@@ -94,6 +94,7 @@ async fn a_down_stores_repair_is_pushed_to_the_leaders_stream_without_a_heartbea
     for _ in 0..20 {
         pd.alloc_id(pdpb::AllocIdRequest {
             header: header(cluster_id),
+            ..Default::default()
         })
         .await
         .unwrap();

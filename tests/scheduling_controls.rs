@@ -10,6 +10,7 @@ use std::process::{Command, Output};
 use meridian::client::{Client, ClientOptions};
 use meridian::harness::{bootstrap_one_region, test_binary, ServerProcess};
 use meridian::placement::{Store, StoreState};
+use meridian::tls::cert::Role;
 use meridian::tls::Trust;
 use serde_json::Value;
 
@@ -54,31 +55,15 @@ fn admin_tls(data: &Path) -> Vec<String> {
     ]
 }
 
-/// A certificate with the `client` role only, as TiDB's.
-fn client_only_tls(data: &Path) -> Vec<String> {
-    let tls = data.join("tls");
-    let out = Command::new(test_binary())
-        .arg("cert")
-        .arg("--certs-dir")
-        .arg(&tls)
-        .arg("--ca-key")
-        .arg(tls.join("ca-key.pem"))
-        .args(["create-client", "--role", "client", "--name", "tidb"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    vec![
-        "--ca".into(),
-        tls.join("ca.pem").to_str().unwrap().into(),
-        "--cert".into(),
-        tls.join("tidb.pem").to_str().unwrap().into(),
-        "--key".into(),
-        tls.join("tidb-key.pem").to_str().unwrap().into(),
-    ]
+/// ctl's flags for a certificate with the `client` role only, as TiDB's.
+fn client_only_tls(server: &ServerProcess) -> Vec<String> {
+    let Trust::Mutual { ca, cert, key } = server.role_cert(Role::Client, "tidb").unwrap() else {
+        panic!("a role certificate is a mutual trust");
+    };
+    [("--ca", ca), ("--cert", cert), ("--key", key)]
+        .into_iter()
+        .flat_map(|(flag, path)| [flag.to_string(), path.to_str().unwrap().to_string()])
+        .collect()
 }
 
 /// Bootstraps with one store and registers `more` stores beside it; all ids, first one first.
@@ -175,7 +160,7 @@ async fn limits_evict_leader_and_decommission_through_ctl_and_pds_http_api() {
     assert!(bad.contains("unknown scheduler"), "{bad}");
 
     // A client certificate (TiDB's role) reads but changes nothing.
-    let tidb = client_only_tls(&data);
+    let tidb = client_only_tls(&server);
     let denied = tokio::task::block_in_place(|| ctl_refused(&at, &tidb, &["store", "delete", &s1]));
     assert!(denied.contains("403"), "{denied}");
     tokio::task::block_in_place(|| ctl_ok(&at, &tidb, &["store", "limit"]));
