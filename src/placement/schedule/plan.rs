@@ -38,6 +38,16 @@ impl Plan {
         plan
     }
 
+    /// Replaces `old` with a new voter on `store`, the leader moving to `leader_to` before
+    /// anything else: the new peer's snapshot then comes from `leader_to`'s store. Then add a
+    /// learner, promote it, remove `old`.
+    pub fn move_peer_leader_first(kind: OpKind, old: &Peer, store: u64, leader_to: &Peer) -> Plan {
+        let mut steps = vec![Step::TransferLeader(leader_to.clone())];
+        steps.extend(Plan::add_voter(kind, store).steps);
+        steps.push(Step::RemovePeer(old.clone()));
+        Plan { kind, steps }
+    }
+
     /// Removes `old`, moving the leader to `leader_to` first if it leads.
     pub fn remove(kind: OpKind, old: &Peer, leader_to: Option<&Peer>) -> Plan {
         let mut steps = Vec::with_capacity(2);

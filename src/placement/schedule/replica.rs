@@ -3,7 +3,9 @@
 //! In order: an orphaned learner is promoted or removed; a voter on a Down, Tombstone,
 //! unknown or Offline store is replaced; a missing voter is added; an extra one is removed;
 //! the worst-placed voter moves where its distinct score is higher. Every plan keeps two
-//! healthy voters and never removes the leader's peer without moving the leader first.
+//! healthy voters and never removes the leader's peer without moving the leader first. A
+//! replacement whose leader is on a store being drained moves the leader to a healthy follower
+//! before anything else, so the new peer's snapshot does not come from the store that leaves.
 
 use super::cluster::{Cluster, RegionInput};
 use super::plan::Plan;
@@ -63,12 +65,38 @@ fn replace(c: &Cluster, r: &RegionInput, gone: &Peer, voters: usize) -> Option<P
         None
     };
     match store_to_add(c, r, Some(gone.store_id), f64::MIN) {
-        Some((store, _)) => Some(Plan::move_peer(KIND, gone, store, leader_to)),
+        Some((store, _)) => Some(replacement(c, r, gone, store, leader_to)),
         // Nowhere to put a replacement: an extra voter may still simply go.
         None if voters > c.cfg.max_replicas && may_remove(c, r, gone) => {
             Some(Plan::remove(KIND, gone, leader_to))
         }
         None => None,
+    }
+}
+
+/// Moves `gone` to `store`. The new peer's snapshot comes from the leader's store: a leader on
+/// a store being drained moves to a healthy follower before the add, as PD's operator builder
+/// prefers an Up store as the leader before an add (to keep snapshots off offline stores, which
+/// would otherwise send the snapshots of every region they lead). Any other leader of `gone`
+/// (`leader_to` set) moves only before the removal.
+fn replacement(
+    c: &Cluster,
+    r: &RegionInput,
+    gone: &Peer,
+    store: u64,
+    leader_to: Option<&Peer>,
+) -> Plan {
+    let draining = r
+        .leader()
+        .is_some_and(|l| c.health(l.store_id).is_removing());
+    let to = leader_to.or_else(|| {
+        draining
+            .then(|| leader_target(c, r, gone.store_id))
+            .flatten()
+    });
+    match to {
+        Some(to) if draining => Plan::move_peer_leader_first(KIND, gone, store, to),
+        to => Plan::move_peer(KIND, gone, store, to),
     }
 }
 

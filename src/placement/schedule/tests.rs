@@ -471,3 +471,57 @@ fn evict_leader_empties_the_store() {
         assert_ne!(r.leader_peer().map(|p| p.store_id), Some(1), "{r:?}");
     }
 }
+
+/// A leader on a store being drained is replaced as PD's operator builder orders it: the leader
+/// moves to a healthy follower first, so the learner's snapshot does not come from the store
+/// that leaves; then the learner is added, promoted, and the old peer removed.
+#[test]
+fn a_draining_leader_moves_before_its_replacement_is_added() {
+    let w = World {
+        stores: vec![
+            (2, Fate::Offline),
+            (0, Fate::Up),
+            (1, Fate::Up),
+            (2, Fate::Up),
+        ],
+        // The first peer leads: the one on the Offline store.
+        regions: vec![vec![(0, false), (1, false), (2, false)]],
+        isolated: true,
+        events: vec![],
+    };
+    let mut sim = Sim::new(&w);
+    assert_eq!(sim.cluster().health(1), Health::Serving { removing: true });
+    let mut steps = None;
+    // The store leading when the learner was added: the one that sends its snapshot.
+    let mut sender = None;
+    for _ in 0..6 {
+        let leader = sim.regions[0].leader_peer().map(|p| p.store_id);
+        sim.step(&Event::Heartbeat(0));
+        if steps.is_none() {
+            steps = sim.slots[0].as_ref().map(|p| p.steps.clone());
+        }
+        if sender.is_none() && sim.regions[0].peers.iter().any(|p| p.store_id == 4) {
+            sender = leader;
+        }
+    }
+    let steps = steps.expect("a replacement started");
+    assert!(
+        matches!(
+            steps.as_slice(),
+            [
+                Step::TransferLeader(to),
+                Step::AddLearner(add),
+                Step::PromoteLearner(_),
+                Step::RemovePeer(old),
+            ] if to.store_id != 1 && add.store_id == 4 && old.store_id == 1
+        ),
+        "{steps:?}"
+    );
+    assert!(matches!(sender, Some(2 | 3)), "sent from {sender:?}");
+    let r = &sim.regions[0];
+    let mut stores: Vec<u64> = r.peers.iter().map(|p| p.store_id).collect();
+    stores.sort_unstable();
+    assert_eq!(stores, vec![2, 3, 4], "{r:?}");
+    assert!(r.peers.iter().all(|p| p.role == PeerRole::Voter));
+    assert!(sim.slots[0].is_none());
+}

@@ -51,6 +51,14 @@ impl Health {
         )
     }
 
+    /// Whether the store is Offline (being drained), whether or not it still heartbeats.
+    pub fn is_removing(self) -> bool {
+        matches!(
+            self,
+            Health::Serving { removing: true } | Health::Disconnected { removing: true }
+        )
+    }
+
     /// Whether removing a peer here serves nothing and so is not charged to its limit.
     pub fn is_free_to_remove(self) -> bool {
         self.must_drain()

@@ -1,0 +1,394 @@
+//! The simulated cluster and its run: the [`Sim`] (TiKV's side, PD's side and the accounting,
+//! joined by the event queue), how it is built from a scenario and a seed, the event loop, and
+//! PD's side: the store map, the scheduler's view, its operators. PD's side is the scheduling
+//! core itself, called as the server's shards call it: a region heartbeat, a store heartbeat, a
+//! patrol pass.
+//!
+//! - `tikv`: the simulated stores and regions, and how a leader carries out a step.
+//! - `actions`: what the scenario does to the cluster, and the floor it is measured against.
+//! - `audit`: the once-a-second check (Down marks, samples, convergence) and the report.
+//!
+//! Must not: carry out a step (that is TiKV's side, in `tikv`), decide what the scheduler
+//! decides, or change the cluster outside an event.
+
+mod actions;
+mod audit;
+mod tikv;
+
+use meridian::placement::schedule::{
+    self, influence, Cluster, InFlight, Pending, RegionInput, StoreView,
+};
+use meridian::placement::{Epoch, Peer, PeerRole, Region, ScheduleConfig, StoreMap, StoreStats};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use crate::check::Checker;
+use crate::queue::{Event, Queue};
+use crate::report::{Report, Series};
+use crate::scenario::Scenario;
+
+use actions::Rolling;
+use tikv::{store_record, SimRegion, SimStore};
+
+pub struct Sim {
+    scn: Scenario,
+    cfg: ScheduleConfig,
+    now: u64,
+    q: Queue,
+    rng: ChaCha8Rng,
+    stores: Vec<SimStore>,
+    regions: Vec<SimRegion>,
+    // PD's side.
+    map: StoreMap,
+    view: StoreView,
+    in_flight: InFlight,
+    next_id: u64,
+    cursor: usize,
+    // Accounting.
+    check: Checker,
+    live: [usize; 4],
+    bad: u64,
+    last_op_ms: u64,
+    trigger_ms: Option<u64>,
+    converged_ms: Option<u64>,
+    moves: u64,
+    leader_transfers: u64,
+    operators: u64,
+    rolling: Option<Rolling>,
+    zone_down: Option<u32>,
+    repairs_during_loss: u64,
+    floor_s: f64,
+    min_moves: u64,
+    series: Series,
+}
+
+/// The configuration the simulator runs the scheduler with: PD's defaults, location labels
+/// zone and host, isolation at zone level.
+pub fn schedule_config(scn: &Scenario) -> ScheduleConfig {
+    ScheduleConfig {
+        location_labels: vec!["zone".into(), "host".into()],
+        isolation_level: "zone".into(),
+        max_store_down_time_ms: scn.max_store_down_s * 1000,
+        patrol_interval_ms: scn.timing.patrol_tick_ms,
+        patrol_period_ms: scn.timing.patrol_period_ms,
+        ..ScheduleConfig::default()
+    }
+}
+
+impl Sim {
+    pub fn new(scn: Scenario, seed: u64) -> Sim {
+        let cfg = schedule_config(&scn);
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let mut stores = Vec::new();
+        let mut by_zone: Vec<Vec<u64>> = Vec::new();
+        for (z, &n) in scn.zones.iter().enumerate() {
+            let mut ids = Vec::new();
+            for _ in 0..n {
+                let id = stores.len() as u64 + 1;
+                ids.push(id);
+                stores.push(SimStore {
+                    id,
+                    zone: z as u32,
+                    alive: true,
+                    joined: true,
+                    decommissioned: false,
+                    peers: 0,
+                    leaders: 0,
+                    send_free_ms: 0,
+                    recv_free_ms: 0,
+                });
+            }
+            // A shuffled round robin: every store of a zone holds the same number of peers,
+            // in an order the seed decides.
+            for i in (1..ids.len()).rev() {
+                let j = rng.gen_range(0..=i);
+                ids.swap(i, j);
+            }
+            by_zone.push(ids);
+        }
+        let mut next_id = scn.regions + stores.len() as u64 + 1;
+        let mut regions = Vec::with_capacity(scn.regions as usize);
+        for i in 0..scn.regions {
+            let peers: Vec<Peer> = by_zone
+                .iter()
+                .filter(|ids| !ids.is_empty())
+                .map(|ids| {
+                    next_id += 1;
+                    Peer {
+                        id: next_id,
+                        store_id: ids[(i % ids.len() as u64) as usize],
+                        role: PeerRole::Voter,
+                    }
+                })
+                .collect();
+            let leader = peers[rng.gen_range(0..peers.len())].id;
+            let region = Region {
+                id: i + 1,
+                start_key: if i == 0 { vec![] } else { key(i) },
+                end_key: if i + 1 == scn.regions {
+                    vec![]
+                } else {
+                    key(i + 1)
+                },
+                epoch: Epoch {
+                    conf_ver: 1,
+                    version: 1,
+                },
+                peers,
+                leader: Some(leader),
+            };
+            for p in &region.peers {
+                stores[(p.store_id - 1) as usize].peers += 1;
+                if Some(p.id) == region.leader {
+                    stores[(p.store_id - 1) as usize].leaders += 1;
+                }
+            }
+            regions.push(SimRegion {
+                region,
+                pending: Vec::new(),
+                slot: None,
+                good: true,
+            });
+        }
+        let mut map = StoreMap::new();
+        for s in &stores {
+            // Registration of a fresh store with a valid record cannot fail.
+            let _ = map.put(store_record(s.id, s.zone), 0);
+        }
+        let mut sim = Sim {
+            view: StoreView::default(),
+            in_flight: InFlight::default(),
+            cfg,
+            now: 0,
+            q: Queue::default(),
+            rng,
+            stores,
+            regions,
+            map,
+            next_id,
+            cursor: 0,
+            check: Checker::default(),
+            live: [0; 4],
+            bad: 0,
+            last_op_ms: 0,
+            trigger_ms: None,
+            converged_ms: None,
+            moves: 0,
+            leader_transfers: 0,
+            operators: 0,
+            rolling: None,
+            zone_down: None,
+            repairs_during_loss: 0,
+            floor_s: 0.0,
+            min_moves: 0,
+            series: Series::default(),
+            scn,
+        };
+        let t = sim.scn.timing.clone();
+        // Heartbeats start at phases the seed picks, as stores started at different times.
+        for s in 0..sim.stores.len() {
+            let at = sim.rng.gen_range(0..t.store_heartbeat_ms);
+            sim.q.push(at, Event::StoreBeat { store: s as u32 });
+        }
+        for r in 0..sim.regions.len() {
+            let at = sim.rng.gen_range(0..t.region_heartbeat_ms);
+            sim.q.push(
+                at,
+                Event::RegionBeat {
+                    region: r as u32,
+                    periodic: true,
+                },
+            );
+        }
+        for (i, a) in sim.scn.actions.iter().enumerate() {
+            sim.q.push(a.at_s() * 1000, Event::Action(i as u32));
+        }
+        sim.q.push(t.patrol_tick_ms, Event::Patrol);
+        sim.q.push(1000, Event::Second);
+        sim.store_beats_all();
+        sim
+    }
+
+    /// Every store heartbeats once at time 0, so PD knows their counts before anything runs.
+    fn store_beats_all(&mut self) {
+        for s in 0..self.stores.len() {
+            self.store_beat(s);
+        }
+    }
+
+    fn cluster(&self) -> Cluster<'_> {
+        Cluster {
+            cfg: &self.cfg,
+            stores: &self.view,
+            in_flight: &self.in_flight,
+            now_ms: self.now,
+        }
+    }
+
+    /// Runs to convergence or the scenario's end.
+    pub fn run(mut self, seed: u64) -> Report {
+        let end = self.scn.max_sim_s * 1000;
+        while let Some((at, e)) = self.q.pop() {
+            if at > end || self.converged_ms.is_some() {
+                break;
+            }
+            self.now = at;
+            self.handle(e);
+        }
+        self.report(seed)
+    }
+
+    fn handle(&mut self, e: Event) {
+        let t = &self.scn.timing;
+        match e {
+            Event::RegionBeat { region, periodic } => {
+                if periodic {
+                    let next = self.now + t.region_heartbeat_ms;
+                    self.q.push(next, e);
+                }
+                self.region_beat(region as usize);
+            }
+            Event::StoreBeat { store } => {
+                let s = store as usize;
+                if self.stores[s].alive && self.stores[s].joined {
+                    let next = self.now + t.store_heartbeat_ms;
+                    self.q.push(next, e);
+                    self.store_beat(s);
+                }
+            }
+            Event::Patrol => {
+                let next = self.now + t.patrol_tick_ms;
+                self.q.push(next, Event::Patrol);
+                self.patrol();
+            }
+            Event::SnapshotApplied { region, peer } => {
+                let r = &self.regions[region as usize];
+                let on = r
+                    .region
+                    .peers
+                    .iter()
+                    .find(|p| p.id == peer)
+                    .map(|p| p.store_id);
+                if on.is_some_and(|s| self.stores[(s - 1) as usize].alive) {
+                    let at = self.now + self.scn.timing.catch_up_ms;
+                    self.q.push(at, Event::CaughtUp { region, peer });
+                }
+            }
+            Event::CaughtUp { region, peer } => {
+                let i = region as usize;
+                self.change(i, |r| r.pending.retain(|p| *p != peer));
+                self.beat_now(i);
+            }
+            Event::LeaderMoved { region, peer } => self.leader_moved(region as usize, peer),
+            Event::Elect { region } => self.elect(region as usize),
+            Event::Action(i) => self.act(i as usize),
+            Event::Second => {
+                self.q.push(self.now + 1000, Event::Second);
+                self.second();
+            }
+        }
+    }
+
+    // ---- PD's side --------------------------------------------------------------------
+
+    fn store_beat(&mut self, s: usize) {
+        let st = &self.stores[s];
+        let used = (st.peers * self.scn.region_size_mib) << 20;
+        let stats = StoreStats {
+            capacity: 4 << 40,
+            available: (4u64 << 40).saturating_sub(used),
+            used_size: used,
+            region_count: st.peers,
+            leader_count: st.leaders,
+        };
+        // A Tombstone's heartbeats are refused, as PD refuses them.
+        let _ = self.map.heartbeat(st.id, stats, self.now);
+        self.republish();
+    }
+
+    fn republish(&mut self) {
+        self.view = StoreView::of(&self.map, &self.cfg, &self.view, self.now);
+    }
+
+    /// One call into the scheduler for region `i`; `patrol` picks the entry point.
+    fn schedule(&mut self, i: usize, patrol: bool) {
+        let mut slot = self.regions[i].slot.take();
+        let mut next_id = self.next_id;
+        let d = {
+            let r = &self.regions[i];
+            let input = RegionInput {
+                region: &r.region,
+                pending_peers: &r.pending,
+                size_mib: self.scn.region_size_mib,
+            };
+            let c = self.cluster();
+            let mut ids = || {
+                next_id += 1;
+                Some(next_id)
+            };
+            if patrol {
+                schedule::patrol(&c, &input, &mut slot, &mut ids)
+            } else {
+                schedule::on_heartbeat(&c, &input, true, &mut slot, &mut ids)
+            }
+        };
+        self.next_id = next_id;
+        if let Some((kind, _)) = d.ended {
+            self.live[kind.index()] -= 1;
+        }
+        if d.started {
+            if let Some(p) = slot.as_deref() {
+                self.started(p);
+            }
+        }
+        self.regions[i].slot = slot;
+        if let Some(op) = d.step {
+            self.carry_out(i, op);
+        }
+    }
+
+    /// An operator started: count it and check rule 4.
+    fn started(&mut self, p: &Pending) {
+        self.operators += 1;
+        self.last_op_ms = self.now;
+        self.live[p.kind.index()] += 1;
+        let cost = influence(self.scn.region_size_mib);
+        let add = p.adds_to().map(|s| ((s - 1) as usize, cost));
+        let c = self.cluster();
+        let remove = p
+            .removes_from()
+            .filter(|s| !c.health(*s).is_free_to_remove())
+            .map(|s| ((s - 1) as usize, cost));
+        let live = self.live[p.kind.index()];
+        self.check
+            .started(self.now, &self.cfg, p.kind, live, add, remove);
+        if self.zone_down.is_some() && add.is_some() {
+            self.repairs_during_loss += 1;
+        }
+    }
+
+    fn region_beat(&mut self, i: usize) {
+        if !self.leader_alive(i) {
+            return;
+        }
+        self.schedule(i, false);
+    }
+
+    fn patrol(&mut self) {
+        let n = self.regions.len();
+        for _ in 0..self.cfg.patrol_batch_for(n).min(n) {
+            if self.cursor >= n {
+                self.cursor = 0;
+            }
+            let i = self.cursor;
+            self.cursor += 1;
+            if self.leader_alive(i) {
+                self.schedule(i, true);
+            }
+        }
+    }
+}
+
+fn key(i: u64) -> Vec<u8> {
+    format!("t{i:010}").into_bytes()
+}

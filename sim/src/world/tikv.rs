@@ -1,0 +1,327 @@
+//! TiKV's side of the simulation: the stores (alive or stopped, their counts and snapshot
+//! links) and the regions as their leaders hold them, and how a leader carries out a step sent
+//! by PD with the timing model's delays: a learner's snapshot and catch-up, promotion, removal,
+//! a leader transfer; an election after a leader's loss; a store stopping and starting. Keeps
+//! the count of regions that are not healed as each region changes.
+//!
+//! Must not: call the scheduler or change PD's store map and view (that is the event loop's,
+//! in `mod.rs`; the view is read here only to judge a step against the safety rules), or
+//! decide when a store stops (that is the scenario's, in `actions`).
+
+use meridian::placement::schedule::{Cluster, Pending, RegionInput};
+use meridian::placement::{
+    Label, Operator, Peer, PeerRole, Region, Store, StoreDetails, StoreState,
+};
+use rand::Rng;
+
+use super::Sim;
+use crate::queue::Event;
+
+pub(super) struct SimStore {
+    pub(super) id: u64,
+    pub(super) zone: u32,
+    pub(super) alive: bool,
+    pub(super) joined: bool,
+    pub(super) decommissioned: bool,
+    pub(super) peers: u64,
+    pub(super) leaders: u64,
+    /// When its snapshot link is free again, each way.
+    pub(super) send_free_ms: u64,
+    pub(super) recv_free_ms: u64,
+}
+
+pub(super) struct SimRegion {
+    pub(super) region: Region,
+    /// Learners still catching up (TiKV's `pending_peers`).
+    pub(super) pending: Vec<u64>,
+    /// PD's operator for the region.
+    pub(super) slot: Option<Box<Pending>>,
+    pub(super) good: bool,
+}
+
+/// The record a simulated store registers with PD.
+pub(super) fn store_record(id: u64, zone: u32) -> Store {
+    Store {
+        id,
+        address: format!("store{id}:20160"),
+        labels: vec![
+            Label {
+                key: "zone".into(),
+                value: format!("z{}", zone + 1),
+            },
+            Label {
+                key: "host".into(),
+                value: format!("h{id}"),
+            },
+        ],
+        state: StoreState::Up,
+        details: std::sync::Arc::new(StoreDetails {
+            version: "8.5.0".into(),
+            ..StoreDetails::default()
+        }),
+    }
+}
+
+impl Sim {
+    pub(super) fn leader_alive(&self, i: usize) -> bool {
+        self.regions[i]
+            .region
+            .leader_peer()
+            .is_some_and(|p| self.stores[(p.store_id - 1) as usize].alive)
+    }
+
+    /// Changes region `i`, keeping the count of regions that are not healed.
+    pub(super) fn change(&mut self, i: usize, f: impl FnOnce(&mut SimRegion)) {
+        f(&mut self.regions[i]);
+        let good = self.is_good(&self.regions[i]);
+        let r = &mut self.regions[i];
+        if r.good != good {
+            if good {
+                self.bad -= 1;
+            } else {
+                self.bad += 1;
+            }
+            r.good = good;
+        }
+    }
+
+    fn is_good(&self, r: &SimRegion) -> bool {
+        let peers = &r.region.peers;
+        if peers.len() != self.cfg.max_replicas
+            || !r.pending.is_empty()
+            || peers.iter().any(|p| p.role != PeerRole::Voter)
+        {
+            return false;
+        }
+        for (k, p) in peers.iter().enumerate() {
+            let s = &self.stores[(p.store_id - 1) as usize];
+            if !s.alive || s.decommissioned {
+                return false;
+            }
+            if peers[..k]
+                .iter()
+                .any(|q| self.stores[(q.store_id - 1) as usize].zone == s.zone)
+            {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// Recounts every region (after a store's state changed).
+    pub(super) fn recount(&mut self) {
+        let mut bad = 0;
+        for i in 0..self.regions.len() {
+            let good = self.is_good(&self.regions[i]);
+            self.regions[i].good = good;
+            bad += u64::from(!good);
+        }
+        self.bad = bad;
+    }
+
+    /// The leader heartbeats at once, as TiKV does after a conf change or a leader change.
+    pub(super) fn beat_now(&mut self, i: usize) {
+        self.q.push(
+            self.now,
+            Event::RegionBeat {
+                region: i as u32,
+                periodic: false,
+            },
+        );
+    }
+
+    /// The leader of region `i` carries out `op` (checked against the safety rules first).
+    pub(super) fn carry_out(&mut self, i: usize, op: Operator) {
+        if !self.leader_alive(i) {
+            return;
+        }
+        {
+            let r = &self.regions[i];
+            let input = RegionInput {
+                region: &r.region,
+                pending_peers: &r.pending,
+                size_mib: self.scn.region_size_mib,
+            };
+            let c = Cluster {
+                cfg: &self.cfg,
+                stores: &self.view,
+                in_flight: &self.in_flight,
+                now_ms: self.now,
+            };
+            let healthy = |p: &Peer| input.is_healthy(&c, p);
+            self.check.step(self.now, &r.region, &op, &healthy);
+        }
+        let size = self.scn.region_size_mib;
+        match op {
+            Operator::AddPeer(p) => {
+                let existing = self.regions[i]
+                    .region
+                    .peers
+                    .iter()
+                    .find(|q| q.id == p.id)
+                    .map(|q| q.role);
+                match (existing, p.role) {
+                    (None, _) => {
+                        // A new learner (or voter): it waits for a snapshot.
+                        let store = (p.store_id - 1) as usize;
+                        let leader = self.regions[i]
+                            .region
+                            .leader_peer()
+                            .map(|l| (l.store_id - 1) as usize)
+                            .unwrap_or(store);
+                        let peer = p.id;
+                        self.change(i, |r| {
+                            r.region.peers.push(p);
+                            r.region.epoch.conf_ver += 1;
+                            r.pending.push(peer);
+                        });
+                        self.stores[store].peers += 1;
+                        let ms = size * 1000 / self.scn.timing.snapshot_mib_per_s.max(1);
+                        let start = self
+                            .now
+                            .max(self.stores[store].recv_free_ms)
+                            .max(self.stores[leader].send_free_ms);
+                        self.stores[store].recv_free_ms = start + ms;
+                        self.stores[leader].send_free_ms = start + ms;
+                        self.q.push(
+                            start + ms,
+                            Event::SnapshotApplied {
+                                region: i as u32,
+                                peer,
+                            },
+                        );
+                        self.beat_now(i);
+                    }
+                    (Some(PeerRole::Learner), PeerRole::Voter) => {
+                        self.change(i, |r| {
+                            if let Some(q) = r.region.peers.iter_mut().find(|q| q.id == p.id) {
+                                q.role = PeerRole::Voter;
+                            }
+                            r.region.epoch.conf_ver += 1;
+                        });
+                        self.moves += 1;
+                        self.beat_now(i);
+                    }
+                    // Sent again while it is in progress, or done: nothing new.
+                    _ => {}
+                }
+            }
+            Operator::RemovePeer(p) => {
+                let r = &self.regions[i].region;
+                // TiKV refuses to remove its own leader.
+                if r.leader == Some(p.id) || !r.peers.iter().any(|q| q.id == p.id) {
+                    return;
+                }
+                self.change(i, |r| {
+                    r.region.peers.retain(|q| q.id != p.id);
+                    r.region.epoch.conf_ver += 1;
+                    r.pending.retain(|q| *q != p.id);
+                });
+                self.stores[(p.store_id - 1) as usize].peers -= 1;
+                self.beat_now(i);
+            }
+            Operator::TransferLeader(p) => {
+                let at = self.now + self.scn.timing.transfer_leader_ms;
+                self.q.push(
+                    at,
+                    Event::LeaderMoved {
+                        region: i as u32,
+                        peer: p.id,
+                    },
+                );
+            }
+        }
+    }
+
+    pub(super) fn leader_moved(&mut self, i: usize, peer: u64) {
+        let r = &self.regions[i].region;
+        if r.leader == Some(peer) || !self.leader_alive(i) {
+            return;
+        }
+        let Some(to) = r
+            .peers
+            .iter()
+            .find(|p| p.id == peer && p.role == PeerRole::Voter)
+            .map(|p| p.store_id)
+        else {
+            return;
+        };
+        if !self.stores[(to - 1) as usize].alive {
+            return;
+        }
+        self.set_leader(i, peer);
+        self.leader_transfers += 1;
+        self.beat_now(i);
+    }
+
+    fn set_leader(&mut self, i: usize, peer: u64) {
+        if let Some(old) = self.regions[i].region.leader_peer().map(|p| p.store_id) {
+            self.stores[(old - 1) as usize].leaders -= 1;
+        }
+        let r = &mut self.regions[i].region;
+        r.leader = Some(peer);
+        if let Some(new) = r.leader_peer().map(|p| p.store_id) {
+            self.stores[(new - 1) as usize].leaders += 1;
+        }
+    }
+
+    /// A region that lost its leader elects a live voter, if it has one.
+    pub(super) fn elect(&mut self, i: usize) {
+        if self.leader_alive(i) {
+            return;
+        }
+        let live: Vec<u64> = self.regions[i]
+            .region
+            .peers
+            .iter()
+            .filter(|p| p.role == PeerRole::Voter && self.stores[(p.store_id - 1) as usize].alive)
+            .map(|p| p.id)
+            .collect();
+        // A majority of voters must be alive to elect.
+        let voters = self.regions[i]
+            .region
+            .peers
+            .iter()
+            .filter(|p| p.role == PeerRole::Voter)
+            .count();
+        if live.len() < voters / 2 + 1 {
+            return;
+        }
+        let peer = live[self.rng.gen_range(0..live.len())];
+        self.set_leader(i, peer);
+        self.beat_now(i);
+    }
+
+    pub(super) fn kill(&mut self, id: u64) {
+        let s = (id - 1) as usize;
+        if !self.stores[s].alive {
+            return;
+        }
+        self.stores[s].alive = false;
+        let at = self.now + self.scn.timing.election_ms;
+        for i in 0..self.regions.len() {
+            if self.regions[i]
+                .region
+                .leader_peer()
+                .is_some_and(|p| p.store_id == id)
+            {
+                self.q.push(at, Event::Elect { region: i as u32 });
+            }
+        }
+    }
+
+    pub(super) fn revive(&mut self, id: u64) {
+        let s = (id - 1) as usize;
+        if self.stores[s].alive {
+            return;
+        }
+        self.stores[s].alive = true;
+        self.q.push(self.now, Event::StoreBeat { store: s as u32 });
+        let at = self.now + self.scn.timing.election_ms;
+        for i in 0..self.regions.len() {
+            if !self.leader_alive(i) {
+                self.q.push(at, Event::Elect { region: i as u32 });
+            }
+        }
+    }
+}
