@@ -10,6 +10,7 @@
 //! - `location`: distinct score and isolation.
 //! - `select`: target stores and leader targets.
 //! - `replica`, `balance`: the checkers and schedulers, each a [`Plan`] or nothing.
+//! - `scatter`: PD's region scatterer (ScatterRegion), spreading a group's peers and leaders.
 //! - `scheduler`: the entry points; starts plans within budget, runs operators step by step.
 //! - `safety`: the four rules as an independent check, for the simulator and tests.
 //!
@@ -23,6 +24,7 @@ mod location;
 mod plan;
 mod replica;
 pub mod safety;
+mod scatter;
 mod scheduler;
 mod select;
 mod view;
@@ -35,7 +37,8 @@ pub use cluster::{Cluster, RegionInput};
 pub use config::ScheduleConfig;
 pub use location::{distinct_score, isolated};
 pub use plan::Plan;
-pub use scheduler::{cancel, on_heartbeat, patrol, Dispatch};
+pub use scatter::{scatter, Groups, Refused, Target, SCATTER_DESC};
+pub use scheduler::{cancel, on_heartbeat, patrol, start_plan, Dispatch};
 pub use view::{Health, StoreLoad, StoreView};
 
 pub use crate::placement::operator::{OpKind, Pending, Progress, Step};
