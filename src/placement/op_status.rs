@@ -73,12 +73,9 @@ pub struct OpStatusTracker {
 }
 
 impl OpStatusTracker {
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    fn len(&self) -> usize {
         self.records.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.records.is_empty()
     }
 
     /// An operator started on `region` (replacing any record it had).
