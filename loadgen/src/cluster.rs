@@ -237,6 +237,8 @@ fn apply(region: &mut Region, op: &Operator) {
             }
         }
         Operator::TransferLeader(p) => region.leader = Some(p.id),
+        // Load generation keeps its regions: a split asked of it is not carried out.
+        Operator::Split(_) => {}
     }
 }
 

@@ -10,6 +10,10 @@
 //!   and CDC run as clients);
 //! - writes into the etcd namespace (etcd API, MetaStorage) and resource group DDL: `client`
 //!   (TiDB's sessions and CREATE RESOURCE GROUP);
+//! - asking for splits and scatters (SplitRegions, ScatterRegion, SplitAndScatterRegions):
+//!   `client` (TiDB's SPLIT TABLE and pre-split tables, BR and Lightning restores); these
+//!   only start operators, run within the store limits and safety rules like any other, and
+//!   never write the region map themselves;
 //! - leadership and membership changes, debug controls (every admin route that is not a
 //!   GET), and every route of PD's HTTP API that is not a GET (placement and label rules):
 //!   `admin`.
@@ -56,6 +60,12 @@ pub enum Call {
     StoreGlobalConfig,
     LoadGlobalConfig,
     WatchGlobalConfig,
+    /// PD's client-driven operators: ScatterRegion, SplitRegions, SplitAndScatterRegions
+    /// (`client`), and the status a client waits on, GetOperator (any role: a read).
+    ScatterRegion,
+    SplitRegions,
+    SplitAndScatterRegions,
+    GetOperator,
     /// Admin API probes: health, readiness, metrics.
     AdminProbe,
     /// Admin API reads: members, leader.
@@ -126,6 +136,8 @@ pub fn need_of(call: Call) -> Need {
         GetRegionBuckets => Need::AnyRole,
         StoreGlobalConfig => Need::Role(Role::Client),
         LoadGlobalConfig | WatchGlobalConfig => Need::AnyRole,
+        ScatterRegion | SplitRegions | SplitAndScatterRegions => Need::Role(Role::Client),
+        GetOperator => Need::AnyRole,
         Ping | Tso | GetMembers | GetClusterInfo | IsBootstrapped | GetStore | GetAllStores
         | GetRegion | GetPrevRegion | GetRegionById | ScanRegions | QueryRegion
         | GetGcSafePoint | GetGcState | AdminProbe | AdminRead => Need::AnyRole,
@@ -232,6 +244,22 @@ mod tests {
                 .permitted(Grants::of_roles(&[Role::Client, Role::Store, Role::Member]))
                 .unwrap_err();
             assert!(err.to_string().contains("`admin`"), "{err}");
+        }
+        for call in [
+            Call::ScatterRegion,
+            Call::SplitRegions,
+            Call::SplitAndScatterRegions,
+        ] {
+            assert!(call.permitted(Grants::of_roles(&[Role::Client])).is_ok());
+            for other in [Role::Store, Role::Admin, Role::Member] {
+                let err = call.permitted(Grants::of_roles(&[other])).unwrap_err();
+                assert!(err.to_string().contains("`client`"), "{err}");
+            }
+        }
+        for role in Role::ALL {
+            assert!(Call::GetOperator
+                .permitted(Grants::of_roles(&[role]))
+                .is_ok());
         }
         for call in [Call::UpdateGcSafePoint, Call::UpdateServiceGcSafePoint] {
             assert!(call.permitted(Grants::of_roles(&[Role::Client])).is_ok());

@@ -8,6 +8,7 @@ mod buckets;
 mod dense_map;
 mod id_alloc;
 mod limits;
+mod op_status;
 mod operator;
 mod prefix_search;
 mod range_index;
@@ -30,11 +31,12 @@ pub use limits::{
 };
 /// The cluster's own record: data only, no rule over it here.
 pub use meridian_client::placement::ClusterMeta;
-pub use operator::{OpKind, Operator, Pending, Progress, Step};
+pub use operator::{OpKind, Operator, Pending, Progress, SplitStep, Step};
 pub use range_index::{Change, RangeIndex, Snapshot, SEGMENT};
 pub use region::{Epoch, Peer, PeerRole, Region, RegionError, RegionShape, RegionStats, MAX_PEERS};
 // The reference model the property tests and the fuzzers check `RangeIndex` against; no
 // request is served from it, so it is not part of the public API.
+pub use op_status::{OpRecord, OpStatus, RECORD_TTL_MS};
 #[cfg(any(test, feature = "testkit"))]
 pub(crate) use region_map::RegionMap;
 pub use resolved_ts::{may_resolve, ResolvedTs};
@@ -42,7 +44,7 @@ pub use route::Route;
 pub use schedule::{
     Cluster, Health, InFlight, RegionInput, ScheduleConfig, StoreBudget, StoreLoad, StoreView,
 };
-pub use shard::{Outcome, Shard};
+pub use shard::{Order, OrderRefused, Ordered, Outcome, Shard, SPLIT_DESC};
 pub use split::{check_split, InvalidSplit};
 pub use store::{
     Label, Store, StoreDetails, StoreError, StoreMap, StoreState, StoreStats, StoreStatus,

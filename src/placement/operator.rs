@@ -17,6 +17,17 @@ pub enum Step {
     PromoteLearner(Peer),
     RemovePeer(Peer),
     TransferLeader(Peer),
+    /// The leader splits the region at `keys` (SplitRegions); boxed, being rare.
+    Split(Box<SplitStep>),
+}
+
+/// The range a split was asked of and where to cut it: done once the region's range differs
+/// (PD's `SplitRegion.IsFinish`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SplitStep {
+    pub start_key: Vec<u8>,
+    pub end_key: Vec<u8>,
+    pub keys: Vec<Vec<u8>>,
 }
 
 impl Step {
@@ -33,6 +44,7 @@ impl Step {
                 .any(|q| q.id == p.id && q.role == PeerRole::Voter),
             Step::RemovePeer(p) => !region.peers.iter().any(|q| q.id == p.id),
             Step::TransferLeader(p) => region.leader == Some(p.id),
+            Step::Split(s) => region.start_key != s.start_key || region.end_key != s.end_key,
         }
     }
 
@@ -49,15 +61,18 @@ impl Step {
             }),
             Step::RemovePeer(p) => Operator::RemovePeer(p.clone()),
             Step::TransferLeader(p) => Operator::TransferLeader(p.clone()),
+            Step::Split(s) => Operator::Split(Box::new(s.keys.clone())),
         }
     }
 
-    pub fn peer(&self) -> &Peer {
+    /// The peer the step concerns; a split concerns none.
+    pub fn peer(&self) -> Option<&Peer> {
         match self {
             Step::AddLearner(p)
             | Step::PromoteLearner(p)
             | Step::RemovePeer(p)
-            | Step::TransferLeader(p) => p,
+            | Step::TransferLeader(p) => Some(p),
+            Step::Split(_) => None,
         }
     }
 }

@@ -2,16 +2,22 @@
 //! sizes, and the one pending operator. A heartbeat that repeats the current route touches
 //! nothing shared; one that changes the route goes through the shared index (P1, P2). The
 //! scheduling decisions are `schedule`'s, called on each heartbeat and by the patrol, which
-//! passes over a bounded number of regions per call. Pure: the caller passes the clock, the
-//! stores and the id source.
+//! passes over a bounded number of regions per call. Operators asked for from outside the
+//! scheduler (ScatterRegion, SplitRegions) are started here too ([`Shard::order`]), under PD's
+//! rule for an operator already running, and every operator's status is tracked for
+//! GetOperator (`op_status`). Pure: the caller passes the clock, the stores and the id source.
 
 use std::sync::Arc;
 
 use super::dense_map::DenseIdMap;
-use super::operator::{Operator, Pending};
+use super::op_status::{OpRecord, OpStatus, OpStatusTracker};
+use super::operator::{OpKind, Operator, Pending, SplitStep, Step};
 use super::range_index::{RangeIndex, Route};
-use super::region::{Region, RegionError, RegionStats};
-use super::schedule::{self, Cluster, RegionInput};
+use super::region::{Epoch, Region, RegionError, RegionStats};
+use super::schedule::{self, Cluster, Dispatch, Groups, Plan, RegionInput, SCATTER_DESC};
+
+/// The description PD's splitter gives its operators.
+pub const SPLIT_DESC: &str = "region-splitter";
 
 #[derive(Debug)]
 struct Entry {
@@ -59,6 +65,76 @@ pub struct Shard {
     regions: DenseIdMap<Entry>,
     /// Where the patrol goes on.
     cursor: usize,
+    /// Each region's operator status, for GetOperator.
+    ops: OpStatusTracker,
+}
+
+/// An operator asked for from outside the scheduler.
+pub enum Order<'a> {
+    /// PD's admin scatter within `group`, counted in `groups`.
+    Scatter {
+        group: &'a str,
+        groups: &'a mut Groups,
+        skip_store_limit: bool,
+    },
+    /// PD's splitter: split at the keys that lie inside the region.
+    Split { keys: Vec<Vec<u8>> },
+}
+
+/// What an order did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Ordered {
+    /// Started; its first step, to send the leader.
+    Started(Option<Operator>),
+    /// The same scatter already runs on the region.
+    AlreadyRunning,
+    /// The region already is where the scatter puts it.
+    Unneeded,
+}
+
+/// Why an order was not carried out (PD's errors, which make the region a failed one).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum OrderRefused {
+    #[error("region {0} not found")]
+    NotFound(u64),
+    #[error("the operator of region {0} already exists")]
+    Running(u64),
+    #[error("the operator of region {0} already exists with a different epoch")]
+    RunningOtherEpoch(u64),
+    #[error(transparent)]
+    Scatter(#[from] schedule::Refused),
+    #[error("region {0}: no split key lies inside it")]
+    NoSplitKey(u64),
+    #[error("region {0}: cannot add the operator now (operator cap, store limit or ids)")]
+    NotStarted(u64),
+}
+
+/// Tells `ops` what a scheduling call did to region `id`'s operator: an end (done, past its
+/// deadline, or cancelled) and a start.
+fn observe(
+    ops: &mut OpStatusTracker,
+    id: u64,
+    d: &Dispatch,
+    deadline_ms: Option<u64>,
+    slot: &Option<Box<Pending>>,
+    epoch: Epoch,
+    now_ms: u64,
+) {
+    if let Some((_, done)) = d.ended {
+        let status = if done {
+            OpStatus::Success
+        } else if deadline_ms.is_some_and(|t| now_ms >= t) {
+            OpStatus::Timeout
+        } else {
+            OpStatus::Cancel
+        };
+        ops.end(id, status, now_ms);
+    }
+    if d.started {
+        if let Some(p) = slot {
+            ops.start(id, OpRecord::scheduled(p.kind, epoch, now_ms));
+        }
+    }
 }
 
 impl Shard {
@@ -163,8 +239,18 @@ impl Shard {
             pending_peers: &[],
             size_mib: u64::from(entry.sizes.size_kib) / 1024,
         };
-        outcome.operator =
-            schedule::on_heartbeat(c, &input, !unchanged, &mut entry.pending, new_peer_id).step;
+        let deadline = entry.pending.as_ref().map(|p| p.deadline_ms);
+        let d = schedule::on_heartbeat(c, &input, !unchanged, &mut entry.pending, new_peer_id);
+        observe(
+            &mut self.ops,
+            id,
+            &d,
+            deadline,
+            &entry.pending,
+            region.epoch,
+            c.now_ms,
+        );
+        outcome.operator = d.step;
         Ok(outcome)
     }
 
@@ -183,7 +269,7 @@ impl Shard {
             if self.cursor >= n {
                 self.cursor = 0;
             }
-            let Some((_, entry)) = self.regions.at_mut(self.cursor) else {
+            let Some((id, entry)) = self.regions.at_mut(self.cursor) else {
                 break;
             };
             self.cursor += 1;
@@ -196,7 +282,18 @@ impl Shard {
                 pending_peers: &[],
                 size_mib: u64::from(entry.sizes.size_kib) / 1024,
             };
-            if let Some(op) = schedule::patrol(c, &input, &mut entry.pending, new_peer_id).step {
+            let deadline = entry.pending.as_ref().map(|p| p.deadline_ms);
+            let d = schedule::patrol(c, &input, &mut entry.pending, new_peer_id);
+            observe(
+                &mut self.ops,
+                id,
+                &d,
+                deadline,
+                &entry.pending,
+                region.epoch,
+                c.now_ms,
+            );
+            if let Some(op) = d.step {
                 started.push((region, op));
             }
         }
@@ -211,8 +308,127 @@ impl Shard {
             }
         }
         if let Some(mut e) = self.regions.remove(&id) {
+            if e.pending.is_some() {
+                self.ops.end(id, OpStatus::Cancel, c.now_ms);
+            }
             schedule::cancel(c, &mut e.pending);
         }
+    }
+
+    /// Region `id`'s operator as GetOperator reports it: running, or how the last one ended
+    /// (for a while).
+    pub fn operator_status(&self, id: u64, now_ms: u64) -> Option<OpRecord> {
+        self.ops.get(id, now_ms).cloned()
+    }
+
+    /// Starts an operator asked for from outside the scheduler on region `id`, as last
+    /// reported. PD's rule for one already running: the same scatter (same group) is left to
+    /// run; a scatter replaces a balance operator (lower priority), never a repair, another
+    /// scatter or a split; a split replaces nothing.
+    pub fn order(
+        &mut self,
+        id: u64,
+        order: Order,
+        c: &Cluster,
+        new_peer_id: &mut dyn FnMut() -> Option<u64>,
+    ) -> Result<Ordered, OrderRefused> {
+        let entry = self
+            .regions
+            .get_mut(&id)
+            .filter(|e| e.route.is_current())
+            .ok_or(OrderRefused::NotFound(id))?;
+        let region = entry.route.region();
+        let input = RegionInput {
+            region: &region,
+            pending_peers: &[],
+            size_mib: u64::from(entry.sizes.size_kib) / 1024,
+        };
+        let running = entry.pending.as_ref().map(|p| p.kind);
+        let record = self
+            .ops
+            .get(id, c.now_ms)
+            .filter(|r| r.is_running() && running.is_some());
+        let (plan, desc, kind, group) = match order {
+            Order::Scatter {
+                group,
+                groups,
+                skip_store_limit,
+            } => {
+                if let Some(kind) = running {
+                    if let Some(r) = record.filter(|r| r.desc == SCATTER_DESC) {
+                        if r.group.as_deref() != Some(group) {
+                            return Err(OrderRefused::Running(id));
+                        }
+                        if r.epoch != region.epoch {
+                            return Err(OrderRefused::RunningOtherEpoch(id));
+                        }
+                        return Ok(Ordered::AlreadyRunning);
+                    }
+                    let admin = record.is_some_and(|r| r.desc == SPLIT_DESC);
+                    if admin || kind == OpKind::Replica {
+                        return Err(OrderRefused::Running(id));
+                    }
+                }
+                let Some(target) = schedule::scatter(c, &input, group, groups, skip_store_limit)?
+                else {
+                    return Ok(Ordered::Unneeded);
+                };
+                let mut ids = Vec::with_capacity(target.moves.len());
+                for _ in &target.moves {
+                    ids.push(new_peer_id().ok_or(OrderRefused::NotStarted(id))?);
+                }
+                (
+                    target.plan(&input, &ids),
+                    SCATTER_DESC,
+                    target.kind_name(&input),
+                    Some(group.into()),
+                )
+            }
+            Order::Split { mut keys } => {
+                if running.is_some() {
+                    return Err(OrderRefused::Running(id));
+                }
+                keys.retain(|k| {
+                    k.as_slice() > region.start_key.as_slice()
+                        && (region.end_key.is_empty() || k.as_slice() < region.end_key.as_slice())
+                });
+                keys.sort_unstable();
+                keys.dedup();
+                if keys.is_empty() {
+                    return Err(OrderRefused::NoSplitKey(id));
+                }
+                let step = SplitStep {
+                    start_key: region.start_key.clone(),
+                    end_key: region.end_key.clone(),
+                    keys,
+                };
+                let plan = Plan {
+                    kind: OpKind::Region,
+                    steps: vec![Step::Split(Box::new(step))],
+                };
+                (plan, SPLIT_DESC, "split", None)
+            }
+        };
+        if running.is_some() {
+            schedule::cancel(c, &mut entry.pending);
+            self.ops.end(id, OpStatus::Replace, c.now_ms);
+        }
+        let d = schedule::start_plan(c, &input, plan, &mut entry.pending, &mut || None);
+        if !d.started {
+            return Err(OrderRefused::NotStarted(id));
+        }
+        self.ops.start(
+            id,
+            OpRecord {
+                desc,
+                kind,
+                status: OpStatus::Running,
+                group,
+                epoch: region.epoch,
+                at_ms: c.now_ms,
+            },
+        );
+        Ok(Ordered::Started(d.step))
     }
 
     /// Replaces everything with `routes` (a new leader's load, or nothing on stepping down).
@@ -221,6 +437,7 @@ impl Shard {
         for (_, e) in self.regions.iter_mut() {
             schedule::cancel(c, &mut e.pending);
         }
+        self.ops.clear();
         self.regions = routes
             .into_iter()
             .map(|route| {
@@ -510,6 +727,113 @@ mod tests {
         assert_eq!(out.operator, None);
         assert!(out.persist.is_some());
         assert_eq!(stores.in_flight.get(crate::placement::OpKind::Replica), 0);
+    }
+
+    #[test]
+    fn orders_start_operators_and_their_statuses_follow_them() {
+        use crate::placement::OpStatus;
+        let index = RangeIndex::new();
+        let stores = view(&[(1, 0), (2, 0), (3, 0), (4, 0), (5, 0), (6, 0)]);
+        let mut shard = Shard::new();
+        let stats = RegionStats::default();
+        let left = region(1, b"", b"m", 1, &[1, 2, 3]);
+        let right = region(2, b"m", b"", 1, &[1, 2, 3]);
+        for r in [&left, &right] {
+            shard
+                .heartbeat(r.clone(), stats, &stores.at(0), &index, &mut || None)
+                .unwrap();
+        }
+        let c = stores.at(10);
+        let mut groups = Groups::default();
+        let mut ids = 100..;
+        let mut scatter = |shard: &mut Shard, id: u64, group: &str, groups: &mut Groups| {
+            let order = Order::Scatter {
+                group,
+                groups,
+                skip_store_limit: false,
+            };
+            shard.order(id, order, &c, &mut || ids.next())
+        };
+        // The group's first region stays; the second moves to the stores not picked.
+        assert_eq!(
+            scatter(&mut shard, 1, "g", &mut groups),
+            Ok(Ordered::Unneeded)
+        );
+        let started = scatter(&mut shard, 2, "g", &mut groups);
+        let Ok(Ordered::Started(Some(Operator::AddPeer(p)))) = started else {
+            panic!("{started:?}")
+        };
+        assert_eq!((p.store_id, p.role, p.id), (4, PeerRole::Learner, 100));
+        let record = shard.operator_status(2, 10).unwrap();
+        assert_eq!(
+            (record.desc, record.kind, record.status),
+            (SCATTER_DESC, "admin,region,leader", OpStatus::Running)
+        );
+        // Running: the same scatter is left alone, another group's and a split are refused.
+        assert_eq!(
+            scatter(&mut shard, 2, "g", &mut groups),
+            Ok(Ordered::AlreadyRunning)
+        );
+        assert_eq!(
+            scatter(&mut shard, 2, "h", &mut groups),
+            Err(OrderRefused::Running(2))
+        );
+        let split = |keys: &[&[u8]]| Order::Split {
+            keys: keys.iter().map(|k| k.to_vec()).collect(),
+        };
+        assert_eq!(
+            shard.order(2, split(&[b"x"]), &c, &mut || None),
+            Err(OrderRefused::Running(2))
+        );
+        assert_eq!(
+            shard.order(9, split(&[b"x"]), &c, &mut || None),
+            Err(OrderRefused::NotFound(9))
+        );
+        // A split takes the keys inside the region, sorted, once each.
+        assert_eq!(
+            shard.order(1, split(&[b"z", b"m"]), &c, &mut || None),
+            Err(OrderRefused::NoSplitKey(1))
+        );
+        let started = shard.order(1, split(&[b"c", b"a", b"c", b"", b"q"]), &c, &mut || None);
+        let want = Operator::Split(Box::new(vec![b"a".to_vec(), b"c".to_vec()]));
+        assert_eq!(started, Ok(Ordered::Started(Some(want.clone()))));
+        // Sent again until the leader reports another range; then it succeeded.
+        let again = shard
+            .heartbeat(left.clone(), stats, &stores.at(20), &index, &mut || None)
+            .unwrap();
+        assert_eq!(again.operator, Some(want));
+        assert_eq!(
+            shard.operator_status(1, 20).map(|r| (r.desc, r.status)),
+            Some((SPLIT_DESC, OpStatus::Running))
+        );
+        index.apply(region(7, b"", b"c", 2, &[1, 2, 3])).unwrap();
+        let done = shard
+            .heartbeat(
+                region(1, b"c", b"m", 2, &[1, 2, 3]),
+                stats,
+                &stores.at(30),
+                &index,
+                &mut || None,
+            )
+            .unwrap();
+        assert_eq!(done.operator, None);
+        assert_eq!(
+            shard.operator_status(1, 30).map(|r| r.status),
+            Some(OpStatus::Success)
+        );
+        // The scatter not seen done by its deadline timed out.
+        let late = stores.cfg.operator_timeout_ms + 10;
+        shard
+            .heartbeat(right, stats, &stores.at(late), &index, &mut || None)
+            .unwrap();
+        assert_eq!(
+            shard.operator_status(2, late).map(|r| r.status),
+            Some(OpStatus::Timeout)
+        );
+        assert_eq!(stores.in_flight.get(OpKind::Region), 0);
+        // Records of ended operators are forgotten after a while.
+        let later = late + crate::placement::RECORD_TTL_MS;
+        assert_eq!(shard.operator_status(2, later), None);
     }
 
     #[test]

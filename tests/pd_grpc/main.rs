@@ -22,6 +22,7 @@ mod query;
 mod resolved_ts;
 mod rpcs;
 mod scan;
+mod scatter;
 mod snapshot_recovering;
 mod splits;
 mod tikv_store;

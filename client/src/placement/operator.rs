@@ -9,6 +9,9 @@ pub enum Operator {
     AddPeer(Peer),
     RemovePeer(Peer),
     TransferLeader(Peer),
+    /// Split the region at these keys (PD's `SplitRegion` with policy USEKEY), in order.
+    /// Boxed: the keys are rare, and every reply carries an `Option<Operator>`.
+    Split(Box<Vec<Vec<u8>>>),
 }
 
 impl Operator {
@@ -18,10 +21,41 @@ impl Operator {
             Operator::AddPeer(p) => region.peers.iter().any(|q| q.id == p.id),
             Operator::RemovePeer(p) => !region.peers.iter().any(|q| q.id == p.id),
             Operator::TransferLeader(p) => region.leader == Some(p.id),
+            // Done once no key lies strictly inside the region: each is some region's start.
+            Operator::Split(keys) => !keys.iter().any(|k| {
+                k.as_slice() > region.start_key.as_slice()
+                    && (region.end_key.is_empty() || k.as_slice() < region.end_key.as_slice())
+            }),
         }
     }
 
     pub fn is_leader_move(&self) -> bool {
         matches!(self, Operator::TransferLeader(_))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::placement::Epoch;
+
+    #[test]
+    fn a_split_is_done_once_no_key_lies_inside_the_region() {
+        let region = |start: &[u8], end: &[u8]| Region {
+            id: 1,
+            start_key: start.to_vec(),
+            end_key: end.to_vec(),
+            epoch: Epoch::default(),
+            peers: vec![],
+            leader: None,
+        };
+        let split = Operator::Split(Box::new(vec![b"c".to_vec(), b"f".to_vec()]));
+        assert!(!split.is_done(&region(b"", b"")));
+        assert!(!split.is_done(&region(b"a", b"d")));
+        assert!(!split.is_done(&region(b"c", b"")));
+        assert!(split.is_done(&region(b"c", b"f")));
+        assert!(split.is_done(&region(b"f", b"")));
+        assert!(split.is_done(&region(b"", b"c")));
+        assert!(!split.is_leader_move());
     }
 }

@@ -230,6 +230,9 @@ impl Sim {
                     },
                 );
             }
+            // The scheduler never asks for a split; only SplitRegions does, which the
+            // simulator does not drive.
+            Operator::Split(_) => {}
         }
     }
 

@@ -10,6 +10,7 @@
 //! - `location`: distinct score and isolation.
 //! - `select`: target stores and leader targets.
 //! - `replica`, `balance`: the checkers and schedulers, each a [`Plan`] or nothing.
+//! - `scatter`: PD's region scatterer (ScatterRegion), spreading a group's peers and leaders.
 //! - `scheduler`: the entry points; starts plans within budget, runs operators step by step.
 //! - `settings`: what an operator changes while the cluster runs (evict-leader's stores,
 //!   per-store limits) and PD's check before a store is decommissioned.
@@ -25,6 +26,7 @@ mod location;
 mod plan;
 mod replica;
 pub mod safety;
+mod scatter;
 mod scheduler;
 mod select;
 mod settings;
@@ -38,7 +40,8 @@ pub use cluster::{Cluster, RegionInput};
 pub use config::ScheduleConfig;
 pub use location::{distinct_score, isolated};
 pub use plan::Plan;
-pub use scheduler::{cancel, on_heartbeat, patrol, Dispatch};
+pub use scatter::{scatter, Groups, Refused, Target, SCATTER_DESC};
+pub use scheduler::{cancel, on_heartbeat, patrol, start_plan, Dispatch};
 pub use settings::{check_decommission, LimitType, Settings, SettingsError, StoreLimit};
 pub use view::{Health, StoreLoad, StoreView};
 

@@ -27,6 +27,8 @@ pub fn apply(region: &Region, op: &Operator) -> Region {
         },
         Operator::RemovePeer(p) => r.peers.retain(|q| q.id != p.id),
         Operator::TransferLeader(p) => r.leader = Some(p.id),
+        // The split region keeps its peers; the new regions report themselves.
+        Operator::Split(_) => {}
     }
     r
 }

@@ -187,6 +187,8 @@ fn check_step(c: &Cluster, r: &RegionInput, step: &Step) -> Verdict {
                 Verdict::Cancel
             }
         }
+        // The leader checks the keys against its own range; a stale one is refused there.
+        Step::Split(_) => Verdict::Send,
         Step::RemovePeer(p) => {
             if Some(p.id) == r.region.leader {
                 Verdict::Cancel
@@ -276,6 +278,21 @@ fn start(
     let first = run(c, r, slot);
     d.started = first.ended.is_none();
     first.step
+}
+
+/// Starts `plan`, decided outside the checkers (ScatterRegion, SplitRegions), the way theirs
+/// start: within its kind's cap and its stores' limits, its first step checked. The dispatch
+/// says whether it started and carries that step.
+pub fn start_plan(
+    c: &Cluster,
+    r: &RegionInput,
+    plan: Plan,
+    slot: &mut Option<Box<Pending>>,
+    new_peer_id: &mut dyn FnMut() -> Option<u64>,
+) -> Dispatch {
+    let mut d = Dispatch::default();
+    d.step = start(c, r, plan, slot, new_peer_id, &mut d);
+    d
 }
 
 /// Adds (`sign` 1) or takes back (-1) the operator's effect on its stores' pending counts.

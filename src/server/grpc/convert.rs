@@ -248,6 +248,13 @@ pub fn operator_to(region: &Region, op: &Operator) -> pdpb::RegionHeartbeatRespo
                 ..Default::default()
             })
         }
+        // As PD's splitter sends it: the keys given, used as they are.
+        Operator::Split(keys) => {
+            resp.split_region = Some(pdpb::SplitRegion {
+                policy: pdpb::CheckPolicy::Usekey as i32,
+                keys: keys.to_vec(),
+            })
+        }
     }
     resp
 }
@@ -363,5 +370,12 @@ mod tests {
         let r = operator_to(&region, &Operator::TransferLeader(region.peers[0].clone()));
         assert_eq!(r.transfer_leader.unwrap().peer.unwrap().id, 10);
         assert!(r.change_peer.is_none());
+        let keys = vec![b"a5".to_vec(), b"a7".to_vec()];
+        let r = operator_to(&region, &Operator::Split(Box::new(keys.clone())));
+        let split = r.split_region.unwrap();
+        assert_eq!(split.policy, pdpb::CheckPolicy::Usekey as i32);
+        assert_eq!(split.keys, keys);
+        assert_eq!(r.region_id, 9);
+        assert!(r.change_peer.is_none() && r.transfer_leader.is_none());
     }
 }

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use tokio::sync::oneshot;
 
 use crate::meta::{MetaError, WriteOp};
-use crate::placement::{Region, RegionStats, Route};
+use crate::placement::{OpRecord, OrderRefused, Ordered, Region, RegionStats, Route};
 use crate::proto::Response;
 
 /// To a core's shard task, from the other cores and the term's loader.
@@ -22,10 +22,31 @@ pub enum ShardMsg {
         id: u64,
         reply: oneshot::Sender<Option<Region>>,
     },
+    /// Operators asked for from outside the scheduler (ScatterRegion, SplitRegions), one per
+    /// region, carried out in order and answered together.
+    Orders {
+        orders: Vec<(u64, OrderOp)>,
+        reply: oneshot::Sender<Vec<Result<Ordered, OrderRefused>>>,
+    },
+    /// A region's operator status (GetOperator).
+    OperatorStatus {
+        id: u64,
+        reply: oneshot::Sender<Option<OpRecord>>,
+    },
     /// Regions another shard's change displaced.
     Forget(Vec<u64>),
     /// Everything this shard owns from now on (a new term's load; empty on stepping down).
     Reset(Vec<Arc<Route>>),
+}
+
+/// One operator asked of a shard (`placement::Order` without what the shard holds).
+#[derive(Debug, Clone)]
+pub enum OrderOp {
+    Scatter {
+        group: Arc<str>,
+        skip_store_limit: bool,
+    },
+    Split(Vec<Vec<u8>>),
 }
 
 /// Replies to heartbeats, in order, and the dirty generation that must be durable before any

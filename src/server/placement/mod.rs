@@ -5,10 +5,12 @@
 //! answering through `answer`), `resource_groups` holds the term's resource groups for the
 //! `ResourceManager` service, `persist` writes changes and loads them when a leader starts
 //! (`store_record`: a store's bytes; `store_bindings` and `store_identity`: which certificate
-//! owns which store), `messages` are what those tasks are sent; `rules` keeps PD's placement
-//! and region label rules for the HTTP API, `scheduling` what an operator changes in
+//! owns which store), `messages` are what those tasks are sent; `operators` serves the
+//! operators a client asks for (ScatterRegion, GetOperator, SplitRegions); `rules` keeps PD's
+//! placement and region label rules for the HTTP API, `scheduling` what an operator changes in
 //! scheduling while the cluster runs (decommission, evict-leader, store limits), `push` the
-//! heartbeat streams operators are pushed to as soon as they are made. Decisions stay in `placement` (and `gc`,
+//! heartbeat streams operators are pushed to as soon as they are made. Decisions stay in
+//! `placement` (and `gc`,
 //! `global_config`); nothing here decides what a heartbeat means.
 
 mod answer;
@@ -21,6 +23,7 @@ mod gc;
 mod global_config;
 mod heartbeat;
 mod messages;
+pub mod operators;
 // `pub(crate)` for `crate::fuzzing`.
 pub(crate) mod persist;
 pub mod push;

@@ -9,9 +9,9 @@ use std::sync::Arc;
 
 use tokio::sync::{mpsc, watch};
 
-use super::messages::{Beats, ShardMsg};
+use super::messages::{Beats, OrderOp, ShardMsg};
 use super::state::PlacementState;
-use crate::placement::{Cluster, Region, RegionError, RegionStats, Shard};
+use crate::placement::{Cluster, Order, Region, RegionError, RegionStats, Shard};
 use crate::proto::{ErrorReply, Reply, Response};
 
 thread_local! {
@@ -98,6 +98,21 @@ pub async fn run_shard(
                     let found = with_shard(|s| s.get(id).map(|r| r.region()));
                     let _ = reply.send(found);
                 }
+                ShardMsg::Orders { orders, reply } => {
+                    let view = state.view.load();
+                    let c = state.cluster(&view, state.clock.now_ms());
+                    let done = with_shard(|s| {
+                        orders
+                            .into_iter()
+                            .map(|(id, op)| order(s, state.as_ref(), &c, id, op))
+                            .collect()
+                    });
+                    let _ = reply.send(done);
+                }
+                ShardMsg::OperatorStatus { id, reply } => {
+                    let now = state.clock.now_ms();
+                    let _ = reply.send(with_shard(|s| s.operator_status(id, now)));
+                }
                 ShardMsg::Forget(ids) => {
                     let view = state.view.load();
                     let c = state.cluster(&view, state.clock.now_ms());
@@ -110,6 +125,32 @@ pub async fn run_shard(
                 }
             }
         }
+    }
+}
+
+/// One order on this core's shard; a scatter counts its picks in the term's groups.
+fn order(
+    shard: &mut Shard,
+    state: &PlacementState,
+    c: &Cluster,
+    id: u64,
+    op: OrderOp,
+) -> Result<crate::placement::Ordered, crate::placement::OrderRefused> {
+    let mut new_peer_id = || state.ids.try_alloc();
+    match op {
+        OrderOp::Scatter {
+            group,
+            skip_store_limit,
+        } => {
+            let mut groups = state.scatter_groups();
+            let order = Order::Scatter {
+                group: &group,
+                groups: &mut groups,
+                skip_store_limit,
+            };
+            shard.order(id, order, c, &mut new_peer_id)
+        }
+        OrderOp::Split(keys) => shard.order(id, Order::Split { keys }, c, &mut new_peer_id),
     }
 }
 
@@ -172,7 +213,10 @@ pub fn region_error(e: RegionError) -> ErrorReply {
 
 /// Tells the owners of displaced regions (other than shard `done`, which already forgot them)
 /// to drop them. The index no longer holds them either way; this frees their memory.
-pub fn forget_elsewhere(state: &PlacementState, done: Option<usize>, removed: Vec<u64>) {
+pub fn forget_elsewhere(state: &PlacementState, done: Option<usize>, mut removed: Vec<u64>) {
+    // A region a batch displaced and then applied again (a split's original region, which
+    // keeps part of its range) is not gone: its owner keeps it, and the operator it runs.
+    removed.retain(|id| state.index.get(*id).is_none());
     let n = state.shards.len();
     let mut by_shard: Vec<Vec<u64>> = vec![Vec::new(); n];
     for id in removed {

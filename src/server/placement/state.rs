@@ -17,6 +17,7 @@ use crate::clock::WallClock;
 use crate::gc::SafePoints;
 use crate::global_config::GlobalConfig;
 use crate::meta::Keys;
+use crate::placement::schedule::Groups;
 use crate::placement::{
     BucketsMap, Cluster, ClusterMeta, IdAllocator, InFlight, Limits, RangeIndex, ResolvedTs,
     ScheduleConfig, StoreMap, StoreView,
@@ -83,6 +84,9 @@ pub struct PlacementState {
     pub pushes: Arc<super::push::Pushes>,
     /// Resource groups and their token buckets (`resource_groups.rs`), loaded with the term.
     resource_groups: ResourceGroups,
+    /// The scatterer's picks per group (ScatterRegion), in memory only, as PD keeps them;
+    /// taken by a shard for one region's scatter at a time.
+    scatter: Mutex<Groups>,
     metrics: Arc<Metrics>,
 }
 
@@ -138,6 +142,7 @@ impl PlacementState {
             schedule_settings: tokio::sync::Mutex::new(None),
             pushes: Arc::default(),
             resource_groups,
+            scatter: Mutex::new(Groups::default()),
             metrics,
         };
         (Arc::new(state), receivers)
@@ -146,6 +151,12 @@ impl PlacementState {
     /// The term's resource groups (nothing held outside a term).
     pub fn resource_groups(&self) -> &ResourceGroups {
         &self.resource_groups
+    }
+
+    /// The scatterer's picks per group.
+    pub fn scatter_groups(&self) -> MutexGuard<'_, Groups> {
+        // Each scatter updates the picks in one call that leaves them valid.
+        self.scatter.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     pub fn is_ready(&self) -> bool {

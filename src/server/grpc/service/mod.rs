@@ -5,7 +5,7 @@
 //! This file holds what every RPC shares (the header checks, the error mapping, the unary
 //! shape in [`PdService::unary`], streams) and the `Pd` trait, each method handing over to its
 //! group's file: `members`, `tso`, `stores`, `cluster_config`, `heartbeat`, `routing`,
-//! `buckets`, `splits`, `gc`, `resolved_ts`, `external_ts`, `global_config`.
+//! `buckets`, `splits`, `gc`, `resolved_ts`, `external_ts`, `global_config`, `operators`.
 
 // Replies end in `..Default::default()` even where the proto subset has no other field yet, so
 // a field added to `proto/kvproto` later defaults instead of breaking the build.
@@ -18,6 +18,7 @@ mod gc;
 mod global_config;
 mod heartbeat;
 mod members;
+mod operators;
 mod resolved_ts;
 mod routing;
 mod splits;
@@ -380,7 +381,9 @@ pd_headers! {
         ReportBatchSplitRequest, GetGcSafePointRequest, UpdateGcSafePointRequest,
         UpdateServiceGcSafePointRequest, GetGcStateRequest, ReportMinResolvedTsRequest,
         GetClusterConfigRequest, PutClusterConfigRequest, AskSplitRequest, ReportSplitRequest,
-        SetExternalTimestampRequest, GetExternalTimestampRequest, GetMinTsRequest;
+        SetExternalTimestampRequest, GetExternalTimestampRequest, GetMinTsRequest,
+        ScatterRegionRequest, GetOperatorRequest, SplitRegionsRequest,
+        SplitAndScatterRegionsRequest;
     responses: BootstrapResponse, IsBootstrappedResponse, AllocIdResponse, GetStoreResponse,
         PutStoreResponse, GetAllStoresResponse, StoreHeartbeatResponse, GetRegionResponse,
         ScanRegionsResponse, BatchScanRegionsResponse, AskBatchSplitResponse,
@@ -388,6 +391,8 @@ pd_headers! {
         UpdateServiceGcSafePointResponse, GetGcStateResponse, GetClusterConfigResponse,
         PutClusterConfigResponse, AskSplitResponse, ReportSplitResponse,
         SetExternalTimestampResponse, GetExternalTimestampResponse, GetMinTsResponse,
+        ScatterRegionResponse, GetOperatorResponse, SplitRegionsResponse,
+        SplitAndScatterRegionsResponse,
 }
 
 /// `impl Pd`: each served RPC handed to the `PdService` method of the same name in its group's
@@ -471,6 +476,11 @@ pd_service! {
         get_min_ts(GetMinTsRequest) -> GetMinTsResponse;
         store_global_config(StoreGlobalConfigRequest) -> StoreGlobalConfigResponse;
         load_global_config(LoadGlobalConfigRequest) -> LoadGlobalConfigResponse;
+        scatter_region(ScatterRegionRequest) -> ScatterRegionResponse;
+        get_operator(GetOperatorRequest) -> GetOperatorResponse;
+        split_regions(SplitRegionsRequest) -> SplitRegionsResponse;
+        split_and_scatter_regions(SplitAndScatterRegionsRequest)
+            -> SplitAndScatterRegionsResponse;
     }
     streams {
         tso(TsoRequest) -> TsoResponse;
