@@ -48,7 +48,6 @@ async fn store_beat(pd: &mut PdClient<Channel>, cluster_id: u64, id: u64) {
     pd.store_heartbeat(pdpb::StoreHeartbeatRequest {
         header: header(cluster_id),
         stats: Some(stats),
-        ..Default::default()
     })
     .await
     .unwrap();

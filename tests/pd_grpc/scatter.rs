@@ -10,8 +10,9 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use meridian::harness::Cluster;
+use meridian::harness::{pd_header as header, Cluster};
 use meridian::kvproto::eraftpb::ConfChangeType;
+use meridian::tls::Trust;
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 
