@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use super::answer::persist_now;
-use super::persist::encode_store;
+use super::store_record::encode_store;
 use super::state::PlacementState;
 use crate::meta::{Keys, MetaError, MetaStore};
 use crate::placement::schedule::{
