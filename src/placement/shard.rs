@@ -706,13 +706,19 @@ mod tests {
             })
             .unwrap();
         assert_eq!(again.operator, op);
-        // Timed out: decided afresh (a new peer id).
-        let fresh = shard
+        // Timed out: dropped. The report is unchanged, so the heartbeat decides nothing new;
+        // the patrol decides afresh (a new peer id).
+        let dropped = shard
             .heartbeat(short.clone(), stats, &stores.at(150), &index, &mut || {
                 ids.next()
             })
             .unwrap();
-        assert!(matches!(fresh.operator, Some(Operator::AddPeer(ref p)) if p.id == 501));
+        assert_eq!(dropped.operator, None);
+        let fresh = shard.patrol(&stores.at(150), 1, &mut || ids.next());
+        assert!(
+            matches!(fresh.as_slice(), [(r, Operator::AddPeer(p))] if r.id == 1 && p.id == 501),
+            "{fresh:?}"
+        );
         // Done: the leader reports the new peer; nothing more to do.
         let mut done = short.clone();
         done.epoch.conf_ver += 1;

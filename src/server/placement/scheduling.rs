@@ -9,8 +9,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use super::answer::persist_now;
-use super::store_record::encode_store;
 use super::state::PlacementState;
+use super::store_record::encode_store;
 use crate::meta::{Keys, MetaError, MetaStore};
 use crate::placement::schedule::{
     check_decommission, LimitType, Settings, SettingsError, StoreLimit,

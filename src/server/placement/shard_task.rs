@@ -137,7 +137,7 @@ fn order(
     op: OrderOp,
 ) -> Result<crate::placement::Ordered, crate::placement::OrderRefused> {
     let mut new_peer_id = || state.ids.try_alloc();
-    match op {
+    let ordered = match op {
         OrderOp::Scatter {
             group,
             skip_store_limit,
@@ -151,7 +151,18 @@ fn order(
             shard.order(id, order, c, &mut new_peer_id)
         }
         OrderOp::Split(keys) => shard.order(id, Order::Split { keys }, c, &mut new_peer_id),
+    };
+    // The first step goes to the leader's stream at once, as PD dispatches an operator it
+    // creates; it also goes with the region's next heartbeat reply.
+    if let (Ok(crate::placement::Ordered::Started(Some(step))), Some(route)) =
+        (&ordered, state.index.get(id))
+    {
+        let region = route.region();
+        if let Some(store) = region.leader_peer().map(|p| p.store_id) {
+            state.pushes.push(store, region, step.clone());
+        }
     }
+    ordered
 }
 
 fn with_shard<T>(f: impl FnOnce(&mut Shard) -> T) -> T {
