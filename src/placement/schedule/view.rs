@@ -5,7 +5,7 @@
 //! Disconnected after `store_disconnect_ms` of silence (no longer a target), Down after
 //! `max_store_down_time_ms`, as PD has them.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use super::budget::StoreBudget;
@@ -186,15 +186,26 @@ impl StoreView {
         } else {
             targets.iter().map(|t| t.2 as f64).sum::<f64>() / targets.len() as f64
         };
+        // Per domain: the fewest regions, their sum and the count of target stores, in one
+        // pass, so that a view of many stores is not quadratic in them.
+        let mut domains: HashMap<Vec<String>, (u64, u64, u64)> = HashMap::new();
+        for (d, regions, _) in targets {
+            let e = domains.entry(d).or_insert((u64::MAX, 0, 0));
+            e.0 = e.0.min(regions);
+            e.1 += regions;
+            e.2 += 1;
+        }
         for s in &mut self.stores {
-            let d = domain(s);
-            let same: Vec<u64> = targets.iter().filter(|t| t.0 == d).map(|t| t.1).collect();
-            s.domain_min_regions = same.iter().copied().min().unwrap_or(0);
-            s.domain_mean_regions = if same.is_empty() {
-                0.0
-            } else {
-                same.iter().sum::<u64>() as f64 / same.len() as f64
-            };
+            match domains.get(&domain(s)) {
+                Some(&(min, sum, n)) => {
+                    s.domain_min_regions = min;
+                    s.domain_mean_regions = sum as f64 / n as f64;
+                }
+                None => {
+                    s.domain_min_regions = 0;
+                    s.domain_mean_regions = 0.0;
+                }
+            }
         }
     }
 
