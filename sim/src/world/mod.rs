@@ -246,7 +246,10 @@ impl Sim {
                     let next = self.now + t.region_heartbeat_ms;
                     self.q.push(next, e);
                 }
-                self.region_beat(region as usize);
+                // A periodic report repeats what the leader last reported (every change is
+                // reported at once, `beat_now`); as on the server, only a changed report runs
+                // the checker.
+                self.region_beat(region as usize, !periodic);
             }
             Event::StoreBeat { store } => {
                 let s = store as usize;
@@ -310,8 +313,9 @@ impl Sim {
         self.view = StoreView::of(&self.map, &self.cfg, &self.view, self.now);
     }
 
-    /// One call into the scheduler for region `i`; `patrol` picks the entry point.
-    fn schedule(&mut self, i: usize, patrol: bool) {
+    /// One call into the scheduler for region `i`: the patrol's, or a heartbeat's that
+    /// `changed` the region or not.
+    fn schedule(&mut self, i: usize, call: Call) {
         let mut slot = self.regions[i].slot.take();
         let mut next_id = self.next_id;
         let d = {
@@ -326,10 +330,11 @@ impl Sim {
                 next_id += 1;
                 Some(next_id)
             };
-            if patrol {
-                schedule::patrol(&c, &input, &mut slot, &mut ids)
-            } else {
-                schedule::on_heartbeat(&c, &input, true, &mut slot, &mut ids)
+            match call {
+                Call::Patrol => schedule::patrol(&c, &input, &mut slot, &mut ids),
+                Call::Heartbeat { changed } => {
+                    schedule::on_heartbeat(&c, &input, changed, &mut slot, &mut ids)
+                }
             }
         };
         self.next_id = next_id;
@@ -367,11 +372,11 @@ impl Sim {
         }
     }
 
-    fn region_beat(&mut self, i: usize) {
+    fn region_beat(&mut self, i: usize, changed: bool) {
         if !self.leader_alive(i) {
             return;
         }
-        self.schedule(i, false);
+        self.schedule(i, Call::Heartbeat { changed });
     }
 
     fn patrol(&mut self) {
@@ -383,10 +388,17 @@ impl Sim {
             let i = self.cursor;
             self.cursor += 1;
             if self.leader_alive(i) {
-                self.schedule(i, true);
+                self.schedule(i, Call::Patrol);
             }
         }
     }
+}
+
+/// Which of the scheduler's entry points a call is.
+#[derive(Clone, Copy)]
+enum Call {
+    Patrol,
+    Heartbeat { changed: bool },
 }
 
 fn key(i: u64) -> Vec<u8> {
