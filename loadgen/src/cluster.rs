@@ -62,6 +62,12 @@ pub struct ClusterArgs {
     /// the round trip's percentile distribution.
     #[arg(long, value_name = "FILE.svg")]
     pub plot: Option<std::path::PathBuf>,
+    /// Leave the connection threads unpinned. By default connection `i`'s thread runs on the
+    /// `i`th CPU (modulo) and connects from there, so a server steering new connections by the
+    /// CPU they arrive on (`server.steer_connections`, on loopback) spreads them over its cores
+    /// evenly; unpinned, they start wherever the kernel puts them, often all on one CPU.
+    #[arg(long)]
+    pub no_pin: bool,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -537,9 +543,17 @@ pub async fn run(args: &ClusterArgs) -> anyhow::Result<ClusterReport> {
         window: (started, deadline),
         counters: counters.clone(),
     };
-    let gaps = crate::threads::per_connection(per_connection, move |shares| {
-        load.clone().connection(shares)
-    })
+    let pin = !args.no_pin;
+    let gaps = crate::threads::per_connection(
+        per_connection.into_iter().enumerate(),
+        move |(i, shares)| {
+            // Runs on the connection's own thread, before it connects.
+            if pin {
+                meridian::server::pin_to_cpu(i);
+            }
+            load.clone().connection(shares)
+        },
+    )
     .await?;
     let (elapsed, failovers) = phase.finish().await;
     let _ = store_task.await;

@@ -162,6 +162,7 @@ async fn tso_cluster_and_route_runs_plot() {
         protocol: Protocol::Quic,
         json: None,
         plot: Some(cluster_svg.clone()),
+        no_pin: false,
     })
     .await
     .unwrap();
