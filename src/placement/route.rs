@@ -140,6 +140,20 @@ impl Route {
         }
     }
 
+    /// The region, unpacked into `out`, whose allocations are reused: the patrol unpacks
+    /// every region in turn and keeps only the few it acts on.
+    pub fn region_into(&self, out: &mut Region) {
+        out.id = self.id;
+        out.start_key.clear();
+        out.start_key.extend_from_slice(self.start_key());
+        out.end_key.clear();
+        out.end_key.extend_from_slice(self.end_key());
+        out.epoch = self.epoch;
+        out.peers.clear();
+        out.peers.extend(self.peers());
+        out.leader = self.leader();
+    }
+
     /// Whether `region` is exactly this route's region, without unpacking it.
     pub fn is(&self, region: &Region) -> bool {
         self.id == region.id

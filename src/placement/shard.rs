@@ -161,7 +161,7 @@ impl Shard {
     /// A leader's heartbeat. On error nothing changed, here or in the index.
     pub fn heartbeat(
         &mut self,
-        region: Region,
+        region: &Region,
         stats: RegionStats,
         c: &Cluster,
         index: &RangeIndex,
@@ -184,7 +184,7 @@ impl Shard {
         let unchanged = self
             .regions
             .get(&region.id)
-            .is_some_and(|e| e.route.is_current() && e.route.is(&region));
+            .is_some_and(|e| e.route.is_current() && e.route.is(region));
         // A region this shard has not seen yet (a split reported it, or a new term loaded
         // it) whose report matches the index is adopted without writing the index.
         let adopted = !unchanged
@@ -192,7 +192,7 @@ impl Shard {
             && index
                 .snapshot()
                 .locate(&region.start_key)
-                .filter(|r| r.is(&region))
+                .filter(|r| r.is(region))
                 .map(|route| {
                     self.regions.insert(
                         id,
@@ -233,7 +233,7 @@ impl Shard {
         entry.sizes = stats.into();
         // The report is the route now (unchanged, adopted or just applied), unpacked.
         let input = RegionInput {
-            region: &region,
+            region,
             // TiKV's pending peers are not carried in the report yet: a learner counts as
             // caught up once it is reported.
             pending_peers: &[],
@@ -264,6 +264,15 @@ impl Shard {
         new_peer_id: &mut dyn FnMut() -> Option<u64>,
     ) -> Vec<(Region, Operator)> {
         let mut started = Vec::new();
+        // One region unpacked at a time into the same room; the few acted on are copied out.
+        let mut region = Region {
+            id: 0,
+            start_key: Vec::new(),
+            end_key: Vec::new(),
+            epoch: Epoch::default(),
+            peers: Vec::new(),
+            leader: None,
+        };
         let n = self.regions.len();
         for _ in 0..budget.min(n) {
             if self.cursor >= n {
@@ -276,7 +285,7 @@ impl Shard {
             if !entry.route.is_current() {
                 continue;
             }
-            let region = entry.route.region();
+            entry.route.region_into(&mut region);
             let input = RegionInput {
                 region: &region,
                 pending_peers: &[],
@@ -294,7 +303,7 @@ impl Shard {
                 c.now_ms,
             );
             if let Some(op) = d.step {
-                started.push((region, op));
+                started.push((region.clone(), op));
             }
         }
         started
@@ -567,12 +576,12 @@ mod tests {
         let r = region(1, b"", b"", 1, &[1, 2, 3]);
         let stats = RegionStats::default();
         let first = shard
-            .heartbeat(r.clone(), stats, &stores.at(0), &index, &mut || None)
+            .heartbeat(&r, stats, &stores.at(0), &index, &mut || None)
             .unwrap();
         assert!(first.persist.is_some());
         let route = index.locate(b"k").unwrap();
         let again = shard
-            .heartbeat(r.clone(), stats, &stores.at(1), &index, &mut || None)
+            .heartbeat(&r, stats, &stores.at(1), &index, &mut || None)
             .unwrap();
         assert!(again.persist.is_none() && again.operator.is_none());
         assert!(
@@ -585,14 +594,14 @@ mod tests {
         assert_eq!(change.removed, vec![1]);
         assert!(shard.get(1).is_none(), "displaced region still served");
         // The old report of region 1 is now stale against region 2.
-        let stale = shard.heartbeat(r, stats, &stores.at(2), &index, &mut || None);
+        let stale = shard.heartbeat(&r, stats, &stores.at(2), &index, &mut || None);
         assert!(
             matches!(stale, Err(RegionError::StaleEpoch { .. })),
             "{stale:?}"
         );
         let right = region(1, b"m", b"", 2, &[1, 2, 3]);
         let out = shard
-            .heartbeat(right, stats, &stores.at(3), &index, &mut || None)
+            .heartbeat(&right, stats, &stores.at(3), &index, &mut || None)
             .unwrap();
         assert!(out.persist.is_some());
         assert_eq!(index.len(), 2);
@@ -620,12 +629,12 @@ mod tests {
             .collect();
         for r in &first {
             shard
-                .heartbeat(r.clone(), stats, &stores.at(0), &index, &mut || None)
+                .heartbeat(&r, stats, &stores.at(0), &index, &mut || None)
                 .unwrap();
         }
         let merged = region(5, b"b", b"d", 2, &[1, 2, 3]);
         let out = shard
-            .heartbeat(merged.clone(), stats, &stores.at(1), &index, &mut || None)
+            .heartbeat(&merged, stats, &stores.at(1), &index, &mut || None)
             .unwrap();
         let mut removed = out.removed.clone();
         removed.sort_unstable();
@@ -651,7 +660,7 @@ mod tests {
         let stats = RegionStats::default();
         let good = region(1, b"", b"", 1, &[1, 2, 3]);
         shard
-            .heartbeat(good.clone(), stats, &stores.at(0), &index, &mut || None)
+            .heartbeat(&good, stats, &stores.at(0), &index, &mut || None)
             .unwrap();
         let before: Vec<Region> = index.snapshot().iter().map(|r| r.region()).collect();
         let mut unknown_store = region(1, b"", b"", 2, &[1, 2, 9]);
@@ -667,7 +676,7 @@ mod tests {
         ] {
             assert!(
                 shard
-                    .heartbeat(bad.clone(), stats, &stores.at(1), &index, &mut || None)
+                    .heartbeat(&bad, stats, &stores.at(1), &index, &mut || None)
                     .is_err(),
                 "{bad:?}"
             );
@@ -690,9 +699,7 @@ mod tests {
         let mut ids = 500..;
         let short = region(1, b"", b"", 1, &[1, 2]);
         let op = shard
-            .heartbeat(short.clone(), stats, &stores.at(0), &index, &mut || {
-                ids.next()
-            })
+            .heartbeat(&short, stats, &stores.at(0), &index, &mut || ids.next())
             .unwrap()
             .operator;
         let Some(Operator::AddPeer(peer)) = op.clone() else {
@@ -701,17 +708,13 @@ mod tests {
         assert_eq!(peer.id, 500);
         // Resent while pending, with no new id taken.
         let again = shard
-            .heartbeat(short.clone(), stats, &stores.at(50), &index, &mut || {
-                ids.next()
-            })
+            .heartbeat(&short, stats, &stores.at(50), &index, &mut || ids.next())
             .unwrap();
         assert_eq!(again.operator, op);
         // Timed out: dropped. The report is unchanged, so the heartbeat decides nothing new;
         // the patrol decides afresh (a new peer id).
         let dropped = shard
-            .heartbeat(short.clone(), stats, &stores.at(150), &index, &mut || {
-                ids.next()
-            })
+            .heartbeat(&short, stats, &stores.at(150), &index, &mut || ids.next())
             .unwrap();
         assert_eq!(dropped.operator, None);
         let fresh = shard.patrol(&stores.at(150), 1, &mut || ids.next());
@@ -728,7 +731,7 @@ mod tests {
             role: PeerRole::Voter,
         });
         let out = shard
-            .heartbeat(done, stats, &stores.at(160), &index, &mut || ids.next())
+            .heartbeat(&done, stats, &stores.at(160), &index, &mut || ids.next())
             .unwrap();
         assert_eq!(out.operator, None);
         assert!(out.persist.is_some());
@@ -746,7 +749,7 @@ mod tests {
         let right = region(2, b"m", b"", 1, &[1, 2, 3]);
         for r in [&left, &right] {
             shard
-                .heartbeat(r.clone(), stats, &stores.at(0), &index, &mut || None)
+                .heartbeat(&r, stats, &stores.at(0), &index, &mut || None)
                 .unwrap();
         }
         let c = stores.at(10);
@@ -805,7 +808,7 @@ mod tests {
         assert_eq!(started, Ok(Ordered::Started(Some(want.clone()))));
         // Sent again until the leader reports another range; then it succeeded.
         let again = shard
-            .heartbeat(left.clone(), stats, &stores.at(20), &index, &mut || None)
+            .heartbeat(&left, stats, &stores.at(20), &index, &mut || None)
             .unwrap();
         assert_eq!(again.operator, Some(want));
         assert_eq!(
@@ -815,7 +818,7 @@ mod tests {
         index.apply(region(7, b"", b"c", 2, &[1, 2, 3])).unwrap();
         let done = shard
             .heartbeat(
-                region(1, b"c", b"m", 2, &[1, 2, 3]),
+                &region(1, b"c", b"m", 2, &[1, 2, 3]),
                 stats,
                 &stores.at(30),
                 &index,
@@ -830,7 +833,7 @@ mod tests {
         // The scatter not seen done by its deadline timed out.
         let late = stores.cfg.operator_timeout_ms + 10;
         shard
-            .heartbeat(right, stats, &stores.at(late), &index, &mut || None)
+            .heartbeat(&right, stats, &stores.at(late), &index, &mut || None)
             .unwrap();
         assert_eq!(
             shard.operator_status(2, late).map(|r| r.status),
@@ -852,7 +855,7 @@ mod tests {
         for id in 1..=3u64 {
             let r = region(id, bounds[id as usize - 1], bounds[id as usize], 1, &[1, 2]);
             shard
-                .heartbeat(r, stats, &stores.at(0), &index, &mut || None)
+                .heartbeat(&r, stats, &stores.at(0), &index, &mut || None)
                 .unwrap();
         }
         let mut ids = 900..;

@@ -15,7 +15,9 @@ use super::view::StoreLoad;
 use crate::placement::operator::OpKind;
 use crate::placement::region::{Peer, PeerRole, MAX_PEERS};
 
-fn is_settled(c: &Cluster, r: &RegionInput) -> bool {
+/// Whether `r` may be balanced: every voter serving and caught up, no learner, no peer
+/// missing or extra. The caller checks it once for both balancers.
+pub fn is_settled(c: &Cluster, r: &RegionInput) -> bool {
     r.region.peers.len() == c.cfg.max_replicas
         && r.region
             .peers
@@ -38,11 +40,8 @@ pub fn evict_leader(c: &Cluster, r: &RegionInput) -> Option<Plan> {
     Some(Plan::transfer(OpKind::Leader, to))
 }
 
-/// balance-leader.
+/// balance-leader, for a region [`is_settled`].
 pub fn balance_leader(c: &Cluster, r: &RegionInput) -> Option<Plan> {
-    if !is_settled(c, r) {
-        return None;
-    }
     let leader = r.leader()?;
     let from = c.store(leader.store_id)?;
     let to = leader_target(c, r, leader.store_id)?;
@@ -56,11 +55,9 @@ pub fn balance_leader(c: &Cluster, r: &RegionInput) -> Option<Plan> {
 }
 
 /// balance-region: each voter is a candidate source, busiest first (stores of different
-/// domains hold different counts, and a peer only moves within its own).
+/// domains hold different counts, and a peer only moves within its own); for a region
+/// [`is_settled`].
 pub fn balance_region(c: &Cluster, r: &RegionInput) -> Option<Plan> {
-    if !is_settled(c, r) {
-        return None;
-    }
     let mut sources: [Option<(&Peer, &StoreLoad)>; MAX_PEERS] = [None; MAX_PEERS];
     let mut n = 0;
     for p in r.voters() {

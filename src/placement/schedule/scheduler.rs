@@ -7,7 +7,7 @@
 //! again before it is sent: it never puts two peers of a region on one store, never removes
 //! the leader's peer, never leaves fewer than two healthy voters.
 
-use super::balance::{balance_leader, balance_region, evict_leader};
+use super::balance::{balance_leader, balance_region, evict_leader, is_settled};
 use super::budget::influence;
 use super::cluster::{Cluster, RegionInput};
 use super::plan::{Plan, NEW_PEER};
@@ -88,14 +88,17 @@ pub fn patrol(
                 .flatten()
         })
         .or_else(|| {
+            if !is_settled(c, r) {
+                return None;
+            }
             room(c, OpKind::Region)
                 .then(|| balance_region(c, r))
                 .flatten()
-        })
-        .or_else(|| {
-            room(c, OpKind::Leader)
-                .then(|| balance_leader(c, r))
-                .flatten()
+                .or_else(|| {
+                    room(c, OpKind::Leader)
+                        .then(|| balance_leader(c, r))
+                        .flatten()
+                })
         });
     if let Some(plan) = plan {
         d.step = start(c, r, plan, slot, new_peer_id, &mut d);
