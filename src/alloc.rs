@@ -1,7 +1,7 @@
 //! The process allocator: jemalloc, with transparent huge pages refused on its memory.
 //!
 //! jemalloc's small size classes carry no per-chunk header (a region's two 9-byte keys take
-//! 16 B each, 32 B each under glibc), and it returns freed pages at once. Huge pages are off
+//! 16 B each, 32 B each under glibc), and it returns freed pages within a second. Huge pages are off
 //! because of the memory goal (<= 300 B per region at 1M regions): they save a lookup part of
 //! its page walks (heartbeats 1.08x, network GetRegion 1.12x at 1M regions, medians of 6
 //! alternated rounds) but cost ~130 B per region, resident in 2 MB units that copy-on-write
@@ -25,9 +25,13 @@ pub struct MallocConf(pub *const std::ffi::c_char);
 unsafe impl Sync for MallocConf {}
 
 /// jemalloc's defaults for Meridian: no huge pages (see the module doc), and freed pages
-/// returned at once, because the index's copy-on-write edits keep freeing replaced copies.
+/// returned to the kernel within a second, because the index's copy-on-write edits keep
+/// freeing replaced copies. Not at once: heartbeats forwarded between cores free on one core
+/// what another allocated, which empties slabs read after read, and returning each at once
+/// cost a `madvise` and a TLB flush on every core each time (heartbeats 0.85x against a
+/// second's grace, with 1M regions).
 pub const MALLOC_CONF: MallocConf =
-    MallocConf(c"thp:never,metadata_thp:disabled,dirty_decay_ms:0".as_ptr());
+    MallocConf(c"thp:never,metadata_thp:disabled,dirty_decay_ms:1000".as_ptr());
 
 /// Installs jemalloc with [`MALLOC_CONF`] as the process allocator; once, in a binary's root.
 #[macro_export]

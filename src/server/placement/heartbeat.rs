@@ -5,16 +5,17 @@
 
 use tokio::sync::oneshot;
 
-use super::answer::{over_limit, unavailable, WAIT};
-use super::messages::{Beats, ShardMsg};
+use super::answer::{unavailable, WAIT};
+use super::messages::{beat_response, Beat, BeatReply, Beats, ShardMsg};
 use super::shard_task::heartbeat_local;
 use super::state::PlacementState;
 use crate::placement::{Region, RegionStats};
-use crate::proto::{Reply, Response};
+use crate::proto::{ErrorReply, Response};
 
 /// One heartbeat, through its shard's queue like a forwarded one.
-pub async fn one(state: &PlacementState, region: Region, stats: RegionStats) -> Response {
-    let mut replies = batch(state, None, vec![(region, stats)]).await;
+pub async fn one(state: &PlacementState, region: Box<Region>, stats: RegionStats) -> Response {
+    let mut replies = Vec::with_capacity(1);
+    batch(state, None, vec![(region, stats)], &mut replies).await;
     replies
         .pop()
         .unwrap_or_else(|| unavailable("shutting down"))
@@ -31,23 +32,25 @@ enum Slot {
     Refused(usize),
 }
 
-/// Heartbeats answered in order. `core` is the calling core, whose own shard is handled
-/// inline; `None` from a thread that is no core (the gRPC front end), which forwards all.
+/// Heartbeats answered in order, onto `out` (the caller's, reused batch after batch). `core`
+/// is the calling core, whose own shard is handled inline; `None` from a thread that is no
+/// core (the gRPC front end), which forwards all.
 pub async fn batch(
     state: &PlacementState,
     core: Option<usize>,
-    items: Vec<(Region, RegionStats)>,
-) -> Vec<Response> {
+    items: Vec<Beat>,
+    out: &mut Vec<Response>,
+) {
     let n = state.shards.len();
     let mut slots = Vec::with_capacity(items.len());
     let mut local = Vec::new();
-    let mut remote: Vec<Vec<(Region, RegionStats)>> = vec![Vec::new(); n];
-    let mut refused = Vec::new();
+    let mut remote: Vec<Vec<Beat>> = vec![Vec::new(); n];
+    let mut refused: Vec<BeatReply> = Vec::new();
     for (region, stats) in items {
         let shard = (region.id % n as u64) as usize;
         if let Err(e) = state.limits.check_region(&region) {
             slots.push(Slot::Refused(refused.len()));
-            refused.push(over_limit(e));
+            refused.push(Err(Box::new(ErrorReply::LimitExceeded(e.to_string()))));
         } else if Some(shard) == core {
             slots.push(Slot::Local(local.len()));
             local.push((region, stats));
@@ -80,7 +83,7 @@ pub async fn batch(
     }
     let mut durable_at = local_beats.durable_at;
     let mut done_local = local_beats.replies;
-    let mut done_remote: Vec<Vec<Response>> = Vec::with_capacity(n);
+    let mut done_remote: Vec<Vec<BeatReply>> = Vec::with_capacity(n);
     for rx in waiting {
         let beats = match rx {
             Some(rx) => rx.await.unwrap_or_default(),
@@ -93,23 +96,16 @@ pub async fn batch(
     // once the change is durable. If it is not in time, the replies say so: stores heartbeat
     // again, and the change, still in the map, is persisted meanwhile.
     let durable = durable_at == 0 || state.dirty.wait(durable_at, WAIT).await;
-    slots
-        .into_iter()
-        .map(|slot| {
-            let done = match slot {
-                Slot::Local(pos) => done_local.get_mut(pos),
-                Slot::Refused(pos) => refused.get_mut(pos),
-                Slot::Remote { shard, pos } => {
-                    done_remote.get_mut(shard).and_then(|d| d.get_mut(pos))
-                }
-            };
-            match done.map(|r| std::mem::replace(r, Response::Ok(Reply::Done))) {
-                Some(Response::Ok(_)) if !durable => {
-                    unavailable("a change is not yet durable; heartbeat again")
-                }
-                Some(r) => r,
-                None => unavailable("shutting down"),
-            }
-        })
-        .collect()
+    out.extend(slots.into_iter().map(|slot| {
+        let done = match slot {
+            Slot::Local(pos) => done_local.get_mut(pos),
+            Slot::Refused(pos) => refused.get_mut(pos),
+            Slot::Remote { shard, pos } => done_remote.get_mut(shard).and_then(|d| d.get_mut(pos)),
+        };
+        match done.map(|r| std::mem::replace(r, Ok(None))) {
+            Some(Ok(_)) if !durable => unavailable("a change is not yet durable; heartbeat again"),
+            Some(r) => beat_response(r),
+            None => unavailable("shutting down"),
+        }
+    }));
 }

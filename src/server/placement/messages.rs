@@ -8,14 +8,19 @@ use std::sync::Arc;
 use tokio::sync::oneshot;
 
 use crate::meta::{MetaError, WriteOp};
-use crate::placement::{OpRecord, OrderRefused, Ordered, Region, RegionStats, Route};
-use crate::proto::Response;
+use crate::placement::{OpRecord, Operator, OrderRefused, Ordered, Region, RegionStats, Route};
+use crate::proto::{ErrorReply, Reply, Response};
+
+/// A region heartbeat on its way to its shard. The region stays boxed, as the request
+/// decoder made it, so that handing it from the stream to a shard's queue moves a pointer and
+/// not the region.
+pub type Beat = (Box<Region>, RegionStats);
 
 /// To a core's shard task, from the other cores and the term's loader.
 pub enum ShardMsg {
     /// Heartbeats forwarded from another core, answered together in order.
     Heartbeats {
-        items: Vec<(Region, RegionStats)>,
+        items: Vec<Beat>,
         reply: oneshot::Sender<Beats>,
     },
     GetById {
@@ -49,11 +54,25 @@ pub enum OrderOp {
     Split(Vec<Vec<u8>>),
 }
 
+/// A heartbeat's answer as the shard gives it: the operator to send, or the refusal. A
+/// fifth of a [`Response`]'s size, so that a read's few hundred of them stay within the
+/// allocator's small classes: pages freed read after read go back to the kernel, and each
+/// `madvise` flushes every core's TLB.
+pub type BeatReply = Result<Option<Operator>, Box<ErrorReply>>;
+
+/// The reply a heartbeat's answer is sent as.
+pub fn beat_response(reply: BeatReply) -> Response {
+    match reply {
+        Ok(operator) => Response::Ok(Reply::RegionHeartbeat { operator }),
+        Err(e) => Response::Err(*e),
+    }
+}
+
 /// Replies to heartbeats, in order, and the dirty generation that must be durable before any
 /// of them is sent (0: none changed what is persisted).
 #[derive(Default)]
 pub struct Beats {
-    pub replies: Vec<Response>,
+    pub replies: Vec<BeatReply>,
     pub durable_at: u64,
 }
 

@@ -98,7 +98,7 @@ pub async fn handle(op: PlacementOp, shared: &Shared) -> Response {
         PlacementOp::Cluster(op) => cluster::serve(state, op).await,
         PlacementOp::ClusterConfig(op) => cluster_config::serve(state, op).await,
         PlacementOp::Stores(op) => stores::serve(state, op).await,
-        PlacementOp::Heartbeat(region, stats) => heartbeat::one(state, *region, stats).await,
+        PlacementOp::Heartbeat(region, stats) => heartbeat::one(state, region, stats).await,
         PlacementOp::Routing(op) => routing::serve(state, op).await,
         PlacementOp::Buckets(op) => buckets::serve(state, op),
         PlacementOp::Splits(op) => splits::serve(state, op).await,

@@ -9,10 +9,10 @@ use std::sync::Arc;
 
 use tokio::sync::{mpsc, watch};
 
-use super::messages::{Beats, OrderOp, ShardMsg};
+use super::messages::{Beat, BeatReply, Beats, OrderOp, ShardMsg};
 use super::state::PlacementState;
 use crate::placement::{Cluster, Order, Region, RegionError, RegionStats, Shard};
-use crate::proto::{ErrorReply, Reply, Response};
+use crate::proto::ErrorReply;
 
 thread_local! {
     /// This core's shard; `None` on threads that are not cores.
@@ -23,7 +23,7 @@ thread_local! {
 pub fn heartbeat_local(
     state: &PlacementState,
     core: usize,
-    items: impl IntoIterator<Item = (Region, RegionStats)>,
+    items: impl IntoIterator<Item = Beat>,
     out: &mut Beats,
 ) {
     let now = state.clock.now_ms();
@@ -33,7 +33,7 @@ pub fn heartbeat_local(
         let mut cell = cell.borrow_mut();
         let shard = cell.get_or_insert_with(Shard::new);
         for (region, stats) in items {
-            let reply = heartbeat(shard, state, &c, core, region, stats, out);
+            let reply = heartbeat(shard, state, &c, core, &region, stats, out);
             out.replies.push(reply);
         }
     })
@@ -174,23 +174,23 @@ fn heartbeat(
     state: &PlacementState,
     c: &Cluster,
     index: usize,
-    region: Region,
+    region: &Region,
     stats: RegionStats,
     beats: &mut Beats,
-) -> Response {
+) -> BeatReply {
     if !state.is_ready() {
-        return Response::Err(ErrorReply::Unavailable(
+        return Err(Box::new(ErrorReply::Unavailable(
             "placement is not being served here now".into(),
-        ));
+        )));
     }
     if let Some(id) = std::iter::once(region.id)
         .chain(region.peers.iter().map(|p| p.id))
         .find(|id| !state.ids.may_exist(*id))
     {
-        return Response::Err(ErrorReply::InvalidArgument(format!(
+        return Err(Box::new(ErrorReply::InvalidArgument(format!(
             "region {}: id {id} was never allocated",
             region.id
-        )));
+        ))));
     }
     match shard.heartbeat(region, stats, c, &state.index, &mut || {
         state.ids.try_alloc()
@@ -207,11 +207,9 @@ fn heartbeat(
                 }
                 forget_elsewhere(state, Some(index), outcome.removed);
             }
-            Response::Ok(Reply::RegionHeartbeat {
-                operator: outcome.operator,
-            })
+            Ok(outcome.operator)
         }
-        Err(e) => Response::Err(region_error(e)),
+        Err(e) => Err(Box::new(region_error(e))),
     }
 }
 
