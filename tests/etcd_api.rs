@@ -16,7 +16,9 @@ use meridian::etcdpb::etcdserverpb::{
     LeaseRevokeRequest, LeaseTimeToLiveRequest, PutRequest, RangeRequest, WatchCreateRequest,
     WatchRequest,
 };
-use meridian::harness::{test_binary, Cluster, EtcdProcess, ServerProcess, ROOT_PASSWORD};
+use meridian::harness::{
+    assert_needs_etcd, test_binary, Cluster, EtcdProcess, ServerProcess, ROOT_PASSWORD,
+};
 use meridian::pd_grpc;
 use meridian::tls::cert::Role;
 use meridian::tls::Trust;
@@ -141,9 +143,7 @@ fn etcdctl_works_unchanged_at_the_client_address_inside_the_namespace() {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
-    let etcd = EtcdProcess::start(&tmp.path().join("etcd")).unwrap();
-    let data = tmp.path().join("n0");
-    let node = ServerProcess::start_on_etcd(&etcd, &data, &[]).unwrap();
+    let (etcd, node) = ServerProcess::start_with_etcd(tmp.path()).unwrap();
     let endpoint = format!("https://{}", node.grpc_addr.clone().unwrap());
     let me = node.trust();
     let at = || etcdctl(&endpoint, Some(&me));
@@ -268,9 +268,7 @@ fn etcdctl_works_unchanged_at_the_client_address_inside_the_namespace() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_store_certificate_reads_but_is_refused_writes_naming_the_role() {
     let tmp = tempfile::tempdir().unwrap();
-    let etcd = EtcdProcess::start(&tmp.path().join("etcd")).unwrap();
-    let data = tmp.path().join("n0");
-    let node = ServerProcess::start_on_etcd(&etcd, &data, &[]).unwrap();
+    let (_etcd, node) = ServerProcess::start_with_etcd(tmp.path()).unwrap();
     let addr = node.grpc_addr.clone().unwrap();
     let tikv_cert = node.role_cert(Role::Store, "tikv").unwrap();
     let mut tikv = kv(&addr, &tikv_cert).await;
@@ -313,9 +311,7 @@ async fn a_store_certificate_reads_but_is_refused_writes_naming_the_role() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn meridians_own_lease_is_out_of_a_clients_reach() {
     let tmp = tempfile::tempdir().unwrap();
-    let etcd = EtcdProcess::start(&tmp.path().join("etcd")).unwrap();
-    let data = tmp.path().join("n0");
-    let node = ServerProcess::start_on_etcd(&etcd, &data, &[]).unwrap();
+    let (_etcd, node) = ServerProcess::start_with_etcd(tmp.path()).unwrap();
     let addr = node.grpc_addr.clone().unwrap();
     let mut lease = lease(&addr, &node.trust()).await;
     let admin = node.admin().unwrap();
@@ -374,9 +370,7 @@ async fn meridians_own_lease_is_out_of_a_clients_reach() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stopping_the_node_ends_its_watches() {
     let tmp = tempfile::tempdir().unwrap();
-    let etcd = EtcdProcess::start(&tmp.path().join("etcd")).unwrap();
-    let data = tmp.path().join("n0");
-    let node = ServerProcess::start_on_etcd(&etcd, &data, &[]).unwrap();
+    let (_etcd, node) = ServerProcess::start_with_etcd(tmp.path()).unwrap();
     let addr = node.grpc_addr.clone().unwrap();
     let caller = node.trust();
     let mut watch = WatchClient::new(channel(&addr, &caller).await);
@@ -483,10 +477,8 @@ async fn the_proxy_logs_in_as_the_etcd_user_and_again_when_its_token_is_dropped(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_etcd_the_api_is_unavailable_and_says_why() {
     let tmp = tempfile::tempdir().unwrap();
-    let data = tmp.path().join("n0");
-    let node = ServerProcess::start(test_binary(), &data, "127.0.0.1:0", Some(1)).unwrap();
-    let addr = node.grpc_addr.clone().unwrap();
-    let mut kv = kv(&addr, &node.trust()).await;
+    let node = ServerProcess::start_embedded(&tmp.path().join("n0")).unwrap();
+    let mut kv = kv(node.grpc_addr.as_deref().unwrap(), &node.trust()).await;
     let refused = kv
         .range(RangeRequest {
             key: b"/tidb/a".to_vec(),
@@ -494,11 +486,7 @@ async fn without_etcd_the_api_is_unavailable_and_says_why() {
         })
         .await
         .unwrap_err();
-    assert_eq!(refused.code(), Code::Unavailable, "{refused:?}");
-    assert!(
-        refused.message().contains("run Meridian on etcd (--etcd)"),
-        "{refused:?}"
-    );
+    assert_needs_etcd(&refused);
     node.stop().unwrap();
 }
 
@@ -507,13 +495,10 @@ async fn without_etcd_the_api_is_unavailable_and_says_why() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_session_lease_outlives_the_leader_it_was_granted_through() {
     let tmp = tempfile::tempdir().unwrap();
-    let mut cluster = Cluster::start(tmp.path(), 3, "").unwrap();
-    let leader = cluster
-        .leader_within(None, Duration::from_secs(15))
-        .expect("a leader");
+    let (mut cluster, leader) =
+        Cluster::start_led(tmp.path(), 3, "", Duration::from_secs(15)).unwrap();
     let other = (leader + 1) % 3;
-    let at = |i: usize| cluster.nodes[i].process().grpc_addr.clone().unwrap();
-    let (leader_addr, other_addr) = (at(leader), at(other));
+    let (leader_addr, other_addr) = (cluster.grpc_addr(leader), cluster.grpc_addr(other));
     let caller = cluster.trust();
 
     let mut lease = lease(&leader_addr, &caller).await;
@@ -549,12 +534,7 @@ async fn a_session_lease_outlives_the_leader_it_was_granted_through() {
         .kvs;
     assert_eq!(kvs.len(), 1, "read through a follower");
 
-    cluster.nodes[leader]
-        .process
-        .take()
-        .unwrap()
-        .kill()
-        .unwrap();
+    cluster.nodes[leader].kill().unwrap();
     let mut lease = self::lease(&other_addr, &caller).await;
     let (keep, requests) = tokio::sync::mpsc::channel(4);
     let mut replies = lease

@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use meridian::client::{Client, ClientError, ClientOptions};
-use meridian::harness::{test_binary, ServerProcess};
+use meridian::harness::{first_region, test_binary, ServerProcess};
 use meridian::kvproto::pdpb;
 use meridian::pd_grpc;
 use meridian::placement::{
@@ -73,27 +73,8 @@ async fn every_limit_is_refused_at_the_boundary_and_large_replies_are_paged() {
     let client = Client::connect(opts).await.unwrap();
     let l = Limits::default();
 
-    let s1 = client.alloc_id().await.unwrap();
-    let (rid, pid) = (
-        client.alloc_id().await.unwrap(),
-        client.alloc_id().await.unwrap(),
-    );
-    let peer = Peer {
-        id: pid,
-        store_id: s1,
-        role: PeerRole::Voter,
-    };
-    let first = Region {
-        id: rid,
-        start_key: vec![],
-        end_key: vec![],
-        epoch: Epoch {
-            conf_ver: 1,
-            version: 1,
-        },
-        peers: vec![peer.clone()],
-        leader: Some(pid),
-    };
+    let first = first_region(&client).await.unwrap();
+    let s1 = first.peers[0].store_id;
     client
         .bootstrap(store(s1, l.max_labels), first.clone())
         .await

@@ -8,10 +8,10 @@
 
 use std::time::Duration;
 
-use meridian::harness::{test_binary, EtcdProcess, ServerProcess};
+use meridian::harness::{assert_needs_etcd, ServerProcess};
 use meridian::kvproto::meta_storagepb::{
     event::EventType, meta_storage_client::MetaStorageClient, DeleteRequest, ErrorType, GetRequest,
-    PutRequest, RequestHeader, WatchRequest, WatchResponse,
+    GetResponse, PutRequest, RequestHeader, WatchRequest, WatchResponse,
 };
 use meridian::pd_grpc;
 use meridian::tls::cert::Role;
@@ -49,6 +49,18 @@ async fn put(meta: &mut Meta, key: &str, value: &str) -> i64 {
     header.revision
 }
 
+/// Get of the keys from `key` up to `range_end`, as TiDB's controller lists the groups.
+async fn range(meta: &mut Meta, key: &[u8], range_end: &[u8]) -> GetResponse {
+    meta.get(GetRequest {
+        key: key.to_vec(),
+        range_end: range_end.to_vec(),
+        ..Default::default()
+    })
+    .await
+    .unwrap()
+    .into_inner()
+}
+
 /// The first answer of `watch` that carries events, within a few seconds.
 async fn next_events(watch: &mut Streaming<WatchResponse>) -> WatchResponse {
     tokio::time::timeout(Duration::from_secs(5), watch.message())
@@ -61,9 +73,7 @@ async fn next_events(watch: &mut Streaming<WatchResponse>) -> WatchResponse {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn get_put_delete_and_watch_inside_the_namespace() {
     let tmp = tempfile::tempdir().unwrap();
-    let etcd = EtcdProcess::start(&tmp.path().join("etcd")).unwrap();
-    let data = tmp.path().join("n0");
-    let node = ServerProcess::start_on_etcd(&etcd, &data, &[]).unwrap();
+    let (etcd, node) = ServerProcess::start_with_etcd(tmp.path()).unwrap();
     let addr = node.grpc_addr.clone().unwrap();
     let mut meta = meta(&addr, &node.trust()).await;
 
@@ -143,15 +153,12 @@ async fn get_put_delete_and_watch_inside_the_namespace() {
         one.kvs[0].mod_revision, 0,
         "PD passes on keys and values only"
     );
-    let all = meta
-        .get(GetRequest {
-            key: b"resource_group/settings".to_vec(),
-            range_end: b"resource_group/settingt".to_vec(),
-            ..Default::default()
-        })
-        .await
-        .unwrap()
-        .into_inner();
+    let all = range(
+        &mut meta,
+        b"resource_group/settings",
+        b"resource_group/settingt",
+    )
+    .await;
     assert_eq!((all.count, all.kvs.len()), (2, 2));
     let limited = meta
         .get(GetRequest {
@@ -209,37 +216,10 @@ async fn get_put_delete_and_watch_inside_the_namespace() {
         .await
         .unwrap();
     assert_eq!(stored.kvs()[0].value(), b"{}");
-    let own = direct
-        .get(
-            "/meridian/",
-            Some(
-                etcd_client::GetOptions::new()
-                    .with_prefix()
-                    .with_count_only(),
-            ),
-        )
-        .await
-        .unwrap();
-    assert!(own.count() > 0);
-    let outside = meta
-        .get(GetRequest {
-            key: b"/meridian/".to_vec(),
-            range_end: b"/meridian0".to_vec(),
-            ..Default::default()
-        })
-        .await
-        .unwrap()
-        .into_inner();
+    assert!(!etcd.meridian_keys().await.unwrap().is_empty());
+    let outside = range(&mut meta, b"/meridian/", b"/meridian0").await;
     assert_eq!((outside.count, outside.kvs.len()), (0, 0));
-    let everything = meta
-        .get(GetRequest {
-            key: vec![0],
-            range_end: vec![0],
-            ..Default::default()
-        })
-        .await
-        .unwrap()
-        .into_inner();
+    let everything = range(&mut meta, &[0], &[0]).await;
     assert!(
         everything
             .kvs
@@ -261,9 +241,7 @@ async fn get_put_delete_and_watch_inside_the_namespace() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_watch_from_a_compacted_revision_is_told_so() {
     let tmp = tempfile::tempdir().unwrap();
-    let etcd = EtcdProcess::start(&tmp.path().join("etcd")).unwrap();
-    let data = tmp.path().join("n0");
-    let node = ServerProcess::start_on_etcd(&etcd, &data, &[]).unwrap();
+    let (etcd, node) = ServerProcess::start_with_etcd(tmp.path()).unwrap();
     let addr = node.grpc_addr.clone().unwrap();
     let mut meta = meta(&addr, &node.trust()).await;
     put(&mut meta, "k", "1").await;
@@ -300,21 +278,16 @@ async fn a_watch_from_a_compacted_revision_is_told_so() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_store_certificate_reads_and_is_refused_writes() {
     let tmp = tempfile::tempdir().unwrap();
-    let etcd = EtcdProcess::start(&tmp.path().join("etcd")).unwrap();
-    let data = tmp.path().join("n0");
-    let node = ServerProcess::start_on_etcd(&etcd, &data, &[]).unwrap();
+    let (_etcd, node) = ServerProcess::start_with_etcd(tmp.path()).unwrap();
     let addr = node.grpc_addr.clone().unwrap();
     let tikv = node.role_cert(Role::Store, "tikv").unwrap();
     let mut store = meta(&addr, &tikv).await;
-    let reply = store
-        .get(GetRequest {
-            key: b"resource_group/settings".to_vec(),
-            range_end: b"resource_group/settingt".to_vec(),
-            ..Default::default()
-        })
-        .await
-        .unwrap()
-        .into_inner();
+    let reply = range(
+        &mut store,
+        b"resource_group/settings",
+        b"resource_group/settingt",
+    )
+    .await;
     assert_eq!(reply.header.unwrap().error, None);
     for refused in [
         store
@@ -342,10 +315,8 @@ async fn a_store_certificate_reads_and_is_refused_writes() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_etcd_meta_storage_is_unavailable_and_says_why() {
     let tmp = tempfile::tempdir().unwrap();
-    let data = tmp.path().join("n0");
-    let node = ServerProcess::start(test_binary(), &data, "127.0.0.1:0", Some(1)).unwrap();
-    let addr = node.grpc_addr.clone().unwrap();
-    let mut meta = meta(&addr, &node.trust()).await;
+    let node = ServerProcess::start_embedded(&tmp.path().join("n0")).unwrap();
+    let mut meta = meta(node.grpc_addr.as_deref().unwrap(), &node.trust()).await;
     let refused = meta
         .get(GetRequest {
             key: b"resource_group/controller".to_vec(),
@@ -353,11 +324,7 @@ async fn without_etcd_meta_storage_is_unavailable_and_says_why() {
         })
         .await
         .unwrap_err();
-    assert_eq!(refused.code(), Code::Unavailable, "{refused:?}");
-    assert!(
-        refused.message().contains("run Meridian on etcd (--etcd)"),
-        "{refused:?}"
-    );
+    assert_needs_etcd(&refused);
     let refused = meta.watch(WatchRequest::default()).await.unwrap_err();
     assert_eq!(refused.code(), Code::Unavailable, "{refused:?}");
     node.stop().unwrap();

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use meridian::client::{Client, ClientError, ClientOptions};
-use meridian::harness::{test_binary, EtcdProcess, ServerProcess};
+use meridian::harness::{first_region, test_binary, EtcdProcess, ServerProcess};
 use meridian::placement::{
     Epoch, Operator, Peer, PeerRole, Region, RegionStats, Store, StoreState, StoreStats,
 };
@@ -48,27 +48,8 @@ async fn build(client: &Client) -> (Vec<u64>, Vec<Region>) {
         server_error(client.get_region(b"a").await),
         ErrorReply::NotBootstrapped
     );
-    let s1 = client.alloc_id().await.unwrap();
-    let (rid, pid) = (
-        client.alloc_id().await.unwrap(),
-        client.alloc_id().await.unwrap(),
-    );
-    let peer = Peer {
-        id: pid,
-        store_id: s1,
-        role: PeerRole::Voter,
-    };
-    let first = Region {
-        id: rid,
-        start_key: vec![],
-        end_key: vec![],
-        epoch: Epoch {
-            conf_ver: 1,
-            version: 1,
-        },
-        peers: vec![peer.clone()],
-        leader: Some(pid),
-    };
+    let first = first_region(client).await.unwrap();
+    let s1 = first.peers[0].store_id;
     client.bootstrap(store(s1), first.clone()).await.unwrap();
     assert!(client.is_bootstrapped().await.unwrap());
     assert!(matches!(

@@ -8,7 +8,7 @@
 use std::time::{Duration, Instant};
 
 use meridian::harness::{
-    null_keyspace, ru_group, test_binary, token_request, Cluster, EtcdProcess, ServerProcess,
+    null_keyspace, ru_group, test_binary, token_request, Cluster, ServerProcess,
 };
 use meridian::kvproto::meta_storagepb::{meta_storage_client::MetaStorageClient, GetRequest};
 use meridian::kvproto::resource_manager::{
@@ -363,18 +363,15 @@ async fn token_buckets_grant_within_the_fill_rate_and_the_burst() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn on_etcd_groups_outlive_the_leader_and_are_visible_through_meta_storage() {
     let tmp = tempfile::tempdir().unwrap();
-    let mut cluster = Cluster::start(tmp.path(), 3, "").unwrap();
-    let leader = cluster
-        .leader_within(None, Duration::from_secs(15))
-        .expect("a leader");
+    let (mut cluster, leader) =
+        Cluster::start_led(tmp.path(), 3, "", Duration::from_secs(15)).unwrap();
     let trust = cluster.trust();
-    let at = |c: &Cluster, i: usize| c.nodes[i].process().grpc_addr.clone().unwrap();
-    let mut rm = self::rm(&at(&cluster, leader), &trust).await;
+    let mut rm = self::rm(&cluster.grpc_addr(leader), &trust).await;
     list_when_serving(&mut rm).await;
     add(&mut rm, ru_group("tidb_rg", 300, 600)).await.unwrap();
 
     let follower = (leader + 1) % 3;
-    let mut other = self::rm(&at(&cluster, follower), &trust).await;
+    let mut other = self::rm(&cluster.grpc_addr(follower), &trust).await;
     let status = list(&mut other).await.unwrap_err();
     assert_eq!(
         (status.code(), status.message()),
@@ -382,7 +379,7 @@ async fn on_etcd_groups_outlive_the_leader_and_are_visible_through_meta_storage(
     );
 
     let mut meta = MetaStorageClient::new(
-        pd_grpc::channel(&at(&cluster, follower), &trust)
+        pd_grpc::channel(&cluster.grpc_addr(follower), &trust)
             .await
             .unwrap(),
     );
@@ -405,16 +402,11 @@ async fn on_etcd_groups_outlive_the_leader_and_are_visible_through_meta_storage(
         ("tidb_rg", (300, 600))
     );
 
-    cluster.nodes[leader]
-        .process
-        .take()
-        .unwrap()
-        .kill()
-        .unwrap();
+    cluster.nodes[leader].kill().unwrap();
     let next = cluster
         .leader_within(Some(leader), Duration::from_secs(20))
         .expect("a new leader");
-    let mut rm = self::rm(&at(&cluster, next), &trust).await;
+    let mut rm = self::rm(&cluster.grpc_addr(next), &trust).await;
     let groups = list_when_serving(&mut rm).await;
     assert_eq!(names(&groups), ["default", "tidb_rg"]);
     assert_eq!(settings(&groups[1]), (300, 600));
@@ -437,29 +429,16 @@ async fn on_etcd_groups_outlive_the_leader_and_are_visible_through_meta_storage(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn meridians_own_record_is_outside_the_namespace() {
     let tmp = tempfile::tempdir().unwrap();
-    let etcd = EtcdProcess::start(&tmp.path().join("etcd")).unwrap();
-    let data = tmp.path().join("n0");
-    let node = ServerProcess::start_on_etcd(&etcd, &data, &[]).unwrap();
+    let (etcd, node) = ServerProcess::start_with_etcd(tmp.path()).unwrap();
     let addr = node.grpc_addr.clone().unwrap();
     let mut rm = rm(&addr, &node.trust()).await;
     list_when_serving(&mut rm).await;
     add(&mut rm, ru_group("g", 10, 10)).await.unwrap();
-    let mut direct = etcd.client(None).await.unwrap();
-    let own = direct
-        .get(
-            "/meridian/",
-            Some(
-                etcd_client::GetOptions::new()
-                    .with_prefix()
-                    .with_keys_only(),
-            ),
-        )
-        .await
-        .unwrap();
+    let own = etcd.meridian_keys().await.unwrap();
     assert!(own
-        .kvs()
         .iter()
-        .any(|kv| kv.key().ends_with(b"/resource_group/settings/g")));
+        .any(|key| key.ends_with(b"/resource_group/settings/g")));
+    let mut direct = etcd.client(None).await.unwrap();
     let copy = direct
         .get("/meridian-kv/resource_group/settings/g", None)
         .await

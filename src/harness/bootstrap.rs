@@ -6,16 +6,16 @@
 use crate::client::Client;
 use crate::placement::{Epoch, Peer, PeerRole, Region, Store, StoreState};
 
-/// Bootstraps the cluster with one store at `store_address` holding one region (epoch 1/1,
-/// a single voter that leads it) over the whole key space; returns that region, whose
-/// `peers[0].store_id` is the store's id.
-pub async fn bootstrap_one_region(client: &Client, store_address: &str) -> anyhow::Result<Region> {
+/// The region a first store bootstraps with: ids from `AllocId` (the store's, the region's,
+/// the peer's, in that order), epoch 1/1, a single voter that leads it, over the whole key
+/// space. The store's id is `peers[0].store_id`.
+pub async fn first_region(client: &Client) -> anyhow::Result<Region> {
     let (store_id, region_id, peer_id) = (
         client.alloc_id().await?,
         client.alloc_id().await?,
         client.alloc_id().await?,
     );
-    let region = Region {
+    Ok(Region {
         id: region_id,
         start_key: vec![],
         end_key: vec![],
@@ -29,9 +29,15 @@ pub async fn bootstrap_one_region(client: &Client, store_address: &str) -> anyho
             role: PeerRole::Voter,
         }],
         leader: Some(peer_id),
-    };
+    })
+}
+
+/// Bootstraps the cluster with one store at `store_address` holding [`first_region`]; returns
+/// that region.
+pub async fn bootstrap_one_region(client: &Client, store_address: &str) -> anyhow::Result<Region> {
+    let region = first_region(client).await?;
     let store = Store {
-        id: store_id,
+        id: region.peers[0].store_id,
         address: store_address.into(),
         labels: vec![],
         state: StoreState::Up,

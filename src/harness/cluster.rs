@@ -5,6 +5,8 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use anyhow::Context;
+
 use super::{free_udp_port, test_binary, EtcdProcess, FaultProxy, ServerProcess};
 use crate::admin::AdminClient;
 use crate::tls::Trust;
@@ -38,6 +40,14 @@ impl ClusterNode {
         self.process
             .as_ref()
             .unwrap_or_else(|| panic!("{} is not running", self.name))
+    }
+
+    /// SIGKILL, as a crash: the member stays down until started again.
+    pub fn kill(&mut self) -> anyhow::Result<()> {
+        self.process
+            .take()
+            .with_context(|| format!("{} is not running", self.name))?
+            .kill()
     }
 }
 
@@ -119,6 +129,29 @@ impl Cluster {
             ca: tls.join("ca.pem"),
             proxies,
         })
+    }
+
+    /// [`Cluster::start`], then the member that leads and serves, waiting up to `timeout`.
+    pub fn start_led(
+        dir: &Path,
+        n: usize,
+        config: &str,
+        timeout: Duration,
+    ) -> anyhow::Result<(Cluster, usize)> {
+        let cluster = Self::start(dir, n, config)?;
+        let leader = cluster
+            .leader_within(None, timeout)
+            .context("no member leads")?;
+        Ok((cluster, leader))
+    }
+
+    /// Member `i`'s PD gRPC address; panics when it is stopped or serves no gRPC, as a test
+    /// bug.
+    pub fn grpc_addr(&self, i: usize) -> String {
+        let node = self.nodes[i].process();
+        node.grpc_addr
+            .clone()
+            .unwrap_or_else(|| panic!("{} serves no gRPC", self.nodes[i].name))
     }
 
     pub fn trust(&self) -> Trust {

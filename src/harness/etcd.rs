@@ -18,6 +18,16 @@ pub const ROOT_PASSWORD: &str = "root-password-for-tests";
 /// The key prefix every Meridian key lives under (see `meta::Keys`).
 pub const MERIDIAN_PREFIX: &[u8] = b"/meridian/";
 
+/// Asserts that `refused` is a node's answer, without etcd, to a call only etcd serves
+/// (the etcd API, MetaStorage): unavailable, saying how to run on etcd.
+pub fn assert_needs_etcd(refused: &tonic::Status) {
+    assert_eq!(refused.code(), tonic::Code::Unavailable, "{refused:?}");
+    assert!(
+        refused.message().contains("run Meridian on etcd (--etcd)"),
+        "{refused:?}"
+    );
+}
+
 pub struct EtcdProcess {
     child: Option<Child>,
     data_dir: PathBuf,
@@ -153,6 +163,17 @@ impl EtcdProcess {
         etcd_client::Client::connect([self.endpoint()], Some(options))
             .await
             .context("connecting to the test etcd")
+    }
+
+    /// Every key under [`MERIDIAN_PREFIX`]: Meridian's own, which the etcd namespace that
+    /// clients reach through a node does not hold. Read directly, as an administrator.
+    pub async fn meridian_keys(&self) -> anyhow::Result<Vec<Vec<u8>>> {
+        let mut etcd = self.client(None).await?;
+        let options = etcd_client::GetOptions::new()
+            .with_prefix()
+            .with_keys_only();
+        let found = etcd.get(MERIDIAN_PREFIX, Some(options)).await?;
+        Ok(found.kvs().iter().map(|kv| kv.key().to_vec()).collect())
     }
 
     /// Turns etcd auth on: a `root` user (etcd refuses `auth enable` without one) with

@@ -65,6 +65,19 @@ impl ServerProcess {
         Self::start_with(super::test_binary(), data_dir, "127.0.0.1:0", &args)
     }
 
+    /// etcd in `dir/etcd` and, on it, a node of one core in `dir/n0` ([`Self::start_on_etcd`]).
+    pub fn start_with_etcd(dir: &Path) -> anyhow::Result<(EtcdProcess, ServerProcess)> {
+        let etcd = EtcdProcess::start(&dir.join("etcd"))?;
+        let node = Self::start_on_etcd(&etcd, &dir.join("n0"), &[])?;
+        Ok((etcd, node))
+    }
+
+    /// A node of one core on the embedded store (no etcd), of [`super::test_binary`], on a
+    /// free loopback port.
+    pub fn start_embedded(data_dir: &Path) -> anyhow::Result<ServerProcess> {
+        Self::start(super::test_binary(), data_dir, "127.0.0.1:0", Some(1))
+    }
+
     /// `start_with`, with `env` added to the node's environment (a secret such as
     /// `MERIDIAN_ETCD_PASSWORD`, which has no flag).
     pub fn start_with_env(

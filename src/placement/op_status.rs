@@ -3,13 +3,14 @@
 //! only, as PD keeps it. An ended operator's record is forgotten [`RECORD_TTL_MS`] after it
 //! ended (PD's `operatorStatusRemainTime`), and a shard keeps at most [`MAX_RECORDS`]: past
 //! it, the ended records that ended first are dropped (a running operator's record is kept:
-//! the in-flight caps bound those). Owns no operator; its shard tells it what started and
-//! ended.
+//! the in-flight caps bound those). Owns no operator: its shard tells it what each
+//! scheduling call started and ended (`observe`) and what an order started or replaced.
 
 use std::collections::HashMap;
 
-use super::operator::OpKind;
+use super::operator::{OpKind, Pending};
 use super::region::Epoch;
+use super::schedule::Dispatch;
 
 /// An ended operator's record is kept this long (PD's ten minutes).
 pub const RECORD_TTL_MS: u64 = 10 * 60 * 1000;
@@ -90,6 +91,34 @@ impl OpStatusTracker {
         if let Some(r) = self.records.get_mut(&region).filter(|r| r.is_running()) {
             r.status = status;
             r.at_ms = now_ms;
+        }
+    }
+
+    /// What a scheduling call did to `region`'s operator: an end (done, past `deadline_ms`,
+    /// or cancelled) and a start (the operator now in `slot`).
+    pub fn observe(
+        &mut self,
+        region: u64,
+        d: &Dispatch,
+        deadline_ms: Option<u64>,
+        slot: &Option<Box<Pending>>,
+        epoch: Epoch,
+        now_ms: u64,
+    ) {
+        if let Some((_, done)) = d.ended {
+            let status = if done {
+                OpStatus::Success
+            } else if deadline_ms.is_some_and(|t| now_ms >= t) {
+                OpStatus::Timeout
+            } else {
+                OpStatus::Cancel
+            };
+            self.end(region, status, now_ms);
+        }
+        if d.started {
+            if let Some(p) = slot {
+                self.start(region, OpRecord::scheduled(p.kind, epoch, now_ms));
+            }
         }
     }
 

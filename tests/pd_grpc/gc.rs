@@ -49,25 +49,9 @@ async fn gc_state_reports_the_gc_safe_point_and_service_barriers() {
     let state = r.gc_state.unwrap();
     assert_eq!((state.gc_safe_point, state.txn_safe_point), (0, 0));
 
-    let r =
-        n.pd.update_gc_safe_point(pdpb::UpdateGcSafePointRequest {
-            header: n.h(),
-            safe_point: 100,
-        })
-        .await
-        .unwrap()
-        .into_inner();
+    let r = n.gc_safe_point(100).await;
     assert_eq!(r.new_safe_point, 100);
-    let r =
-        n.pd.update_service_gc_safe_point(pdpb::UpdateServiceGcSafePointRequest {
-            header: n.h(),
-            service_id: b"br".to_vec(),
-            ttl: 3600,
-            safe_point: 120,
-        })
-        .await
-        .unwrap()
-        .into_inner();
+    let r = n.service_safe_point(b"br", 3600, 120).await;
     assert_eq!(error_type(&r.header), None, "{:?}", r.header);
 
     // Barriers excluded, globals not asked for (client-go's defaults).
@@ -131,12 +115,7 @@ async fn gc_state_reports_the_gc_safe_point_and_service_barriers() {
     assert!(r.gc_state.is_none());
 
     // The GC safe point moves on; GetGCState follows.
-    n.pd.update_gc_safe_point(pdpb::UpdateGcSafePointRequest {
-        header: n.h(),
-        safe_point: 150,
-    })
-    .await
-    .unwrap();
+    n.gc_safe_point(150).await;
     let r = n
         .gc_state(pdpb::GetGcStateRequest {
             header: n.h(),

@@ -31,7 +31,9 @@ mod versions;
 use std::path::Path;
 use std::time::Duration;
 
+// The records every file here sends, under short names.
 use meridian::harness::{connect_when_placement_loads, pd_header, test_binary, ServerProcess};
+use meridian::harness::{metapb_peer as peer, metapb_region as region};
 use meridian::kvproto::metapb;
 use meridian::kvproto::pdpb::{self, pd_client::PdClient};
 use meridian::pd_grpc;
@@ -68,34 +70,6 @@ fn error_type(h: &Option<pdpb::ResponseHeader>) -> Option<pdpb::ErrorType> {
         .error
         .as_ref()
         .map(|e| pdpb::ErrorType::try_from(e.r#type).unwrap())
-}
-
-fn peer(id: u64, store_id: u64) -> metapb::Peer {
-    metapb::Peer {
-        id,
-        store_id,
-        ..Default::default()
-    }
-}
-
-fn region(
-    id: u64,
-    start: &[u8],
-    end: &[u8],
-    ver: (u64, u64),
-    peers: Vec<metapb::Peer>,
-) -> metapb::Region {
-    metapb::Region {
-        id,
-        start_key: start.to_vec(),
-        end_key: end.to_vec(),
-        region_epoch: Some(metapb::RegionEpoch {
-            conf_ver: ver.0,
-            version: ver.1,
-        }),
-        peers,
-        ..Default::default()
-    }
 }
 
 fn store(id: u64, addr: &str) -> metapb::Store {
@@ -238,6 +212,39 @@ impl Node {
 
     async fn gc_state(&mut self, req: pdpb::GetGcStateRequest) -> pdpb::GetGcStateResponse {
         self.pd.get_gc_state(req).await.unwrap().into_inner()
+    }
+
+    /// UpdateGCSafePoint to `safe_point`.
+    async fn gc_safe_point(&mut self, safe_point: u64) -> pdpb::UpdateGcSafePointResponse {
+        let request = pdpb::UpdateGcSafePointRequest {
+            header: self.h(),
+            safe_point,
+        };
+        self.pd
+            .update_gc_safe_point(request)
+            .await
+            .unwrap()
+            .into_inner()
+    }
+
+    /// UpdateServiceGCSafePoint of `service_id` to `safe_point` for `ttl` seconds.
+    async fn service_safe_point(
+        &mut self,
+        service_id: &[u8],
+        ttl: i64,
+        safe_point: u64,
+    ) -> pdpb::UpdateServiceGcSafePointResponse {
+        let request = pdpb::UpdateServiceGcSafePointRequest {
+            header: self.h(),
+            service_id: service_id.to_vec(),
+            ttl,
+            safe_point,
+        };
+        self.pd
+            .update_service_gc_safe_point(request)
+            .await
+            .unwrap()
+            .into_inner()
     }
 }
 

@@ -333,47 +333,15 @@ async fn every_rpc_answers_as_pd_does() {
     assert_eq!(err.code(), Code::InvalidArgument);
 
     // GC safe points never move back, and survive a SIGKILL.
-    let r =
-        n.pd.update_gc_safe_point(pdpb::UpdateGcSafePointRequest {
-            header: n.h(),
-            safe_point: 100,
-        })
-        .await
-        .unwrap()
-        .into_inner();
+    let r = n.gc_safe_point(100).await;
     assert_eq!(r.new_safe_point, 100);
-    let r =
-        n.pd.update_gc_safe_point(pdpb::UpdateGcSafePointRequest {
-            header: n.h(),
-            safe_point: 50,
-        })
-        .await
-        .unwrap()
-        .into_inner();
+    let r = n.gc_safe_point(50).await;
     assert_eq!(r.new_safe_point, 100);
-    let r =
-        n.pd.update_service_gc_safe_point(pdpb::UpdateServiceGcSafePointRequest {
-            header: n.h(),
-            service_id: b"br".to_vec(),
-            ttl: 3600,
-            safe_point: 120,
-        })
-        .await
-        .unwrap()
-        .into_inner();
+    let r = n.service_safe_point(b"br", 3600, 120).await;
     // gc_worker's entry (at the GC safe point, 100) is the minimum.
     assert_eq!(r.service_id, b"gc_worker");
     assert_eq!(r.min_safe_point, 100);
-    let r =
-        n.pd.update_service_gc_safe_point(pdpb::UpdateServiceGcSafePointRequest {
-            header: n.h(),
-            service_id: b"gc_worker".to_vec(),
-            ttl: i64::MAX,
-            safe_point: 130,
-        })
-        .await
-        .unwrap()
-        .into_inner();
+    let r = n.service_safe_point(b"gc_worker", i64::MAX, 130).await;
     assert_eq!(
         (r.service_id.as_slice(), r.min_safe_point),
         (&b"br"[..], 120)
@@ -391,16 +359,7 @@ async fn every_rpc_answers_as_pd_does() {
             .unwrap()
             .into_inner();
     assert_eq!(r.safe_point, 100);
-    let r =
-        n.pd.update_service_gc_safe_point(pdpb::UpdateServiceGcSafePointRequest {
-            header: n.h(),
-            service_id: b"cdc".to_vec(),
-            ttl: 60,
-            safe_point: 110,
-        })
-        .await
-        .unwrap()
-        .into_inner();
+    let r = n.service_safe_point(b"cdc", 60, 110).await;
     assert_eq!(
         (r.service_id.as_slice(), r.min_safe_point),
         (&b"br"[..], 120),

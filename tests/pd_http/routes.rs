@@ -2,36 +2,9 @@
 //! that has sent a heartbeat, a GC safe point and a min resolved ts.
 
 use super::*;
+use meridian::harness::{metapb_peer, metapb_region};
 use meridian::kvproto::metapb;
 use serde_json::json;
-
-fn peer(id: u64, store_id: u64) -> metapb::Peer {
-    metapb::Peer {
-        id,
-        store_id,
-        ..Default::default()
-    }
-}
-
-fn region(
-    id: u64,
-    start: &[u8],
-    end: &[u8],
-    version: u64,
-    peers: Vec<metapb::Peer>,
-) -> metapb::Region {
-    metapb::Region {
-        id,
-        start_key: start.to_vec(),
-        end_key: end.to_vec(),
-        region_epoch: Some(metapb::RegionEpoch {
-            conf_ver: 1,
-            version,
-        }),
-        peers,
-        ..Default::default()
-    }
-}
 
 impl Node {
     async fn alloc_id(&mut self) -> u64 {
@@ -68,7 +41,7 @@ impl Node {
                     }],
                     ..Default::default()
                 }),
-                region: Some(region(r, b"", b"", 1, vec![peer(p, s)])),
+                region: Some(metapb_region(r, b"", b"", (1, 1), vec![metapb_peer(p, s)])),
             })
             .await
             .unwrap()
@@ -78,7 +51,7 @@ impl Node {
             .pd
             .ask_batch_split(pdpb::AskBatchSplitRequest {
                 header: self.h(),
-                region: Some(region(r, b"", b"", 1, vec![peer(p, s)])),
+                region: Some(metapb_region(r, b"", b"", (1, 1), vec![metapb_peer(p, s)])),
                 split_count: 1,
                 ..Default::default()
             })
@@ -87,8 +60,9 @@ impl Node {
             .into_inner();
         let ids = &ask.ids[0];
         let (left, left_peer) = (ids.new_region_id, ids.new_peer_ids[0]);
-        let mut left_region = region(left, b"", b"m", 2, vec![peer(left_peer, s)]);
-        let mut right_region = region(r, b"m", b"", 2, vec![peer(p, s)]);
+        let mut left_region =
+            metapb_region(left, b"", b"m", (1, 2), vec![metapb_peer(left_peer, s)]);
+        let mut right_region = metapb_region(r, b"m", b"", (1, 2), vec![metapb_peer(p, s)]);
         left_region.peers[0].role = metapb::PeerRole::Voter as i32;
         right_region.peers[0].role = metapb::PeerRole::Voter as i32;
         let split = self

@@ -30,6 +30,8 @@ mod scatter;
 mod scheduler;
 mod select;
 mod settings;
+#[cfg(test)]
+mod test_cluster;
 mod view;
 
 #[cfg(test)]
@@ -43,6 +45,8 @@ pub use plan::Plan;
 pub use scatter::{scatter, Groups, Refused, Target, SCATTER_DESC};
 pub use scheduler::{cancel, on_heartbeat, patrol, start_plan, Dispatch};
 pub use settings::{check_decommission, LimitType, Settings, SettingsError, StoreLimit};
+#[cfg(test)]
+pub(crate) use test_cluster::TestCluster;
 pub use view::{Health, StoreLoad, StoreView};
 
 pub use crate::placement::operator::{OpKind, Pending, Progress, Step};

@@ -345,28 +345,11 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
-    use crate::placement::schedule::{InFlight, ScheduleConfig, StoreView};
+    use crate::placement::schedule::{ScheduleConfig, TestCluster};
     use crate::placement::{Epoch, Label, Region, Store, StoreMap, StoreState, StoreStats};
 
-    struct World {
-        cfg: ScheduleConfig,
-        view: StoreView,
-        in_flight: InFlight,
-    }
-
-    impl World {
-        fn at(&self, now_ms: u64) -> Cluster<'_> {
-            Cluster {
-                cfg: &self.cfg,
-                stores: &self.view,
-                in_flight: &self.in_flight,
-                now_ms,
-            }
-        }
-    }
-
     /// Stores 1..=n, store i in zone `zones[i - 1]` when zones are given.
-    fn world(n: u64, zones: &[&str], isolation: bool) -> World {
+    fn world(n: u64, zones: &[&str], isolation: bool) -> TestCluster {
         let mut cfg = ScheduleConfig::default();
         if !zones.is_empty() {
             cfg.location_labels = vec!["zone".into()];
@@ -395,11 +378,7 @@ mod tests {
             map.put(store, 0).unwrap();
             map.heartbeat(id, StoreStats::default(), 0).unwrap();
         }
-        World {
-            view: StoreView::of(&map, &cfg, &StoreView::default(), 0),
-            cfg,
-            in_flight: InFlight::default(),
-        }
+        TestCluster::new(&map, cfg)
     }
 
     fn region(id: u64, stores: &[u64], leader: usize) -> Region {

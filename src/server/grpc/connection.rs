@@ -15,7 +15,9 @@ use tonic::transport::server::Connected;
 
 use std::sync::Arc;
 
-use crate::auth::{Caller, Grants, StoreSeat};
+use crate::admin::CoreMetrics;
+use crate::auth::{Call, Caller, Grants, StoreSeat};
+use crate::proto::ErrorReply;
 use crate::tls::ClientAuth;
 
 pub struct Authenticated {
@@ -50,6 +52,24 @@ impl ConnectionGrants {
                 grants: g.0,
                 store: g.1.clone(),
             })
+    }
+
+    /// Refuses `call`, counted in `metrics`, unless the certificate of the request's connection
+    /// grants the role the call needs (nothing is granted to a request that did not come
+    /// through the front end's acceptor).
+    pub fn authorize<T>(
+        request: &tonic::Request<T>,
+        call: Call,
+        metrics: &CoreMetrics,
+    ) -> Result<(), tonic::Status> {
+        let grants = request
+            .extensions()
+            .get::<ConnectionGrants>()
+            .map_or(Grants::NONE, |g| g.0);
+        call.permitted(grants).map_err(|denied| {
+            metrics.error(&ErrorReply::PermissionDenied(denied.to_string()));
+            tonic::Status::permission_denied(denied.to_string())
+        })
     }
 }
 

@@ -27,12 +27,11 @@ use tonic::{Request, Status};
 
 use super::connection::ConnectionGrants;
 use crate::admin::CoreMetrics;
-use crate::auth::{Call, Grants};
+use crate::auth::Call;
 use crate::etcdpb::etcdserverpb::{
     cluster_server::ClusterServer, kv_server::KvServer, lease_server::LeaseServer,
     watch_server::WatchServer,
 };
-use crate::proto::ErrorReply;
 use crate::server::Shared;
 
 use namespace::{EmptyKey, Namespace};
@@ -121,15 +120,7 @@ impl EtcdProxy {
     /// Refuses the call, counted, unless the connection's certificate carries the role it
     /// needs; then refuses it as unavailable when there is no etcd to forward to.
     fn admit<T>(&self, request: Request<T>, call: Call) -> Result<Admitted<'_, T>, Status> {
-        let grants = request
-            .extensions()
-            .get::<ConnectionGrants>()
-            .map_or(Grants::NONE, |g| g.0);
-        call.permitted(grants).map_err(|denied| {
-            self.metrics()
-                .error(&ErrorReply::PermissionDenied(denied.to_string()));
-            Status::permission_denied(denied.to_string())
-        })?;
+        ConnectionGrants::authorize(&request, call, self.metrics())?;
         let upstream = self
             .upstream
             .as_ref()

@@ -24,7 +24,7 @@ use super::etcd::namespace::{EmptyKey, Namespace};
 use super::etcd::upstream::{Hints, Upstream, MAX_RESPONSE};
 use super::etcd::{EtcdProxy, NO_ETCD};
 use crate::admin::CoreMetrics;
-use crate::auth::{Call, Grants};
+use crate::auth::Call;
 use crate::etcdpb::etcdserverpb::{self as etcd, kv_client::KvClient};
 use crate::etcdpb::mvccpb;
 use crate::kvproto::meta_storagepb::meta_storage_server::{MetaStorage, MetaStorageServer};
@@ -32,7 +32,6 @@ use crate::kvproto::meta_storagepb::{
     DeleteRequest, DeleteResponse, Error, ErrorType, GetRequest, GetResponse, KeyValue, PutRequest,
     PutResponse, ResponseHeader, WatchRequest, WatchResponse,
 };
-use crate::proto::ErrorReply;
 use crate::server::Shared;
 
 /// Largest request taken from a client (etcd's own default limit is 1.5 MiB).
@@ -116,15 +115,7 @@ impl MetaStorageService {
     /// Refuses the call, counted, unless the connection's certificate carries the role it
     /// needs; then refuses it as unavailable when there is no etcd to forward to.
     fn admit<T>(&self, request: Request<T>, call: Call) -> Result<Admitted<T>, Status> {
-        let grants = request
-            .extensions()
-            .get::<ConnectionGrants>()
-            .map_or(Grants::NONE, |g| g.0);
-        call.permitted(grants).map_err(|denied| {
-            self.metrics()
-                .error(&ErrorReply::PermissionDenied(denied.to_string()));
-            Status::permission_denied(denied.to_string())
-        })?;
+        ConnectionGrants::authorize(&request, call, self.metrics())?;
         let upstream = self
             .upstream
             .clone()

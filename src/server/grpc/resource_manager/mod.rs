@@ -23,7 +23,7 @@ use tonic::{Request, Response, Status, Streaming};
 use super::connection::ConnectionGrants;
 use super::etcd::namespace::Namespace;
 use crate::admin::CoreMetrics;
-use crate::auth::{Call, Grants};
+use crate::auth::Call;
 use crate::kvproto::resource_manager::resource_manager_server::{
     ResourceManager, ResourceManagerServer,
 };
@@ -34,7 +34,6 @@ use crate::kvproto::resource_manager::{
     TokenBucketsResponse,
 };
 use crate::meta::WriteOp;
-use crate::proto::ErrorReply;
 use crate::resource_group::{check_keyspace, null_keyspace, GroupError, Registry};
 use crate::server::placement::{ResourceGroupWriteError, ResourceGroups};
 use crate::server::Shared;
@@ -107,15 +106,7 @@ impl ResourceManagerService {
     /// Refuses the call, counted, unless the connection's certificate carries the role it
     /// needs.
     fn authorize<T>(&self, request: &Request<T>, call: Call) -> Result<(), Status> {
-        let grants = request
-            .extensions()
-            .get::<ConnectionGrants>()
-            .map_or(Grants::NONE, |g| g.0);
-        call.permitted(grants).map_err(|denied| {
-            self.metrics()
-                .error(&ErrorReply::PermissionDenied(denied.to_string()));
-            Status::permission_denied(denied.to_string())
-        })
+        ConnectionGrants::authorize(request, call, self.metrics())
     }
 
     /// `f` on the registry, when this node leads and holds its term's groups.

@@ -39,7 +39,7 @@ use tonic::{Request as GrpcRequest, Response as GrpcResponse, Status, Streaming}
 use super::connection::ConnectionGrants;
 use super::convert::{self, Malformed};
 use crate::admin::{CoreMetrics, RequestKind};
-use crate::auth::{Call, Caller, Grants};
+use crate::auth::{Call, Caller};
 use crate::kvproto::metapb;
 use crate::kvproto::pdpb::{self, pd_server::Pd};
 use crate::placement::{ClusterMeta, Region, RegionStats};
@@ -66,15 +66,7 @@ impl PdService {
     /// carries the role it needs. A request that did not come through the front end's
     /// acceptor carries no grants and is refused.
     fn authorize<T>(&self, request: &GrpcRequest<T>, call: Call) -> Result<(), Status> {
-        let grants = request
-            .extensions()
-            .get::<ConnectionGrants>()
-            .map_or(Grants::NONE, |g| g.0);
-        call.permitted(grants).map_err(|denied| {
-            let reply = ErrorReply::PermissionDenied(denied.to_string());
-            self.metrics().error(&reply);
-            Status::permission_denied(denied.to_string())
-        })
+        ConnectionGrants::authorize(request, call, self.metrics())
     }
 
     pub fn new(shared: Arc<Shared>, metrics_slot: usize) -> PdService {

@@ -8,21 +8,12 @@ impl PdService {
         request: GrpcRequest<pdpb::GetRegionRequest>,
     ) -> Result<GrpcResponse<pdpb::GetRegionResponse>, Status> {
         let need_buckets = request.get_ref().need_buckets;
-        let reply = self
-            .unary(
-                request,
-                Call::GetRegion,
-                |req| {
-                    Ok(Request::GetRegion {
-                        key: req.region_key,
-                    })
-                },
-                PdService::region_reply,
-            )
-            .await?;
-        Ok(GrpcResponse::new(
-            self.with_buckets(reply.into_inner(), need_buckets).await?,
-        ))
+        self.one_region(request, Call::GetRegion, need_buckets, |req| {
+            Request::GetRegion {
+                key: req.region_key,
+            }
+        })
+        .await
     }
 
     pub(super) async fn get_prev_region(
@@ -30,21 +21,12 @@ impl PdService {
         request: GrpcRequest<pdpb::GetRegionRequest>,
     ) -> Result<GrpcResponse<pdpb::GetRegionResponse>, Status> {
         let need_buckets = request.get_ref().need_buckets;
-        let reply = self
-            .unary(
-                request,
-                Call::GetPrevRegion,
-                |req| {
-                    Ok(Request::GetPrevRegion {
-                        key: req.region_key,
-                    })
-                },
-                PdService::region_reply,
-            )
-            .await?;
-        Ok(GrpcResponse::new(
-            self.with_buckets(reply.into_inner(), need_buckets).await?,
-        ))
+        self.one_region(request, Call::GetPrevRegion, need_buckets, |req| {
+            Request::GetPrevRegion {
+                key: req.region_key,
+            }
+        })
+        .await
     }
 
     pub(super) async fn get_region_by_id(
@@ -52,11 +34,26 @@ impl PdService {
         request: GrpcRequest<pdpb::GetRegionByIdRequest>,
     ) -> Result<GrpcResponse<pdpb::GetRegionResponse>, Status> {
         let need_buckets = request.get_ref().need_buckets;
+        self.one_region(request, Call::GetRegionById, need_buckets, |req| {
+            Request::GetRegionById { id: req.region_id }
+        })
+        .await
+    }
+
+    /// A lookup answered with one region (GetRegion, GetPrevRegion, GetRegionByID), and its
+    /// latest buckets when the request asks for them.
+    async fn one_region<Q: PdRequest>(
+        &self,
+        request: GrpcRequest<Q>,
+        call: Call,
+        need_buckets: bool,
+        lookup: impl FnOnce(Q) -> Request,
+    ) -> Result<GrpcResponse<pdpb::GetRegionResponse>, Status> {
         let reply = self
             .unary(
                 request,
-                Call::GetRegionById,
-                |req| Ok(Request::GetRegionById { id: req.region_id }),
+                call,
+                |req| Ok(lookup(req)),
                 PdService::region_reply,
             )
             .await?;

@@ -5,7 +5,10 @@
 //! its store (the one it names, or the first one it registers): it cannot register or
 //! heartbeat another store, nor report a region led on another store, and such a forged report
 //! changes nothing; the binding is in the meta store, on the embedded store and on etcd alike,
-//! and outlives a restart.
+//! and outlives a restart. What a bound store says of a region it sends no heartbeat for
+//! (buckets, splits asked for) is `regions`'s.
+
+mod regions;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -55,6 +58,13 @@ impl Pki {
             "--config".into(),
             config.display().to_string(),
         ]
+    }
+
+    /// A node of one core in `dir/node` that serves this PKI's node certificate, with `text` as
+    /// its config file.
+    fn start_node(&self, dir: &Path, text: &str) -> ServerProcess {
+        let args = self.node_args(&config(dir, text));
+        ServerProcess::start_with(test_binary(), &dir.join("node"), "127.0.0.1:0", &args).unwrap()
     }
 
     fn trust(&self, name: &str, pem: &cert::Pem) -> Trust {
@@ -179,49 +189,52 @@ impl Pd {
     }
 
     async fn bootstrap(&mut self, store_id: u64, region: metapb::Region) -> Option<pdpb::Error> {
-        self.pd
-            .bootstrap(pdpb::BootstrapRequest {
-                header: self.h(),
-                store: Some(store_pb(store_id)),
-                region: Some(region),
-            })
-            .await
-            .unwrap()
-            .into_inner()
-            .header
-            .unwrap()
-            .error
+        let request = pdpb::BootstrapRequest {
+            header: self.h(),
+            store: Some(store_pb(store_id)),
+            region: Some(region),
+        };
+        header_error(
+            self.pd
+                .bootstrap(request)
+                .await
+                .unwrap()
+                .into_inner()
+                .header,
+        )
     }
 
     async fn put_store(&mut self, id: u64) -> Option<pdpb::Error> {
-        self.pd
-            .put_store(pdpb::PutStoreRequest {
-                header: self.h(),
-                store: Some(store_pb(id)),
-            })
-            .await
-            .unwrap()
-            .into_inner()
-            .header
-            .unwrap()
-            .error
+        let request = pdpb::PutStoreRequest {
+            header: self.h(),
+            store: Some(store_pb(id)),
+        };
+        header_error(
+            self.pd
+                .put_store(request)
+                .await
+                .unwrap()
+                .into_inner()
+                .header,
+        )
     }
 
     async fn store_heartbeat(&mut self, id: u64) -> Option<pdpb::Error> {
-        self.pd
-            .store_heartbeat(pdpb::StoreHeartbeatRequest {
-                header: self.h(),
-                stats: Some(pdpb::StoreStats {
-                    store_id: id,
-                    ..Default::default()
-                }),
-            })
-            .await
-            .unwrap()
-            .into_inner()
-            .header
-            .unwrap()
-            .error
+        let request = pdpb::StoreHeartbeatRequest {
+            header: self.h(),
+            stats: Some(pdpb::StoreStats {
+                store_id: id,
+                ..Default::default()
+            }),
+        };
+        header_error(
+            self.pd
+                .store_heartbeat(request)
+                .await
+                .unwrap()
+                .into_inner()
+                .header,
+        )
     }
 
     /// Sends region heartbeats on one stream; returns the error of each refused one (an
@@ -277,6 +290,11 @@ impl Pd {
             .into_inner();
         (r.region.expect("a region holds every key"), r.leader)
     }
+}
+
+/// The error PD put in a reply's header (every reply carries one).
+fn header_error(header: Option<pdpb::ResponseHeader>) -> Option<pdpb::Error> {
+    header.expect("a reply header").error
 }
 
 fn store_pb(id: u64) -> metapb::Store {
@@ -337,19 +355,12 @@ fn denied_by_role<T: std::fmt::Debug>(r: Result<T, tonic::Status>) {
 async fn names_map_to_roles_on_every_port_and_an_unmapped_certificate_gets_none() {
     let tmp = tempfile::tempdir().unwrap();
     let pki = Pki::new(&tmp.path().join("certs"));
-    let cfg = config(
+    let node = pki.start_node(
         tmp.path(),
         "[security.cn-roles]\n\"tikv-server\" = [\"store\"]\n\
          [security.dns-roles]\n\"tidb-0.tidb-peer.ns.svc\" = [\"client\"]\n\
          \"ops.example.com\" = [\"admin\"]\n",
     );
-    let node = ServerProcess::start_with(
-        test_binary(),
-        &tmp.path().join("node"),
-        "127.0.0.1:0",
-        &pki.node_args(&cfg),
-    )
-    .unwrap();
     let tikv = pki.foreign("tikv", "tikv-server", &["tikv-0.tikv-peer.ns.svc"]);
     let tidb = pki.foreign("tidb", "tidb", &["tidb-0.tidb-peer.ns.svc"]);
     let ops = pki.foreign("ops", "someone", &["OPS.example.com"]);

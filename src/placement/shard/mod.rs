@@ -1,0 +1,304 @@
+//! A shard: the regions one core owns (`region_id % cores`) with what only heartbeats change:
+//! sizes, and the one pending operator. A heartbeat that repeats the current route touches
+//! nothing shared; one that changes the route goes through the shared index (P1, P2). The
+//! scheduling decisions are `schedule`'s, called on each heartbeat and by the patrol, which
+//! passes over a bounded number of regions per call, and every operator's status is tracked
+//! for GetOperator (`op_status`). Operators asked for from outside the scheduler are started
+//! in `orders`. Pure: the caller passes the clock, the stores and the id source.
+//!
+//! Must not touch: I/O, the OS clock, persistence (it says what to persist in [`Outcome`]).
+
+mod orders;
+#[cfg(test)]
+mod tests;
+
+use std::sync::Arc;
+
+use super::dense_map::DenseIdMap;
+use super::op_status::{OpRecord, OpStatus, OpStatusTracker};
+use super::operator::{Operator, Pending};
+use super::range_index::{RangeIndex, Route};
+use super::region::{Epoch, Region, RegionError, RegionStats};
+use super::schedule::{self, Cluster, Dispatch, RegionInput};
+
+pub use orders::{Order, OrderRefused, Ordered, SPLIT_DESC};
+
+#[derive(Debug)]
+struct Entry {
+    route: Arc<Route>,
+    sizes: Sizes,
+    pending: Option<Box<Pending>>,
+}
+
+impl Entry {
+    /// `region` (this entry's, as last reported) as the scheduler reads it.
+    fn input<'a>(&self, region: &'a Region) -> RegionInput<'a> {
+        RegionInput {
+            region,
+            // TiKV's pending peers are not carried in the report yet: a learner counts as
+            // caught up once it is reported.
+            pending_peers: &[],
+            size_mib: u64::from(self.sizes.size_kib) / 1024,
+        }
+    }
+}
+
+/// A region's reported sizes in half the bytes of [`RegionStats`]: one of these per region
+/// at 1M regions counts against the goal of ~300 B per region. Sizes in KiB and
+/// counts saturating at `u32::MAX` (4 TiB, 4 billion keys) keep what balancing by size needs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Sizes {
+    size_kib: u32,
+    keys: u32,
+    written_kib: u32,
+    written_keys: u32,
+}
+
+impl From<RegionStats> for Sizes {
+    fn from(s: RegionStats) -> Sizes {
+        let narrow = |v: u64| u32::try_from(v).unwrap_or(u32::MAX);
+        Sizes {
+            size_kib: narrow(s.approximate_size.div_ceil(1024)),
+            keys: narrow(s.approximate_keys),
+            written_kib: narrow(s.written_bytes.div_ceil(1024)),
+            written_keys: narrow(s.written_keys),
+        }
+    }
+}
+
+/// What a heartbeat did.
+#[derive(Debug, Default)]
+pub struct Outcome {
+    /// The operator the leader should run (a pending one is sent again until done).
+    pub operator: Option<Operator>,
+    /// The route to persist, when its range or epoch changed.
+    pub persist: Option<Arc<Route>>,
+    /// Regions the change displaced; their owners forget them and persistence deletes them.
+    pub removed: Vec<u64>,
+}
+
+#[derive(Debug, Default)]
+pub struct Shard {
+    regions: DenseIdMap<Entry>,
+    /// Where the patrol goes on.
+    cursor: usize,
+    /// Each region's operator status, for GetOperator.
+    ops: OpStatusTracker,
+}
+
+/// One scheduling call (`call`, a heartbeat's or the patrol's) on region `id`, `region` being
+/// its entry's route as reported; `ops` learns what the call did to the region's operator.
+/// The step to send the leader.
+fn decide(
+    ops: &mut OpStatusTracker,
+    id: u64,
+    entry: &mut Entry,
+    region: &Region,
+    now_ms: u64,
+    call: impl FnOnce(&RegionInput, &mut Option<Box<Pending>>) -> Dispatch,
+) -> Option<Operator> {
+    let input = entry.input(region);
+    // Taken before the call, which drops an operator past its deadline.
+    let deadline = entry.pending.as_ref().map(|p| p.deadline_ms);
+    let d = call(&input, &mut entry.pending);
+    ops.observe(id, &d, deadline, &entry.pending, region.epoch, now_ms);
+    d.step
+}
+
+impl Shard {
+    pub fn new() -> Self {
+        Shard::default()
+    }
+
+    pub fn len(&self) -> usize {
+        self.regions.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.regions.is_empty()
+    }
+
+    /// The current route of a region this shard owns.
+    pub fn get(&self, id: u64) -> Option<&Arc<Route>> {
+        self.regions
+            .get(&id)
+            .map(|e| &e.route)
+            .filter(|r| r.is_current())
+    }
+
+    /// A leader's heartbeat. On error nothing changed, here or in the index.
+    pub fn heartbeat(
+        &mut self,
+        region: &Region,
+        stats: RegionStats,
+        c: &Cluster,
+        index: &RangeIndex,
+        new_peer_id: &mut dyn FnMut() -> Option<u64>,
+    ) -> Result<Outcome, RegionError> {
+        let stores = c.stores;
+        let bad = |why: String| Err(RegionError::Invalid(region.id, why));
+        if region.leader.is_none() {
+            return bad("only a region's leader reports it, and this report names none".into());
+        }
+        if let Some(p) = region
+            .peers
+            .iter()
+            .find(|p| stores.get(p.store_id).is_none())
+        {
+            return bad(format!("peer {} is on unknown store {}", p.id, p.store_id));
+        }
+        let id = region.id;
+        let mut outcome = Outcome::default();
+        let unchanged = self
+            .regions
+            .get(&region.id)
+            .is_some_and(|e| e.route.is_current() && e.route.is(region));
+        // A region this shard has not seen yet (a split reported it, or a new term loaded
+        // it) whose report matches the index is adopted without writing the index.
+        let adopted = !unchanged
+            && !self.regions.contains_key(&region.id)
+            && index
+                .snapshot()
+                .locate(&region.start_key)
+                .filter(|r| r.is(region))
+                .map(|route| {
+                    self.regions.insert(
+                        id,
+                        Entry {
+                            route: route.clone(),
+                            sizes: stats.into(),
+                            pending: None,
+                        },
+                    )
+                })
+                .is_some();
+        if !unchanged && !adopted {
+            let change = index.apply(region.clone())?;
+            if change.epoch_changed {
+                outcome.persist = Some(change.route.clone());
+            }
+            outcome.removed = change.removed;
+            match self.regions.get_mut(&id) {
+                Some(e) => e.route = change.route,
+                None => {
+                    self.regions.insert(
+                        id,
+                        Entry {
+                            route: change.route,
+                            sizes: stats.into(),
+                            pending: None,
+                        },
+                    );
+                }
+            }
+            for removed in &outcome.removed {
+                self.forget(*removed, c);
+            }
+        }
+        let Some(entry) = self.regions.get_mut(&id) else {
+            return Ok(outcome);
+        };
+        entry.sizes = stats.into();
+        // The report is the route now (unchanged, adopted or just applied), unpacked.
+        outcome.operator = decide(
+            &mut self.ops,
+            id,
+            entry,
+            region,
+            c.now_ms,
+            |input, slot| schedule::on_heartbeat(c, input, !unchanged, slot, new_peer_id),
+        );
+        Ok(outcome)
+    }
+
+    /// The patrol: checks up to `budget` regions from where the last pass stopped, and returns
+    /// the steps to push to their leaders (the region as reported, the step): the first step of
+    /// each operator it started, and pending operators' steps again.
+    pub fn patrol(
+        &mut self,
+        c: &Cluster,
+        budget: usize,
+        new_peer_id: &mut dyn FnMut() -> Option<u64>,
+    ) -> Vec<(Region, Operator)> {
+        let mut started = Vec::new();
+        // One region unpacked at a time into the same room; the few acted on are copied out.
+        let mut region = Region {
+            id: 0,
+            start_key: Vec::new(),
+            end_key: Vec::new(),
+            epoch: Epoch::default(),
+            peers: Vec::new(),
+            leader: None,
+        };
+        let n = self.regions.len();
+        for _ in 0..budget.min(n) {
+            if self.cursor >= n {
+                self.cursor = 0;
+            }
+            let Some((id, entry)) = self.regions.at_mut(self.cursor) else {
+                break;
+            };
+            self.cursor += 1;
+            if !entry.route.is_current() {
+                continue;
+            }
+            entry.route.region_into(&mut region);
+            let step = decide(
+                &mut self.ops,
+                id,
+                entry,
+                &region,
+                c.now_ms,
+                |input, slot| schedule::patrol(c, input, slot, new_peer_id),
+            );
+            if let Some(op) = step {
+                started.push((region.clone(), op));
+            }
+        }
+        started
+    }
+
+    /// Drops a region another change displaced (or that left the index).
+    pub fn forget(&mut self, id: u64, c: &Cluster) {
+        if let Some(e) = self.regions.get(&id) {
+            if e.route.is_current() {
+                return;
+            }
+        }
+        if let Some(mut e) = self.regions.remove(&id) {
+            if e.pending.is_some() {
+                self.ops.end(id, OpStatus::Cancel, c.now_ms);
+            }
+            schedule::cancel(c, &mut e.pending);
+        }
+    }
+
+    /// Region `id`'s operator as GetOperator reports it: running, or how the last one ended
+    /// (for a while).
+    pub fn operator_status(&self, id: u64, now_ms: u64) -> Option<OpRecord> {
+        self.ops.get(id, now_ms).cloned()
+    }
+
+    /// Replaces everything with `routes` (a new leader's load, or nothing on stepping down).
+    /// Operators of the last term are dropped and their charges released.
+    pub fn reset(&mut self, routes: impl IntoIterator<Item = Arc<Route>>, c: &Cluster) {
+        for (_, e) in self.regions.iter_mut() {
+            schedule::cancel(c, &mut e.pending);
+        }
+        self.ops.clear();
+        self.regions = routes
+            .into_iter()
+            .map(|route| {
+                (
+                    route.id(),
+                    Entry {
+                        route,
+                        sizes: Sizes::default(),
+                        pending: None,
+                    },
+                )
+            })
+            .collect();
+        self.cursor = 0;
+    }
+}

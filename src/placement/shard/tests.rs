@@ -1,0 +1,389 @@
+//! The shard against its callers' view: heartbeats that repeat, change or displace routes,
+//! bad reports, one pending operator per region, the patrol's round, and orders with the
+//! statuses GetOperator reports.
+
+use super::*;
+use crate::placement::schedule::{Groups, TestCluster, SCATTER_DESC};
+use crate::placement::{
+    Epoch, OpKind, Peer, PeerRole, ScheduleConfig, Store, StoreMap, StoreState, StoreStats,
+};
+
+#[test]
+fn sizes_round_up_to_kib_and_saturate() {
+    let s = Sizes::from(RegionStats {
+        approximate_size: 96 * 1024 * 1024 + 1,
+        approximate_keys: 1 << 40,
+        written_bytes: 1,
+        written_keys: 7,
+    });
+    assert_eq!(
+        s,
+        Sizes {
+            size_kib: 96 * 1024 + 1,
+            keys: u32::MAX,
+            written_kib: 1,
+            written_keys: 7,
+        }
+    );
+    assert_eq!(Sizes::from(RegionStats::default()), Sizes::default());
+    assert_eq!(
+        Sizes::from(RegionStats {
+            approximate_size: u64::MAX,
+            ..RegionStats::default()
+        })
+        .size_kib,
+        u32::MAX
+    );
+}
+
+fn view(loads: &[(u64, u64)]) -> TestCluster {
+    world(loads, ScheduleConfig::default())
+}
+
+fn world(loads: &[(u64, u64)], cfg: ScheduleConfig) -> TestCluster {
+    let mut map = StoreMap::new();
+    for &(id, leaders) in loads {
+        let store = Store {
+            id,
+            address: format!("s{id}:1"),
+            labels: vec![],
+            state: StoreState::Up,
+            details: Default::default(),
+        };
+        map.put(store, 0).unwrap();
+        let stats = StoreStats {
+            leader_count: leaders,
+            ..Default::default()
+        };
+        map.heartbeat(id, stats, 0).unwrap();
+    }
+    TestCluster::new(&map, cfg)
+}
+
+fn region(id: u64, start: &[u8], end: &[u8], version: u64, stores: &[u64]) -> Region {
+    let peers: Vec<Peer> = stores
+        .iter()
+        .map(|&s| Peer {
+            id: id * 10 + s,
+            store_id: s,
+            role: PeerRole::Voter,
+        })
+        .collect();
+    Region {
+        id,
+        start_key: start.to_vec(),
+        end_key: end.to_vec(),
+        epoch: Epoch {
+            conf_ver: 1,
+            version,
+        },
+        leader: Some(peers[0].id),
+        peers,
+    }
+}
+
+#[test]
+fn repeats_touch_nothing_shared_and_changes_are_persisted() {
+    let index = RangeIndex::new();
+    let stores = view(&[(1, 0), (2, 0), (3, 0)]);
+    let mut shard = Shard::new();
+    let r = region(1, b"", b"", 1, &[1, 2, 3]);
+    let stats = RegionStats::default();
+    let first = shard
+        .heartbeat(&r, stats, &stores.at(0), &index, &mut || None)
+        .unwrap();
+    assert!(first.persist.is_some());
+    let route = index.locate(b"k").unwrap();
+    let again = shard
+        .heartbeat(&r, stats, &stores.at(1), &index, &mut || None)
+        .unwrap();
+    assert!(again.persist.is_none() && again.operator.is_none());
+    assert!(
+        Arc::ptr_eq(&route, &index.locate(b"k").unwrap()),
+        "a repeat republished the route"
+    );
+    // Split: the right half keeps id 1; region 2 (another shard's) took the left.
+    let left = region(2, b"", b"m", 2, &[1, 2, 3]);
+    let change = index.apply(left).unwrap();
+    assert_eq!(change.removed, vec![1]);
+    assert!(shard.get(1).is_none(), "displaced region still served");
+    // The old report of region 1 is now stale against region 2.
+    let stale = shard.heartbeat(&r, stats, &stores.at(2), &index, &mut || None);
+    assert!(
+        matches!(stale, Err(RegionError::StaleEpoch { .. })),
+        "{stale:?}"
+    );
+    let right = region(1, b"m", b"", 2, &[1, 2, 3]);
+    let out = shard
+        .heartbeat(&right, stats, &stores.at(3), &index, &mut || None)
+        .unwrap();
+    assert!(out.persist.is_some());
+    assert_eq!(index.len(), 2);
+}
+
+#[test]
+fn forgetting_regions_in_the_middle_keeps_the_rest_reachable() {
+    // Entries are dense and a removal moves the last one into the hole: the moved
+    // region must still be found under its id, with its own route.
+    let index = RangeIndex::new();
+    let stores = view(&[(1, 0), (2, 0), (3, 0)]);
+    let mut shard = Shard::new();
+    let stats = RegionStats::default();
+    let bounds: [&[u8]; 5] = [b"", b"b", b"c", b"d", b""];
+    let first: Vec<Region> = (1..=4u64)
+        .map(|id| {
+            region(
+                id,
+                bounds[id as usize - 1],
+                bounds[id as usize],
+                1,
+                &[1, 2, 3],
+            )
+        })
+        .collect();
+    for r in &first {
+        shard
+            .heartbeat(r, stats, &stores.at(0), &index, &mut || None)
+            .unwrap();
+    }
+    let merged = region(5, b"b", b"d", 2, &[1, 2, 3]);
+    let out = shard
+        .heartbeat(&merged, stats, &stores.at(1), &index, &mut || None)
+        .unwrap();
+    let mut removed = out.removed.clone();
+    removed.sort_unstable();
+    assert_eq!(removed, vec![2, 3]);
+    assert_eq!(shard.len(), 3);
+    assert!(shard.get(2).is_none() && shard.get(3).is_none());
+    for want in [&first[0], &first[3], &merged] {
+        let got = shard.get(want.id).map(|r| r.region());
+        assert_eq!(
+            got.as_ref(),
+            Some(want),
+            "region {} after the merge",
+            want.id
+        );
+    }
+}
+
+#[test]
+fn bad_reports_change_nothing() {
+    let index = RangeIndex::new();
+    let stores = view(&[(1, 0), (2, 0), (3, 0)]);
+    let mut shard = Shard::new();
+    let stats = RegionStats::default();
+    let good = region(1, b"", b"", 1, &[1, 2, 3]);
+    shard
+        .heartbeat(&good, stats, &stores.at(0), &index, &mut || None)
+        .unwrap();
+    let before: Vec<Region> = index.snapshot().iter().map(|r| r.region()).collect();
+    let mut unknown_store = region(1, b"", b"", 2, &[1, 2, 9]);
+    unknown_store.leader = Some(11);
+    let mut no_leader = good.clone();
+    no_leader.leader = None;
+    no_leader.epoch.version = 5;
+    for bad in [
+        unknown_store,
+        no_leader,
+        region(1, b"z", b"a", 3, &[1, 2, 3]),
+        region(1, b"", b"", 0, &[1, 2, 3]),
+    ] {
+        assert!(
+            shard
+                .heartbeat(&bad, stats, &stores.at(1), &index, &mut || None)
+                .is_err(),
+            "{bad:?}"
+        );
+        let after: Vec<Region> = index.snapshot().iter().map(|r| r.region()).collect();
+        assert_eq!(after, before);
+        assert_eq!(shard.get(1).map(|r| r.region()), Some(good.clone()));
+    }
+}
+
+#[test]
+fn one_pending_operator_resent_until_done_or_timed_out() {
+    let index = RangeIndex::new();
+    let cfg = ScheduleConfig {
+        operator_timeout_ms: 100,
+        ..ScheduleConfig::default()
+    };
+    let stores = world(&[(1, 0), (2, 0), (3, 0), (4, 0)], cfg);
+    let mut shard = Shard::new();
+    let stats = RegionStats::default();
+    let mut ids = 500..;
+    let short = region(1, b"", b"", 1, &[1, 2]);
+    let op = shard
+        .heartbeat(&short, stats, &stores.at(0), &index, &mut || {
+            ids.next()
+        })
+        .unwrap()
+        .operator;
+    let Some(Operator::AddPeer(peer)) = op.clone() else {
+        panic!("{op:?}")
+    };
+    assert_eq!(peer.id, 500);
+    // Resent while pending, with no new id taken.
+    let again = shard
+        .heartbeat(&short, stats, &stores.at(50), &index, &mut || {
+            ids.next()
+        })
+        .unwrap();
+    assert_eq!(again.operator, op);
+    // Timed out: dropped. The report is unchanged, so the heartbeat decides nothing new;
+    // the patrol decides afresh (a new peer id).
+    let dropped = shard
+        .heartbeat(&short, stats, &stores.at(150), &index, &mut || {
+            ids.next()
+        })
+        .unwrap();
+    assert_eq!(dropped.operator, None);
+    let fresh = shard.patrol(&stores.at(150), 1, &mut || ids.next());
+    assert!(
+        matches!(fresh.as_slice(), [(r, Operator::AddPeer(p))] if r.id == 1 && p.id == 501),
+        "{fresh:?}"
+    );
+    // Done: the leader reports the new peer; nothing more to do.
+    let mut done = short.clone();
+    done.epoch.conf_ver += 1;
+    done.peers.push(Peer {
+        id: 501,
+        store_id: peer.store_id,
+        role: PeerRole::Voter,
+    });
+    let out = shard
+        .heartbeat(&done, stats, &stores.at(160), &index, &mut || ids.next())
+        .unwrap();
+    assert_eq!(out.operator, None);
+    assert!(out.persist.is_some());
+    assert_eq!(stores.in_flight.get(crate::placement::OpKind::Replica), 0);
+}
+
+#[test]
+fn orders_start_operators_and_their_statuses_follow_them() {
+    use crate::placement::OpStatus;
+    let index = RangeIndex::new();
+    let stores = view(&[(1, 0), (2, 0), (3, 0), (4, 0), (5, 0), (6, 0)]);
+    let mut shard = Shard::new();
+    let stats = RegionStats::default();
+    let left = region(1, b"", b"m", 1, &[1, 2, 3]);
+    let right = region(2, b"m", b"", 1, &[1, 2, 3]);
+    for r in [&left, &right] {
+        shard
+            .heartbeat(r, stats, &stores.at(0), &index, &mut || None)
+            .unwrap();
+    }
+    let c = stores.at(10);
+    let mut groups = Groups::default();
+    let mut ids = 100..;
+    let mut scatter = |shard: &mut Shard, id: u64, group: &str, groups: &mut Groups| {
+        let order = Order::Scatter {
+            group,
+            groups,
+            skip_store_limit: false,
+        };
+        shard.order(id, order, &c, &mut || ids.next())
+    };
+    // The group's first region stays; the second moves to the stores not picked.
+    assert_eq!(
+        scatter(&mut shard, 1, "g", &mut groups),
+        Ok(Ordered::Unneeded)
+    );
+    let started = scatter(&mut shard, 2, "g", &mut groups);
+    let Ok(Ordered::Started(Some(Operator::AddPeer(p)))) = started else {
+        panic!("{started:?}")
+    };
+    assert_eq!((p.store_id, p.role, p.id), (4, PeerRole::Learner, 100));
+    let record = shard.operator_status(2, 10).unwrap();
+    assert_eq!(
+        (record.desc, record.kind, record.status),
+        (SCATTER_DESC, "admin,region,leader", OpStatus::Running)
+    );
+    // Running: the same scatter is left alone, another group's and a split are refused.
+    assert_eq!(
+        scatter(&mut shard, 2, "g", &mut groups),
+        Ok(Ordered::AlreadyRunning)
+    );
+    assert_eq!(
+        scatter(&mut shard, 2, "h", &mut groups),
+        Err(OrderRefused::Running(2))
+    );
+    let split = |keys: &[&[u8]]| Order::Split {
+        keys: keys.iter().map(|k| k.to_vec()).collect(),
+    };
+    assert_eq!(
+        shard.order(2, split(&[b"x"]), &c, &mut || None),
+        Err(OrderRefused::Running(2))
+    );
+    assert_eq!(
+        shard.order(9, split(&[b"x"]), &c, &mut || None),
+        Err(OrderRefused::NotFound(9))
+    );
+    // A split takes the keys inside the region, sorted, once each.
+    assert_eq!(
+        shard.order(1, split(&[b"z", b"m"]), &c, &mut || None),
+        Err(OrderRefused::NoSplitKey(1))
+    );
+    let started = shard.order(1, split(&[b"c", b"a", b"c", b"", b"q"]), &c, &mut || None);
+    let want = Operator::Split(Box::new(vec![b"a".to_vec(), b"c".to_vec()]));
+    assert_eq!(started, Ok(Ordered::Started(Some(want.clone()))));
+    // Sent again until the leader reports another range; then it succeeded.
+    let again = shard
+        .heartbeat(&left, stats, &stores.at(20), &index, &mut || None)
+        .unwrap();
+    assert_eq!(again.operator, Some(want));
+    assert_eq!(
+        shard.operator_status(1, 20).map(|r| (r.desc, r.status)),
+        Some((SPLIT_DESC, OpStatus::Running))
+    );
+    index.apply(region(7, b"", b"c", 2, &[1, 2, 3])).unwrap();
+    let done = shard
+        .heartbeat(
+            &region(1, b"c", b"m", 2, &[1, 2, 3]),
+            stats,
+            &stores.at(30),
+            &index,
+            &mut || None,
+        )
+        .unwrap();
+    assert_eq!(done.operator, None);
+    assert_eq!(
+        shard.operator_status(1, 30).map(|r| r.status),
+        Some(OpStatus::Success)
+    );
+    // The scatter not seen done by its deadline timed out.
+    let late = stores.cfg.operator_timeout_ms + 10;
+    shard
+        .heartbeat(&right, stats, &stores.at(late), &index, &mut || None)
+        .unwrap();
+    assert_eq!(
+        shard.operator_status(2, late).map(|r| r.status),
+        Some(OpStatus::Timeout)
+    );
+    assert_eq!(stores.in_flight.get(OpKind::Region), 0);
+    // Records of ended operators are forgotten after a while.
+    let later = late + crate::placement::RECORD_TTL_MS;
+    assert_eq!(shard.operator_status(2, later), None);
+}
+
+#[test]
+fn the_patrol_starts_what_heartbeats_would_and_goes_round() {
+    let index = RangeIndex::new();
+    let stores = view(&[(1, 0), (2, 0), (3, 0)]);
+    let mut shard = Shard::new();
+    let stats = RegionStats::default();
+    let bounds: [&[u8]; 4] = [b"", b"b", b"c", b""];
+    for id in 1..=3u64 {
+        let r = region(id, bounds[id as usize - 1], bounds[id as usize], 1, &[1, 2]);
+        shard
+            .heartbeat(&r, stats, &stores.at(0), &index, &mut || None)
+            .unwrap();
+    }
+    let mut ids = 900..;
+    let first = shard.patrol(&stores.at(1), 2, &mut || ids.next());
+    assert_eq!(first.len(), 2, "{first:?}");
+    // The third region starts; round again, the first two are pushed again.
+    let second = shard.patrol(&stores.at(2), 3, &mut || ids.next());
+    assert_eq!(second.len(), 3, "{second:?}");
+    assert_eq!(second[1..], first[..], "pending steps pushed again");
+    assert_eq!(stores.in_flight.get(crate::placement::OpKind::Replica), 3);
+}
