@@ -9,6 +9,10 @@
 
 use std::sync::Arc;
 
+mod admin_operator;
+
+pub use admin_operator::RunningOp;
+
 use super::dense_map::DenseIdMap;
 use super::op_status::{OpRecord, OpStatus, OpStatusTracker};
 use super::operator::{OpKind, Operator, Pending, SplitStep, Step};
