@@ -52,6 +52,7 @@ impl OpRecord {
             OpKind::Replica => ("replica-checker", "replica,region"),
             OpKind::Region => ("balance-region", "region"),
             OpKind::Merge => ("merge-region", "merge"),
+            OpKind::Admin => ("admin", "admin"),
         };
         OpRecord {
             desc,
@@ -129,6 +130,14 @@ impl OpStatusTracker {
             .filter(|r| r.is_running() || now_ms.saturating_sub(r.at_ms) < RECORD_TTL_MS)
     }
 
+    /// The records of operators that ended at or after `from_ms` and are still kept.
+    pub fn ended_since(&self, from_ms: u64, now_ms: u64) -> impl Iterator<Item = (u64, &OpRecord)> {
+        self.records.iter().filter_map(move |(id, r)| {
+            let kept = now_ms.saturating_sub(r.at_ms) < RECORD_TTL_MS;
+            (!r.is_running() && r.at_ms >= from_ms && kept).then_some((*id, r))
+        })
+    }
+
     /// Forgets everything (a new term).
     pub fn clear(&mut self) {
         self.records.clear();
@@ -186,8 +195,20 @@ mod tests {
             t.get(1, RECORD_TTL_MS * 5).unwrap().status,
             OpStatus::Running
         );
+        assert_eq!(
+            t.ended_since(0, 50).count(),
+            0,
+            "a running one has not ended"
+        );
         t.end(1, OpStatus::Success, 100);
         assert_eq!(t.get(1, 100).unwrap().status, OpStatus::Success);
+        assert_eq!(
+            t.ended_since(100, 100)
+                .map(|(id, _)| id)
+                .collect::<Vec<_>>(),
+            vec![1]
+        );
+        assert_eq!(t.ended_since(101, 101).count(), 0);
         // A second end does not overwrite the first.
         t.end(1, OpStatus::Cancel, 200);
         assert_eq!(t.get(1, 200).unwrap().status, OpStatus::Success);

@@ -88,14 +88,18 @@ pub enum OpKind {
     /// balance-region moves.
     Region,
     Merge,
+    /// Asked for by an operator of the cluster through PD's HTTP API (`POST /operators`):
+    /// PD's admin operators, which no schedule limit caps.
+    Admin,
 }
 
 impl OpKind {
-    pub const ALL: [OpKind; 4] = [
+    pub const ALL: [OpKind; 5] = [
         OpKind::Leader,
         OpKind::Replica,
         OpKind::Region,
         OpKind::Merge,
+        OpKind::Admin,
     ];
 
     pub fn index(self) -> usize {

@@ -3,10 +3,12 @@
 //! `client/http/types.go`, `server/api`), over HTTP/1.1 and HTTP/2 (ALPN chooses), gRPC still
 //! served on the same port, PD's error bodies (an unknown route's 404, a missing store or
 //! region), who may call what (`roles`), placement and label rules checked as PD checks them
-//! and kept across a restart (`rules`), a follower's answers (`follower`, on etcd), and a TiDB
-//! server's start emulated from its code (`tidb_start`).
+//! and kept across a restart (`rules`), a follower's answers (`follower`, on etcd), a TiDB
+//! server's start emulated from its code (`tidb_start`), and PD's operator API: operators
+//! created, listed, sent to the leader and cancelled (`operators`).
 
 mod follower;
+mod operators;
 mod roles;
 mod routes;
 mod rules;

@@ -148,7 +148,7 @@ impl StoreBudget {
 /// Operators in flight by kind, cluster-wide.
 #[derive(Debug, Default)]
 pub struct InFlight {
-    by_kind: [AtomicUsize; 4],
+    by_kind: [AtomicUsize; OpKind::ALL.len()],
 }
 
 impl InFlight {

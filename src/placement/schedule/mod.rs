@@ -10,6 +10,9 @@
 //! - `location`: distinct score and isolation.
 //! - `select`: target stores and leader targets.
 //! - `replica`, `balance`: the checkers and schedulers, each a [`Plan`] or nothing.
+//! - `admin`: the operators an operator of the cluster asks for by name (PD's `POST
+//!   /operators`: transfer-leader, transfer-region, transfer-peer, add-peer, add-learner,
+//!   remove-peer, split-region), checked and planned as PD's handler and operator builder do.
 //! - `scatter`: PD's region scatterer (ScatterRegion), spreading a group's peers and leaders.
 //! - `scheduler`: the entry points; starts plans within budget, runs operators step by step.
 //! - `settings`: what an operator changes while the cluster runs (evict-leader's stores,
@@ -18,6 +21,7 @@
 //!
 //! Must not touch: I/O, the OS clock, the range index, persistence.
 
+mod admin;
 mod balance;
 mod budget;
 mod cluster;
@@ -37,13 +41,14 @@ mod view;
 #[cfg(test)]
 mod tests;
 
+pub use admin::{admin_plan, AdminAsk, AdminPlan, AdminRefused, AskedRole};
 pub use budget::{capacity, influence, InFlight, StoreBudget, REGION_INFLUENCE};
 pub use cluster::{Cluster, RegionInput};
 pub use config::ScheduleConfig;
 pub use location::{distinct_score, isolated};
-pub use plan::Plan;
+pub use plan::{Plan, NEW_PEER};
 pub use scatter::{scatter, Groups, Refused, Target, SCATTER_DESC};
-pub use scheduler::{cancel, on_heartbeat, patrol, start_plan, Dispatch};
+pub use scheduler::{cancel, on_heartbeat, patrol, start_admin_plan, start_plan, Dispatch};
 pub use settings::{check_decommission, LimitType, Settings, SettingsError, StoreLimit};
 #[cfg(test)]
 pub(crate) use test_cluster::TestCluster;

@@ -298,6 +298,40 @@ pub fn start_plan(
     d
 }
 
+/// Starts an admin operator (PD's `POST /operators`): every new peer in `plan` already has its
+/// id. As PD's admin operators (urgent priority) it is capped by no schedule limit and takes
+/// nothing from the stores' limits; it still counts in flight and against its stores until it
+/// ends, and its first step is checked against the latest report like any other's. The
+/// dispatch says whether it started and carries that step.
+pub fn start_admin_plan(
+    c: &Cluster,
+    r: &RegionInput,
+    plan: Plan,
+    slot: &mut Option<Box<Pending>>,
+) -> Dispatch {
+    let mut d = Dispatch::default();
+    let Some(leader_store) = r.leader().map(|p| p.store_id) else {
+        return d;
+    };
+    if plan.needs_new_peer() || !c.in_flight.try_start(plan.kind, c.cfg.cap(plan.kind)) {
+        return d;
+    }
+    let op = Pending {
+        kind: plan.kind,
+        steps: plan.steps,
+        at: 0,
+        leader_store,
+        created_ms: c.now_ms,
+        deadline_ms: c.now_ms.saturating_add(c.cfg.operator_timeout_ms),
+    };
+    charge(c, &op, 1);
+    *slot = Some(Box::new(op));
+    let first = run(c, r, slot);
+    d.started = first.ended.is_none();
+    d.step = first.step;
+    d
+}
+
 /// Adds (`sign` 1) or takes back (-1) the operator's effect on its stores' pending counts.
 fn charge(c: &Cluster, op: &Pending, sign: i64) {
     use std::sync::atomic::Ordering::Relaxed;

@@ -8,6 +8,7 @@
 //!
 //! Must not touch: I/O, the OS clock, persistence (it says what to persist in [`Outcome`]).
 
+mod admin_operator;
 mod orders;
 #[cfg(test)]
 mod tests;
@@ -21,6 +22,7 @@ use super::range_index::{RangeIndex, Route};
 use super::region::{Epoch, Region, RegionError, RegionStats};
 use super::schedule::{self, Cluster, Dispatch, RegionInput};
 
+pub use admin_operator::RunningOp;
 pub use orders::{Order, OrderRefused, Ordered, SPLIT_DESC};
 
 #[derive(Debug)]

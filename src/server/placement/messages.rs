@@ -8,7 +8,10 @@ use std::sync::Arc;
 use tokio::sync::oneshot;
 
 use crate::meta::{MetaError, WriteOp};
-use crate::placement::{OpRecord, Operator, OrderRefused, Ordered, Region, RegionStats, Route};
+use crate::placement::schedule::{AdminAsk, AdminRefused};
+use crate::placement::{
+    OpRecord, Operator, OrderRefused, Ordered, Region, RegionStats, Route, RunningOp,
+};
 use crate::proto::{ErrorReply, Reply, Response};
 
 /// A region heartbeat on its way to its shard. The region stays boxed, as the request
@@ -37,6 +40,28 @@ pub enum ShardMsg {
     OperatorStatus {
         id: u64,
         reply: oneshot::Sender<Option<OpRecord>>,
+    },
+    /// An admin operator asked for through PD's HTTP API (`POST /operators`).
+    Admin {
+        id: u64,
+        ask: AdminAsk,
+        reply: oneshot::Sender<Result<(), AdminRefused>>,
+    },
+    /// Cancels the running operator of one region, or of all (`DELETE /operators`);
+    /// answered with the regions whose operator was cancelled.
+    CancelOperators {
+        region: Option<u64>,
+        reply: oneshot::Sender<Vec<u64>>,
+    },
+    /// The records of the operators that ended since a time (`GET /operators/records`).
+    EndedOperators {
+        from_ms: u64,
+        reply: oneshot::Sender<Vec<(u64, OpRecord)>>,
+    },
+    /// The operators running on one region, or on all (`GET /operators`).
+    RunningOperators {
+        region: Option<u64>,
+        reply: oneshot::Sender<Vec<RunningOp>>,
     },
     /// Regions another shard's change displaced.
     Forget(Vec<u64>),

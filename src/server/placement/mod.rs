@@ -6,13 +6,15 @@
 //! `ResourceManager` service, `persist` writes changes and loads them when a leader starts
 //! (`store_record`: a store's bytes; `store_bindings` and `store_identity`: which certificate
 //! owns which store), `messages` are what those tasks are sent; `operators` serves the
-//! operators a client asks for (ScatterRegion, GetOperator, SplitRegions); `rules` keeps PD's
+//! operators a client asks for (ScatterRegion, GetOperator, SplitRegions), `admin_operators`
+//! those PD's HTTP API asks for and lists (`/operators`); `rules` keeps PD's
 //! placement and region label rules for the HTTP API, `scheduling` what an operator changes in
 //! scheduling while the cluster runs (decommission, evict-leader, store limits), `push` the
 //! heartbeat streams operators are pushed to as soon as they are made. Decisions stay in
 //! `placement` (and `gc`,
 //! `global_config`); nothing here decides what a heartbeat means.
 
+pub mod admin_operators;
 mod answer;
 mod buckets;
 mod cluster;

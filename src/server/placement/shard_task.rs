@@ -113,6 +113,26 @@ pub async fn run_shard(
                     let now = state.clock.now_ms();
                     let _ = reply.send(with_shard(|s| s.operator_status(id, now)));
                 }
+                ShardMsg::Admin { id, ask, reply } => {
+                    let view = state.view.load();
+                    let c = state.cluster(&view, state.clock.now_ms());
+                    let started =
+                        with_shard(|s| s.start_admin(id, &ask, &c, &mut || state.ids.try_alloc()));
+                    let _ = reply.send(started.map(|step| push_first(&state, id, step)));
+                }
+                ShardMsg::CancelOperators { region, reply } => {
+                    let view = state.view.load();
+                    let c = state.cluster(&view, state.clock.now_ms());
+                    let _ = reply.send(with_shard(|s| s.cancel_operators(region, &c)));
+                }
+                ShardMsg::EndedOperators { from_ms, reply } => {
+                    let now = state.clock.now_ms();
+                    let _ = reply.send(with_shard(|s| s.ended_operators(from_ms, now)));
+                }
+                ShardMsg::RunningOperators { region, reply } => {
+                    let now = state.clock.now_ms();
+                    let _ = reply.send(with_shard(|s| s.running_operators(region, now)));
+                }
                 ShardMsg::Forget(ids) => {
                     let view = state.view.load();
                     let c = state.cluster(&view, state.clock.now_ms());
@@ -148,21 +168,28 @@ fn order(
                 groups: &mut groups,
                 skip_store_limit,
             };
-            shard.order(id, order, c, &mut new_peer_id)
+            shard.order_beside_admin(id, order, c, &mut new_peer_id)
         }
-        OrderOp::Split(keys) => shard.order(id, Order::Split { keys }, c, &mut new_peer_id),
+        OrderOp::Split(keys) => {
+            shard.order_beside_admin(id, Order::Split { keys }, c, &mut new_peer_id)
+        }
     };
-    // The first step goes to the leader's stream at once, as PD dispatches an operator it
-    // creates; it also goes with the region's next heartbeat reply.
-    if let (Ok(crate::placement::Ordered::Started(Some(step))), Some(route)) =
-        (&ordered, state.index.get(id))
-    {
-        let region = route.region();
-        if let Some(store) = region.leader_peer().map(|p| p.store_id) {
-            state.pushes.push(store, region, step.clone());
-        }
+    if let Ok(crate::placement::Ordered::Started(step)) = &ordered {
+        push_first(state, id, step.clone());
     }
     ordered
+}
+
+/// An operator's first step goes to the leader's stream at once, as PD dispatches an operator
+/// it creates; it also goes with the region's next heartbeat reply.
+fn push_first(state: &PlacementState, id: u64, step: Option<crate::placement::Operator>) {
+    let (Some(step), Some(route)) = (step, state.index.get(id)) else {
+        return;
+    };
+    let region = route.region();
+    if let Some(store) = region.leader_peer().map(|p| p.store_id) {
+        state.pushes.push(store, region, step);
+    }
 }
 
 fn with_shard<T>(f: impl FnOnce(&mut Shard) -> T) -> T {

@@ -1,6 +1,7 @@
 //! What only PD's HTTP API asks and no wire request carries: the cluster's min resolved ts
 //! (with each store's when asked), the GC safe point with every service safe point, placement
-//! and label rules, and scheduling's run-time settings (decommission, evict-leader, limits).
+//! and label rules, scheduling's run-time settings (decommission, evict-leader, limits), and
+//! the operators PD's operator API starts, cancels and lists.
 //! Gated as every placement request is (this node serves placement, the cluster is
 //! bootstrapped) and answered from placement's public reads, so the HTTP front end reaches
 //! placement only through this layer. Owns no rule: the values are `placement`'s and `gc`'s.
@@ -143,5 +144,97 @@ pub mod scheduling {
     pub async fn decommission(shared: &Shared, store: u64) -> Answer<()> {
         gate(shared)?;
         held::decommission(&shared.placement, store).await
+    }
+}
+
+/// PD's operator API (`/operators`): admin operators started, cancelled and listed
+/// (`placement::admin_operators`), and an admin scatter (`placement::operators`).
+pub mod operators {
+    use super::{gate, ErrorReply, Shared};
+    use crate::placement::schedule::{AdminAsk, AdminRefused};
+    use crate::placement::{OpRecord, RunningOp};
+    use crate::server::placement::{admin_operators as held, operators};
+
+    /// The most regions one `scatter-regions` call may name or cover.
+    pub const MAX_SCATTER: usize = operators::MAX_PER_CALL;
+
+    /// Whether the leader knows region `id`.
+    pub fn known(shared: &Shared, id: u64) -> Result<bool, ErrorReply> {
+        gate(shared)?;
+        Ok(operators::is_known(shared, id))
+    }
+
+    pub async fn create(
+        shared: &Shared,
+        id: u64,
+        ask: AdminAsk,
+    ) -> Result<Result<(), AdminRefused>, ErrorReply> {
+        gate(shared)?;
+        held::create(&shared.placement, id, ask).await
+    }
+
+    pub async fn cancel(shared: &Shared, region: Option<u64>) -> Result<Vec<u64>, ErrorReply> {
+        gate(shared)?;
+        held::cancel(&shared.placement, region).await
+    }
+
+    pub async fn running(
+        shared: &Shared,
+        region: Option<u64>,
+    ) -> Result<Vec<RunningOp>, ErrorReply> {
+        gate(shared)?;
+        held::running(&shared.placement, region).await
+    }
+
+    pub async fn ended(shared: &Shared, from_ms: u64) -> Result<Vec<(u64, OpRecord)>, ErrorReply> {
+        gate(shared)?;
+        held::ended(&shared.placement, from_ms).await
+    }
+
+    pub async fn status(
+        shared: &Shared,
+        id: u64,
+    ) -> Result<(Option<RunningOp>, Option<OpRecord>), ErrorReply> {
+        gate(shared)?;
+        held::status(&shared.placement, id).await
+    }
+
+    /// PD's admin scatter of one region: `Ok(Err(why))` when the region is unknown
+    /// (`None`) or the scatterer refused it.
+    pub async fn scatter_one(
+        shared: &Shared,
+        id: u64,
+        group: String,
+    ) -> Result<Result<(), Option<String>>, ErrorReply> {
+        gate(shared)?;
+        if !operators::is_known(shared, id) {
+            return Ok(Err(None));
+        }
+        let done = operators::scatter(shared, vec![id], group, 0, false).await?;
+        Ok(match done.failed.into_iter().next() {
+            Some((_, why)) => Err(Some(why)),
+            None => Ok(()),
+        })
+    }
+
+    /// PD's `scatter-regions`: the regions named, or those overlapping `[start, end)`;
+    /// the percentage scattered.
+    pub async fn scatter_many(
+        shared: &Shared,
+        ids: Vec<u64>,
+        range: Option<(Vec<u8>, Vec<u8>)>,
+        group: String,
+        retry_limit: u64,
+    ) -> Result<u64, ErrorReply> {
+        gate(shared)?;
+        let ids = match range {
+            Some((start, end)) => held::regions_in(&shared.placement, &start, &end, MAX_SCATTER),
+            None => ids,
+        };
+        if ids.is_empty() {
+            return Ok(100);
+        }
+        let done = operators::scatter(shared, ids, group, retry_limit, false).await?;
+        Ok(done.finished_percentage)
     }
 }

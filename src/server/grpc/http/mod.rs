@@ -6,7 +6,8 @@
 //! grants its certificate carries (`auth.rs`). One file per group of routes: `cluster`
 //! (version, status, health, members, leader, cluster), `stores`, `regions`, `gc`
 //! (GC safe points, min resolved ts), `config`, `rules` (placement and region label rules),
-//! `scheduling` (decommission, store limits, evict-leader);
+//! `scheduling` (decommission, store limits, evict-leader), `operators` (PD's operator API:
+//! admin operators started, listed, cancelled; their text forms in `operator_text`);
 //! `json` holds PD's JSON shapes, `reply` PD's error bodies and how a follower answers. Owns
 //! no placement, TSO, GC or rule logic.
 
@@ -15,6 +16,8 @@ mod cluster;
 mod config;
 mod gc;
 mod json;
+mod operator_text;
+mod operators;
 mod regions;
 mod reply;
 mod rules;
@@ -107,6 +110,17 @@ pub fn router(shared: Arc<Shared>, metrics_slot: usize) -> Router {
         .route(
             &at("/schedulers/{name}"),
             axum::routing::delete(scheduling::remove_scheduler),
+        )
+        .route(
+            &at("/operators"),
+            get(operators::list)
+                .post(operators::create)
+                .delete(operators::cancel_all),
+        )
+        .route(&at("/operators/records"), get(operators::records))
+        .route(
+            &at("/operators/{region_id}"),
+            get(operators::by_region).delete(operators::cancel_one),
         )
         .route(&at("/regions"), get(regions::all))
         .route(&at("/regions/key"), get(regions::scan))

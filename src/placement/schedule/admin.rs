@@ -1,0 +1,771 @@
+//! The operators an operator of the cluster asks for by name (PD's `POST /operators`), checked
+//! and planned as PD's handler (`pkg/schedule/handler`) and operator builder
+//! (`pkg/schedule/operator/builder.go`) do: the same refusals, in the same order, and the
+//! same description and kind flags, so that `GET /operators` and GetOperator show what PD
+//! shows. The steps are Meridian's (a learner added then promoted, the leader moved off a peer
+//! before it is removed), as PD builds them without joint consensus. New peers carry
+//! [`NEW_PEER`] as their id until the caller gives them one; a region has at most one peer per
+//! store, so a new peer is told apart by its store. Owns no operator state, limits or I/O.
+
+use std::collections::BTreeMap;
+
+use super::cluster::{Cluster, RegionInput};
+use super::plan::{Plan, NEW_PEER};
+use crate::placement::operator::{OpKind, SplitStep, Step};
+use crate::placement::region::{Peer, PeerRole};
+use crate::placement::store::StoreState;
+
+/// PD's `storeUnhealthyDuration`: a store silent this long is refused as a target.
+pub const STORE_UNHEALTHY_MS: u64 = 10 * 60 * 1000;
+
+/// A role asked for a store in transfer-region (PD's `PeerRoleType`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AskedRole {
+    Voter,
+    Leader,
+    Follower,
+    Learner,
+    /// A name PD does not know: a voter's peer, counted as neither voter nor leader.
+    Other,
+}
+
+impl AskedRole {
+    pub fn parse(name: &str) -> AskedRole {
+        match name {
+            "voter" => AskedRole::Voter,
+            "leader" => AskedRole::Leader,
+            "follower" => AskedRole::Follower,
+            "learner" => AskedRole::Learner,
+            _ => AskedRole::Other,
+        }
+    }
+
+    fn peer_role(self) -> PeerRole {
+        match self {
+            AskedRole::Learner => PeerRole::Learner,
+            _ => PeerRole::Voter,
+        }
+    }
+}
+
+/// One operator asked for by name, with its inputs as PD's handler reads them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AdminAsk {
+    TransferLeader {
+        store: u64,
+    },
+    /// Each store and its role (`None`: none given).
+    TransferRegion {
+        stores: BTreeMap<u64, Option<AskedRole>>,
+    },
+    TransferPeer {
+        from: u64,
+        to: u64,
+    },
+    AddPeer {
+        store: u64,
+    },
+    AddLearner {
+        store: u64,
+    },
+    RemovePeer {
+        store: u64,
+    },
+    /// PD's split with policy USEKEY.
+    Split {
+        keys: Vec<Vec<u8>>,
+    },
+}
+
+/// What an admin operator is to do, and how PD names it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AdminPlan {
+    pub plan: Plan,
+    /// PD's description (`admin-transfer-leader`, ...).
+    pub desc: &'static str,
+    /// PD's kind flags, in PD's order (`admin,region,leader`).
+    pub kind: &'static str,
+}
+
+/// Why an admin operator is refused, in PD's words (the HTTP layer adds PD's error codes).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AdminRefused {
+    #[error("region {0} not found")]
+    RegionNotFound(u64),
+    #[error("store {0} not found")]
+    StoreNotFound(u64),
+    #[error("store {0} has been removed")]
+    StoreRemoved(u64),
+    #[error("store {0} is unhealthy")]
+    StoreUnhealthy(u64),
+    /// The region runs an operator PD would not replace (another admin one, or a scatter), or
+    /// the operator could not start.
+    #[error("failed to add operator, maybe already have one")]
+    AddOperator,
+    /// The handler's and the builder's own refusals (`region has no voter in store 4`).
+    #[error("{0}")]
+    Build(String),
+}
+
+fn build(why: impl Into<String>) -> AdminRefused {
+    AdminRefused::Build(why.into())
+}
+
+/// PD's `checkStoreState`: the store exists, is not a tombstone, and was heard from lately.
+fn check_store(c: &Cluster, id: u64) -> Result<(), AdminRefused> {
+    let Some(s) = c.store(id) else {
+        return Err(AdminRefused::StoreNotFound(id));
+    };
+    if s.state == StoreState::Tombstone {
+        return Err(AdminRefused::StoreRemoved(id));
+    }
+    if c.now_ms.saturating_sub(s.last_heartbeat_ms) > STORE_UNHEALTHY_MS {
+        return Err(AdminRefused::StoreUnhealthy(id));
+    }
+    Ok(())
+}
+
+/// PD's `allowLeader` for a target that is not forced: the current leader's store, or a store
+/// that takes new leaders.
+fn may_lead(c: &Cluster, r: &RegionInput, p: &Peer) -> bool {
+    p.role == PeerRole::Voter
+        && (r.leader().is_some_and(|l| l.store_id == p.store_id)
+            || (c.health(p.store_id).is_target() && !c.stores.is_evicting(p.store_id)))
+}
+
+fn new_peer(store: u64, role: PeerRole) -> Peer {
+    Peer {
+        id: NEW_PEER,
+        store_id: store,
+        role,
+    }
+}
+
+/// PD's kind flags for steps: `admin`, then `region` if peers change, `leader` if the leader
+/// moves.
+fn kind_of(steps: &[Step]) -> &'static str {
+    let region = steps
+        .iter()
+        .any(|s| matches!(s, Step::AddLearner(_) | Step::RemovePeer(_)));
+    let leader = steps.iter().any(|s| matches!(s, Step::TransferLeader(_)));
+    match (region, leader) {
+        (true, true) => "admin,region,leader",
+        (true, false) => "admin,region",
+        (false, true) => "admin,leader",
+        (false, false) => "admin",
+    }
+}
+
+fn admin(desc: &'static str, steps: Vec<Step>) -> Result<AdminPlan, AdminRefused> {
+    if steps.is_empty() {
+        return Err(build("no operator step is built"));
+    }
+    Ok(AdminPlan {
+        kind: kind_of(&steps),
+        plan: Plan {
+            kind: OpKind::Admin,
+            steps,
+        },
+        desc,
+    })
+}
+
+/// Checks `ask` against the region as last reported and the stores, as PD's handler and
+/// builder check it, and plans it.
+pub fn admin_plan(c: &Cluster, r: &RegionInput, ask: &AdminAsk) -> Result<AdminPlan, AdminRefused> {
+    let region = r.region;
+    let on = |store: u64| region.peers.iter().find(|p| p.store_id == store);
+    let leader_store = r.leader().map(|p| p.store_id);
+    if leader_store.is_none() {
+        return Err(build("cannot build operator for region with no leader"));
+    }
+    match ask {
+        AdminAsk::TransferLeader { store } => {
+            let Some(voter) = on(*store).filter(|p| p.role == PeerRole::Voter) else {
+                return Err(build(format!("region has no voter in store {store}")));
+            };
+            if leader_store == Some(*store) {
+                return admin("admin-transfer-leader", Vec::new());
+            }
+            if !may_lead(c, r, voter) {
+                return Err(build(
+                    "cannot create operator: target leader is not allowed",
+                ));
+            }
+            admin(
+                "admin-transfer-leader",
+                vec![Step::TransferLeader(voter.clone())],
+            )
+        }
+        AdminAsk::AddPeer { store } | AdminAsk::AddLearner { store } => {
+            if on(*store).is_some() {
+                return Err(build(format!("region already has peer in store {store}")));
+            }
+            check_store(c, *store)?;
+            let learner = new_peer(*store, PeerRole::Learner);
+            if matches!(ask, AdminAsk::AddLearner { .. }) {
+                return admin("admin-add-learner", vec![Step::AddLearner(learner)]);
+            }
+            admin(
+                "admin-add-peer",
+                vec![
+                    Step::AddLearner(learner.clone()),
+                    Step::PromoteLearner(learner),
+                ],
+            )
+        }
+        AdminAsk::RemovePeer { store } => {
+            let Some(old) = on(*store) else {
+                return Err(build(format!("region has no peer in store {store}")));
+            };
+            let mut steps = Vec::with_capacity(2);
+            if leader_store == Some(*store) {
+                steps.push(Step::TransferLeader(leader_elsewhere(c, r, old, &[])?));
+            } else if !r.voters().any(|p| p.id != old.id) {
+                return Err(build("cannot create operator: target peers have no voter"));
+            }
+            steps.push(Step::RemovePeer(old.clone()));
+            admin("admin-remove-peer", steps)
+        }
+        AdminAsk::TransferPeer { from, to } => {
+            let Some(old) = on(*from) else {
+                return Err(build(format!("region has no peer in store {from}")));
+            };
+            check_store(c, *to)?;
+            if from == to {
+                return admin("admin-move-peer", Vec::new());
+            }
+            let added = new_peer(*to, old.role);
+            if let Some(there) = on(*to) {
+                return Err(build(format!(
+                    "cannot add peer {}: already have peer {}",
+                    peer_text(&added),
+                    peer_text(there)
+                )));
+            }
+            let learner = new_peer(*to, PeerRole::Learner);
+            let mut steps = vec![Step::AddLearner(learner.clone())];
+            if old.role == PeerRole::Voter {
+                steps.push(Step::PromoteLearner(learner));
+            }
+            if leader_store == Some(*from) {
+                let promoted = new_peer(*to, PeerRole::Voter);
+                steps.push(Step::TransferLeader(leader_elsewhere(
+                    c,
+                    r,
+                    old,
+                    &[promoted],
+                )?));
+            }
+            steps.push(Step::RemovePeer(old.clone()));
+            admin("admin-move-peer", steps)
+        }
+        AdminAsk::TransferRegion { stores } => transfer_region(c, r, stores),
+        AdminAsk::Split { keys } => {
+            let mut keys: Vec<Vec<u8>> = keys
+                .iter()
+                .filter(|k| region.contains(k) && k.as_slice() != region.start_key.as_slice())
+                .cloned()
+                .collect();
+            keys.sort_unstable();
+            keys.dedup();
+            if keys.is_empty() {
+                return Err(build(format!(
+                    "no split key lies inside region {}",
+                    region.id
+                )));
+            }
+            let step = SplitStep {
+                start_key: region.start_key.clone(),
+                end_key: region.end_key.clone(),
+                keys,
+            };
+            admin("admin-split-region", vec![Step::Split(Box::new(step))])
+        }
+    }
+}
+
+/// A voter other than `leaving` to take the leadership before it goes: an old voter that may
+/// lead first (PD's builder prefers keeping the old peers as leaders), else one of `added`.
+fn leader_elsewhere(
+    c: &Cluster,
+    r: &RegionInput,
+    leaving: &Peer,
+    added: &[Peer],
+) -> Result<Peer, AdminRefused> {
+    let other_voters = r.voters().any(|p| p.id != leaving.id) || !added.is_empty();
+    if !other_voters {
+        return Err(build("cannot create operator: target peers have no voter"));
+    }
+    r.voters()
+        .filter(|p| p.id != leaving.id)
+        .find(|p| may_lead(c, r, p))
+        .cloned()
+        .or_else(|| {
+            added
+                .iter()
+                .find(|p| p.role == PeerRole::Voter && c.health(p.store_id).is_target())
+                .cloned()
+        })
+        .ok_or_else(|| build("fail to build operator: plan is empty, maybe no valid leader"))
+}
+
+/// PD's transfer-region: the region ends with exactly the stores asked for, each in its role.
+/// Placement rules are on (as `/config/replicate` says), so PD wants every store's role.
+fn transfer_region(
+    c: &Cluster,
+    r: &RegionInput,
+    asked: &BTreeMap<u64, Option<AskedRole>>,
+) -> Result<AdminPlan, AdminRefused> {
+    if asked.values().any(Option::is_none) {
+        return Err(build(
+            "transfer region without peer role is not supported when placement rules enabled",
+        ));
+    }
+    for store in asked.keys() {
+        check_store(c, *store)?;
+    }
+    let roles: BTreeMap<u64, AskedRole> = asked
+        .iter()
+        .map(|(s, role)| (*s, role.unwrap_or(AskedRole::Voter)))
+        .collect();
+    let leaders: Vec<u64> = roles
+        .iter()
+        .filter(|(_, r)| **r == AskedRole::Leader)
+        .map(|(s, _)| *s)
+        .collect();
+    if leaders.len() > 1 {
+        return Err(build("region cannot have multiple leaders"));
+    }
+    // PD counts the roles `voter` and `leader` only, not `follower`.
+    if !roles
+        .values()
+        .any(|r| matches!(r, AskedRole::Voter | AskedRole::Leader))
+    {
+        return Err(build("region need at least 1 voter or leader"));
+    }
+    let region = r.region;
+    let on = |store: u64| region.peers.iter().find(|p| p.store_id == store);
+    let mut steps = Vec::new();
+    // New stores first: a learner, promoted when it is to vote.
+    for (store, role) in &roles {
+        if on(*store).is_none() {
+            let learner = new_peer(*store, PeerRole::Learner);
+            steps.push(Step::AddLearner(learner.clone()));
+            if role.peer_role() == PeerRole::Voter {
+                steps.push(Step::PromoteLearner(learner));
+            }
+        }
+    }
+    // Learners that are to vote.
+    for p in &region.peers {
+        let wanted = roles.get(&p.store_id).map(|r| r.peer_role());
+        if p.role == PeerRole::Learner && wanted == Some(PeerRole::Voter) {
+            steps.push(Step::PromoteLearner(p.clone()));
+        }
+    }
+    // The voters at the end, as peers (new ones with their placeholder id).
+    let voters_after: Vec<Peer> = roles
+        .iter()
+        .filter(|(_, r)| r.peer_role() == PeerRole::Voter)
+        .map(|(s, _)| match on(*s) {
+            Some(p) => Peer {
+                role: PeerRole::Voter,
+                ..p.clone()
+            },
+            None => new_peer(*s, PeerRole::Voter),
+        })
+        .collect();
+    let Some(leader) = r.leader() else {
+        return Err(build("cannot build operator for region with no leader"));
+    };
+    let mut leader_at = leader.store_id;
+    let target = leaders
+        .first()
+        .and_then(|s| voters_after.iter().find(|p| p.store_id == *s));
+    let leader_stays = voters_after
+        .iter()
+        .any(|p| p.store_id == leader.store_id && p.id == leader.id);
+    if !leader_stays {
+        // The leader's peer goes or stops voting: the leadership moves before any removal.
+        let to = target
+            .filter(|p| p.id != NEW_PEER || c.health(p.store_id).is_target())
+            .cloned()
+            .or_else(|| {
+                voters_after
+                    .iter()
+                    .filter(|p| p.id != NEW_PEER)
+                    .find(|p| may_lead(c, r, p))
+                    .cloned()
+            })
+            .or_else(|| {
+                voters_after
+                    .iter()
+                    .find(|p| c.health(p.store_id).is_target())
+                    .cloned()
+            })
+            .ok_or_else(|| build("fail to build operator: plan is empty, maybe no valid leader"))?;
+        leader_at = to.store_id;
+        steps.push(Step::TransferLeader(to));
+    }
+    // Peers that go, and voters that are to be learners (removed, then added back as one).
+    let mut relearn = Vec::new();
+    for p in &region.peers {
+        match roles.get(&p.store_id) {
+            None => steps.push(Step::RemovePeer(p.clone())),
+            Some(role) if p.role == PeerRole::Voter && role.peer_role() == PeerRole::Learner => {
+                steps.push(Step::RemovePeer(p.clone()));
+                relearn.push(new_peer(p.store_id, PeerRole::Learner));
+            }
+            Some(_) => {}
+        }
+    }
+    steps.extend(relearn.into_iter().map(Step::AddLearner));
+    if let Some(to) = target.filter(|p| p.store_id != leader_at) {
+        if p_may_lead(c, r, to) {
+            steps.push(Step::TransferLeader(to.clone()));
+        } else {
+            return Err(build(
+                "cannot create operator: target leader is not allowed",
+            ));
+        }
+    }
+    admin("admin-move-region", steps)
+}
+
+/// [`may_lead`] for a peer that may not be the region's yet.
+fn p_may_lead(c: &Cluster, r: &RegionInput, p: &Peer) -> bool {
+    may_lead(c, r, p) || (p.id == NEW_PEER && c.health(p.store_id).is_target())
+}
+
+/// gogoproto's compact text of a `metapb.Peer`, as PD's error messages print one
+/// (`id:12 store_id:2 role:Learner `).
+pub fn peer_text(p: &Peer) -> String {
+    let mut s = String::new();
+    if p.id != 0 {
+        s.push_str(&format!("id:{} ", p.id));
+    }
+    if p.store_id != 0 {
+        s.push_str(&format!("store_id:{} ", p.store_id));
+    }
+    if p.role == PeerRole::Learner {
+        s.push_str("role:Learner ");
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::placement::{
+        Epoch, InFlight, Region, ScheduleConfig, Store, StoreMap, StoreState, StoreStats, StoreView,
+    };
+
+    struct World {
+        cfg: ScheduleConfig,
+        view: StoreView,
+        in_flight: InFlight,
+    }
+
+    impl World {
+        fn new(stores: &[u64], tombstones: &[u64]) -> World {
+            let cfg = ScheduleConfig::default();
+            let mut map = StoreMap::new();
+            for &id in stores {
+                let store = Store {
+                    id,
+                    address: format!("s{id}:1"),
+                    labels: vec![],
+                    state: StoreState::Up,
+                    details: Default::default(),
+                };
+                map.put(store, 0).unwrap();
+                map.heartbeat(id, StoreStats::default(), 0).unwrap();
+            }
+            for &id in tombstones {
+                map.decommission(id).unwrap();
+                map.heartbeat(id, StoreStats::default(), 0).unwrap();
+            }
+            let view = StoreView::of(&map, &cfg, &StoreView::default(), 0);
+            World {
+                cfg,
+                view,
+                in_flight: InFlight::default(),
+            }
+        }
+
+        fn at(&self, now_ms: u64) -> Cluster<'_> {
+            Cluster {
+                cfg: &self.cfg,
+                stores: &self.view,
+                in_flight: &self.in_flight,
+                now_ms,
+            }
+        }
+    }
+
+    /// Region 1 over `[a, z)` with a peer `10 + s` on each store, led by the first.
+    fn region(stores: &[(u64, PeerRole)]) -> Region {
+        let peers: Vec<Peer> = stores
+            .iter()
+            .map(|&(s, role)| Peer {
+                id: 10 + s,
+                store_id: s,
+                role,
+            })
+            .collect();
+        Region {
+            id: 1,
+            start_key: b"a".to_vec(),
+            end_key: b"z".to_vec(),
+            epoch: Epoch {
+                conf_ver: 3,
+                version: 2,
+            },
+            leader: Some(peers[0].id),
+            peers,
+        }
+    }
+
+    fn voters(stores: &[u64]) -> Region {
+        let v: Vec<(u64, PeerRole)> = stores.iter().map(|s| (*s, PeerRole::Voter)).collect();
+        region(&v)
+    }
+
+    fn plan(w: &World, r: &Region, ask: AdminAsk) -> Result<AdminPlan, AdminRefused> {
+        let input = RegionInput {
+            region: r,
+            pending_peers: &[],
+            size_mib: 1,
+        };
+        admin_plan(&w.at(1000), &input, &ask)
+    }
+
+    fn p(id: u64, store_id: u64, role: PeerRole) -> Peer {
+        Peer { id, store_id, role }
+    }
+
+    const V: PeerRole = PeerRole::Voter;
+    const L: PeerRole = PeerRole::Learner;
+
+    fn refused(why: &str) -> Result<AdminPlan, AdminRefused> {
+        Err(AdminRefused::Build(why.into()))
+    }
+
+    #[test]
+    fn transfer_leader_as_pd_checks_it() {
+        let w = World::new(&[1, 2, 3, 4], &[]);
+        let r = region(&[(1, V), (2, V), (3, L)]);
+        let got = plan(&w, &r, AdminAsk::TransferLeader { store: 2 }).unwrap();
+        assert_eq!(got.desc, "admin-transfer-leader");
+        assert_eq!(got.kind, "admin,leader");
+        assert_eq!(got.plan.kind, OpKind::Admin);
+        assert_eq!(got.plan.steps, vec![Step::TransferLeader(p(12, 2, V))]);
+        for (store, why) in [
+            (3, "region has no voter in store 3"),
+            (4, "region has no voter in store 4"),
+            (1, "no operator step is built"),
+        ] {
+            assert_eq!(
+                plan(&w, &r, AdminAsk::TransferLeader { store }),
+                refused(why)
+            );
+        }
+    }
+
+    #[test]
+    fn adding_a_peer_checks_the_store_as_pd_does() {
+        let w = World::new(&[1, 2, 3, 4, 5], &[5]);
+        let r = voters(&[1, 2, 3]);
+        let got = plan(&w, &r, AdminAsk::AddPeer { store: 4 }).unwrap();
+        let new = p(NEW_PEER, 4, L);
+        assert_eq!(
+            got.plan.steps,
+            vec![
+                Step::AddLearner(new.clone()),
+                Step::PromoteLearner(new.clone())
+            ]
+        );
+        assert_eq!((got.desc, got.kind), ("admin-add-peer", "admin,region"));
+        let got = plan(&w, &r, AdminAsk::AddLearner { store: 4 }).unwrap();
+        assert_eq!(got.plan.steps, vec![Step::AddLearner(new)]);
+        assert_eq!(got.desc, "admin-add-learner");
+        assert_eq!(
+            plan(&w, &r, AdminAsk::AddPeer { store: 2 }),
+            refused("region already has peer in store 2")
+        );
+        assert_eq!(
+            plan(&w, &r, AdminAsk::AddLearner { store: 9 }),
+            Err(AdminRefused::StoreNotFound(9))
+        );
+        assert_eq!(
+            plan(&w, &r, AdminAsk::AddPeer { store: 5 }),
+            Err(AdminRefused::StoreRemoved(5))
+        );
+        // Silent for more than ten minutes: unhealthy.
+        let input = RegionInput {
+            region: &r,
+            pending_peers: &[],
+            size_mib: 1,
+        };
+        let late = admin_plan(
+            &w.at(STORE_UNHEALTHY_MS + 1),
+            &input,
+            &AdminAsk::AddPeer { store: 4 },
+        );
+        assert_eq!(late, Err(AdminRefused::StoreUnhealthy(4)));
+    }
+
+    #[test]
+    fn removing_the_leaders_peer_moves_the_leader_first() {
+        let w = World::new(&[1, 2, 3], &[]);
+        let r = voters(&[1, 2, 3]);
+        let got = plan(&w, &r, AdminAsk::RemovePeer { store: 1 }).unwrap();
+        assert_eq!(
+            got.plan.steps,
+            vec![
+                Step::TransferLeader(p(12, 2, V)),
+                Step::RemovePeer(p(11, 1, V))
+            ]
+        );
+        assert_eq!(
+            (got.desc, got.kind),
+            ("admin-remove-peer", "admin,region,leader")
+        );
+        let got = plan(&w, &r, AdminAsk::RemovePeer { store: 3 }).unwrap();
+        assert_eq!(got.plan.steps, vec![Step::RemovePeer(p(13, 3, V))]);
+        assert_eq!(got.kind, "admin,region");
+        assert_eq!(
+            plan(&w, &r, AdminAsk::RemovePeer { store: 4 }),
+            refused("region has no peer in store 4")
+        );
+        assert_eq!(
+            plan(&w, &voters(&[1]), AdminAsk::RemovePeer { store: 1 }),
+            refused("cannot create operator: target peers have no voter")
+        );
+    }
+
+    #[test]
+    fn moving_a_peer_adds_before_it_removes() {
+        let w = World::new(&[1, 2, 3, 4], &[]);
+        let r = voters(&[1, 2, 3]);
+        let new = p(NEW_PEER, 4, L);
+        let got = plan(&w, &r, AdminAsk::TransferPeer { from: 3, to: 4 }).unwrap();
+        assert_eq!(
+            got.plan.steps,
+            vec![
+                Step::AddLearner(new.clone()),
+                Step::PromoteLearner(new.clone()),
+                Step::RemovePeer(p(13, 3, V)),
+            ]
+        );
+        assert_eq!((got.desc, got.kind), ("admin-move-peer", "admin,region"));
+        let got = plan(&w, &r, AdminAsk::TransferPeer { from: 1, to: 4 }).unwrap();
+        assert_eq!(got.plan.steps[2], Step::TransferLeader(p(12, 2, V)));
+        assert_eq!(got.kind, "admin,region,leader");
+        assert_eq!(
+            plan(&w, &r, AdminAsk::TransferPeer { from: 2, to: 3 }),
+            refused("cannot add peer store_id:3 : already have peer id:13 store_id:3 ")
+        );
+        assert_eq!(
+            plan(&w, &r, AdminAsk::TransferPeer { from: 4, to: 3 }),
+            refused("region has no peer in store 4")
+        );
+        assert_eq!(
+            plan(&w, &r, AdminAsk::TransferPeer { from: 1, to: 7 }),
+            Err(AdminRefused::StoreNotFound(7))
+        );
+    }
+
+    #[test]
+    fn transfer_region_ends_with_the_stores_and_roles_asked() {
+        let w = World::new(&[1, 2, 3, 4, 5], &[]);
+        let r = voters(&[1, 2, 3]);
+        let ask = |pairs: &[(u64, Option<AskedRole>)]| AdminAsk::TransferRegion {
+            stores: pairs.iter().copied().collect(),
+        };
+        use AskedRole::*;
+        assert_eq!(
+            plan(&w, &r, ask(&[(2, Some(Voter)), (4, None)])),
+            refused(
+                "transfer region without peer role is not supported when placement rules enabled"
+            )
+        );
+        assert_eq!(
+            plan(&w, &r, ask(&[(2, Some(Leader)), (4, Some(Leader))])),
+            refused("region cannot have multiple leaders")
+        );
+        assert_eq!(
+            plan(&w, &r, ask(&[(2, Some(Learner))])),
+            refused("region need at least 1 voter or leader")
+        );
+        assert_eq!(
+            plan(&w, &r, ask(&[(2, Some(Voter)), (9, Some(Voter))])),
+            Err(AdminRefused::StoreNotFound(9))
+        );
+        // Stores 1, 2, 3 to 2, 4 (leader), 5 (learner): add 4 and 5, move the leader off 1
+        // to 4, remove 1 and 3.
+        let got = plan(
+            &w,
+            &r,
+            ask(&[(2, Some(Follower)), (4, Some(Leader)), (5, Some(Learner))]),
+        )
+        .unwrap();
+        let four = p(NEW_PEER, 4, L);
+        assert_eq!(
+            got.plan.steps,
+            vec![
+                Step::AddLearner(four.clone()),
+                Step::PromoteLearner(four),
+                Step::AddLearner(p(NEW_PEER, 5, L)),
+                Step::TransferLeader(p(NEW_PEER, 4, V)),
+                Step::RemovePeer(p(11, 1, V)),
+                Step::RemovePeer(p(13, 3, V)),
+            ]
+        );
+        assert_eq!(
+            (got.desc, got.kind),
+            ("admin-move-region", "admin,region,leader")
+        );
+        // The same stores, the leader asked elsewhere: a transfer alone.
+        let got = plan(
+            &w,
+            &r,
+            ask(&[(1, Some(Voter)), (2, Some(Voter)), (3, Some(Leader))]),
+        )
+        .unwrap();
+        assert_eq!(got.plan.steps, vec![Step::TransferLeader(p(13, 3, V))]);
+        assert_eq!(got.kind, "admin,leader");
+        assert_eq!(
+            plan(
+                &w,
+                &r,
+                ask(&[(1, Some(Leader)), (2, Some(Voter)), (3, Some(Voter))])
+            ),
+            refused("no operator step is built")
+        );
+    }
+
+    #[test]
+    fn a_split_keeps_the_keys_inside_the_region() {
+        let w = World::new(&[1, 2, 3], &[]);
+        let r = voters(&[1, 2, 3]);
+        let keys = |ks: &[&[u8]]| AdminAsk::Split {
+            keys: ks.iter().map(|k| k.to_vec()).collect(),
+        };
+        let got = plan(&w, &r, keys(&[b"m", b"c", b"m", b"a", b"zz"])).unwrap();
+        let Step::Split(s) = &got.plan.steps[0] else {
+            panic!("{got:?}")
+        };
+        assert_eq!(s.keys, vec![b"c".to_vec(), b"m".to_vec()]);
+        assert_eq!(
+            (s.start_key.as_slice(), s.end_key.as_slice()),
+            (&b"a"[..], &b"z"[..])
+        );
+        assert_eq!((got.desc, got.kind), ("admin-split-region", "admin"));
+        assert_eq!(
+            plan(&w, &r, keys(&[b"a", b"z"])),
+            refused("no split key lies inside region 1")
+        );
+    }
+}

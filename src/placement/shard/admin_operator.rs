@@ -1,0 +1,404 @@
+//! A shard's part in PD's operator API (`/operators`): an admin operator started on a region
+//! this shard owns, under PD's rule for one already running (an admin operator replaces any
+//! operator of lower priority, the scheduler's; never another admin one or a scatter), a
+//! region's operator cancelled (PD's admin stop), and the operators running, as the API lists
+//! them. Orders from clients (scatter, split) do not replace an admin operator either
+//! ([`Shard::order_beside_admin`]). Pure, as the shard is: the caller passes the clock, the
+//! stores and the id source. Planning is `schedule::admin`'s.
+
+use super::{Order, OrderRefused, Ordered, Shard};
+use crate::placement::op_status::{OpRecord, OpStatus};
+use crate::placement::operator::{OpKind, Operator, Step};
+use crate::placement::region::Epoch;
+use crate::placement::schedule::{
+    self, admin_plan, AdminAsk, AdminPlan, AdminRefused, Cluster, RegionInput, NEW_PEER,
+    SCATTER_DESC,
+};
+
+/// One running operator as PD's API shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunningOp {
+    pub region_id: u64,
+    /// The region's epoch when the operator started.
+    pub epoch: Epoch,
+    /// PD's description and kind flags.
+    pub desc: &'static str,
+    pub kind: &'static str,
+    pub steps: Vec<Step>,
+    /// The step being run.
+    pub at: usize,
+    /// The store the leader was on when the operator started.
+    pub leader_store: u64,
+    pub created_ms: u64,
+    pub deadline_ms: u64,
+    pub size_mib: u64,
+}
+
+impl Shard {
+    /// Whether region `id` runs an operator PD gives the same priority as an admin one: an
+    /// admin operator, or a scatter.
+    fn runs_admin(&self, id: u64, now_ms: u64) -> bool {
+        let Some(running) = self.regions.get(&id).and_then(|e| e.pending.as_ref()) else {
+            return false;
+        };
+        running.kind == OpKind::Admin
+            || self
+                .ops
+                .get(id, now_ms)
+                .is_some_and(|r| r.is_running() && r.desc == SCATTER_DESC)
+    }
+
+    /// Starts the admin operator `ask` on region `id`, as last reported: PD's checks first
+    /// (the region, the stores, the builder's), then PD's `AddOperator`, which replaces an
+    /// operator of lower priority. Returns its first step, to send the leader.
+    pub fn start_admin(
+        &mut self,
+        id: u64,
+        ask: &AdminAsk,
+        c: &Cluster,
+        new_peer_id: &mut dyn FnMut() -> Option<u64>,
+    ) -> Result<Option<Operator>, AdminRefused> {
+        let blocked = self.runs_admin(id, c.now_ms);
+        let entry = self
+            .regions
+            .get_mut(&id)
+            .filter(|e| e.route.is_current())
+            .ok_or(AdminRefused::RegionNotFound(id))?;
+        let region = entry.route.region();
+        let input = RegionInput {
+            region: &region,
+            pending_peers: &[],
+            size_mib: u64::from(entry.sizes.size_kib) / 1024,
+        };
+        let AdminPlan {
+            mut plan,
+            desc,
+            kind,
+        } = admin_plan(c, &input, ask)?;
+        if blocked {
+            return Err(AdminRefused::AddOperator);
+        }
+        // Each new peer (one per store) gets one id, in every step that names it.
+        let mut given: Vec<(u64, u64)> = Vec::new();
+        for step in &mut plan.steps {
+            if let Step::AddLearner(p) | Step::PromoteLearner(p) | Step::TransferLeader(p) = step {
+                if p.id != NEW_PEER {
+                    continue;
+                }
+                p.id = match given.iter().find(|(store, _)| *store == p.store_id) {
+                    Some((_, id)) => *id,
+                    None => {
+                        let id = new_peer_id().ok_or(AdminRefused::AddOperator)?;
+                        given.push((p.store_id, id));
+                        id
+                    }
+                };
+            }
+        }
+        if entry.pending.is_some() {
+            schedule::cancel(c, &mut entry.pending);
+            self.ops.end(id, OpStatus::Replace, c.now_ms);
+        }
+        let d = schedule::start_admin_plan(c, &input, plan, &mut entry.pending);
+        if !d.started {
+            return Err(AdminRefused::AddOperator);
+        }
+        self.ops.start(
+            id,
+            OpRecord {
+                desc,
+                kind,
+                status: OpStatus::Running,
+                group: None,
+                epoch: region.epoch,
+                at_ms: c.now_ms,
+            },
+        );
+        Ok(d.step)
+    }
+
+    /// Cancels the running operator of `region`, or of every region this shard owns (PD's
+    /// admin stop); returns the regions whose operator was cancelled.
+    pub fn cancel_operators(&mut self, region: Option<u64>, c: &Cluster) -> Vec<u64> {
+        let mut cancelled = Vec::new();
+        for (id, entry) in self.regions.iter_mut() {
+            if region.is_some_and(|r| r != id) || entry.pending.is_none() {
+                continue;
+            }
+            schedule::cancel(c, &mut entry.pending);
+            self.ops.end(id, OpStatus::Cancel, c.now_ms);
+            cancelled.push(id);
+        }
+        cancelled
+    }
+
+    /// The operators running on `region`, or on every region this shard owns, in region order.
+    pub fn running_operators(&self, region: Option<u64>, now_ms: u64) -> Vec<RunningOp> {
+        let mut running: Vec<RunningOp> = self
+            .regions
+            .values()
+            .filter(|e| region.is_none_or(|r| r == e.route.id()))
+            .filter_map(|e| {
+                let p = e.pending.as_ref()?;
+                let id = e.route.id();
+                let record = self
+                    .ops
+                    .get(id, now_ms)
+                    .filter(|r| r.is_running())
+                    .cloned()
+                    .unwrap_or_else(|| OpRecord::scheduled(p.kind, e.route.region().epoch, 0));
+                Some(RunningOp {
+                    region_id: id,
+                    epoch: record.epoch,
+                    desc: record.desc,
+                    kind: record.kind,
+                    steps: p.steps.clone(),
+                    at: p.at,
+                    leader_store: p.leader_store,
+                    created_ms: p.created_ms,
+                    deadline_ms: p.deadline_ms,
+                    size_mib: u64::from(e.sizes.size_kib) / 1024,
+                })
+            })
+            .collect();
+        running.sort_unstable_by_key(|r| r.region_id);
+        running
+    }
+
+    /// The records of the operators that ended at or after `from_ms` (PD's operator
+    /// records), in region order.
+    pub fn ended_operators(&self, from_ms: u64, now_ms: u64) -> Vec<(u64, OpRecord)> {
+        let mut ended: Vec<(u64, OpRecord)> = self
+            .ops
+            .ended_since(from_ms, now_ms)
+            .map(|(id, r)| (id, r.clone()))
+            .collect();
+        ended.sort_unstable_by_key(|(id, _)| *id);
+        ended
+    }
+
+    /// [`Shard::order`], except over an admin operator, which a client's scatter or split
+    /// does not replace (PD gives them no higher priority).
+    pub fn order_beside_admin(
+        &mut self,
+        id: u64,
+        order: Order,
+        c: &Cluster,
+        new_peer_id: &mut dyn FnMut() -> Option<u64>,
+    ) -> Result<Ordered, OrderRefused> {
+        let admin = self
+            .regions
+            .get(&id)
+            .and_then(|e| e.pending.as_ref())
+            .is_some_and(|p| p.kind == OpKind::Admin);
+        if admin {
+            return Err(OrderRefused::Running(id));
+        }
+        self.order(id, order, c, new_peer_id)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::placement::range_index::RangeIndex;
+    use crate::placement::region::{Peer, PeerRole, Region, RegionStats};
+    use crate::placement::schedule::Groups;
+    use crate::placement::{
+        InFlight, ScheduleConfig, Store, StoreMap, StoreState, StoreStats, StoreView,
+    };
+
+    struct World {
+        cfg: ScheduleConfig,
+        view: StoreView,
+        in_flight: InFlight,
+    }
+
+    impl World {
+        fn new(stores: &[u64]) -> World {
+            let cfg = ScheduleConfig::default();
+            let mut map = StoreMap::new();
+            for &id in stores {
+                let store = Store {
+                    id,
+                    address: format!("s{id}:1"),
+                    labels: vec![],
+                    state: StoreState::Up,
+                    details: Default::default(),
+                };
+                map.put(store, 0).unwrap();
+                map.heartbeat(id, StoreStats::default(), 0).unwrap();
+            }
+            World {
+                view: StoreView::of(&map, &cfg, &StoreView::default(), 0),
+                cfg,
+                in_flight: InFlight::default(),
+            }
+        }
+
+        fn at(&self, now_ms: u64) -> Cluster<'_> {
+            Cluster {
+                cfg: &self.cfg,
+                stores: &self.view,
+                in_flight: &self.in_flight,
+                now_ms,
+            }
+        }
+    }
+
+    fn region(id: u64, start: &[u8], end: &[u8], stores: &[u64]) -> Region {
+        let peers: Vec<Peer> = stores
+            .iter()
+            .map(|&s| Peer {
+                id: id * 10 + s,
+                store_id: s,
+                role: PeerRole::Voter,
+            })
+            .collect();
+        Region {
+            id,
+            start_key: start.to_vec(),
+            end_key: end.to_vec(),
+            epoch: Epoch {
+                conf_ver: 1,
+                version: 1,
+            },
+            leader: Some(peers[0].id),
+            peers,
+        }
+    }
+
+    #[test]
+    fn an_admin_operator_runs_is_listed_refuses_another_and_is_cancelled() {
+        let w = World::new(&[1, 2, 3, 4]);
+        let index = RangeIndex::new();
+        let mut shard = Shard::new();
+        let left = region(1, b"", b"m", &[1, 2, 3]);
+        let right = region(2, b"m", b"", &[1, 2, 3]);
+        for r in [&left, &right] {
+            shard
+                .heartbeat(
+                    r.clone(),
+                    RegionStats::default(),
+                    &w.at(0),
+                    &index,
+                    &mut || None,
+                )
+                .unwrap();
+        }
+        let c = w.at(10);
+        // Store 4's add-peer limit spent: an admin operator goes past it, as in PD.
+        let budget = &w.view.get(4).unwrap().budget;
+        while budget.take(true, 1000.0, w.cfg.store_limit_add_per_min, 10) {}
+        let mut ids = 100..;
+        let first = shard.start_admin(1, &AdminAsk::AddPeer { store: 4 }, &c, &mut || ids.next());
+        let learner = Peer {
+            id: 100,
+            store_id: 4,
+            role: PeerRole::Learner,
+        };
+        assert_eq!(first, Ok(Some(Operator::AddPeer(learner.clone()))));
+        assert_eq!(w.in_flight.get(OpKind::Admin), 1);
+        let listed = shard.running_operators(None, 10);
+        assert_eq!(listed.len(), 1);
+        let op = &listed[0];
+        assert_eq!(
+            (op.region_id, op.desc, op.kind, op.at, op.leader_store),
+            (1, "admin-add-peer", "admin,region", 0, 1)
+        );
+        assert_eq!(
+            op.steps,
+            vec![
+                Step::AddLearner(learner.clone()),
+                Step::PromoteLearner(learner)
+            ]
+        );
+        assert_eq!(shard.running_operators(Some(2), 10), vec![]);
+        // Another admin operator, a scatter and a split are refused while it runs; the
+        // builder's own refusal comes first, as in PD.
+        assert_eq!(
+            shard.start_admin(1, &AdminAsk::TransferLeader { store: 2 }, &c, &mut || None),
+            Err(AdminRefused::AddOperator)
+        );
+        assert_eq!(
+            shard.start_admin(1, &AdminAsk::TransferLeader { store: 4 }, &c, &mut || None),
+            Err(AdminRefused::Build("region has no voter in store 4".into()))
+        );
+        let mut groups = Groups::default();
+        let scatter = Order::Scatter {
+            group: "g",
+            groups: &mut groups,
+            skip_store_limit: false,
+        };
+        assert_eq!(
+            shard.order_beside_admin(1, scatter, &c, &mut || None),
+            Err(OrderRefused::Running(1))
+        );
+        assert_eq!(
+            shard.start_admin(9, &AdminAsk::AddPeer { store: 4 }, &c, &mut || None),
+            Err(AdminRefused::RegionNotFound(9))
+        );
+        // Cancelled: gone from the list, its status kept, its count released.
+        assert_eq!(shard.cancel_operators(Some(1), &c), vec![1]);
+        assert_eq!(shard.cancel_operators(Some(1), &c), Vec::<u64>::new());
+        assert!(shard.running_operators(None, 11).is_empty());
+        assert_eq!(
+            shard.operator_status(1, 11).map(|r| (r.desc, r.status)),
+            Some(("admin-add-peer", OpStatus::Cancel))
+        );
+        let ended = shard.ended_operators(0, 11);
+        assert_eq!(ended.len(), 1);
+        assert_eq!((ended[0].0, ended[0].1.status), (1, OpStatus::Cancel));
+        assert!(shard.ended_operators(11, 11).is_empty());
+        assert_eq!(w.in_flight.get(OpKind::Admin), 0);
+    }
+
+    #[test]
+    fn an_admin_operator_replaces_the_schedulers_and_runs_to_success() {
+        let w = World::new(&[1, 2, 3, 4]);
+        let index = RangeIndex::new();
+        let mut shard = Shard::new();
+        // Two voters of three: the replica checker adds one at once.
+        let short = region(1, b"", b"", &[1, 2]);
+        let out = shard
+            .heartbeat(
+                short.clone(),
+                RegionStats::default(),
+                &w.at(0),
+                &index,
+                &mut || Some(50),
+            )
+            .unwrap();
+        assert!(out.operator.is_some());
+        assert_eq!(w.in_flight.get(OpKind::Replica), 1);
+        let c = w.at(5);
+        let step = shard
+            .start_admin(1, &AdminAsk::TransferLeader { store: 2 }, &c, &mut || None)
+            .unwrap();
+        let to = Peer {
+            id: 12,
+            store_id: 2,
+            role: PeerRole::Voter,
+        };
+        assert_eq!(step, Some(Operator::TransferLeader(to.clone())));
+        assert_eq!(
+            w.in_flight.get(OpKind::Replica),
+            0,
+            "the repair was replaced"
+        );
+        // The leader reports the transfer: done.
+        let mut moved = short.clone();
+        moved.leader = Some(12);
+        let out = shard
+            .heartbeat(moved, RegionStats::default(), &w.at(6), &index, &mut || {
+                None
+            })
+            .unwrap();
+        assert_ne!(out.operator, Some(Operator::TransferLeader(to)));
+        assert_eq!(
+            shard.operator_status(1, 6).map(|r| (r.desc, r.status)),
+            Some(("admin-transfer-leader", OpStatus::Success))
+        );
+        assert_eq!(w.in_flight.get(OpKind::Admin), 0);
+    }
+}

@@ -1,0 +1,117 @@
+//! PD's operator API for the HTTP front end (`/operators`): an admin operator started on a
+//! region by its owning shard (its first step pushed to the leader's stream at once, by the
+//! shard task), a region's operator or every operator cancelled, and the operators running
+//! and those that ended lately, gathered from every shard. Nothing here persists: PD keeps
+//! operators in memory too. The checks and the plans are `placement::schedule::admin`'s; the
+//! shard's rule for an operator already running is `placement::shard`'s.
+
+use tokio::sync::{mpsc, oneshot};
+
+use super::messages::ShardMsg;
+use super::state::PlacementState;
+use crate::placement::schedule::{AdminAsk, AdminRefused};
+use crate::placement::{OpRecord, RunningOp};
+use crate::proto::ErrorReply;
+
+fn shut() -> ErrorReply {
+    ErrorReply::Unavailable("shutting down".into())
+}
+
+/// Sends one shard a message and waits for its answer.
+async fn ask<T>(
+    shard: &mpsc::Sender<ShardMsg>,
+    msg: impl FnOnce(oneshot::Sender<T>) -> ShardMsg,
+) -> Result<T, ErrorReply> {
+    let (reply, rx) = oneshot::channel();
+    shard.send(msg(reply)).await.map_err(|_| shut())?;
+    rx.await.map_err(|_| shut())
+}
+
+/// Starts the admin operator `what` on region `id`, or says why not in PD's words.
+pub async fn create(
+    state: &PlacementState,
+    id: u64,
+    what: AdminAsk,
+) -> Result<Result<(), AdminRefused>, ErrorReply> {
+    ask(state.shard_of(id), |reply| ShardMsg::Admin {
+        id,
+        ask: what,
+        reply,
+    })
+    .await
+}
+
+/// Cancels region `id`'s running operator, or every running operator; returns the regions
+/// whose operator was cancelled.
+pub async fn cancel(state: &PlacementState, region: Option<u64>) -> Result<Vec<u64>, ErrorReply> {
+    let shards: Vec<&mpsc::Sender<ShardMsg>> = match region {
+        Some(id) => vec![state.shard_of(id)],
+        None => state.shards.iter().collect(),
+    };
+    let mut cancelled = Vec::new();
+    for shard in shards {
+        cancelled.extend(ask(shard, |reply| ShardMsg::CancelOperators { region, reply }).await?);
+    }
+    cancelled.sort_unstable();
+    Ok(cancelled)
+}
+
+/// The operators running on region `id`, or on every region, in region order.
+pub async fn running(
+    state: &PlacementState,
+    region: Option<u64>,
+) -> Result<Vec<RunningOp>, ErrorReply> {
+    let shards: Vec<&mpsc::Sender<ShardMsg>> = match region {
+        Some(id) => vec![state.shard_of(id)],
+        None => state.shards.iter().collect(),
+    };
+    let mut all = Vec::new();
+    for shard in shards {
+        all.extend(ask(shard, |reply| ShardMsg::RunningOperators { region, reply }).await?);
+    }
+    all.sort_unstable_by_key(|op| op.region_id);
+    Ok(all)
+}
+
+/// The records of the operators that ended at or after `from_ms`, in region order.
+pub async fn ended(
+    state: &PlacementState,
+    from_ms: u64,
+) -> Result<Vec<(u64, OpRecord)>, ErrorReply> {
+    let mut all = Vec::new();
+    for shard in &state.shards {
+        all.extend(ask(shard, |reply| ShardMsg::EndedOperators { from_ms, reply }).await?);
+    }
+    all.sort_unstable_by_key(|(id, _)| *id);
+    Ok(all)
+}
+
+/// Region `id`'s operator as PD's `GET /operators/{id}` shows it: the running one with its
+/// steps, and the status record (running, or how the last one ended).
+pub async fn status(
+    state: &PlacementState,
+    id: u64,
+) -> Result<(Option<RunningOp>, Option<OpRecord>), ErrorReply> {
+    let shard = state.shard_of(id);
+    let record = ask(shard, |reply| ShardMsg::OperatorStatus { id, reply }).await?;
+    let running = ask(shard, |reply| ShardMsg::RunningOperators {
+        region: Some(id),
+        reply,
+    })
+    .await?
+    .into_iter()
+    .next();
+    Ok((running, record))
+}
+
+/// The ids of the regions overlapping `[start, end)` (an empty end: to the end of the key
+/// space), at most `limit`.
+pub fn regions_in(state: &PlacementState, start: &[u8], end: &[u8], limit: usize) -> Vec<u64> {
+    state
+        .index
+        .snapshot()
+        .scan(start, end, limit)
+        .into_iter()
+        .map(|r| r.id())
+        .collect()
+}

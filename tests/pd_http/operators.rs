@@ -1,0 +1,617 @@
+//! PD's operator API against the real binary: an admin operator created by `POST /operators`
+//! is listed (`GET /operators`, by kind, as objects), shown by region, reaches the region's
+//! leader on its heartbeat stream as PD's `RegionHeartbeatResponse`, refuses a second one and
+//! is cancelled by `DELETE` (and then found in `/operators/records`); bad input gets PD's
+//! status and words; only `admin` may change anything.
+
+use super::*;
+use meridian::kvproto::{eraftpb, metapb};
+use meridian::tls::cert::Role;
+use serde_json::{json, Value};
+use tokio_stream::StreamExt;
+
+fn peer(id: u64, store_id: u64) -> metapb::Peer {
+    metapb::Peer {
+        id,
+        store_id,
+        ..Default::default()
+    }
+}
+
+fn store(id: u64) -> metapb::Store {
+    metapb::Store {
+        id,
+        address: format!("127.0.0.1:{}", 20160 + id),
+        version: "8.5.0".into(),
+        ..Default::default()
+    }
+}
+
+async fn store_beat(pd: &mut PdClient<Channel>, h: Option<pdpb::RequestHeader>, id: u64) {
+    let stats = pdpb::StoreStats {
+        store_id: id,
+        region_count: u32::from(id != 4),
+        capacity: 100 << 30,
+        available: 90 << 30,
+        ..Default::default()
+    };
+    pd.store_heartbeat(pdpb::StoreHeartbeatRequest {
+        header: h,
+        stats: Some(stats),
+    })
+    .await
+    .unwrap();
+}
+
+/// Region 10 over every key, voters on stores 1-3 (peers 11-13), led on store 1.
+fn region_10() -> metapb::Region {
+    metapb::Region {
+        id: 10,
+        region_epoch: Some(metapb::RegionEpoch {
+            conf_ver: 3,
+            version: 1,
+        }),
+        peers: vec![peer(11, 1), peer(12, 2), peer(13, 3)],
+        ..Default::default()
+    }
+}
+
+/// A request with a JSON body (or none) over HTTP/2.
+async fn call(
+    addr: &str,
+    trust: &Trust,
+    method: Method,
+    path: &str,
+    body: Option<&Value>,
+) -> Answer {
+    let body = body.map(Value::to_string).unwrap_or_default();
+    tokio::time::timeout(
+        Duration::from_secs(10),
+        send(
+            addr,
+            trust,
+            Proto::H2,
+            method,
+            path,
+            &[("content-type", "application/json")],
+            &body,
+        ),
+    )
+    .await
+    .expect("answered")
+    .unwrap()
+}
+
+/// `POST /operators` with `body`: its status and its JSON string.
+async fn post(addr: &str, trust: &Trust, body: Value) -> (StatusCode, String) {
+    let a = call(
+        addr,
+        trust,
+        Method::POST,
+        "/pd/api/v1/operators",
+        Some(&body),
+    )
+    .await;
+    let text = a
+        .json()
+        .as_str()
+        .map(str::to_string)
+        .unwrap_or_else(|| a.text());
+    (a.status, text)
+}
+
+/// Reads the heartbeat stream until a reply for region 10 that `wanted` accepts.
+async fn leader_gets(
+    replies: &mut tonic::Streaming<pdpb::RegionHeartbeatResponse>,
+    wanted: impl Fn(&pdpb::RegionHeartbeatResponse) -> bool,
+) -> pdpb::RegionHeartbeatResponse {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let next = tokio::time::timeout_at(deadline, replies.next())
+            .await
+            .expect("the step reaches the leader")
+            .expect("the stream stays open")
+            .unwrap();
+        if next.region_id == 10 && wanted(&next) {
+            return next;
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn operators_are_created_listed_sent_to_the_leader_and_cancelled_as_in_pd() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let mut n = start(&data).await;
+    let addr = n.addr().to_string();
+    let admin = n.trust.clone();
+    let h = n.h();
+
+    // Before the cluster is bootstrapped: PD's 500.
+    let a = call(&addr, &admin, Method::GET, "/pd/api/v1/operators", None).await;
+    assert_eq!(a.status, StatusCode::INTERNAL_SERVER_ERROR, "{}", a.text());
+    assert!(
+        a.text().contains("TiKV cluster not bootstrapped"),
+        "{}",
+        a.text()
+    );
+
+    // Ids as stores take them (every id up to 20 is then known), stores 1-4, region 10.
+    for _ in 0..20 {
+        n.pd.alloc_id(pdpb::AllocIdRequest {
+            header: h.clone(),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    }
+    let boot = metapb::Region {
+        peers: vec![peer(11, 1)],
+        region_epoch: Some(metapb::RegionEpoch {
+            conf_ver: 1,
+            version: 1,
+        }),
+        id: 10,
+        ..Default::default()
+    };
+    n.pd.bootstrap(pdpb::BootstrapRequest {
+        header: h.clone(),
+        store: Some(store(1)),
+        region: Some(boot),
+    })
+    .await
+    .unwrap();
+    for id in 2..=4 {
+        n.pd.put_store(pdpb::PutStoreRequest {
+            header: h.clone(),
+            store: Some(store(id)),
+        })
+        .await
+        .unwrap();
+    }
+    let mut beating = n.pd.clone();
+    let beat_header = h.clone();
+    let alive = tokio::spawn(async move {
+        loop {
+            for id in 1..=4 {
+                store_beat(&mut beating, beat_header.clone(), id).await;
+            }
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+    });
+    let (tx, rx) = tokio::sync::mpsc::channel(16);
+    let beat = pdpb::RegionHeartbeatRequest {
+        header: h.clone(),
+        region: Some(region_10()),
+        leader: Some(peer(11, 1)),
+        approximate_size: 96 << 20,
+        ..Default::default()
+    };
+    tx.send(beat.clone()).await.unwrap();
+    let mut replies =
+        n.pd.region_heartbeat(tokio_stream::wrappers::ReceiverStream::new(rx))
+            .await
+            .unwrap()
+            .into_inner();
+    // The region is known once its route answers.
+    let known = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let a = call(&addr, &admin, Method::GET, "/pd/api/v1/region/id/10", None).await;
+        if a.status == StatusCode::OK && a.json()["peers"].as_array().map(Vec::len) == Some(3) {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < known, "{}", a.text());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
+    // Nothing runs yet: an empty list, and PD's 500 for a region without an operator.
+    assert_eq!(
+        get_json(&addr, &admin, "/pd/api/v1/operators").await,
+        json!([])
+    );
+    let a = call(&addr, &admin, Method::GET, "/pd/api/v1/operators/10", None).await;
+    assert_eq!(a.status, StatusCode::INTERNAL_SERVER_ERROR);
+    assert_eq!(
+        a.json(),
+        "[PD:operator:ErrOperatorNotFound]operator not found"
+    );
+
+    let a = call(
+        &addr,
+        &admin,
+        Method::GET,
+        "/pd/api/v1/operators/records",
+        None,
+    )
+    .await;
+    assert_eq!(
+        a.status,
+        StatusCode::INTERNAL_SERVER_ERROR,
+        "none ended yet: PD's 500"
+    );
+    assert_eq!(
+        a.json(),
+        "[PD:operator:ErrOperatorNotFound]operator not found"
+    );
+
+    // transfer-leader to store 2: created, listed, shown, and sent to the leader.
+    let (status, said) = post(
+        &addr,
+        &admin,
+        json!({"name": "transfer-leader", "region_id": 10, "to_store_id": 2}),
+    )
+    .await;
+    assert_eq!(
+        (status, said.as_str()),
+        (StatusCode::OK, "The operator is created.")
+    );
+    let listed = get_json(&addr, &admin, "/pd/api/v1/operators").await;
+    let ops = listed.as_array().unwrap();
+    assert_eq!(ops.len(), 1, "{listed}");
+    let shown = ops[0].as_str().unwrap();
+    assert!(
+        shown.starts_with(
+            "admin-transfer-leader {transfer leader: store 1 to 2} (kind:admin,leader, \
+             region:10(1, 3), createAt:"
+        ),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("currentStep:0, size:96, steps:[0:{transfer leader from store 1 to store 2}], timeout:["),
+        "{shown}"
+    );
+    let by_kind = get_json(&addr, &admin, "/pd/api/v1/operators?kind=admin").await;
+    assert_eq!(by_kind, listed);
+    let leader_and_admin =
+        get_json(&addr, &admin, "/pd/api/v1/operators?kind=admin&kind=leader").await;
+    assert_eq!(
+        leader_and_admin.as_array().unwrap().len(),
+        2,
+        "PD appends per kind"
+    );
+    assert_eq!(
+        get_json(&addr, &admin, "/pd/api/v1/operators?kind=region").await,
+        Value::Null,
+        "PD lists no match as null"
+    );
+    let objects = get_json(&addr, &admin, "/pd/api/v1/operators?object").await;
+    let o = &objects[0];
+    assert_eq!(o["desc"], "admin-transfer-leader");
+    assert_eq!(o["brief"], "transfer leader: store 1 to 2");
+    assert_eq!(o["region_id"], 10);
+    assert_eq!(o["region_epoch"], json!({"conf_ver": 3, "version": 1}));
+    assert_eq!(o["kind"], 1 | 256, "admin and leader, PD's bits");
+    assert_eq!(o["status"], 1, "PD's STARTED");
+    assert!(o["timeout"].as_str().unwrap().ends_with('s'), "{o}");
+    let status = get_json(&addr, &admin, "/pd/api/v1/operators/10").await;
+    assert!(
+        status
+            .as_str()
+            .unwrap()
+            .starts_with("status: RUNNING, operator: admin-transfer-leader {"),
+        "{status}"
+    );
+    tx.send(beat.clone()).await.unwrap();
+    let sent = leader_gets(&mut replies, |r| r.transfer_leader.is_some()).await;
+    let to = sent.transfer_leader.unwrap().peer.unwrap();
+    assert_eq!((to.id, to.store_id), (12, 2));
+    assert_eq!(sent.target_peer.unwrap().store_id, 1, "to the leader");
+
+    // A second admin operator on the region is refused while the first runs.
+    let (status, said) = post(
+        &addr,
+        &admin,
+        json!({"name": "add-peer", "region_id": 10, "store_id": 4}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR);
+    assert_eq!(
+        said,
+        "[PD:operator:ErrAddOperator]failed to add operator, maybe already have one"
+    );
+
+    // A client certificate reads but changes nothing.
+    let client = super::roles::holder(&data, "tidb", &[Role::Client]);
+    let a = call(&addr, &client, Method::GET, "/pd/api/v1/operators", None).await;
+    assert_eq!(a.status, StatusCode::OK);
+    for (method, path) in [
+        (Method::POST, "/pd/api/v1/operators"),
+        (Method::DELETE, "/pd/api/v1/operators/10"),
+        (Method::DELETE, "/pd/api/v1/operators"),
+    ] {
+        let body = json!({"name": "add-peer", "region_id": 10, "store_id": 4});
+        let a = call(&addr, &client, method, path, Some(&body)).await;
+        assert_eq!(a.status, StatusCode::FORBIDDEN, "{path}");
+        assert!(a.text().contains("`admin`"), "{}", a.text());
+    }
+    assert_eq!(
+        get_json(&addr, &admin, "/pd/api/v1/operators").await,
+        listed
+    );
+
+    // DELETE cancels it: gone from the list, its status kept; a second DELETE finds nothing.
+    let a = call(
+        &addr,
+        &admin,
+        Method::DELETE,
+        "/pd/api/v1/operators/10",
+        None,
+    )
+    .await;
+    assert_eq!(a.status, StatusCode::OK, "{}", a.text());
+    assert_eq!(a.json(), "The pending operator is canceled.");
+    assert_eq!(
+        get_json(&addr, &admin, "/pd/api/v1/operators").await,
+        json!([])
+    );
+    let status = get_json(&addr, &admin, "/pd/api/v1/operators/10").await;
+    assert!(
+        status
+            .as_str()
+            .unwrap()
+            .starts_with("status: CANCEL, operator: admin-transfer-leader"),
+        "{status}"
+    );
+    let a = call(
+        &addr,
+        &admin,
+        Method::DELETE,
+        "/pd/api/v1/operators/10",
+        None,
+    )
+    .await;
+    assert_eq!(a.status, StatusCode::INTERNAL_SERVER_ERROR);
+    assert_eq!(
+        a.json(),
+        "[PD:operator:ErrOperatorNotFound]operator not found"
+    );
+    let records = get_json(&addr, &admin, "/pd/api/v1/operators/records?from=0").await;
+    let first = records[0].as_str().unwrap();
+    assert!(
+        first.starts_with("admin-transfer-leader (kind:admin,leader, region:10(1, 3)) (finishAt:"),
+        "{records}"
+    );
+    assert!(first.ends_with("status:CANCEL)"), "{first}");
+    let a = call(
+        &addr,
+        &admin,
+        Method::GET,
+        "/pd/api/v1/operators/records?from=x",
+        None,
+    )
+    .await;
+    assert_eq!(a.status, StatusCode::BAD_REQUEST);
+    assert_eq!(a.json(), "strconv.ParseInt: parsing \"x\": invalid syntax");
+
+    // add-peer: a learner on store 4 first, sent to the leader as PD's AddLearnerNode.
+    let (status, said) = post(
+        &addr,
+        &admin,
+        json!({"name": "add-peer", "region_id": 10, "store_id": 4}),
+    )
+    .await;
+    assert_eq!(
+        (status, said.as_str()),
+        (StatusCode::OK, "The operator is created."),
+        "{said}"
+    );
+    tx.send(beat.clone()).await.unwrap();
+    let sent = leader_gets(&mut replies, |r| r.change_peer.is_some()).await;
+    let change = sent.change_peer.unwrap();
+    assert_eq!(
+        change.change_type,
+        eraftpb::ConfChangeType::AddLearnerNode as i32
+    );
+    assert_eq!(change.peer.unwrap().store_id, 4);
+    let listed = get_json(&addr, &admin, "/pd/api/v1/operators?kind=region").await;
+    assert!(
+        listed[0]
+            .as_str()
+            .unwrap()
+            .starts_with("admin-add-peer {add peer: store [4]} (kind:admin,region,"),
+        "{listed}"
+    );
+    let a = call(&addr, &admin, Method::DELETE, "/pd/api/v1/operators", None).await;
+    assert_eq!(a.json(), "All pending operators are canceled.");
+    assert_eq!(
+        get_json(&addr, &admin, "/pd/api/v1/operators").await,
+        json!([])
+    );
+
+    // split-region with policy usekey: the leader is asked to split at "m".
+    let (status, said) = post(
+        &addr,
+        &admin,
+        json!({"name": "split-region", "region_id": 10, "policy": "usekey", "keys": ["6d"]}),
+    )
+    .await;
+    assert_eq!(
+        (status, said.as_str()),
+        (StatusCode::OK, "The operator is created."),
+        "{said}"
+    );
+    tx.send(beat.clone()).await.unwrap();
+    let sent = leader_gets(&mut replies, |r| r.split_region.is_some()).await;
+    assert_eq!(sent.split_region.unwrap().keys, vec![b"m".to_vec()]);
+    let listed = get_json(&addr, &admin, "/pd/api/v1/operators").await;
+    assert!(
+        listed[0].as_str().unwrap().starts_with(
+            "admin-split-region {split: region 10 use policy USEKEY and keys [6D]} (kind:admin,"
+        ),
+        "{listed}"
+    );
+    let a = call(
+        &addr,
+        &admin,
+        Method::DELETE,
+        "/pd/api/v1/operators/10",
+        None,
+    )
+    .await;
+    assert_eq!(a.status, StatusCode::OK);
+
+    // transfer-region with every store's role: store 3's peer moves to store 4, leader kept.
+    let (status, said) = post(
+        &addr,
+        &admin,
+        json!({"name": "transfer-region", "region_id": 10, "to_store_ids": [1, 2, 4],
+               "peer_roles": ["leader", "voter", "voter"]}),
+    )
+    .await;
+    assert_eq!(
+        (status, said.as_str()),
+        (StatusCode::OK, "The operator is created."),
+        "{said}"
+    );
+    let listed = get_json(&addr, &admin, "/pd/api/v1/operators?object").await;
+    assert_eq!(listed[0]["brief"], "mv peer: store [3] to [4]", "{listed}");
+    assert_eq!(listed[0]["desc"], "admin-move-region");
+    call(&addr, &admin, Method::DELETE, "/pd/api/v1/operators", None).await;
+
+    // Bad input: PD's status and words.
+    for (body, want_status, want) in [
+        (json!({"name": "no-such"}), 400, "unknown operator"),
+        (json!({}), 400, "missing operator name"),
+        (json!({"name": 5}), 400, "missing operator name"),
+        (json!({"name": "transfer-leader"}), 400, "missing region id"),
+        (
+            json!({"name": "transfer-leader", "region_id": "10", "to_store_id": 2}),
+            400,
+            "missing region id",
+        ),
+        (
+            json!({"name": "transfer-leader", "region_id": 10}),
+            400,
+            "missing store id to transfer leader to",
+        ),
+        (
+            json!({"name": "transfer-peer", "region_id": 10, "to_store_id": 4}),
+            400,
+            "invalid store id to transfer peer from",
+        ),
+        (
+            json!({"name": "add-learner", "region_id": 10}),
+            400,
+            "invalid store id to transfer peer to",
+        ),
+        (
+            json!({"name": "transfer-region", "region_id": 10, "to_store_ids": [1, "x"]}),
+            400,
+            "invalid store ids to transfer region to",
+        ),
+        (
+            json!({"name": "transfer-region", "region_id": 10, "to_store_ids": []}),
+            400,
+            "missing store ids to transfer region to",
+        ),
+        (
+            json!({"name": "split-region", "region_id": 10}),
+            400,
+            "missing split policy",
+        ),
+        (
+            json!({"name": "split-region", "region_id": 10, "policy": "usekey", "keys": [1]}),
+            400,
+            "bad format keys",
+        ),
+        (
+            json!({"name": "merge-region", "source_region_id": 10, "target_region_id": 11}),
+            400,
+            "unknown operator",
+        ),
+        (
+            json!({"name": "transfer-leader", "region_id": 999, "to_store_id": 2}),
+            500,
+            "[PD:region:ErrRegionNotFound]region 999 not found",
+        ),
+        (
+            json!({"name": "split-region", "region_id": 999, "policy": "usekey"}),
+            500,
+            "[PD:region:ErrRegionNotFound]region 999 not found",
+        ),
+        (
+            json!({"name": "add-peer", "region_id": 10, "store_id": 99}),
+            500,
+            "[PD:core:ErrStoreNotFound]store 99 not found",
+        ),
+        (
+            json!({"name": "transfer-peer", "region_id": 10, "from_store_id": 3, "to_store_id": 99}),
+            500,
+            "[PD:core:ErrStoreNotFound]store 99 not found",
+        ),
+        (
+            json!({"name": "add-peer", "region_id": 10, "store_id": 2}),
+            500,
+            "region already has peer in store 2",
+        ),
+        (
+            json!({"name": "transfer-leader", "region_id": 10, "to_store_id": 4}),
+            500,
+            "region has no voter in store 4",
+        ),
+        (
+            json!({"name": "transfer-leader", "region_id": 10, "to_store_id": 1}),
+            500,
+            "no operator step is built",
+        ),
+        (
+            json!({"name": "remove-peer", "region_id": 10, "store_id": 4}),
+            500,
+            "region has no peer in store 4",
+        ),
+        (
+            json!({"name": "transfer-region", "region_id": 10, "to_store_ids": [1, 2, 4]}),
+            500,
+            "transfer region without peer role is not supported when placement rules enabled",
+        ),
+        (
+            json!({"name": "split-region", "region_id": 10, "policy": "usekey", "keys": ["zz"]}),
+            500,
+            "split key zz is not in hex format",
+        ),
+        (
+            json!({"name": "split-region", "region_id": 10, "policy": "middle"}),
+            500,
+            "check policy middle is not supported",
+        ),
+        (
+            json!({"name": "scatter-region", "region_id": 999}),
+            500,
+            "[PD:region:ErrRegionNotFound]region 999 not found",
+        ),
+        (
+            json!({"name": "scatter-regions", "start_key": "", "end_key": ""}),
+            400,
+            "region_ids is invalid",
+        ),
+    ] {
+        let (status, said) = post(&addr, &admin, body.clone()).await;
+        assert_eq!(
+            (status.as_u16(), said.as_str()),
+            (want_status, want),
+            "{body}"
+        );
+    }
+    let a = call(&addr, &admin, Method::POST, "/pd/api/v1/operators", None).await;
+    assert_eq!(
+        a.status,
+        StatusCode::BAD_REQUEST,
+        "an empty body is not JSON"
+    );
+    let a = call(&addr, &admin, Method::GET, "/pd/api/v1/operators/abc", None).await;
+    assert_eq!(a.status, StatusCode::BAD_REQUEST);
+    assert_eq!(
+        a.json(),
+        "strconv.ParseUint: parsing \"abc\": invalid syntax"
+    );
+    let a = call(&addr, &admin, Method::GET, "/pd/api/v1/operators/999", None).await;
+    assert_eq!(a.status, StatusCode::INTERNAL_SERVER_ERROR);
+    // A refusal started nothing.
+    assert_eq!(
+        get_json(&addr, &admin, "/pd/api/v1/operators").await,
+        json!([])
+    );
+
+    alive.abort();
+    drop(tx);
+}
