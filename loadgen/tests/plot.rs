@@ -162,6 +162,8 @@ async fn tso_cluster_and_route_runs_plot() {
         protocol: Protocol::Quic,
         json: None,
         plot: Some(cluster_svg.clone()),
+        carry_out_operators: false,
+        store_heartbeat_interval: Duration::from_secs(1),
     })
     .await
     .unwrap();
