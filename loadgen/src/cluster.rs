@@ -2,6 +2,18 @@
 //! the first region until there are `--regions`, then sends every region's heartbeat from its
 //! leader, round after round, pipelined on several streams (optionally at `--rate`), applies
 //! the operators that come back, and sends each store's heartbeat every second.
+//!
+//! With `--carry-out-operators` the stores behave as TiKV does with what PD sends
+//! (`carry_out`): each step is carried out as a conf change, a leader transfer or a split, the
+//! region is reported again at once, stores report the regions and leaders they hold, and a
+//! store that stops (`Fleet`) hands its leaders to the live voters. Only a region that got an
+//! operator is touched: every other heartbeat stays encoded, so the hot loop costs the same.
+
+mod carry_out;
+mod fleet;
+
+pub use carry_out::{carry_out, elect, has_live_leader, healthy_voters, Applied, Change};
+pub use fleet::Fleet;
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
@@ -68,6 +80,14 @@ pub struct ClusterArgs {
     /// evenly; unpinned, they start wherever the kernel puts them, often all on one CPU.
     #[arg(long)]
     pub no_pin: bool,
+    /// Carry out every operator as TiKV would (conf changes with learners, leader transfers,
+    /// splits), report a changed region again at once, and have each store report the
+    /// regions and leaders it holds. QUIC only (its replies carry the operators).
+    #[arg(long)]
+    pub carry_out_operators: bool,
+    /// Between two rounds of store heartbeats.
+    #[arg(long, default_value = "1s", value_parser = crate::duration::parse)]
+    pub store_heartbeat_interval: Duration,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -82,6 +102,10 @@ pub struct ClusterReport {
     pub latency_us: Latency,
     pub errors: u64,
     pub operators: u64,
+    /// With `--carry-out-operators`: the changes carried out (conf changes, leader moves,
+    /// elections, splits) and the safety rules they broke.
+    pub changes: u64,
+    pub violations: u64,
 }
 
 /// The start key of simulated region `i` of `n`: "t" and a big-endian share of the u64 space.
@@ -228,35 +252,162 @@ struct Counters {
     latencies: Latencies,
 }
 
-fn apply(region: &mut Region, op: &Operator) {
-    match op {
-        Operator::AddPeer(p) => {
-            if !region.peers.iter().any(|q| q.id == p.id) {
-                region.peers.push(p.clone());
-                region.epoch.conf_ver += 1;
-            }
+/// A region's heartbeat frame, encoded once and kept until the region changes.
+struct Encoder {
+    scratch: rkyv::util::AlignedVec,
+    stats: RegionStats,
+}
+
+impl Encoder {
+    fn frame(&mut self, region: &Region) -> Vec<u8> {
+        let mut frame = Vec::new();
+        let req = Request::RegionHeartbeat {
+            region: region.clone(),
+            stats: self.stats,
+        };
+        match proto::encode(&req, &mut self.scratch, &mut frame) {
+            Ok(()) => frame,
+            Err(_) => Vec::new(),
         }
-        Operator::RemovePeer(p) => {
-            if Some(p.id) != region.leader {
-                region.peers.retain(|q| q.id != p.id);
-                region.epoch.conf_ver += 1;
-            }
-        }
-        Operator::TransferLeader(p) => region.leader = Some(p.id),
-        // Load generation keeps its regions: a split asked of it is not carried out.
-        Operator::Split(_) => {}
     }
 }
 
-/// One stream's share of the regions, heartbeated round after round until `deadline`; returns
-/// the stream's gaps (`stall::Gaps`, since `run_start`), or None if it never got a stream.
+/// One stream's regions as it heartbeats them: each region's encoded frame (empty while the
+/// region cannot report: no live voter quorum to lead it), and the regions to report first.
+struct Share {
+    regions: Vec<Region>,
+    frames: Vec<Vec<u8>>,
+    /// Regions a change was carried out on, reported in the next batch (TiKV reports a region
+    /// at once after a conf change, a split or a leader change).
+    urgent: Vec<usize>,
+    encoder: Encoder,
+}
+
+impl Share {
+    fn changed(&mut self, i: usize, report_now: bool) {
+        self.frames[i] = self.encoder.frame(&self.regions[i]);
+        if report_now {
+            self.urgent.push(i);
+        }
+    }
+
+    /// A store stopped: the regions it led elect a leader among their live voters, or fall
+    /// silent without a quorum.
+    fn elect_all(&mut self, fleet: &Fleet) {
+        let live = |s: u64| fleet.is_live(s);
+        for i in 0..self.regions.len() {
+            if has_live_leader(&self.regions[i], &live) {
+                continue;
+            }
+            let change = elect(&mut self.regions[i], &live);
+            if change.is_some() {
+                fleet.record(&change);
+                self.changed(i, true);
+            } else {
+                self.frames[i].clear();
+            }
+        }
+    }
+
+    /// Carries out `op` on region `i` as TiKV would; a split asks the cluster for its ids.
+    async fn carry_out(&mut self, i: usize, op: &Operator, fleet: &Fleet, client: &Client) {
+        let applied = carry_out(&mut self.regions[i], op, &|s: u64| fleet.is_live(s));
+        if let Some(v) = applied.violation {
+            fleet.violation(v);
+        }
+        match applied.change {
+            Change::None => {}
+            Change::Split(keys) => match split(client, &self.regions[i], &keys).await {
+                Ok((rest, new)) => {
+                    fleet.record(&Change::Split(keys));
+                    fleet.split_made(&new);
+                    self.regions[i] = rest;
+                    self.changed(i, true);
+                    for r in new {
+                        self.regions.push(r);
+                        self.frames.push(Vec::new());
+                        self.changed(self.regions.len() - 1, true);
+                    }
+                }
+                Err(e) => tracing::warn!(region = self.regions[i].id, "split failed: {e:#}"),
+            },
+            change => {
+                fleet.record(&change);
+                self.changed(i, true);
+            }
+        }
+    }
+}
+
+/// Splits `region` at `keys` (inside it, in order) as TiKV does: new ids from the cluster,
+/// each new region takes the range left of its key with the parent's stores and roles, the
+/// parent keeps the rest; the split is reported. Returns the parent after the split and the
+/// new regions.
+async fn split(
+    client: &Client,
+    region: &Region,
+    keys: &[Vec<u8>],
+) -> anyhow::Result<(Region, Vec<Region>)> {
+    let count = keys.len() as u64;
+    let ids = client
+        .ask_batch_split(region.clone(), keys.len() as u32)
+        .await?;
+    anyhow::ensure!(
+        ids.len() == keys.len(),
+        "{} ids for {} splits",
+        ids.len(),
+        keys.len()
+    );
+    let mut rest = region.clone();
+    rest.epoch.version += count;
+    let mut new = Vec::with_capacity(keys.len());
+    for (key, s) in keys.iter().zip(ids) {
+        anyhow::ensure!(
+            s.peer_ids.len() == region.peers.len(),
+            "{} peer ids for {} peers",
+            s.peer_ids.len(),
+            region.peers.len()
+        );
+        let peers: Vec<Peer> = region
+            .peers
+            .iter()
+            .zip(&s.peer_ids)
+            .map(|(p, id)| Peer {
+                id: *id,
+                ..p.clone()
+            })
+            .collect();
+        let leader = region
+            .peers
+            .iter()
+            .position(|p| Some(p.id) == region.leader)
+            .map(|at| peers[at].id);
+        new.push(Region {
+            id: s.region_id,
+            start_key: std::mem::replace(&mut rest.start_key, key.clone()),
+            end_key: key.clone(),
+            epoch: rest.epoch,
+            peers,
+            leader,
+        });
+    }
+    let mut report = new.clone();
+    report.push(rest.clone());
+    client.report_batch_split(report).await?;
+    Ok((rest, new))
+}
+
+/// One stream's share of the regions, heartbeated round after round until `deadline` (or the
+/// fleet's end); returns the stream's gaps (`stall::Gaps`, since `run_start`), or None if it
+/// never got a stream. With a fleet, operators are carried out as TiKV would.
 async fn drive(
     client: Client,
-    mut regions: Vec<Region>,
+    regions: Vec<Region>,
     depth: usize,
     per_sec: Option<f64>,
     (run_start, deadline): (Instant, Instant),
     counters: Arc<Counters>,
+    fleet: Option<Arc<Fleet>>,
 ) -> Option<Vec<(u64, u64)>> {
     let Ok(mut stream) = client.open_stream().await else {
         counters.errors.fetch_add(1, Relaxed);
@@ -265,42 +416,68 @@ async fn drive(
     let since_start = || run_start.elapsed().as_nanos() as u64;
     let mut gaps = crate::stall::Gaps::starting_at(since_start());
     let recorder = counters.latencies.recorder();
-    let stats = RegionStats {
-        approximate_size: 96 << 20,
-        approximate_keys: 1_000_000,
-        written_bytes: 4096,
-        written_keys: 16,
-    };
     let start = Instant::now();
     let mut sent = 0u64;
     let mut at = 0usize;
     // Each region's heartbeat stays encoded until an operator changes the region: the
     // simulator should cost the machine less than the server it measures.
-    let mut scratch = rkyv::util::AlignedVec::new();
-    let mut encode = |region: &Region| {
-        let mut frame = Vec::new();
-        let req = Request::RegionHeartbeat {
-            region: region.clone(),
-            stats,
-        };
-        match proto::encode(&req, &mut scratch, &mut frame) {
-            Ok(()) => frame,
-            Err(_) => Vec::new(),
-        }
+    let mut encoder = Encoder {
+        scratch: rkyv::util::AlignedVec::new(),
+        stats: RegionStats {
+            approximate_size: 96 << 20,
+            approximate_keys: 1_000_000,
+            written_bytes: 4096,
+            written_keys: 16,
+        },
     };
-    let mut frames: Vec<Vec<u8>> = regions.iter().map(&mut encode).collect();
+    let frames = regions.iter().map(|r| encoder.frame(r)).collect();
+    let mut share = Share {
+        regions,
+        frames,
+        urgent: Vec::new(),
+        encoder,
+    };
     let mut batch = Vec::with_capacity(depth * 200);
-    while Instant::now() < deadline && !regions.is_empty() {
+    // Which region each frame of the batch is.
+    let mut picked: Vec<usize> = Vec::with_capacity(depth);
+    let mut stops_seen = 0;
+    let ended = || fleet.as_ref().is_some_and(|f| f.is_ended());
+    while Instant::now() < deadline && !share.regions.is_empty() && !ended() {
+        if let Some(f) = &fleet {
+            if f.stops() != stops_seen {
+                stops_seen = f.stops();
+                share.elect_all(f);
+            }
+        }
         if let Some(rate) = per_sec {
             let due = start + Duration::from_secs_f64(sent as f64 / rate);
             tokio::time::sleep_until(due.into()).await;
         }
         batch.clear();
-        let first = at;
-        let count = depth.min(regions.len());
-        for _ in 0..count {
-            batch.extend_from_slice(&frames[at]);
-            at = (at + 1) % regions.len();
+        picked.clear();
+        while picked.len() < depth {
+            let Some(i) = share.urgent.pop() else { break };
+            if !share.frames[i].is_empty() {
+                batch.extend_from_slice(&share.frames[i]);
+                picked.push(i);
+            }
+        }
+        let n = share.regions.len();
+        let mut looked = 0;
+        while picked.len() < depth && looked < n {
+            let i = at;
+            at = (at + 1) % n;
+            looked += 1;
+            if !share.frames[i].is_empty() {
+                batch.extend_from_slice(&share.frames[i]);
+                picked.push(i);
+            }
+        }
+        let count = picked.len();
+        if count == 0 {
+            // Every region of the share is silent (no quorum left to lead it).
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            continue;
         }
         let t = Instant::now();
         match stream.call_frames(&batch, count).await {
@@ -308,15 +485,25 @@ async fn drive(
                 let rtt = t.elapsed().as_nanos() as u64;
                 let at = since_start();
                 gaps.success(at);
-                for (k, r) in responses.into_iter().enumerate() {
+                for (&i, r) in picked.iter().zip(responses) {
                     recorder.record_at(at, rtt);
-                    let i = (first + k) % regions.len();
                     match r {
                         Response::Ok(Reply::RegionHeartbeat { operator }) => {
-                            if let Some(op) = operator {
-                                counters.operators.fetch_add(1, Relaxed);
-                                apply(&mut regions[i], &op);
-                                frames[i] = encode(&regions[i]);
+                            let Some(op) = operator else { continue };
+                            counters.operators.fetch_add(1, Relaxed);
+                            match &fleet {
+                                Some(f) => share.carry_out(i, &op, f, &client).await,
+                                // Load generation alone: the region follows the step, with
+                                // every store taken as live and no split carried out.
+                                None => {
+                                    let applied =
+                                        carry_out(&mut share.regions[i], &op, &|_: u64| true);
+                                    if applied.change.is_some()
+                                        && !matches!(applied.change, Change::Split(_))
+                                    {
+                                        share.changed(i, false);
+                                    }
+                                }
                             }
                         }
                         _ => {
@@ -430,6 +617,8 @@ struct Load {
     /// When the heartbeats started, and when they stop.
     window: (Instant, Instant),
     counters: Arc<Counters>,
+    /// The stores carrying out operators (`--carry-out-operators`).
+    fleet: Option<Arc<Fleet>>,
 }
 
 impl Load {
@@ -464,6 +653,7 @@ impl Load {
                 self.per_sec,
                 (started, deadline),
                 self.counters.clone(),
+                self.fleet.clone(),
             ));
         }
         let mut gaps = Vec::new();
@@ -478,6 +668,11 @@ pub async fn run(args: &ClusterArgs) -> anyhow::Result<ClusterReport> {
     if args.plot.is_some() && args.protocol == Protocol::Grpc {
         anyhow::bail!("--plot draws round trips, which the gRPC heartbeat stream has none of");
     }
+    if args.carry_out_operators && args.protocol == Protocol::Grpc {
+        anyhow::bail!(
+            "--carry-out-operators reads operators from QUIC replies; over gRPC they are only counted"
+        );
+    }
     if let Some(path) = &args.plot {
         crate::plot::check_writable(path)?;
     }
@@ -490,10 +685,27 @@ pub async fn run(args: &ClusterArgs) -> anyhow::Result<ClusterReport> {
         stores.len(),
         regions.len()
     );
+    let fleet = args
+        .carry_out_operators
+        .then(|| Fleet::new(&stores, &regions));
+    heartbeat(args, &client, (&stores, regions), fleet, setup_s).await
+}
+
+/// The stores' heartbeats: `stores`' and `regions`' (as `setup` left them) until the run's
+/// duration is over, or `fleet` ends it. With a fleet, its stores carry out the operators that
+/// come back and report what they hold; the caller may stop stores and add new ones meanwhile.
+pub async fn heartbeat(
+    args: &ClusterArgs,
+    client: &Client,
+    (stores, regions): (&[u64], Vec<Region>),
+    fleet: Option<Arc<Fleet>>,
+    setup_s: f64,
+) -> anyhow::Result<ClusterReport> {
+    let n_regions = regions.len() as u64;
     let streams = (args.connections * args.streams).max(1);
     let mut shares: Vec<Vec<Region>> = vec![Vec::new(); streams];
-    for (i, r) in regions.iter().enumerate() {
-        shares[i % streams].push(r.clone());
+    for (i, r) in regions.into_iter().enumerate() {
+        shares[i % streams].push(r);
     }
     let counters = Arc::new(Counters {
         heartbeats: AtomicU64::new(0),
@@ -509,25 +721,33 @@ pub async fn run(args: &ClusterArgs) -> anyhow::Result<ClusterReport> {
     let done = counters.clone();
     let phase = Phase::start(args.duration, move || done.heartbeats.load(Relaxed), watch);
     let (started, deadline) = (phase.started, phase.deadline);
-    // Stores report every second with their share of regions and leaders.
+    // Stores report every interval: what they hold when they carry out operators, else their
+    // share of regions and leaders.
     let store_task = {
         let client = client.clone();
-        let n = regions.len() as u64;
+        let n = n_regions;
         let s = stores.len() as u64;
-        let stores = stores.clone();
+        let stores = stores.to_vec();
+        let fleet = fleet.clone();
+        let interval = args.store_heartbeat_interval;
         tokio::spawn(async move {
-            while Instant::now() < deadline {
-                for id in &stores {
+            let ended = || fleet.as_ref().is_some_and(|f| f.is_ended());
+            while Instant::now() < deadline && !ended() {
+                let holding: Vec<(u64, u64, u64)> = match &fleet {
+                    Some(f) => f.live_stores(),
+                    None => stores.iter().map(|id| (*id, n * 3 / s, n / s)).collect(),
+                };
+                for (id, region_count, leader_count) in holding {
                     let stats = StoreStats {
                         capacity: 1 << 40,
                         available: 1 << 39,
                         used_size: 1 << 39,
-                        region_count: n * 3 / s,
-                        leader_count: n / s,
+                        region_count,
+                        leader_count,
                     };
-                    let _ = client.store_heartbeat(*id, stats).await;
+                    let _ = client.store_heartbeat(id, stats).await;
                 }
-                tokio::time::sleep(Duration::from_secs(1)).await;
+                tokio::time::sleep(interval).await;
             }
         })
     };
@@ -542,6 +762,7 @@ pub async fn run(args: &ClusterArgs) -> anyhow::Result<ClusterReport> {
         per_sec,
         window: (started, deadline),
         counters: counters.clone(),
+        fleet: fleet.clone(),
     };
     let pin = !args.no_pin;
     let gaps = crate::threads::per_connection(
@@ -561,7 +782,7 @@ pub async fn run(args: &ClusterArgs) -> anyhow::Result<ClusterReport> {
     let latencies = counters.latencies.merged();
     let report = ClusterReport {
         stores: stores.len() as u64,
-        regions: regions.len() as u64,
+        regions: n_regions,
         setup_s,
         duration_s: elapsed.as_secs_f64(),
         heartbeats,
@@ -569,6 +790,8 @@ pub async fn run(args: &ClusterArgs) -> anyhow::Result<ClusterReport> {
         latency_us: Latency::of(&latencies),
         errors: counters.errors.load(Relaxed),
         operators: counters.operators.load(Relaxed),
+        changes: fleet.as_ref().map_or(0, |f| f.changes()),
+        violations: fleet.as_ref().map_or(0, |f| f.violations().0),
     };
     if args.protocol == Protocol::Grpc {
         println!(
@@ -581,6 +804,16 @@ pub async fn run(args: &ClusterArgs) -> anyhow::Result<ClusterReport> {
             report.heartbeats, report.duration_s, report.heartbeats_per_sec, args.depth,
             report.latency_us.p50, report.latency_us.p99, report.latency_us.p999, report.errors, report.operators
         );
+    }
+    if let Some(f) = &fleet {
+        let (_, described) = f.violations();
+        println!(
+            "{} changes carried out; {} safety violations",
+            report.changes, report.violations
+        );
+        for v in described {
+            println!("  {v}");
+        }
     }
     if let Some(path) = &args.json {
         std::fs::write(path, serde_json::to_vec_pretty(&report)?)?;

@@ -163,6 +163,8 @@ async fn tso_cluster_and_route_runs_plot() {
         json: None,
         plot: Some(cluster_svg.clone()),
         no_pin: false,
+        carry_out_operators: false,
+        store_heartbeat_interval: Duration::from_secs(1),
     })
     .await
     .unwrap();
