@@ -5,9 +5,9 @@
 use std::time::Duration;
 
 use meridian::client::{Client, ClientError, ClientOptions};
-use meridian::harness::{first_region, test_binary, EtcdProcess, ServerProcess};
+use meridian::harness::{first_region, test_binary, up_store, EtcdProcess, ServerProcess};
 use meridian::placement::{
-    Epoch, Operator, Peer, PeerRole, Region, RegionStats, Store, StoreState, StoreStats,
+    Epoch, Operator, Peer, PeerRole, Region, RegionStats, Store, StoreStats,
 };
 use meridian::proto::{ErrorReply, Refusal, Reply, Request, Response};
 use meridian::tls::Trust;
@@ -19,13 +19,7 @@ async fn connect(addr: &str, ca: &std::path::Path) -> Client {
 }
 
 fn store(id: u64) -> Store {
-    Store {
-        id,
-        address: format!("127.0.0.1:{}", 20000 + id),
-        labels: vec![],
-        state: StoreState::Up,
-        details: Default::default(),
-    }
+    up_store(id, &format!("127.0.0.1:{}", 20000 + id))
 }
 
 fn server_error(r: Result<impl std::fmt::Debug, ClientError>) -> ErrorReply {

@@ -9,10 +9,10 @@ use std::time::{Duration, SystemTime};
 
 use meridian::admin::AdminClient;
 use meridian::client::{Client, ClientError, ClientOptions};
-use meridian::harness::{test_binary, EtcdProcess, ServerProcess};
+use meridian::harness::{test_binary, up_store, EtcdProcess, ServerProcess};
 use meridian::kvproto::pdpb;
 use meridian::pd_grpc;
-use meridian::placement::{Epoch, Peer, PeerRole, Region, RegionStats, Store, StoreState};
+use meridian::placement::{Epoch, Peer, PeerRole, Region, RegionStats, Store};
 use meridian::proto::ErrorReply;
 use meridian::tls::cert::{self, Role, Validity};
 use meridian::tls::Trust;
@@ -107,13 +107,7 @@ async fn quic(addr: &str, trust: Trust, budget: Duration) -> Result<Client, Clie
 }
 
 fn store(id: u64) -> Store {
-    Store {
-        id,
-        address: format!("127.0.0.1:{}", 20000 + id),
-        labels: vec![],
-        state: StoreState::Up,
-        details: Default::default(),
-    }
+    up_store(id, &format!("127.0.0.1:{}", 20000 + id))
 }
 
 /// A region over every key, as a forger would report it: newer than anything, led by a

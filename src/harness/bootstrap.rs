@@ -36,13 +36,18 @@ pub async fn first_region(client: &Client) -> anyhow::Result<Region> {
 /// that region.
 pub async fn bootstrap_one_region(client: &Client, store_address: &str) -> anyhow::Result<Region> {
     let region = first_region(client).await?;
-    let store = Store {
-        id: region.peers[0].store_id,
-        address: store_address.into(),
+    let store = up_store(region.peers[0].store_id, store_address);
+    client.bootstrap(store, region.clone()).await?;
+    Ok(region)
+}
+
+/// Store `id` at `address`, Up, with no labels: a TiKV store as it registers.
+pub fn up_store(id: u64, address: &str) -> Store {
+    Store {
+        id,
+        address: address.into(),
         labels: vec![],
         state: StoreState::Up,
         details: Default::default(),
-    };
-    client.bootstrap(store, region.clone()).await?;
-    Ok(region)
+    }
 }

@@ -17,7 +17,7 @@ mod records;
 mod resource_groups;
 mod server;
 
-pub use bootstrap::{bootstrap_one_region, first_region};
+pub use bootstrap::{bootstrap_one_region, first_region, up_store};
 pub use cluster::{Cluster, ClusterNode};
 pub use etcd::{assert_needs_etcd, EtcdProcess, EtcdTlsFiles, MERIDIAN_PREFIX, ROOT_PASSWORD};
 pub use pd::{connect_when_placement_loads, pd_header};

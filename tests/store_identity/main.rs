@@ -15,13 +15,11 @@ use std::time::Duration;
 
 use meridian::admin::AdminClient;
 use meridian::client::{Client, ClientError, ClientOptions};
-use meridian::harness::{pd_header, test_binary, EtcdProcess, ServerProcess};
+use meridian::harness::{pd_header, test_binary, up_store, EtcdProcess, ServerProcess};
 use meridian::kvproto::metapb;
 use meridian::kvproto::pdpb::{self, pd_client::PdClient};
 use meridian::pd_grpc;
-use meridian::placement::{
-    Epoch, Peer, PeerRole, Region, RegionStats, Store, StoreState, StoreStats,
-};
+use meridian::placement::{Epoch, Peer, PeerRole, Region, RegionStats, Store, StoreStats};
 use meridian::proto::ErrorReply;
 use meridian::tls::cert::{self, NodeRole, Role, Validity};
 use meridian::tls::Trust;
@@ -329,13 +327,7 @@ fn region_pb(id: u64, version: u64, peers: Vec<metapb::Peer>) -> metapb::Region 
 }
 
 fn store(id: u64) -> Store {
-    Store {
-        id,
-        address: format!("127.0.0.1:{}", 20000 + id),
-        labels: vec![],
-        state: StoreState::Up,
-        details: Default::default(),
-    }
+    up_store(id, &format!("127.0.0.1:{}", 20000 + id))
 }
 
 /// Counts the log lines saying a certificate granted no role, for certificates named `who`.
