@@ -204,6 +204,7 @@ async fn stores_carrying_out_operators_are_repaired_drained_and_filled_safely() 
         protocol: Protocol::Quic,
         json: None,
         plot: None,
+        no_pin: false,
         carry_out_operators: true,
         store_heartbeat_interval: Duration::from_millis(300),
     };

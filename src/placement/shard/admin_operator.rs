@@ -277,13 +277,7 @@ mod tests {
         let right = region(2, b"m", b"", &[1, 2, 3]);
         for r in [&left, &right] {
             shard
-                .heartbeat(
-                    r.clone(),
-                    RegionStats::default(),
-                    &w.at(0),
-                    &index,
-                    &mut || None,
-                )
+                .heartbeat(r, RegionStats::default(), &w.at(0), &index, &mut || None)
                 .unwrap();
         }
         let c = w.at(10);
@@ -362,7 +356,7 @@ mod tests {
         let short = region(1, b"", b"", &[1, 2]);
         let out = shard
             .heartbeat(
-                short.clone(),
+                &short,
                 RegionStats::default(),
                 &w.at(0),
                 &index,
@@ -390,9 +384,13 @@ mod tests {
         let mut moved = short.clone();
         moved.leader = Some(12);
         let out = shard
-            .heartbeat(moved, RegionStats::default(), &w.at(6), &index, &mut || {
-                None
-            })
+            .heartbeat(
+                &moved,
+                RegionStats::default(),
+                &w.at(6),
+                &index,
+                &mut || None,
+            )
             .unwrap();
         assert_ne!(out.operator, Some(Operator::TransferLeader(to)));
         assert_eq!(

@@ -202,14 +202,9 @@ impl Shard {
         };
         entry.sizes = stats.into();
         // The report is the route now (unchanged, adopted or just applied), unpacked.
-        outcome.operator = decide(
-            &mut self.ops,
-            id,
-            entry,
-            region,
-            c.now_ms,
-            |input, slot| schedule::on_heartbeat(c, input, !unchanged, slot, new_peer_id),
-        );
+        outcome.operator = decide(&mut self.ops, id, entry, region, c.now_ms, |input, slot| {
+            schedule::on_heartbeat(c, input, !unchanged, slot, new_peer_id)
+        });
         Ok(outcome)
     }
 

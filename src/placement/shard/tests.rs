@@ -213,9 +213,7 @@ fn one_pending_operator_resent_until_done_or_timed_out() {
     let mut ids = 500..;
     let short = region(1, b"", b"", 1, &[1, 2]);
     let op = shard
-        .heartbeat(&short, stats, &stores.at(0), &index, &mut || {
-            ids.next()
-        })
+        .heartbeat(&short, stats, &stores.at(0), &index, &mut || ids.next())
         .unwrap()
         .operator;
     let Some(Operator::AddPeer(peer)) = op.clone() else {
@@ -224,17 +222,13 @@ fn one_pending_operator_resent_until_done_or_timed_out() {
     assert_eq!(peer.id, 500);
     // Resent while pending, with no new id taken.
     let again = shard
-        .heartbeat(&short, stats, &stores.at(50), &index, &mut || {
-            ids.next()
-        })
+        .heartbeat(&short, stats, &stores.at(50), &index, &mut || ids.next())
         .unwrap();
     assert_eq!(again.operator, op);
     // Timed out: dropped. The report is unchanged, so the heartbeat decides nothing new;
     // the patrol decides afresh (a new peer id).
     let dropped = shard
-        .heartbeat(&short, stats, &stores.at(150), &index, &mut || {
-            ids.next()
-        })
+        .heartbeat(&short, stats, &stores.at(150), &index, &mut || ids.next())
         .unwrap();
     assert_eq!(dropped.operator, None);
     let fresh = shard.patrol(&stores.at(150), 1, &mut || ids.next());
