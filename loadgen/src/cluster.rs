@@ -9,11 +9,15 @@
 //! store that stops (`Fleet`) hands its leaders to the live voters. Only a region that got an
 //! operator is touched: every other heartbeat stays encoded, so the hot loop costs the same.
 
+mod args;
 mod carry_out;
 mod fleet;
+mod setup;
 
+pub use args::ClusterArgs;
 pub use carry_out::{carry_out, elect, has_live_leader, healthy_voters, Applied, Change};
 pub use fleet::Fleet;
+pub use setup::{region_key, scan_all, setup};
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
@@ -21,10 +25,8 @@ use std::time::{Duration, Instant};
 
 use meridian::client::Client;
 use meridian::kvproto::pdpb::{self, pd_client::PdClient};
-use meridian::placement::{
-    Epoch, Operator, Peer, PeerRole, Region, RegionStats, Store, StoreState, StoreStats,
-};
-use meridian::proto::{self, Reply, Request, Response, MAX_BATCH_SPLIT, MAX_SCAN_REGIONS};
+use meridian::placement::{Operator, Peer, Region, RegionStats, StoreStats};
+use meridian::proto::{self, Reply, Request, Response};
 use serde::Serialize;
 use tonic::transport::Channel;
 
@@ -33,62 +35,6 @@ use crate::latency::Latencies;
 use crate::phase::Phase;
 use crate::report::Latency;
 use crate::target::TargetArgs;
-
-#[derive(Debug, Clone, clap::Args)]
-pub struct ClusterArgs {
-    #[command(flatten)]
-    pub target: TargetArgs,
-    #[arg(long, default_value_t = 100)]
-    pub stores: u64,
-    #[arg(long, default_value_t = 10_000)]
-    pub regions: u64,
-    /// How long to send heartbeats after setup.
-    #[arg(long, default_value = "10s", value_parser = crate::duration::parse)]
-    pub duration: Duration,
-    /// Region heartbeats per second over all streams (closed loop without it).
-    #[arg(long)]
-    pub rate: Option<u64>,
-    /// Client connections, one thread each. Eight by default: the kernel spreads connections
-    /// over the server's cores by a hash of their addresses, and with two both landed on one
-    /// core about half the time (1M regions: ~270k heartbeats/s against ~1.1M/s with 8 x 1,
-    /// alternated in one run; tuning.md).
-    #[arg(long, default_value_t = 8)]
-    pub connections: usize,
-    /// Streams per connection (one: each connection is one store-like heartbeat stream).
-    #[arg(long, default_value_t = 1)]
-    pub streams: usize,
-    /// Heartbeats in flight per stream (sent with one write; QUIC only).
-    #[arg(long, default_value_t = 128)]
-    pub depth: usize,
-    /// How the heartbeats go (setup is over QUIC either way): QUIC frames answered one by one,
-    /// or kvproto's `RegionHeartbeat` gRPC stream as a TiKV store sends it, one stream per
-    /// client stream, where PD's answer is only an operator or a refusal. Over gRPC a run
-    /// ends by closing each stream and waiting for the server to end its side, so every
-    /// heartbeat counted was handled; there is no per-heartbeat round trip to report.
-    #[arg(long, value_enum, default_value_t = Protocol::Quic)]
-    pub protocol: Protocol,
-    #[arg(long)]
-    pub json: Option<std::path::PathBuf>,
-    /// Draw the heartbeat phase into this SVG file: heartbeats/s and p50/p99/p99.9 batch round
-    /// trip per second, the stretches with no completed batch and the leader changes seen, and
-    /// the round trip's percentile distribution.
-    #[arg(long, value_name = "FILE.svg")]
-    pub plot: Option<std::path::PathBuf>,
-    /// Leave the connection threads unpinned. By default connection `i`'s thread runs on the
-    /// `i`th CPU (modulo) and connects from there, so a server steering new connections by the
-    /// CPU they arrive on (`server.steer_connections`, on loopback) spreads them over its cores
-    /// evenly; unpinned, they start wherever the kernel puts them, often all on one CPU.
-    #[arg(long)]
-    pub no_pin: bool,
-    /// Carry out every operator as TiKV would (conf changes with learners, leader transfers,
-    /// splits), report a changed region again at once, and have each store report the
-    /// regions and leaders it holds. QUIC only (its replies carry the operators).
-    #[arg(long)]
-    pub carry_out_operators: bool,
-    /// Between two rounds of store heartbeats.
-    #[arg(long, default_value = "1s", value_parser = crate::duration::parse)]
-    pub store_heartbeat_interval: Duration,
-}
 
 #[derive(Debug, Clone, Serialize)]
 pub struct ClusterReport {
@@ -106,143 +52,6 @@ pub struct ClusterReport {
     /// elections, splits) and the safety rules they broke.
     pub changes: u64,
     pub violations: u64,
-}
-
-/// The start key of simulated region `i` of `n`: "t" and a big-endian share of the u64 space.
-pub fn region_key(i: u64, n: u64) -> Vec<u8> {
-    if i == 0 {
-        return Vec::new();
-    }
-    let step = u64::MAX / n.max(1);
-    let mut k = b"t".to_vec();
-    k.extend_from_slice(&(i * step).to_be_bytes());
-    k
-}
-
-fn peers_for(i: u64, ids: &[u64], stores: &[u64]) -> Vec<Peer> {
-    ids.iter()
-        .enumerate()
-        .map(|(m, id)| Peer {
-            id: *id,
-            store_id: stores[((i + m as u64) % stores.len() as u64) as usize],
-            role: PeerRole::Voter,
-        })
-        .collect()
-}
-
-/// Brings the cluster to `regions` regions over `stores` stores; returns them and the stores.
-pub async fn setup(
-    client: &Client,
-    n_stores: u64,
-    n_regions: u64,
-) -> anyhow::Result<(Vec<u64>, Vec<Region>)> {
-    anyhow::ensure!(n_stores >= 3, "at least 3 stores (regions have 3 replicas)");
-    if !client.is_bootstrapped().await? {
-        let mut stores = Vec::new();
-        for _ in 0..n_stores {
-            stores.push(client.alloc_id().await?);
-        }
-        let store = |id: u64| Store {
-            id,
-            address: format!("sim-store-{id}:20160"),
-            labels: vec![],
-            state: StoreState::Up,
-            details: Default::default(),
-        };
-        let (rid, p0) = (client.alloc_id().await?, client.alloc_id().await?);
-        let first = Region {
-            id: rid,
-            start_key: vec![],
-            end_key: vec![],
-            epoch: Epoch {
-                conf_ver: 1,
-                version: 1,
-            },
-            peers: vec![Peer {
-                id: p0,
-                store_id: stores[0],
-                role: PeerRole::Voter,
-            }],
-            leader: Some(p0),
-        };
-        client.bootstrap(store(stores[0]), first.clone()).await?;
-        for id in &stores[1..] {
-            client.put_store(store(*id)).await?;
-        }
-        // Two more replicas, as a store would after the replica checker's AddPeer operators.
-        let ids = [p0, client.alloc_id().await?, client.alloc_id().await?];
-        let full = Region {
-            epoch: Epoch {
-                conf_ver: 3,
-                version: 1,
-            },
-            peers: peers_for(0, &ids, &stores),
-            ..first
-        };
-        client
-            .region_heartbeat(full, RegionStats::default())
-            .await?;
-    }
-    let stores: Vec<u64> = client
-        .get_all_stores()
-        .await?
-        .iter()
-        .map(|s| s.store.id)
-        .collect();
-    let mut regions = scan_all(client).await?;
-    anyhow::ensure!(!regions.is_empty(), "bootstrapped but no region");
-    // Split the last region (which keeps its id and the range to the end) until enough exist.
-    while (regions.len() as u64) < n_regions {
-        let have = regions.len() as u64;
-        let count = (n_regions - have).min(u64::from(MAX_BATCH_SPLIT));
-        let Some(mut last) = regions.pop() else { break };
-        let splits = client.ask_batch_split(last.clone(), count as u32).await?;
-        let mut report = Vec::with_capacity(splits.len() + 1);
-        let mut start = last.start_key.clone();
-        for (k, s) in splits.iter().enumerate() {
-            let i = have - 1 + k as u64;
-            let end = region_key(i + 1, n_regions);
-            anyhow::ensure!(
-                end > start,
-                "the cluster's regions were not made by `loadgen cluster --regions {n_regions}`"
-            );
-            let peers = peers_for(i, &s.peer_ids, &stores);
-            report.push(Region {
-                id: s.region_id,
-                start_key: std::mem::replace(&mut start, end.clone()),
-                end_key: end,
-                epoch: Epoch {
-                    conf_ver: last.epoch.conf_ver,
-                    version: last.epoch.version + count,
-                },
-                leader: Some(peers[0].id),
-                peers,
-            });
-        }
-        last.start_key = start;
-        last.epoch.version += count;
-        report.push(last);
-        client.report_batch_split(report.clone()).await?;
-        regions.extend(report);
-    }
-    Ok((stores, regions))
-}
-
-/// Every region, in key order, read page by page.
-pub async fn scan_all(client: &Client) -> anyhow::Result<Vec<Region>> {
-    let mut all: Vec<Region> = Vec::new();
-    let mut from = Vec::new();
-    loop {
-        let page = client.scan_regions(&from, b"", MAX_SCAN_REGIONS).await?;
-        let Some(last) = page.last() else { break };
-        let end = last.end_key.clone();
-        all.extend(page);
-        if end.is_empty() {
-            break;
-        }
-        from = end;
-    }
-    Ok(all)
 }
 
 struct Counters {
