@@ -16,7 +16,7 @@ mod audit;
 mod tikv;
 
 use meridian::placement::schedule::{
-    self, influence, Cluster, InFlight, Pending, RegionInput, StoreView,
+    self, influence, Cluster, InFlight, Pending, RegionInput, StoreView, Sweep,
 };
 use meridian::placement::{Epoch, Peer, PeerRole, Region, ScheduleConfig, StoreMap, StoreStats};
 use rand::{Rng, SeedableRng};
@@ -44,6 +44,8 @@ pub struct Sim {
     in_flight: InFlight,
     next_id: u64,
     cursor: usize,
+    /// The patrol batch under way's memo of the stores.
+    sweep: Sweep,
     // Accounting.
     check: Checker,
     live: [usize; 4],
@@ -167,6 +169,7 @@ impl Sim {
             map,
             next_id,
             cursor: 0,
+            sweep: Sweep::default(),
             check: Checker::default(),
             live: [0; 4],
             bad: 0,
@@ -318,6 +321,7 @@ impl Sim {
     fn schedule(&mut self, i: usize, call: Call) {
         let mut slot = self.regions[i].slot.take();
         let mut next_id = self.next_id;
+        let mut sweep = std::mem::take(&mut self.sweep);
         let d = {
             let r = &self.regions[i];
             let input = RegionInput {
@@ -331,13 +335,14 @@ impl Sim {
                 Some(next_id)
             };
             match call {
-                Call::Patrol => schedule::patrol(&c, &input, &mut slot, &mut ids),
+                Call::Patrol => schedule::patrol(&c, &mut sweep, &input, &mut slot, &mut ids),
                 Call::Heartbeat { changed } => {
                     schedule::on_heartbeat(&c, &input, changed, &mut slot, &mut ids)
                 }
             }
         };
         self.next_id = next_id;
+        self.sweep = sweep;
         if let Some((kind, _)) = d.ended {
             self.live[kind.index()] -= 1;
         }
@@ -380,6 +385,7 @@ impl Sim {
     }
 
     fn patrol(&mut self) {
+        self.sweep = Sweep::default();
         let n = self.regions.len();
         for _ in 0..self.cfg.patrol_batch_for(n).min(n) {
             if self.cursor >= n {

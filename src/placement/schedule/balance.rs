@@ -25,6 +25,47 @@ pub fn is_settled(c: &Cluster, r: &RegionInput) -> bool {
             .all(|p| p.role == PeerRole::Voter && r.is_healthy(c, p))
 }
 
+/// Which balancers could act on any region at this moment, judged from the stores alone
+/// (O(stores)): balance-region needs a store above its domain's mean by the tolerance over the
+/// domain's least loaded store, balance-leader a leader gap of the tolerance between two stores,
+/// evict-leader a store being evicted. Each is the cheap first test the balancer itself makes of
+/// a region's stores, taken over every store, so a `false` here means the balancer would find
+/// nothing in any region: skipping it changes no decision. The patrol asks this once per batch
+/// and again after any operator starts or ends, as those move the counts it reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sources {
+    pub region: bool,
+    pub leader: bool,
+    pub evict: bool,
+}
+
+impl Sources {
+    pub fn of(c: &Cluster) -> Sources {
+        let region = c.stores.iter().any(|s| {
+            let mean = s.domain_mean_regions;
+            (s.regions() as f64) > mean
+                && s.regions() - (s.domain_min_regions as i64) >= tolerance(c, mean, 2)
+        });
+        let (least, most) = c
+            .stores
+            .iter()
+            .map(StoreLoad::leaders)
+            .fold((i64::MAX, i64::MIN), |(lo, hi), n| (lo.min(n), hi.max(n)));
+        let leader = most > least
+            && most - least
+                >= tolerance(
+                    c,
+                    c.stores.mean_leaders(),
+                    c.cfg.leader_balance_threshold.max(2),
+                );
+        Sources {
+            region,
+            leader,
+            evict: !c.stores.evicting().is_empty(),
+        }
+    }
+}
+
 /// The least gap that makes a move worth it, given a mean.
 fn tolerance(c: &Cluster, mean: f64, least: u64) -> i64 {
     ((mean * c.cfg.tolerant_ratio).ceil() as i64).max(least as i64)

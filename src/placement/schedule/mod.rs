@@ -48,7 +48,7 @@ pub use config::ScheduleConfig;
 pub use location::{distinct_score, isolated};
 pub use plan::{Plan, NEW_PEER};
 pub use scatter::{scatter, Groups, Refused, Target, SCATTER_DESC};
-pub use scheduler::{cancel, on_heartbeat, patrol, start_admin_plan, start_plan, Dispatch};
+pub use scheduler::{cancel, on_heartbeat, patrol, start_admin_plan, start_plan, Dispatch, Sweep};
 pub use settings::{check_decommission, LimitType, Settings, SettingsError, StoreLimit};
 #[cfg(test)]
 pub(crate) use test_cluster::TestCluster;

@@ -7,7 +7,7 @@
 //! again before it is sent: it never puts two peers of a region on one store, never removes
 //! the leader's peer, never leaves fewer than two healthy voters.
 
-use super::balance::{balance_leader, balance_region, evict_leader, is_settled};
+use super::balance::{balance_leader, balance_region, evict_leader, is_settled, Sources};
 use super::budget::influence;
 use super::cluster::{Cluster, RegionInput};
 use super::plan::{Plan, NEW_PEER};
@@ -63,11 +63,27 @@ fn room(c: &Cluster, kind: OpKind) -> bool {
     c.in_flight.get(kind) < c.cfg.cap(kind)
 }
 
+/// One patrol batch's memo of which balancers could act ([`Sources`]): judged from the stores
+/// when first needed, and again after an operator starts or ends in the batch. Lives for one
+/// batch, as time and the stores' reports move between batches.
+#[derive(Debug, Default)]
+pub struct Sweep {
+    sources: Option<Sources>,
+}
+
+impl Sweep {
+    fn sources(&mut self, c: &Cluster) -> Sources {
+        *self.sources.get_or_insert_with(|| Sources::of(c))
+    }
+}
+
 /// The patrol reaches `r` (as last reported): the operator it has runs on, its step pushed to
 /// the leader again (as PD pushes a pending operator); with none, the checkers and schedulers,
-/// and the first step of an operator started here is pushed at once.
+/// and the first step of an operator started here is pushed at once. `sweep` carries what the
+/// batch has judged of the stores.
 pub fn patrol(
     c: &Cluster,
+    sweep: &mut Sweep,
     r: &RegionInput,
     slot: &mut Option<Box<Pending>>,
     new_peer_id: &mut dyn FnMut() -> Option<u64>,
@@ -75,6 +91,9 @@ pub fn patrol(
     let mut d = Dispatch::default();
     if slot.is_some() {
         d = run(c, r, slot);
+        if d.ended.is_some() {
+            sweep.sources = None;
+        }
         if slot.is_some() {
             return d;
         }
@@ -83,25 +102,25 @@ pub fn patrol(
         .then(|| replica::check(c, r, true))
         .flatten()
         .or_else(|| {
-            room(c, OpKind::Leader)
-                .then(|| evict_leader(c, r))
-                .flatten()
+            let can = sweep.sources(c);
+            let evict = can.evict && room(c, OpKind::Leader);
+            evict.then(|| evict_leader(c, r)).flatten()
         })
         .or_else(|| {
-            if !is_settled(c, r) {
+            let can = sweep.sources(c);
+            let region = can.region && room(c, OpKind::Region);
+            let leader = can.leader && room(c, OpKind::Leader);
+            if !(region || leader) || !is_settled(c, r) {
                 return None;
             }
-            room(c, OpKind::Region)
+            region
                 .then(|| balance_region(c, r))
                 .flatten()
-                .or_else(|| {
-                    room(c, OpKind::Leader)
-                        .then(|| balance_leader(c, r))
-                        .flatten()
-                })
+                .or_else(|| leader.then(|| balance_leader(c, r)).flatten())
         });
     if let Some(plan) = plan {
         d.step = start(c, r, plan, slot, new_peer_id, &mut d);
+        sweep.sources = None;
     }
     d
 }

@@ -302,6 +302,34 @@ impl Sim {
         self.regions[i] = after;
     }
 
+    /// The patrol skips a balancer when [`Sources`] says it has nothing to act on: that must
+    /// hold of every region, so that skipping changes no decision.
+    fn check_sources(&self) {
+        let c = self.cluster();
+        let can = balance::Sources::of(&c);
+        for region in &self.regions {
+            let r = RegionInput {
+                region,
+                pending_peers: &[],
+                size_mib: 96,
+            };
+            if !can.evict {
+                assert_eq!(balance::evict_leader(&c, &r), None, "evict on {region:?}");
+            }
+            if !balance::is_settled(&c, &r) {
+                continue;
+            }
+            if !can.region {
+                let plan = balance::balance_region(&c, &r);
+                assert_eq!(plan, None, "balance-region on {region:?}");
+            }
+            if !can.leader {
+                let plan = balance::balance_leader(&c, &r);
+                assert_eq!(plan, None, "balance-leader on {region:?}");
+            }
+        }
+    }
+
     fn step(&mut self, e: &Event) {
         let n = self.regions.len();
         match *e {
@@ -313,6 +341,9 @@ impl Sim {
                     pending_peers: &[],
                     size_mib: 96,
                 };
+                if matches!(e, Event::Patrol(_)) {
+                    self.check_sources();
+                }
                 let mut slot = self.slots[i].take();
                 let mut next = self.next_id;
                 let d = {
@@ -324,7 +355,7 @@ impl Sim {
                     if matches!(e, Event::Heartbeat(_)) {
                         on_heartbeat(&c, &input, true, &mut slot, &mut ids)
                     } else {
-                        patrol(&c, &input, &mut slot, &mut ids)
+                        patrol(&c, &mut Sweep::default(), &input, &mut slot, &mut ids)
                     }
                 };
                 self.next_id = next;
@@ -524,4 +555,43 @@ fn a_draining_leader_moves_before_its_replacement_is_added() {
     assert_eq!(stores, vec![2, 3, 4], "{r:?}");
     assert!(r.peers.iter().all(|p| p.role == PeerRole::Voter));
     assert!(sim.slots[0].is_none());
+}
+
+/// The patrol's test of the stores alone: nothing to balance in an even cluster, a leader to
+/// evict once a store is evicted, and regions to move once an empty store joins.
+#[test]
+fn the_stores_alone_tell_when_no_balancer_can_act() {
+    let turn = |k: usize| vec![(k % 3, false), ((k + 1) % 3, false), ((k + 2) % 3, false)];
+    let even = World {
+        stores: vec![(0, Fate::Up), (1, Fate::Up), (2, Fate::Up)],
+        regions: (0..6).map(turn).collect(),
+        isolated: false,
+        events: vec![],
+    };
+    let mut sim = Sim::new(&even);
+    let none = balance::Sources {
+        region: false,
+        leader: false,
+        evict: false,
+    };
+    assert_eq!(balance::Sources::of(&sim.cluster()), none);
+    sim.view.set_evicting(vec![2]);
+    let can = balance::Sources::of(&sim.cluster());
+    assert_eq!(
+        can,
+        balance::Sources {
+            evict: true,
+            ..none
+        }
+    );
+
+    let lopsided = World {
+        stores: vec![(0, Fate::Up), (1, Fate::Up), (2, Fate::Up), (0, Fate::Up)],
+        regions: vec![vec![(0, false), (1, false), (2, false)]; 8],
+        isolated: false,
+        events: vec![],
+    };
+    let sim = Sim::new(&lopsided);
+    let can = balance::Sources::of(&sim.cluster());
+    assert!(can.region && can.leader, "{can:?}");
 }

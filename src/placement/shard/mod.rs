@@ -227,6 +227,7 @@ impl Shard {
             peers: Vec::new(),
             leader: None,
         };
+        let mut sweep = schedule::Sweep::default();
         let n = self.regions.len();
         for _ in 0..budget.min(n) {
             if self.cursor >= n {
@@ -246,7 +247,7 @@ impl Shard {
                 entry,
                 &region,
                 c.now_ms,
-                |input, slot| schedule::patrol(c, input, slot, new_peer_id),
+                |input, slot| schedule::patrol(c, &mut sweep, input, slot, new_peer_id),
             );
             if let Some(op) = step {
                 started.push((region.clone(), op));
