@@ -19,6 +19,7 @@ pub use carry_out::{carry_out, elect, has_live_leader, healthy_voters, Applied, 
 pub use fleet::Fleet;
 pub use setup::{region_key, scan_all, setup};
 
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -68,11 +69,15 @@ struct Encoder {
 }
 
 impl Encoder {
-    fn frame(&mut self, region: &Region) -> Vec<u8> {
+    /// `region`'s heartbeat, reporting the peers `pending` names as still catching up.
+    fn frame(&mut self, region: &Region, pending: impl IntoIterator<Item = u64>) -> Vec<u8> {
         let mut frame = Vec::new();
         let req = Request::RegionHeartbeat {
             region: region.clone(),
-            stats: self.stats,
+            stats: RegionStats {
+                pending: RegionStats::pending_mask(region, pending),
+                ..self.stats
+            },
         };
         match proto::encode(&req, &mut self.scratch, &mut frame) {
             Ok(()) => frame,
@@ -89,14 +94,33 @@ struct Share {
     /// Regions a change was carried out on, reported in the next batch (TiKV reports a region
     /// at once after a conf change, a split or a leader change).
     urgent: Vec<usize>,
+    /// New peers catching up: (region, peer, when it will have caught up), in that order.
+    catching_up: VecDeque<(usize, u64, Instant)>,
     encoder: Encoder,
 }
 
 impl Share {
     fn changed(&mut self, i: usize, report_now: bool) {
-        self.frames[i] = self.encoder.frame(&self.regions[i]);
+        let pending = self
+            .catching_up
+            .iter()
+            .filter(|(r, ..)| *r == i)
+            .map(|&(_, peer, _)| peer);
+        self.frames[i] = self.encoder.frame(&self.regions[i], pending);
         if report_now {
             self.urgent.push(i);
+        }
+    }
+
+    /// The peers that have caught up by `now` are reported so from the next round on (TiKV
+    /// reports it with the region's next heartbeat, not at once).
+    fn catch_up(&mut self, now: Instant) {
+        while let Some(&(i, _, at)) = self.catching_up.front() {
+            if at > now {
+                break;
+            }
+            self.catching_up.pop_front();
+            self.changed(i, false);
         }
     }
 
@@ -142,6 +166,10 @@ impl Share {
             },
             change => {
                 fleet.record(&change);
+                if let Change::Added(peer) = &change {
+                    let at = Instant::now() + fleet.catch_up();
+                    self.catching_up.push_back((i, peer.id, at));
+                }
                 self.changed(i, true);
             }
         }
@@ -237,13 +265,15 @@ async fn drive(
             approximate_keys: 1_000_000,
             written_bytes: 4096,
             written_keys: 16,
+            pending: 0,
         },
     };
-    let frames = regions.iter().map(|r| encoder.frame(r)).collect();
+    let frames = regions.iter().map(|r| encoder.frame(r, [])).collect();
     let mut share = Share {
         regions,
         frames,
         urgent: Vec::new(),
+        catching_up: VecDeque::new(),
         encoder,
     };
     let mut batch = Vec::with_capacity(depth * 200);
@@ -257,6 +287,7 @@ async fn drive(
                 stops_seen = f.stops();
                 share.elect_all(f);
             }
+            share.catch_up(Instant::now());
         }
         if let Some(rate) = per_sec {
             let due = start + Duration::from_secs_f64(sent as f64 / rate);
@@ -496,7 +527,7 @@ pub async fn run(args: &ClusterArgs) -> anyhow::Result<ClusterReport> {
     );
     let fleet = args
         .carry_out_operators
-        .then(|| Fleet::new(&stores, &regions));
+        .then(|| Fleet::new(&stores, &regions, args.catch_up));
     heartbeat(args, &client, (&stores, regions), fleet, setup_s).await
 }
 

@@ -43,6 +43,7 @@ async fn simulated_cluster_heartbeats_routes_and_sees_stores_go_down() {
         no_pin: false,
         carry_out_operators: false,
         store_heartbeat_interval: Duration::from_secs(1),
+        catch_up: Duration::from_millis(200),
     };
     let first = cluster::run(&args).await.unwrap();
     assert_eq!((first.stores, first.regions), (6, 3_000));

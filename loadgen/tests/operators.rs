@@ -24,6 +24,8 @@ use meridian::placement::{PeerRole, Region, Store, StoreState, StoreStatus};
 
 const STORES: u64 = 7;
 const REGIONS: u64 = 240;
+/// A new peer's snapshot: reported pending this long, and so not promoted before.
+const CATCH_UP: Duration = Duration::from_millis(300);
 
 /// Down after 3 s of silence; the patrol passes every region twice a second; the store limits
 /// are high enough that the patrol and the heartbeats, not the limits, pace the repairs.
@@ -189,7 +191,7 @@ async fn stores_carrying_out_operators_are_repaired_drained_and_filled_safely() 
     };
     let client = target.connect().await.unwrap();
     let (stores, regions) = cluster::setup(&client, STORES, REGIONS).await.unwrap();
-    let fleet = Fleet::new(&stores, &regions);
+    let fleet = Fleet::new(&stores, &regions, CATCH_UP);
     let args = ClusterArgs {
         target,
         stores: STORES,
@@ -207,6 +209,7 @@ async fn stores_carrying_out_operators_are_repaired_drained_and_filled_safely() 
         no_pin: false,
         carry_out_operators: true,
         store_heartbeat_interval: Duration::from_millis(300),
+        catch_up: CATCH_UP,
     };
     let run = {
         let (client, fleet, stores) = (client.clone(), fleet.clone(), stores.clone());

@@ -165,6 +165,7 @@ async fn tso_cluster_and_route_runs_plot() {
         no_pin: false,
         carry_out_operators: false,
         store_heartbeat_interval: Duration::from_secs(1),
+        catch_up: Duration::from_millis(200),
     })
     .await
     .unwrap();

@@ -179,7 +179,7 @@ pub(super) fn pdpb_to_requests(kind: usize, body: &[u8]) -> Option<(Call, Vec<Re
         "region_heartbeat" => {
             let r = decode::<pdpb::RegionHeartbeatRequest>(body)?;
             let region = region_from(r.region.as_ref()?, r.leader.as_ref())?;
-            let stats: RegionStats = convert::region_stats_from(&r);
+            let stats: RegionStats = convert::region_stats_from(&r, &region);
             (
                 Call::RegionHeartbeat,
                 vec![Request::RegionHeartbeat { region, stats }],

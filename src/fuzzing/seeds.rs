@@ -152,6 +152,7 @@ pub fn seeds() -> Vec<Seed> {
                     approximate_keys: 1_000_000,
                     written_bytes: 4096,
                     written_keys: 16,
+                    pending: 0,
                 },
             },
         ),

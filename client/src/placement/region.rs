@@ -55,6 +55,34 @@ pub struct RegionStats {
     pub approximate_keys: u64,
     pub written_bytes: u64,
     pub written_keys: u64,
+    /// The peers still catching up (TiKV's `pending_peers`): bit `i` stands for the report's
+    /// `peers[i]`. A bit past the last peer makes the report malformed. A mask keeps the stats
+    /// a fixed size on the heartbeat path, and a region has at most 16 peers.
+    pub pending: u16,
+}
+
+impl RegionStats {
+    /// The ids of the peers of `region` that `pending` marks.
+    pub fn pending_peers<'a>(&self, region: &'a Region) -> impl Iterator<Item = u64> + 'a {
+        let mask = self.pending;
+        region
+            .peers
+            .iter()
+            .enumerate()
+            .filter(move |(i, _)| *i < 16 && mask & (1 << i) != 0)
+            .map(|(_, p)| p.id)
+    }
+
+    /// The mask that marks those of `region`'s peers whose ids `pending` lists; ids of no peer
+    /// of the region mark nothing.
+    pub fn pending_mask(region: &Region, pending: impl IntoIterator<Item = u64>) -> u16 {
+        pending.into_iter().fold(0, |mask, id| {
+            match region.peers.iter().take(16).position(|p| p.id == id) {
+                Some(i) => mask | (1 << i),
+                None => mask,
+            }
+        })
+    }
 }
 
 impl Region {

@@ -57,6 +57,10 @@ pub struct ClusterArgs {
     /// regions and leaders it holds. QUIC only (its replies carry the operators).
     #[arg(long)]
     pub carry_out_operators: bool,
+    /// With --carry-out-operators: how long a new peer takes to catch up (its snapshot sent
+    /// and applied). Until then its leader reports it pending, and PD does not promote it.
+    #[arg(long, default_value = "200ms", value_parser = crate::duration::parse)]
+    pub catch_up: Duration,
     /// Between two rounds of store heartbeats.
     #[arg(long, default_value = "1s", value_parser = crate::duration::parse)]
     pub store_heartbeat_interval: Duration,

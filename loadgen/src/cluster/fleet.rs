@@ -8,6 +8,7 @@
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
 
 use meridian::placement::Region;
 
@@ -42,12 +43,19 @@ pub struct Fleet {
     changes: AtomicU64,
     violations: AtomicU64,
     described: Mutex<Vec<String>>,
+    /// How long a new peer takes to catch up (its snapshot sent and applied): until then its
+    /// leader reports it pending, as TiKV does.
+    catch_up: Duration,
 }
 
 impl Fleet {
-    /// `stores`, all running, holding `regions` as reported.
-    pub fn new(stores: &[u64], regions: &[Region]) -> Arc<Fleet> {
-        let fleet = Fleet::default();
+    /// `stores`, all running, holding `regions` as reported; a new peer catches up in
+    /// `catch_up`.
+    pub fn new(stores: &[u64], regions: &[Region], catch_up: Duration) -> Arc<Fleet> {
+        let fleet = Fleet {
+            catch_up,
+            ..Fleet::default()
+        };
         {
             let mut map = fleet.write();
             for id in stores {
@@ -58,6 +66,10 @@ impl Fleet {
             fleet.count_region(r, 1);
         }
         Arc::new(fleet)
+    }
+
+    pub fn catch_up(&self) -> Duration {
+        self.catch_up
     }
 
     fn read(&self) -> std::sync::RwLockReadGuard<'_, BTreeMap<u64, Arc<SimStore>>> {
@@ -215,7 +227,8 @@ mod tests {
 
     #[test]
     fn stores_report_what_the_changes_left_them() {
-        let fleet = Fleet::new(&[1, 2, 3, 4], &[region(1, [1, 2, 3]), region(2, [2, 3, 4])]);
+        let regions = [region(1, [1, 2, 3]), region(2, [2, 3, 4])];
+        let fleet = Fleet::new(&[1, 2, 3, 4], &regions, Duration::ZERO);
         assert_eq!(fleet.holds(1), Some((1, 1)));
         assert_eq!(fleet.holds(2), Some((2, 1)));
         fleet.record(&Change::Removed(Peer {

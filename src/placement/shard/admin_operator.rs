@@ -67,7 +67,7 @@ impl Shard {
         let region = entry.route.region();
         let input = RegionInput {
             region: &region,
-            pending_peers: &[],
+            pending_peers: self.catching_up.get(&id).map_or(&[][..], |p| &p[..]),
             size_mib: u64::from(entry.sizes.size_kib) / 1024,
         };
         let AdminPlan {

@@ -13,6 +13,7 @@ mod orders;
 #[cfg(test)]
 mod tests;
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::dense_map::DenseIdMap;
@@ -33,13 +34,12 @@ struct Entry {
 }
 
 impl Entry {
-    /// `region` (this entry's, as last reported) as the scheduler reads it.
-    fn input<'a>(&self, region: &'a Region) -> RegionInput<'a> {
+    /// `region` (this entry's, as last reported, with `pending_peers` still catching up) as
+    /// the scheduler reads it.
+    fn input<'a>(&self, region: &'a Region, pending_peers: &'a [u64]) -> RegionInput<'a> {
         RegionInput {
             region,
-            // TiKV's pending peers are not carried in the report yet: a learner counts as
-            // caught up once it is reported.
-            pending_peers: &[],
+            pending_peers,
             size_mib: u64::from(self.sizes.size_kib) / 1024,
         }
     }
@@ -86,6 +86,9 @@ pub struct Shard {
     cursor: usize,
     /// Each region's operator status, for GetOperator.
     ops: OpStatusTracker,
+    /// The peers still catching up, of the regions whose leader last reported any: few at a
+    /// time (those adding a peer), so kept beside the entries rather than in each.
+    catching_up: HashMap<u64, Box<[u64]>>,
 }
 
 /// One scheduling call (`call`, a heartbeat's or the patrol's) on region `id`, `region` being
@@ -95,16 +98,36 @@ fn decide(
     ops: &mut OpStatusTracker,
     id: u64,
     entry: &mut Entry,
-    region: &Region,
+    (region, pending_peers): (&Region, &[u64]),
     now_ms: u64,
     call: impl FnOnce(&RegionInput, &mut Option<Box<Pending>>) -> Dispatch,
 ) -> Option<Operator> {
-    let input = entry.input(region);
+    let input = entry.input(region, pending_peers);
     // Taken before the call, which drops an operator past its deadline.
     let deadline = entry.pending.as_ref().map(|p| p.deadline_ms);
     let d = call(&input, &mut entry.pending);
     ops.observe(id, &d, deadline, &entry.pending, region.epoch, now_ms);
     d.step
+}
+
+/// Records which of region `id`'s peers its leader reports still catching up; whether a peer
+/// that was catching up no longer is.
+fn catch_up(
+    catching_up: &mut HashMap<u64, Box<[u64]>>,
+    id: u64,
+    region: &Region,
+    stats: RegionStats,
+) -> bool {
+    if stats.pending == 0 {
+        // Most reports, with nothing recorded anywhere: no lookup at all.
+        return !catching_up.is_empty() && catching_up.remove(&id).is_some();
+    }
+    let now: Box<[u64]> = stats.pending_peers(region).collect();
+    let before = catching_up.insert(id, now);
+    before.is_some_and(|b| {
+        let now = &catching_up[&id];
+        b.iter().any(|p| !now.contains(p))
+    })
 }
 
 impl Shard {
@@ -148,6 +171,13 @@ impl Shard {
             .find(|p| stores.get(p.store_id).is_none())
         {
             return bad(format!("peer {} is on unknown store {}", p.id, p.store_id));
+        }
+        if u32::from(stats.pending) >> region.peers.len().min(16) != 0 {
+            return bad(format!(
+                "pending peers {:#b} name more than its {} peers",
+                stats.pending,
+                region.peers.len()
+            ));
         }
         let id = region.id;
         let mut outcome = Outcome::default();
@@ -201,10 +231,19 @@ impl Shard {
             return Ok(outcome);
         };
         entry.sizes = stats.into();
-        // The report is the route now (unchanged, adopted or just applied), unpacked.
-        outcome.operator = decide(&mut self.ops, id, entry, region, c.now_ms, |input, slot| {
-            schedule::on_heartbeat(c, input, !unchanged, slot, new_peer_id)
-        });
+        let caught_up = catch_up(&mut self.catching_up, id, region, stats);
+        let pending = self.catching_up.get(&id).map_or(&[][..], |p| &p[..]);
+        // The report is the route now (unchanged, adopted or just applied), unpacked. A peer
+        // that caught up is news to the checker as much as a new peer is.
+        let changed = !unchanged || caught_up;
+        outcome.operator = decide(
+            &mut self.ops,
+            id,
+            entry,
+            (region, pending),
+            c.now_ms,
+            |input, slot| schedule::on_heartbeat(c, input, changed, slot, new_peer_id),
+        );
         Ok(outcome)
     }
 
@@ -241,11 +280,12 @@ impl Shard {
                 continue;
             }
             entry.route.region_into(&mut region);
+            let pending = self.catching_up.get(&id).map_or(&[][..], |p| &p[..]);
             let step = decide(
                 &mut self.ops,
                 id,
                 entry,
-                &region,
+                (&region, pending),
                 c.now_ms,
                 |input, slot| schedule::patrol(c, &mut sweep, input, slot, new_peer_id),
             );
@@ -263,6 +303,7 @@ impl Shard {
                 return;
             }
         }
+        self.catching_up.remove(&id);
         if let Some(mut e) = self.regions.remove(&id) {
             if e.pending.is_some() {
                 self.ops.end(id, OpStatus::Cancel, c.now_ms);
@@ -284,6 +325,7 @@ impl Shard {
             schedule::cancel(c, &mut e.pending);
         }
         self.ops.clear();
+        self.catching_up.clear();
         self.regions = routes
             .into_iter()
             .map(|route| {

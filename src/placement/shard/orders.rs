@@ -70,7 +70,8 @@ impl Shard {
             .filter(|e| e.route.is_current())
             .ok_or(OrderRefused::NotFound(id))?;
         let region = entry.route.region();
-        let input = entry.input(&region);
+        let pending = self.catching_up.get(&id).map_or(&[][..], |p| &p[..]);
+        let input = entry.input(&region, pending);
         let running = entry.pending.as_ref().map(|p| p.kind);
         let record = self
             .ops

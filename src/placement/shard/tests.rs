@@ -15,6 +15,7 @@ fn sizes_round_up_to_kib_and_saturate() {
         approximate_keys: 1 << 40,
         written_bytes: 1,
         written_keys: 7,
+        pending: 0,
     });
     assert_eq!(
         s,
@@ -380,4 +381,58 @@ fn the_patrol_starts_what_heartbeats_would_and_goes_round() {
     assert_eq!(second.len(), 3, "{second:?}");
     assert_eq!(second[1..], first[..], "pending steps pushed again");
     assert_eq!(stores.in_flight.get(crate::placement::OpKind::Replica), 3);
+}
+
+/// A learner its leader reports still catching up is not promoted (its add is not done, and is
+/// sent again, as PD does) until a report says it caught up; a pending mark past the report's
+/// peers is refused and changes nothing.
+#[test]
+fn a_learner_catching_up_is_promoted_only_once_caught_up() {
+    let index = RangeIndex::new();
+    let stores = view(&[(1, 0), (2, 0), (3, 0)]);
+    let mut shard = Shard::new();
+    let mut ids = 700..;
+    let short = region(1, b"", b"", 1, &[1, 2]);
+    let stats = RegionStats::default();
+    let op = shard
+        .heartbeat(&short, stats, &stores.at(0), &index, &mut || ids.next())
+        .unwrap()
+        .operator;
+    let Some(Operator::AddPeer(learner)) = op.clone() else {
+        panic!("{op:?}")
+    };
+    assert_eq!(learner.role, PeerRole::Learner);
+    let mut added = short.clone();
+    added.epoch.conf_ver += 1;
+    added.peers.push(learner.clone());
+    let catching_up = RegionStats {
+        pending: RegionStats::pending_mask(&added, [learner.id]),
+        ..stats
+    };
+    assert_eq!(catching_up.pending, 0b100);
+    for at in [10, 20] {
+        let out = shard
+            .heartbeat(&added, catching_up, &stores.at(at), &index, &mut || {
+                ids.next()
+            })
+            .unwrap();
+        assert_eq!(out.operator, op, "promoted while catching up");
+    }
+    let beyond = RegionStats {
+        pending: 0b1000,
+        ..stats
+    };
+    let refused = shard.heartbeat(&added, beyond, &stores.at(25), &index, &mut || ids.next());
+    assert!(
+        matches!(refused, Err(RegionError::Invalid(1, _))),
+        "{refused:?}"
+    );
+    let out = shard
+        .heartbeat(&added, stats, &stores.at(30), &index, &mut || ids.next())
+        .unwrap();
+    let promote = Operator::AddPeer(Peer {
+        role: PeerRole::Voter,
+        ..learner
+    });
+    assert_eq!(out.operator, Some(promote));
 }

@@ -88,12 +88,15 @@ pub fn leader_to(r: &Region) -> Option<metapb::Peer> {
     r.leader_peer().map(peer_to)
 }
 
-pub fn region_stats_from(req: &pdpb::RegionHeartbeatRequest) -> RegionStats {
+/// The sizes of a heartbeat whose region converted to `region`. A pending peer that is not
+/// one of the region's peers cannot be caught up to anything and is passed over.
+pub fn region_stats_from(req: &pdpb::RegionHeartbeatRequest, region: &Region) -> RegionStats {
     RegionStats {
         approximate_size: req.approximate_size,
         approximate_keys: req.approximate_keys,
         written_bytes: req.bytes_written,
         written_keys: req.keys_written,
+        pending: RegionStats::pending_mask(region, req.pending_peers.iter().map(|p| p.id)),
     }
 }
 

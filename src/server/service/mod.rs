@@ -247,6 +247,7 @@ mod tests {
             approximate_keys: 9,
             written_bytes: 10,
             written_keys: 11,
+            pending: 1,
         };
         let req = Request::RegionHeartbeat {
             region: region.clone(),

@@ -83,7 +83,10 @@ impl PdService {
                     return;
                 };
                 match convert::region_from(region_pb, req.leader.as_ref()) {
-                    Ok(region) => items.push((region, convert::region_stats_from(&req))),
+                    Ok(region) => {
+                        let stats = convert::region_stats_from(&req, &region);
+                        items.push((region, stats));
+                    }
                     Err(e) => {
                         let _ = tx.send(Err(bad(e))).await;
                         return;
