@@ -6,13 +6,12 @@
 //! ([`Shard::order_beside_admin`]). Pure, as the shard is: the caller passes the clock, the
 //! stores and the id source. Planning is `schedule::admin`'s.
 
-use super::{Order, OrderRefused, Ordered, Shard};
+use super::{Names, Order, OrderRefused, Ordered, Shard};
 use crate::placement::op_status::{OpRecord, OpStatus};
 use crate::placement::operator::{OpKind, Operator, Step};
 use crate::placement::region::Epoch;
 use crate::placement::schedule::{
-    self, admin_plan, AdminAsk, AdminPlan, AdminRefused, Cluster, RegionInput, NEW_PEER,
-    SCATTER_DESC,
+    self, admin_plan, AdminAsk, AdminPlan, AdminRefused, Cluster, NEW_PEER, SCATTER_DESC,
 };
 
 /// One running operator as PD's API shows it.
@@ -65,11 +64,7 @@ impl Shard {
             .filter(|e| e.route.is_current())
             .ok_or(AdminRefused::RegionNotFound(id))?;
         let region = entry.route.region();
-        let input = RegionInput {
-            region: &region,
-            pending_peers: &[],
-            size_mib: u64::from(entry.sizes.size_kib) / 1024,
-        };
+        let input = entry.input(&region);
         let AdminPlan {
             mut plan,
             desc,
@@ -95,26 +90,21 @@ impl Shard {
                 };
             }
         }
-        if entry.pending.is_some() {
-            schedule::cancel(c, &mut entry.pending);
-            self.ops.end(id, OpStatus::Replace, c.now_ms);
-        }
-        let d = schedule::start_admin_plan(c, &input, plan, &mut entry.pending);
-        if !d.started {
-            return Err(AdminRefused::AddOperator);
-        }
-        self.ops.start(
+        let names = Names {
+            desc,
+            kind,
+            group: None,
+        };
+        super::start(
+            &mut self.ops,
             id,
-            OpRecord {
-                desc,
-                kind,
-                status: OpStatus::Running,
-                group: None,
-                epoch: region.epoch,
-                at_ms: c.now_ms,
-            },
-        );
-        Ok(d.step)
+            entry,
+            &region,
+            c,
+            names,
+            |input, slot| schedule::start_admin_plan(c, input, plan, slot),
+        )
+        .ok_or(AdminRefused::AddOperator)
     }
 
     /// Cancels the running operator of `region`, or of every region this shard owns (PD's
