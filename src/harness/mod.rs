@@ -20,9 +20,9 @@ mod server;
 pub use bootstrap::{bootstrap_one_region, first_region, up_store};
 pub use cluster::{Cluster, ClusterNode};
 pub use etcd::{assert_needs_etcd, EtcdProcess, EtcdTlsFiles, MERIDIAN_PREFIX, ROOT_PASSWORD};
-pub use pd::{connect_when_placement_loads, pd_header};
+pub use pd::{alloc_id, connect_when_placement_loads, pd_header};
 pub use proxy::{FaultProxy, LinkFault};
-pub use records::{metapb_peer, metapb_region};
+pub use records::{metapb_peer, metapb_region, metapb_store};
 pub use resource_groups::{null_keyspace, ru_group, token_request};
 pub use server::ServerProcess;
 

@@ -5,27 +5,11 @@
 //! status and words; only `admin` may change anything.
 
 use super::*;
+use meridian::harness::{metapb_peer as peer, metapb_store as store};
 use meridian::kvproto::{eraftpb, metapb};
 use meridian::tls::cert::Role;
 use serde_json::{json, Value};
 use tokio_stream::StreamExt;
-
-fn peer(id: u64, store_id: u64) -> metapb::Peer {
-    metapb::Peer {
-        id,
-        store_id,
-        ..Default::default()
-    }
-}
-
-fn store(id: u64) -> metapb::Store {
-    metapb::Store {
-        id,
-        address: format!("127.0.0.1:{}", 20160 + id),
-        version: "8.5.0".into(),
-        ..Default::default()
-    }
-}
 
 async fn store_beat(pd: &mut PdClient<Channel>, h: Option<pdpb::RequestHeader>, id: u64) {
     let stats = pdpb::StoreStats {
@@ -143,12 +127,9 @@ async fn operators_are_created_listed_sent_to_the_leader_and_cancelled_as_in_pd(
 
     // Ids as stores take them (every id up to 20 is then known), stores 1-4, region 10.
     for _ in 0..20 {
-        n.pd.alloc_id(pdpb::AllocIdRequest {
-            header: h.clone(),
-            ..Default::default()
-        })
-        .await
-        .unwrap();
+        meridian::harness::alloc_id(&mut n.pd, n.cluster_id)
+            .await
+            .unwrap();
     }
     let boot = metapb::Region {
         peers: vec![peer(11, 1)],
