@@ -34,11 +34,7 @@ struct Pki {
 
 impl Pki {
     fn new(dir: &Path) -> Pki {
-        std::fs::create_dir_all(dir).unwrap();
-        let ca = cert::create_ca("operator CA").unwrap();
-        cert::write_pair(dir, "ca", &ca).unwrap();
-        let node = cert::create_node(&ca, &["localhost".into(), "127.0.0.1".into()]).unwrap();
-        cert::write_pair(dir, "node", &node).unwrap();
+        let ca = harness::ca_and_node(dir, "operator CA").unwrap();
         Pki {
             dir: dir.to_path_buf(),
             ca,
