@@ -5,7 +5,9 @@
 
 use std::time::{Duration, Instant};
 
-use meridian::harness::{metapb_peer as peer, metapb_store as store, pd_header as header};
+use meridian::harness::{
+    metapb_peer as peer, metapb_region, metapb_store as store, pd_header as header,
+};
 use meridian::harness::{test_binary, ServerProcess};
 use meridian::kvproto::metapb;
 use meridian::kvproto::pdpb::{self, pd_client::PdClient};
@@ -114,15 +116,8 @@ async fn a_down_stores_repair_is_pushed_to_the_leaders_stream_without_a_heartbea
         }
     });
 
-    let region = metapb::Region {
-        id: 10,
-        region_epoch: Some(metapb::RegionEpoch {
-            conf_ver: 3,
-            version: 1,
-        }),
-        peers: vec![peer(11, 1), peer(12, 2), peer(13, 3)],
-        ..Default::default()
-    };
+    let peers = vec![peer(11, 1), peer(12, 2), peer(13, 3)];
+    let region = metapb_region(10, b"", b"", (3, 1), peers);
     let (tx, rx) = tokio::sync::mpsc::channel(4);
     tx.send(pdpb::RegionHeartbeatRequest {
         header: header(cluster_id),

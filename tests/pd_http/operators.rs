@@ -5,7 +5,7 @@
 //! status and words; only `admin` may change anything.
 
 use super::*;
-use meridian::harness::{metapb_peer as peer, metapb_store as store};
+use meridian::harness::{metapb_peer as peer, metapb_region, metapb_store as store};
 use meridian::kvproto::{eraftpb, metapb};
 use meridian::tls::cert::Role;
 use serde_json::{json, Value};
@@ -29,15 +29,8 @@ async fn store_beat(pd: &mut PdClient<Channel>, h: Option<pdpb::RequestHeader>, 
 
 /// Region 10 over every key, voters on stores 1-3 (peers 11-13), led on store 1.
 fn region_10() -> metapb::Region {
-    metapb::Region {
-        id: 10,
-        region_epoch: Some(metapb::RegionEpoch {
-            conf_ver: 3,
-            version: 1,
-        }),
-        peers: vec![peer(11, 1), peer(12, 2), peer(13, 3)],
-        ..Default::default()
-    }
+    let peers = vec![peer(11, 1), peer(12, 2), peer(13, 3)];
+    metapb_region(10, b"", b"", (3, 1), peers)
 }
 
 /// `POST /operators` with `body`: its status and its JSON string.
