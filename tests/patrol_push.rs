@@ -5,6 +5,9 @@
 
 use std::time::{Duration, Instant};
 
+use meridian::harness::{
+    metapb_peer as peer, metapb_region, metapb_store as store, pd_header as header,
+};
 use meridian::harness::{test_binary, ServerProcess};
 use meridian::kvproto::metapb;
 use meridian::kvproto::pdpb::{self, pd_client::PdClient};
@@ -12,30 +15,6 @@ use meridian::pd_grpc;
 use meridian::tls::Trust;
 use tokio_stream::StreamExt;
 use tonic::transport::Channel;
-
-fn header(cluster_id: u64) -> Option<pdpb::RequestHeader> {
-    Some(pdpb::RequestHeader {
-        cluster_id,
-        ..Default::default()
-    })
-}
-
-fn store(id: u64) -> metapb::Store {
-    metapb::Store {
-        id,
-        address: format!("127.0.0.1:{}", 20160 + id),
-        version: "8.5.0".into(),
-        ..Default::default()
-    }
-}
-
-fn peer(id: u64, store_id: u64) -> metapb::Peer {
-    metapb::Peer {
-        id,
-        store_id,
-        ..Default::default()
-    }
-}
 
 async fn store_beat(pd: &mut PdClient<Channel>, cluster_id: u64, id: u64) {
     let stats = pdpb::StoreStats {
@@ -137,15 +116,8 @@ async fn a_down_stores_repair_is_pushed_to_the_leaders_stream_without_a_heartbea
         }
     });
 
-    let region = metapb::Region {
-        id: 10,
-        region_epoch: Some(metapb::RegionEpoch {
-            conf_ver: 3,
-            version: 1,
-        }),
-        peers: vec![peer(11, 1), peer(12, 2), peer(13, 3)],
-        ..Default::default()
-    };
+    let peers = vec![peer(11, 1), peer(12, 2), peer(13, 3)];
+    let region = metapb_region(10, b"", b"", (3, 1), peers);
     let (tx, rx) = tokio::sync::mpsc::channel(4);
     tx.send(pdpb::RegionHeartbeatRequest {
         header: header(cluster_id),

@@ -9,7 +9,7 @@ use std::time::{Duration, SystemTime};
 
 use meridian::admin::AdminClient;
 use meridian::client::{Client, ClientError, ClientOptions};
-use meridian::harness::{test_binary, up_store, EtcdProcess, ServerProcess};
+use meridian::harness::{self, test_binary, up_store, EtcdProcess, ServerProcess};
 use meridian::kvproto::pdpb;
 use meridian::pd_grpc;
 use meridian::placement::{Epoch, Peer, PeerRole, Region, RegionStats, Store};
@@ -26,10 +26,7 @@ struct Certs {
 
 impl Certs {
     fn new(dir: &Path) -> Certs {
-        let ca = cert::create_ca("test cluster CA").unwrap();
-        cert::write_pair(dir, "ca", &ca).unwrap();
-        let node = cert::create_node(&ca, &["localhost".into(), "127.0.0.1".into()]).unwrap();
-        cert::write_pair(dir, "node", &node).unwrap();
+        let ca = harness::ca_and_node(dir, "test cluster CA").unwrap();
         Certs {
             dir: dir.to_path_buf(),
             ca,

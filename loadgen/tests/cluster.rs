@@ -3,31 +3,20 @@
 //! every random key; and once the simulated stores fall silent past max-store-down-time, they
 //! are Down and a heartbeat gets a RemovePeer operator.
 
+mod common;
+
 use std::time::Duration;
 
 use loadgen::args::Protocol;
 use loadgen::cluster::{self, ClusterArgs};
 use loadgen::route::{self, RouteArgs, Rpc};
-use loadgen::target::TargetArgs;
-use meridian::harness::{test_binary, ServerProcess};
 use meridian::placement::{RegionStats, StoreState};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn simulated_cluster_heartbeats_routes_and_sees_stores_go_down() {
     let tmp = tempfile::tempdir().unwrap();
-    let data = tmp.path().join("data");
-    let config = tmp.path().join("meridian.toml");
-    std::fs::write(&config, "[schedule]\nmax_store_down_time_ms = 1500\n").unwrap();
-    let args: Vec<String> = ["--cores", "2", "--config", config.to_str().unwrap()]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-    let server = ServerProcess::start_with(test_binary(), &data, "127.0.0.1:0", &args).unwrap();
-    let target = TargetArgs {
-        endpoints: vec![server.client_addr.clone()],
-        ca: Some(data.join("tls/ca.pem")),
-        insecure: false,
-    };
+    let config = "[schedule]\nmax_store_down_time_ms = 1500\n";
+    let (server, target) = common::start_server(tmp.path(), config);
     let mut args = ClusterArgs {
         target: target.clone(),
         stores: 6,

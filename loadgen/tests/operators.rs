@@ -10,15 +10,16 @@
 //!   region has two peers on one store or fewer than 2 healthy voters, and no remove takes the
 //!   leader's peer.
 
+mod common;
+
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use loadgen::args::Protocol;
 use loadgen::cluster::{self, ClusterArgs, Fleet};
-use loadgen::target::TargetArgs;
 use meridian::client::Client;
-use meridian::harness::{connect_when_placement_loads, pd_header, test_binary, ServerProcess};
+use meridian::harness::{connect_when_placement_loads, pd_header, test_binary};
 use meridian::kvproto::pdpb;
 use meridian::placement::{PeerRole, Region, Store, StoreState, StoreStatus};
 
@@ -176,19 +177,8 @@ fn ctl_store_delete(endpoint: &str, data: &Path, store: u64) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stores_carrying_out_operators_are_repaired_drained_and_filled_safely() {
     let tmp = tempfile::tempdir().unwrap();
+    let (server, target) = common::start_server(tmp.path(), CONFIG);
     let data = tmp.path().join("data");
-    let config = tmp.path().join("meridian.toml");
-    std::fs::write(&config, CONFIG).unwrap();
-    let flags: Vec<String> = ["--cores", "2", "--config", config.to_str().unwrap()]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-    let server = ServerProcess::start_with(test_binary(), &data, "127.0.0.1:0", &flags).unwrap();
-    let target = TargetArgs {
-        endpoints: vec![server.client_addr.clone()],
-        ca: Some(data.join("tls/ca.pem")),
-        insecure: false,
-    };
     let client = target.connect().await.unwrap();
     let (stores, regions) = cluster::setup(&client, STORES, REGIONS).await.unwrap();
     let fleet = Fleet::new(&stores, &regions, CATCH_UP);

@@ -15,8 +15,14 @@ pub async fn first_region(client: &Client) -> anyhow::Result<Region> {
         client.alloc_id().await?,
         client.alloc_id().await?,
     );
-    Ok(Region {
-        id: region_id,
+    Ok(one_voter_region(region_id, peer_id, store_id))
+}
+
+/// Region `id` over the whole key space at epoch 1/1, with a single voter `peer_id` on
+/// `store_id` that leads it: the region a cluster is bootstrapped with.
+pub fn one_voter_region(id: u64, peer_id: u64, store_id: u64) -> Region {
+    Region {
+        id,
         start_key: vec![],
         end_key: vec![],
         epoch: Epoch {
@@ -29,7 +35,7 @@ pub async fn first_region(client: &Client) -> anyhow::Result<Region> {
             role: PeerRole::Voter,
         }],
         leader: Some(peer_id),
-    })
+    }
 }
 
 /// Bootstraps the cluster with one store at `store_address` holding [`first_region`]; returns

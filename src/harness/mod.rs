@@ -1,7 +1,8 @@
 //! Real processes for demos and end-to-end tests: `meridian serve` and `etcd` on loopback ports
 //! in temp dirs, stopped gracefully or killed, and always reaped when dropped; the callers a
-//! test points at them (certificates from a node's CA, a PD gRPC client once placement has
-//! loaded), and the records and resource-group messages PD's clients send them.
+//! test points at them (certificates from a node's CA or an operator's own, a PD gRPC client
+//! once placement has loaded), and the records and resource-group messages PD's clients send
+//! them.
 //!
 //! Test support, compiled only with the `testkit` feature (the tests, loadgen, interop and the
 //! operator's tests turn it on): the server never calls it, and it must not hold anything the
@@ -12,17 +13,19 @@ mod callers;
 mod cluster;
 mod etcd;
 mod pd;
+mod pki;
 mod proxy;
 mod records;
 mod resource_groups;
 mod server;
 
-pub use bootstrap::{bootstrap_one_region, first_region, up_store};
+pub use bootstrap::{bootstrap_one_region, first_region, one_voter_region, up_store};
 pub use cluster::{Cluster, ClusterNode};
 pub use etcd::{assert_needs_etcd, EtcdProcess, EtcdTlsFiles, MERIDIAN_PREFIX, ROOT_PASSWORD};
-pub use pd::{connect_when_placement_loads, pd_header};
+pub use pd::{alloc_id, connect_when_placement_loads, pd_header};
+pub use pki::ca_and_node;
 pub use proxy::{FaultProxy, LinkFault};
-pub use records::{metapb_peer, metapb_region};
+pub use records::{buckets_report, metapb_peer, metapb_region, metapb_store};
 pub use resource_groups::{null_keyspace, ru_group, token_request};
 pub use server::ServerProcess;
 

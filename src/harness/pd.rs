@@ -1,7 +1,8 @@
 //! A PD gRPC client to a harness node as PD's own clients hold one: the request header that
-//! carries the cluster id, and a connection that waits until placement has loaded (a node
-//! serves before it has, and answers `Unavailable` until then). Owns only reaching the node;
-//! what is called on it, and what the answers must be, is the test's.
+//! carries the cluster id, a connection that waits until placement has loaded (a node serves
+//! before it has, and answers `Unavailable` until then), and the one id a TiKV store asks
+//! `AllocId` for. Owns only reaching the node and that call; what else is called on it, and
+//! what the answers must be, is the test's.
 
 use std::time::{Duration, Instant};
 
@@ -43,4 +44,29 @@ pub async fn connect_when_placement_loads(
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     Ok((pd, cluster_id))
+}
+
+/// One id from `AllocId`, asked for as a TiKV store asks (count 0): an error when the call
+/// fails, its reply has no header or PD's error in it, or it sets the count, which PD sets only
+/// for batches.
+pub async fn alloc_id(pd: &mut PdClient<Channel>, cluster_id: u64) -> anyhow::Result<u64> {
+    let r = pd
+        .alloc_id(pdpb::AllocIdRequest {
+            header: pd_header(cluster_id),
+            count: 0,
+        })
+        .await?
+        .into_inner();
+    let header = r
+        .header
+        .ok_or_else(|| anyhow::anyhow!("AllocId: no reply header"))?;
+    if let Some(e) = header.error {
+        anyhow::bail!("AllocId: PD's error {e:?}");
+    }
+    anyhow::ensure!(
+        r.count == 0,
+        "AllocId: count {} for one id (PD sets it only for batches)",
+        r.count
+    );
+    Ok(r.id)
 }

@@ -5,25 +5,7 @@
 //! when the store closes it, and refused as PD refuses it.
 
 use super::*;
-
-fn report(
-    h: Option<pdpb::RequestHeader>,
-    region_id: u64,
-    version: u64,
-    keys: &[&[u8]],
-) -> pdpb::ReportBucketsRequest {
-    pdpb::ReportBucketsRequest {
-        header: h,
-        region_epoch: None,
-        buckets: Some(metapb::Buckets {
-            region_id,
-            version,
-            keys: keys.iter().map(|k| k.to_vec()).collect(),
-            period_in_ms: 10_000,
-            ..Default::default()
-        }),
-    }
-}
+use meridian::harness::buckets_report as report;
 
 impl Node {
     async fn report_buckets(

@@ -32,7 +32,9 @@ use std::path::Path;
 use std::time::Duration;
 
 // The records every file here sends, under short names.
-use meridian::harness::{connect_when_placement_loads, pd_header, test_binary, ServerProcess};
+use meridian::harness::{
+    self, connect_when_placement_loads, pd_header, test_binary, ServerProcess,
+};
 use meridian::harness::{metapb_peer as peer, metapb_region as region};
 use meridian::kvproto::metapb;
 use meridian::kvproto::pdpb::{self, pd_client::PdClient};
@@ -86,18 +88,9 @@ impl Node {
     }
 
     async fn alloc_id(&mut self) -> u64 {
-        let r = self
-            .pd
-            .alloc_id(pdpb::AllocIdRequest {
-                header: self.h(),
-                count: 0,
-            })
+        harness::alloc_id(&mut self.pd, self.cluster_id)
             .await
             .unwrap()
-            .into_inner();
-        assert_eq!(error_type(&r.header), None);
-        assert_eq!(r.count, 0, "PD sets count only for batches");
-        r.id
     }
 
     async fn get_region(&mut self, key: &[u8]) -> pdpb::GetRegionResponse {

@@ -153,6 +153,32 @@ async fn get(addr: &str, trust: &Trust, proto: Proto, path: &str) -> Answer {
     a
 }
 
+/// A request with a JSON body (or none) over HTTP/2.
+async fn call(
+    addr: &str,
+    trust: &Trust,
+    method: Method,
+    path: &str,
+    body: Option<&serde_json::Value>,
+) -> Answer {
+    let body = body.map(serde_json::Value::to_string).unwrap_or_default();
+    tokio::time::timeout(
+        Duration::from_secs(10),
+        send(
+            addr,
+            trust,
+            Proto::H2,
+            method,
+            path,
+            &[("content-type", "application/json")],
+            &body,
+        ),
+    )
+    .await
+    .expect("answered")
+    .unwrap()
+}
+
 /// A GET answered 200 with JSON, the same over HTTP/1.1 and HTTP/2.
 async fn get_json(addr: &str, trust: &Trust, path: &str) -> serde_json::Value {
     let mut seen = Vec::new();

@@ -5,27 +5,11 @@
 //! status and words; only `admin` may change anything.
 
 use super::*;
+use meridian::harness::{metapb_peer as peer, metapb_region, metapb_store as store};
 use meridian::kvproto::{eraftpb, metapb};
 use meridian::tls::cert::Role;
 use serde_json::{json, Value};
 use tokio_stream::StreamExt;
-
-fn peer(id: u64, store_id: u64) -> metapb::Peer {
-    metapb::Peer {
-        id,
-        store_id,
-        ..Default::default()
-    }
-}
-
-fn store(id: u64) -> metapb::Store {
-    metapb::Store {
-        id,
-        address: format!("127.0.0.1:{}", 20160 + id),
-        version: "8.5.0".into(),
-        ..Default::default()
-    }
-}
 
 async fn store_beat(pd: &mut PdClient<Channel>, h: Option<pdpb::RequestHeader>, id: u64) {
     let stats = pdpb::StoreStats {
@@ -45,41 +29,8 @@ async fn store_beat(pd: &mut PdClient<Channel>, h: Option<pdpb::RequestHeader>, 
 
 /// Region 10 over every key, voters on stores 1-3 (peers 11-13), led on store 1.
 fn region_10() -> metapb::Region {
-    metapb::Region {
-        id: 10,
-        region_epoch: Some(metapb::RegionEpoch {
-            conf_ver: 3,
-            version: 1,
-        }),
-        peers: vec![peer(11, 1), peer(12, 2), peer(13, 3)],
-        ..Default::default()
-    }
-}
-
-/// A request with a JSON body (or none) over HTTP/2.
-async fn call(
-    addr: &str,
-    trust: &Trust,
-    method: Method,
-    path: &str,
-    body: Option<&Value>,
-) -> Answer {
-    let body = body.map(Value::to_string).unwrap_or_default();
-    tokio::time::timeout(
-        Duration::from_secs(10),
-        send(
-            addr,
-            trust,
-            Proto::H2,
-            method,
-            path,
-            &[("content-type", "application/json")],
-            &body,
-        ),
-    )
-    .await
-    .expect("answered")
-    .unwrap()
+    let peers = vec![peer(11, 1), peer(12, 2), peer(13, 3)];
+    metapb_region(10, b"", b"", (3, 1), peers)
 }
 
 /// `POST /operators` with `body`: its status and its JSON string.
@@ -99,6 +50,37 @@ async fn post(addr: &str, trust: &Trust, body: Value) -> (StatusCode, String) {
         .unwrap_or_else(|| a.text());
     (a.status, text)
 }
+
+/// `method path` with `body` (or none): asserts its status and that its body is the JSON string
+/// `said`, as PD answers.
+async fn expect(
+    addr: &str,
+    trust: &Trust,
+    method: Method,
+    path: &str,
+    body: Option<&Value>,
+    (status, said): (StatusCode, &str),
+) {
+    let a = call(addr, trust, method.clone(), path, body).await;
+    assert_eq!(
+        (a.status, a.json()),
+        (status, json!(said)),
+        "{method} {path}: {}",
+        a.text()
+    );
+}
+
+/// `POST /operators` with `body`: asserts PD's word that the operator is created.
+async fn created(addr: &str, trust: &Trust, body: Value) {
+    let ok = (StatusCode::OK, "The operator is created.");
+    expect(addr, trust, Method::POST, OPERATORS, Some(&body), ok).await;
+}
+
+const OPERATORS: &str = "/pd/api/v1/operators";
+const NOT_FOUND: (StatusCode, &str) = (
+    StatusCode::INTERNAL_SERVER_ERROR,
+    "[PD:operator:ErrOperatorNotFound]operator not found",
+);
 
 /// Reads the heartbeat stream until a reply for region 10 that `wanted` accepts.
 async fn leader_gets(
@@ -138,12 +120,9 @@ async fn operators_are_created_listed_sent_to_the_leader_and_cancelled_as_in_pd(
 
     // Ids as stores take them (every id up to 20 is then known), stores 1-4, region 10.
     for _ in 0..20 {
-        n.pd.alloc_id(pdpb::AllocIdRequest {
-            header: h.clone(),
-            ..Default::default()
-        })
-        .await
-        .unwrap();
+        meridian::harness::alloc_id(&mut n.pd, n.cluster_id)
+            .await
+            .unwrap();
     }
     let boot = metapb::Region {
         peers: vec![peer(11, 1)],
@@ -209,42 +188,15 @@ async fn operators_are_created_listed_sent_to_the_leader_and_cancelled_as_in_pd(
         get_json(&addr, &admin, "/pd/api/v1/operators").await,
         json!([])
     );
-    let a = call(&addr, &admin, Method::GET, "/pd/api/v1/operators/10", None).await;
-    assert_eq!(a.status, StatusCode::INTERNAL_SERVER_ERROR);
-    assert_eq!(
-        a.json(),
-        "[PD:operator:ErrOperatorNotFound]operator not found"
-    );
-
-    let a = call(
-        &addr,
-        &admin,
-        Method::GET,
-        "/pd/api/v1/operators/records",
-        None,
-    )
-    .await;
-    assert_eq!(
-        a.status,
-        StatusCode::INTERNAL_SERVER_ERROR,
-        "none ended yet: PD's 500"
-    );
-    assert_eq!(
-        a.json(),
-        "[PD:operator:ErrOperatorNotFound]operator not found"
-    );
+    let op_10 = "/pd/api/v1/operators/10";
+    expect(&addr, &admin, Method::GET, op_10, None, NOT_FOUND).await;
+    // None ended yet: PD's 500.
+    let records = "/pd/api/v1/operators/records";
+    expect(&addr, &admin, Method::GET, records, None, NOT_FOUND).await;
 
     // transfer-leader to store 2: created, listed, shown, and sent to the leader.
-    let (status, said) = post(
-        &addr,
-        &admin,
-        json!({"name": "transfer-leader", "region_id": 10, "to_store_id": 2}),
-    )
-    .await;
-    assert_eq!(
-        (status, said.as_str()),
-        (StatusCode::OK, "The operator is created.")
-    );
+    let body = json!({"name": "transfer-leader", "region_id": 10, "to_store_id": 2});
+    created(&addr, &admin, body).await;
     let listed = get_json(&addr, &admin, "/pd/api/v1/operators").await;
     let ops = listed.as_array().unwrap();
     assert_eq!(ops.len(), 1, "{listed}");
@@ -298,17 +250,12 @@ async fn operators_are_created_listed_sent_to_the_leader_and_cancelled_as_in_pd(
     assert_eq!(sent.target_peer.unwrap().store_id, 1, "to the leader");
 
     // A second admin operator on the region is refused while the first runs.
-    let (status, said) = post(
-        &addr,
-        &admin,
-        json!({"name": "add-peer", "region_id": 10, "store_id": 4}),
-    )
-    .await;
-    assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR);
-    assert_eq!(
-        said,
-        "[PD:operator:ErrAddOperator]failed to add operator, maybe already have one"
+    let body = json!({"name": "add-peer", "region_id": 10, "store_id": 4});
+    let refused = (
+        StatusCode::INTERNAL_SERVER_ERROR,
+        "[PD:operator:ErrAddOperator]failed to add operator, maybe already have one",
     );
+    expect(&addr, &admin, Method::POST, OPERATORS, Some(&body), refused).await;
 
     // A client certificate reads but changes nothing.
     let client = super::roles::holder(&data, "tidb", &[Role::Client]);
@@ -330,16 +277,8 @@ async fn operators_are_created_listed_sent_to_the_leader_and_cancelled_as_in_pd(
     );
 
     // DELETE cancels it: gone from the list, its status kept; a second DELETE finds nothing.
-    let a = call(
-        &addr,
-        &admin,
-        Method::DELETE,
-        "/pd/api/v1/operators/10",
-        None,
-    )
-    .await;
-    assert_eq!(a.status, StatusCode::OK, "{}", a.text());
-    assert_eq!(a.json(), "The pending operator is canceled.");
+    let cancelled = (StatusCode::OK, "The pending operator is canceled.");
+    expect(&addr, &admin, Method::DELETE, op_10, None, cancelled).await;
     assert_eq!(
         get_json(&addr, &admin, "/pd/api/v1/operators").await,
         json!([])
@@ -352,19 +291,7 @@ async fn operators_are_created_listed_sent_to_the_leader_and_cancelled_as_in_pd(
             .starts_with("status: CANCEL, operator: admin-transfer-leader"),
         "{status}"
     );
-    let a = call(
-        &addr,
-        &admin,
-        Method::DELETE,
-        "/pd/api/v1/operators/10",
-        None,
-    )
-    .await;
-    assert_eq!(a.status, StatusCode::INTERNAL_SERVER_ERROR);
-    assert_eq!(
-        a.json(),
-        "[PD:operator:ErrOperatorNotFound]operator not found"
-    );
+    expect(&addr, &admin, Method::DELETE, op_10, None, NOT_FOUND).await;
     let records = get_json(&addr, &admin, "/pd/api/v1/operators/records?from=0").await;
     let first = records[0].as_str().unwrap();
     assert!(
@@ -372,29 +299,16 @@ async fn operators_are_created_listed_sent_to_the_leader_and_cancelled_as_in_pd(
         "{records}"
     );
     assert!(first.ends_with("status:CANCEL)"), "{first}");
-    let a = call(
-        &addr,
-        &admin,
-        Method::GET,
-        "/pd/api/v1/operators/records?from=x",
-        None,
-    )
-    .await;
-    assert_eq!(a.status, StatusCode::BAD_REQUEST);
-    assert_eq!(a.json(), "strconv.ParseInt: parsing \"x\": invalid syntax");
+    let bad = (
+        StatusCode::BAD_REQUEST,
+        "strconv.ParseInt: parsing \"x\": invalid syntax",
+    );
+    let from_x = "/pd/api/v1/operators/records?from=x";
+    expect(&addr, &admin, Method::GET, from_x, None, bad).await;
 
     // add-peer: a learner on store 4 first, sent to the leader as PD's AddLearnerNode.
-    let (status, said) = post(
-        &addr,
-        &admin,
-        json!({"name": "add-peer", "region_id": 10, "store_id": 4}),
-    )
-    .await;
-    assert_eq!(
-        (status, said.as_str()),
-        (StatusCode::OK, "The operator is created."),
-        "{said}"
-    );
+    let body = json!({"name": "add-peer", "region_id": 10, "store_id": 4});
+    created(&addr, &admin, body).await;
     tx.send(beat.clone()).await.unwrap();
     let sent = leader_gets(&mut replies, |r| r.change_peer.is_some()).await;
     let change = sent.change_peer.unwrap();
@@ -411,25 +325,24 @@ async fn operators_are_created_listed_sent_to_the_leader_and_cancelled_as_in_pd(
             .starts_with("admin-add-peer {add peer: store [4]} (kind:admin,region,"),
         "{listed}"
     );
-    let a = call(&addr, &admin, Method::DELETE, "/pd/api/v1/operators", None).await;
-    assert_eq!(a.json(), "All pending operators are canceled.");
+    let all_cancelled = (StatusCode::OK, "All pending operators are canceled.");
+    expect(
+        &addr,
+        &admin,
+        Method::DELETE,
+        OPERATORS,
+        None,
+        all_cancelled,
+    )
+    .await;
     assert_eq!(
         get_json(&addr, &admin, "/pd/api/v1/operators").await,
         json!([])
     );
 
     // split-region with policy usekey: the leader is asked to split at "m".
-    let (status, said) = post(
-        &addr,
-        &admin,
-        json!({"name": "split-region", "region_id": 10, "policy": "usekey", "keys": ["6d"]}),
-    )
-    .await;
-    assert_eq!(
-        (status, said.as_str()),
-        (StatusCode::OK, "The operator is created."),
-        "{said}"
-    );
+    let body = json!({"name": "split-region", "region_id": 10, "policy": "usekey", "keys": ["6d"]});
+    created(&addr, &admin, body).await;
     tx.send(beat.clone()).await.unwrap();
     let sent = leader_gets(&mut replies, |r| r.split_region.is_some()).await;
     assert_eq!(sent.split_region.unwrap().keys, vec![b"m".to_vec()]);
@@ -440,33 +353,24 @@ async fn operators_are_created_listed_sent_to_the_leader_and_cancelled_as_in_pd(
         ),
         "{listed}"
     );
-    let a = call(
-        &addr,
-        &admin,
-        Method::DELETE,
-        "/pd/api/v1/operators/10",
-        None,
-    )
-    .await;
-    assert_eq!(a.status, StatusCode::OK);
+    expect(&addr, &admin, Method::DELETE, op_10, None, cancelled).await;
 
     // transfer-region with every store's role: store 3's peer moves to store 4, leader kept.
-    let (status, said) = post(
-        &addr,
-        &admin,
-        json!({"name": "transfer-region", "region_id": 10, "to_store_ids": [1, 2, 4],
-               "peer_roles": ["leader", "voter", "voter"]}),
-    )
-    .await;
-    assert_eq!(
-        (status, said.as_str()),
-        (StatusCode::OK, "The operator is created."),
-        "{said}"
-    );
+    let body = json!({"name": "transfer-region", "region_id": 10, "to_store_ids": [1, 2, 4],
+                      "peer_roles": ["leader", "voter", "voter"]});
+    created(&addr, &admin, body).await;
     let listed = get_json(&addr, &admin, "/pd/api/v1/operators?object").await;
     assert_eq!(listed[0]["brief"], "mv peer: store [3] to [4]", "{listed}");
     assert_eq!(listed[0]["desc"], "admin-move-region");
-    call(&addr, &admin, Method::DELETE, "/pd/api/v1/operators", None).await;
+    expect(
+        &addr,
+        &admin,
+        Method::DELETE,
+        OPERATORS,
+        None,
+        all_cancelled,
+    )
+    .await;
 
     // Bad input: PD's status and words.
     for (body, want_status, want) in [
@@ -598,12 +502,19 @@ async fn operators_are_created_listed_sent_to_the_leader_and_cancelled_as_in_pd(
         StatusCode::BAD_REQUEST,
         "an empty body is not JSON"
     );
-    let a = call(&addr, &admin, Method::GET, "/pd/api/v1/operators/abc", None).await;
-    assert_eq!(a.status, StatusCode::BAD_REQUEST);
-    assert_eq!(
-        a.json(),
-        "strconv.ParseUint: parsing \"abc\": invalid syntax"
+    let bad = (
+        StatusCode::BAD_REQUEST,
+        "strconv.ParseUint: parsing \"abc\": invalid syntax",
     );
+    expect(
+        &addr,
+        &admin,
+        Method::GET,
+        "/pd/api/v1/operators/abc",
+        None,
+        bad,
+    )
+    .await;
     let a = call(&addr, &admin, Method::GET, "/pd/api/v1/operators/999", None).await;
     assert_eq!(a.status, StatusCode::INTERNAL_SERVER_ERROR);
     // A refusal started nothing.

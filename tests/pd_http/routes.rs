@@ -8,15 +8,9 @@ use serde_json::json;
 
 impl Node {
     async fn alloc_id(&mut self) -> u64 {
-        self.pd
-            .alloc_id(pdpb::AllocIdRequest {
-                header: self.h(),
-                count: 0,
-            })
+        meridian::harness::alloc_id(&mut self.pd, self.cluster_id)
             .await
             .unwrap()
-            .into_inner()
-            .id
     }
 
     /// Store `s` with region `r` (peer `p`) over every key, split at `m`: returns the new left

@@ -6,30 +6,6 @@ use super::*;
 use meridian::placement_rules::{encode_table_key, upper_hex};
 use serde_json::json;
 
-async fn post(
-    addr: &str,
-    trust: &Trust,
-    method: Method,
-    path: &str,
-    body: &serde_json::Value,
-) -> Answer {
-    tokio::time::timeout(
-        Duration::from_secs(10),
-        send(
-            addr,
-            trust,
-            Proto::H2,
-            method,
-            path,
-            &[("content-type", "application/json")],
-            &body.to_string(),
-        ),
-    )
-    .await
-    .expect("answered")
-    .unwrap()
-}
-
 fn table_key(raw: &[u8]) -> String {
     upper_hex(&encode_table_key(raw))
 }
@@ -57,42 +33,49 @@ async fn rules_are_checked_as_pd_checks_them_and_survive_a_restart() {
 
     // A rule PD refuses, in PD's words; nothing changes.
     let bad = json!([{"group_id": "tidb", "id": "t1", "start_key": "", "end_key": "", "role": "voter", "count": 0}]);
-    let a = post(&addr, &trust, Method::POST, "/pd/api/v1/config/rules", &bad).await;
+    let a = call(
+        &addr,
+        &trust,
+        Method::POST,
+        "/pd/api/v1/config/rules",
+        Some(&bad),
+    )
+    .await;
     assert_eq!(a.status, StatusCode::BAD_REQUEST);
     assert_eq!(
         a.json(),
         json!("[PD:placement:ErrRuleContent]invalid rule content, invalid count 0")
     );
     let raw_key = json!([{"group_id": "tidb", "id": "t1", "start_key": "74", "end_key": "", "role": "voter", "count": 1}]);
-    let a = post(
+    let a = call(
         &addr,
         &trust,
         Method::POST,
         "/pd/api/v1/config/rules",
-        &raw_key,
+        Some(&raw_key),
     )
     .await;
     assert_eq!(
         a.json(),
         json!("[PD:placement:ErrRuleContent]invalid rule content, start key should be encoded in table mode: insufficient bytes to decode value")
     );
-    let a = post(
+    let a = call(
         &addr,
         &trust,
         Method::POST,
         "/pd/api/v1/config/rules",
-        &json!({"not": "a list"}),
+        Some(&json!({"not": "a list"})),
     )
     .await;
     assert_eq!(a.status, StatusCode::BAD_REQUEST);
     // Deleting the last rule leaves keys unplaced: PD answers 500 for a rule list it cannot build.
     let del = json!([{"group_id": "pd", "id": "default", "action": "del"}]);
-    let a = post(
+    let a = call(
         &addr,
         &trust,
         Method::POST,
         "/pd/api/v1/config/rules/batch",
-        &del,
+        Some(&del),
     )
     .await;
     assert_eq!(a.status, StatusCode::INTERNAL_SERVER_ERROR);
@@ -112,23 +95,23 @@ async fn rules_are_checked_as_pd_checks_them_and_survive_a_restart() {
         "role": "learner", "count": 1,
         "label_constraints": [{"key": "engine", "op": "in", "values": ["tiflash"]}],
     });
-    let a = post(
+    let a = call(
         &addr,
         &client,
         Method::POST,
         "/pd/api/v1/config/rules",
-        &json!([learner]),
+        Some(&json!([learner])),
     )
     .await;
     assert_eq!(a.status, StatusCode::FORBIDDEN);
 
     // Admin writes: a learner rule, stamped when stored.
-    let a = post(
+    let a = call(
         &addr,
         &trust,
         Method::POST,
         "/pd/api/v1/config/rules",
-        &json!([learner]),
+        Some(&json!([learner])),
     )
     .await;
     assert_eq!(
@@ -153,12 +136,12 @@ async fn rules_are_checked_as_pd_checks_them_and_survive_a_restart() {
         "labels": [{"key": "merge_option", "value": "allow"}],
         "data": [{"start_key": table_key(b"t1"), "end_key": table_key(b"t2")}],
     });
-    let a = post(
+    let a = call(
         &addr,
         &trust,
         Method::PATCH,
         "/pd/api/v1/config/region-label/rules",
-        &json!({"sets": [label], "deletes": []}),
+        Some(&json!({"sets": [label], "deletes": []})),
     )
     .await;
     assert_eq!(
@@ -169,12 +152,12 @@ async fn rules_are_checked_as_pd_checks_them_and_survive_a_restart() {
         )
     );
     let no_id = json!({"sets": [{"labels": [{"key": "k", "value": "v"}], "rule_type": "key-range", "data": []}]});
-    let a = post(
+    let a = call(
         &addr,
         &trust,
         Method::PATCH,
         "/pd/api/v1/config/region-label/rules",
-        &no_id,
+        Some(&no_id),
     )
     .await;
     assert_eq!(
@@ -234,12 +217,12 @@ async fn rules_are_checked_as_pd_checks_them_and_survive_a_restart() {
             "role": "voter", "count": 3,
         }],
     }]);
-    let a = post(
+    let a = call(
         &addr,
         &trust,
         Method::POST,
         "/pd/api/v1/config/placement-rule?partial=true",
-        &bundle,
+        Some(&bundle),
     )
     .await;
     assert_eq!(

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use meridian::admin::AdminClient;
 use meridian::client::{Client, ClientError, ClientOptions};
-use meridian::harness::{pd_header, test_binary, up_store, EtcdProcess, ServerProcess};
+use meridian::harness::{self, pd_header, test_binary, up_store, EtcdProcess, ServerProcess};
 use meridian::kvproto::metapb;
 use meridian::kvproto::pdpb::{self, pd_client::PdClient};
 use meridian::pd_grpc;
@@ -34,11 +34,7 @@ struct Pki {
 
 impl Pki {
     fn new(dir: &Path) -> Pki {
-        std::fs::create_dir_all(dir).unwrap();
-        let ca = cert::create_ca("operator CA").unwrap();
-        cert::write_pair(dir, "ca", &ca).unwrap();
-        let node = cert::create_node(&ca, &["localhost".into(), "127.0.0.1".into()]).unwrap();
-        cert::write_pair(dir, "node", &node).unwrap();
+        let ca = harness::ca_and_node(dir, "operator CA").unwrap();
         Pki {
             dir: dir.to_path_buf(),
             ca,
@@ -173,17 +169,9 @@ impl Pd {
     }
 
     async fn alloc_id(&mut self) -> u64 {
-        let r = self
-            .pd
-            .alloc_id(pdpb::AllocIdRequest {
-                header: self.h(),
-                count: 0,
-            })
+        harness::alloc_id(&mut self.pd, self.cluster_id)
             .await
             .unwrap()
-            .into_inner();
-        assert!(r.header.unwrap().error.is_none());
-        r.id
     }
 
     async fn bootstrap(&mut self, store_id: u64, region: metapb::Region) -> Option<pdpb::Error> {

@@ -14,17 +14,7 @@ fn error_of(header: Option<pdpb::ResponseHeader>) -> Option<pdpb::Error> {
 
 impl Pd {
     async fn report_buckets(&mut self, region_id: u64, version: u64, keys: &[&[u8]]) {
-        let report = pdpb::ReportBucketsRequest {
-            header: self.h(),
-            region_epoch: None,
-            buckets: Some(metapb::Buckets {
-                region_id,
-                version,
-                keys: keys.iter().map(|k| k.to_vec()).collect(),
-                period_in_ms: 10_000,
-                ..Default::default()
-            }),
-        };
+        let report = harness::buckets_report(self.h(), region_id, version, keys);
         let answer = self
             .pd
             .report_buckets(tokio_stream::iter([report]))

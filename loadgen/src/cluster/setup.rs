@@ -4,7 +4,8 @@
 //! `cluster`'s.
 
 use meridian::client::Client;
-use meridian::placement::{Epoch, Peer, PeerRole, Region, RegionStats, Store, StoreState};
+use meridian::harness::{one_voter_region, up_store};
+use meridian::placement::{Epoch, Peer, PeerRole, Region, RegionStats};
 use meridian::proto::{MAX_BATCH_SPLIT, MAX_SCAN_REGIONS};
 
 /// The start key of simulated region `i` of `n`: "t" and a big-endian share of the u64 space.
@@ -41,29 +42,9 @@ pub async fn setup(
         for _ in 0..n_stores {
             stores.push(client.alloc_id().await?);
         }
-        let store = |id: u64| Store {
-            id,
-            address: format!("sim-store-{id}:20160"),
-            labels: vec![],
-            state: StoreState::Up,
-            details: Default::default(),
-        };
+        let store = |id: u64| up_store(id, &format!("sim-store-{id}:20160"));
         let (rid, p0) = (client.alloc_id().await?, client.alloc_id().await?);
-        let first = Region {
-            id: rid,
-            start_key: vec![],
-            end_key: vec![],
-            epoch: Epoch {
-                conf_ver: 1,
-                version: 1,
-            },
-            peers: vec![Peer {
-                id: p0,
-                store_id: stores[0],
-                role: PeerRole::Voter,
-            }],
-            leader: Some(p0),
-        };
+        let first = one_voter_region(rid, p0, stores[0]);
         client.bootstrap(store(stores[0]), first.clone()).await?;
         for id in &stores[1..] {
             client.put_store(store(*id)).await?;

@@ -51,7 +51,7 @@ pub use scatter::{scatter, Groups, Refused, Target, SCATTER_DESC};
 pub use scheduler::{cancel, on_heartbeat, patrol, start_admin_plan, start_plan, Dispatch, Sweep};
 pub use settings::{check_decommission, LimitType, Settings, SettingsError, StoreLimit};
 #[cfg(test)]
-pub(crate) use test_cluster::TestCluster;
+pub(crate) use test_cluster::{up_stores, TestCluster};
 pub use view::{Health, StoreLoad, StoreView};
 
 pub use crate::placement::operator::{OpKind, Pending, Progress, Step};

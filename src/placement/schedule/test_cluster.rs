@@ -1,12 +1,13 @@
 //! For tests: a cluster that owns what [`Cluster`] borrows (configuration, the stores' view,
 //! operators in flight), as the server's shards and the simulator own it, and lends it for
-//! one call at a given time. Must not touch: anything a decision reads beyond those three.
+//! one call at a given time, and the plain stores most tests build it from. Must not touch:
+//! anything a decision reads beyond those three.
 
 use super::budget::InFlight;
 use super::cluster::Cluster;
 use super::config::ScheduleConfig;
 use super::view::StoreView;
-use crate::placement::StoreMap;
+use crate::placement::{Store, StoreMap, StoreState, StoreStats};
 
 pub(crate) struct TestCluster {
     pub cfg: ScheduleConfig,
@@ -14,7 +15,30 @@ pub(crate) struct TestCluster {
     pub in_flight: InFlight,
 }
 
+/// Stores up at `s{id}:1` without labels, each with its first heartbeat (`stats`) at time 0.
+pub fn up_stores(stores: impl IntoIterator<Item = (u64, StoreStats)>) -> StoreMap {
+    let mut map = StoreMap::new();
+    for (id, stats) in stores {
+        let store = Store {
+            id,
+            address: format!("s{id}:1"),
+            labels: vec![],
+            state: StoreState::Up,
+            details: Default::default(),
+        };
+        map.put(store, 0).unwrap();
+        map.heartbeat(id, stats, 0).unwrap();
+    }
+    map
+}
+
 impl TestCluster {
+    /// Stores `ids` up and idle ([`up_stores`]) under the default configuration.
+    pub fn up(ids: &[u64]) -> TestCluster {
+        let map = up_stores(ids.iter().map(|&id| (id, StoreStats::default())));
+        TestCluster::new(&map, ScheduleConfig::default())
+    }
+
     /// The stores of `map` as seen at time 0 under `cfg`, with nothing in flight.
     pub fn new(map: &StoreMap, cfg: ScheduleConfig) -> TestCluster {
         TestCluster {

@@ -6,13 +6,12 @@
 //! ([`Shard::order_beside_admin`]). Pure, as the shard is: the caller passes the clock, the
 //! stores and the id source. Planning is `schedule::admin`'s.
 
-use super::{Order, OrderRefused, Ordered, Shard};
+use super::{Names, Order, OrderRefused, Ordered, Shard};
 use crate::placement::op_status::{OpRecord, OpStatus};
 use crate::placement::operator::{OpKind, Operator, Step};
 use crate::placement::region::Epoch;
 use crate::placement::schedule::{
-    self, admin_plan, AdminAsk, AdminPlan, AdminRefused, Cluster, RegionInput, NEW_PEER,
-    SCATTER_DESC,
+    self, admin_plan, AdminAsk, AdminPlan, AdminRefused, Cluster, NEW_PEER, SCATTER_DESC,
 };
 
 /// One running operator as PD's API shows it.
@@ -65,11 +64,8 @@ impl Shard {
             .filter(|e| e.route.is_current())
             .ok_or(AdminRefused::RegionNotFound(id))?;
         let region = entry.route.region();
-        let input = RegionInput {
-            region: &region,
-            pending_peers: self.catching_up.get(&id).map_or(&[][..], |p| &p[..]),
-            size_mib: u64::from(entry.sizes.size_kib) / 1024,
-        };
+        let pending = self.catching_up.get(&id).map_or(&[][..], |p| &p[..]);
+        let input = entry.input(&region, pending);
         let AdminPlan {
             mut plan,
             desc,
@@ -95,26 +91,21 @@ impl Shard {
                 };
             }
         }
-        if entry.pending.is_some() {
-            schedule::cancel(c, &mut entry.pending);
-            self.ops.end(id, OpStatus::Replace, c.now_ms);
-        }
-        let d = schedule::start_admin_plan(c, &input, plan, &mut entry.pending);
-        if !d.started {
-            return Err(AdminRefused::AddOperator);
-        }
-        self.ops.start(
+        let names = Names {
+            desc,
+            kind,
+            group: None,
+        };
+        super::start(
+            &mut self.ops,
             id,
-            OpRecord {
-                desc,
-                kind,
-                status: OpStatus::Running,
-                group: None,
-                epoch: region.epoch,
-                at_ms: c.now_ms,
-            },
-        );
-        Ok(d.step)
+            entry,
+            (&region, pending),
+            c,
+            names,
+            |input, slot| schedule::start_admin_plan(c, input, plan, slot),
+        )
+        .ok_or(AdminRefused::AddOperator)
     }
 
     /// Cancels the running operator of `region`, or of every region this shard owns (PD's
@@ -202,79 +193,17 @@ impl Shard {
 mod tests {
     use super::*;
     use crate::placement::range_index::RangeIndex;
-    use crate::placement::region::{Peer, PeerRole, Region, RegionStats};
-    use crate::placement::schedule::Groups;
-    use crate::placement::{
-        InFlight, ScheduleConfig, Store, StoreMap, StoreState, StoreStats, StoreView,
-    };
-
-    struct World {
-        cfg: ScheduleConfig,
-        view: StoreView,
-        in_flight: InFlight,
-    }
-
-    impl World {
-        fn new(stores: &[u64]) -> World {
-            let cfg = ScheduleConfig::default();
-            let mut map = StoreMap::new();
-            for &id in stores {
-                let store = Store {
-                    id,
-                    address: format!("s{id}:1"),
-                    labels: vec![],
-                    state: StoreState::Up,
-                    details: Default::default(),
-                };
-                map.put(store, 0).unwrap();
-                map.heartbeat(id, StoreStats::default(), 0).unwrap();
-            }
-            World {
-                view: StoreView::of(&map, &cfg, &StoreView::default(), 0),
-                cfg,
-                in_flight: InFlight::default(),
-            }
-        }
-
-        fn at(&self, now_ms: u64) -> Cluster<'_> {
-            Cluster {
-                cfg: &self.cfg,
-                stores: &self.view,
-                in_flight: &self.in_flight,
-                now_ms,
-            }
-        }
-    }
-
-    fn region(id: u64, start: &[u8], end: &[u8], stores: &[u64]) -> Region {
-        let peers: Vec<Peer> = stores
-            .iter()
-            .map(|&s| Peer {
-                id: id * 10 + s,
-                store_id: s,
-                role: PeerRole::Voter,
-            })
-            .collect();
-        Region {
-            id,
-            start_key: start.to_vec(),
-            end_key: end.to_vec(),
-            epoch: Epoch {
-                conf_ver: 1,
-                version: 1,
-            },
-            leader: Some(peers[0].id),
-            peers,
-        }
-    }
+    use crate::placement::region::{Peer, PeerRole, RegionStats};
+    use crate::placement::schedule::{Groups, TestCluster};
+    use crate::placement::shard::tests::region;
 
     #[test]
     fn an_admin_operator_runs_is_listed_refuses_another_and_is_cancelled() {
-        let w = World::new(&[1, 2, 3, 4]);
+        let w = TestCluster::up(&[1, 2, 3, 4]);
         let index = RangeIndex::new();
         let mut shard = Shard::new();
-        let left = region(1, b"", b"m", &[1, 2, 3]);
-        let right = region(2, b"m", b"", &[1, 2, 3]);
+        let left = region(1, b"", b"m", 1, &[1, 2, 3]);
+        let right = region(2, b"m", b"", 1, &[1, 2, 3]);
         for r in [&left, &right] {
             shard
                 .heartbeat(r, RegionStats::default(), &w.at(0), &index, &mut || None)
@@ -349,11 +278,11 @@ mod tests {
 
     #[test]
     fn an_admin_operator_replaces_the_schedulers_and_runs_to_success() {
-        let w = World::new(&[1, 2, 3, 4]);
+        let w = TestCluster::up(&[1, 2, 3, 4]);
         let index = RangeIndex::new();
         let mut shard = Shard::new();
         // Two voters of three: the replica checker adds one at once.
-        let short = region(1, b"", b"", &[1, 2]);
+        let short = region(1, b"", b"", 1, &[1, 2]);
         let out = shard
             .heartbeat(
                 &short,

@@ -130,6 +130,50 @@ fn catch_up(
     })
 }
 
+/// How the status records name an operator asked for from outside the scheduler.
+struct Names {
+    desc: &'static str,
+    kind: &'static str,
+    /// The scatter group, for an admin scatter.
+    group: Option<Box<str>>,
+}
+
+/// Starts an operator asked for from outside the scheduler (`call` starts its plan) on region
+/// `id`, `region` being its entry's route as reported: the operator running there, which the
+/// caller's rule let it replace, is cancelled first and its status ends as replaced; the new
+/// one, once started, is recorded as running under `names`. The step to send the leader, or
+/// `None` when it did not start.
+fn start(
+    ops: &mut OpStatusTracker,
+    id: u64,
+    entry: &mut Entry,
+    (region, pending_peers): (&Region, &[u64]),
+    c: &Cluster,
+    names: Names,
+    call: impl FnOnce(&RegionInput, &mut Option<Box<Pending>>) -> Dispatch,
+) -> Option<Option<Operator>> {
+    if entry.pending.is_some() {
+        schedule::cancel(c, &mut entry.pending);
+        ops.end(id, OpStatus::Replace, c.now_ms);
+    }
+    let d = call(&entry.input(region, pending_peers), &mut entry.pending);
+    if !d.started {
+        return None;
+    }
+    ops.start(
+        id,
+        OpRecord {
+            desc: names.desc,
+            kind: names.kind,
+            status: OpStatus::Running,
+            group: names.group,
+            epoch: region.epoch,
+            at_ms: c.now_ms,
+        },
+    );
+    Some(d.step)
+}
+
 impl Shard {
     pub fn new() -> Self {
         Shard::default()

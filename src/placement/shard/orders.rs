@@ -3,8 +3,7 @@
 //! the status GetOperator reports. Must not touch: the range index, the scheduler's own
 //! decisions (a scatter's targets are `schedule::scatter`'s).
 
-use super::Shard;
-use crate::placement::op_status::{OpRecord, OpStatus};
+use super::{Names, Shard};
 use crate::placement::operator::{OpKind, Operator, SplitStep, Step};
 use crate::placement::region::Region;
 use crate::placement::schedule::{self, Cluster, Groups, Plan, SCATTER_DESC};
@@ -120,26 +119,18 @@ impl Shard {
                 (split_plan(&region, keys)?, SPLIT_DESC, "split", None)
             }
         };
-        if running.is_some() {
-            schedule::cancel(c, &mut entry.pending);
-            self.ops.end(id, OpStatus::Replace, c.now_ms);
-        }
-        let d = schedule::start_plan(c, &input, plan, &mut entry.pending, &mut || None);
-        if !d.started {
-            return Err(OrderRefused::NotStarted(id));
-        }
-        self.ops.start(
+        let names = Names { desc, kind, group };
+        super::start(
+            &mut self.ops,
             id,
-            OpRecord {
-                desc,
-                kind,
-                status: OpStatus::Running,
-                group,
-                epoch: region.epoch,
-                at_ms: c.now_ms,
-            },
-        );
-        Ok(Ordered::Started(d.step))
+            entry,
+            (&region, pending),
+            c,
+            names,
+            |input, slot| schedule::start_plan(c, input, plan, slot, &mut || None),
+        )
+        .map(Ordered::Started)
+        .ok_or(OrderRefused::NotStarted(id))
     }
 }
 

@@ -3,10 +3,8 @@
 //! statuses GetOperator reports.
 
 use super::*;
-use crate::placement::schedule::{Groups, TestCluster, SCATTER_DESC};
-use crate::placement::{
-    Epoch, OpKind, Peer, PeerRole, ScheduleConfig, Store, StoreMap, StoreState, StoreStats,
-};
+use crate::placement::schedule::{up_stores, Groups, TestCluster, SCATTER_DESC};
+use crate::placement::{Epoch, OpKind, Peer, PeerRole, ScheduleConfig, StoreStats};
 
 #[test]
 fn sizes_round_up_to_kib_and_saturate() {
@@ -42,26 +40,19 @@ fn view(loads: &[(u64, u64)]) -> TestCluster {
 }
 
 fn world(loads: &[(u64, u64)], cfg: ScheduleConfig) -> TestCluster {
-    let mut map = StoreMap::new();
-    for &(id, leaders) in loads {
-        let store = Store {
-            id,
-            address: format!("s{id}:1"),
-            labels: vec![],
-            state: StoreState::Up,
-            details: Default::default(),
-        };
-        map.put(store, 0).unwrap();
+    let map = up_stores(loads.iter().map(|&(id, leaders)| {
         let stats = StoreStats {
             leader_count: leaders,
             ..Default::default()
         };
-        map.heartbeat(id, stats, 0).unwrap();
-    }
+        (id, stats)
+    }));
     TestCluster::new(&map, cfg)
 }
 
-fn region(id: u64, start: &[u8], end: &[u8], version: u64, stores: &[u64]) -> Region {
+/// Region `id` over `[start, end)` at `version` with a voter `id * 10 + s` on each store `s`,
+/// led by the first.
+pub(super) fn region(id: u64, start: &[u8], end: &[u8], version: u64, stores: &[u64]) -> Region {
     let peers: Vec<Peer> = stores
         .iter()
         .map(|&s| Peer {

@@ -16,7 +16,7 @@ use tonic::transport::server::Connected;
 use std::sync::Arc;
 
 use crate::admin::CoreMetrics;
-use crate::auth::{Call, Caller, Grants, StoreSeat};
+use crate::auth::{Call, Caller, Denied, Grants, StoreSeat};
 use crate::proto::ErrorReply;
 use crate::tls::ClientAuth;
 
@@ -54,22 +54,29 @@ impl ConnectionGrants {
             })
     }
 
-    /// Refuses `call`, counted in `metrics`, unless the certificate of the request's connection
-    /// grants the role the call needs (nothing is granted to a request that did not come
-    /// through the front end's acceptor).
+    /// Refuses `call`, counted in `metrics`, unless `grants` (those a request's connection
+    /// carries in its extensions) include the role the call needs: nothing is granted to a
+    /// request that did not come through the front end's acceptor (`None`). The one check that
+    /// gRPC and PD's HTTP API share; each answers a refusal in its own protocol.
+    pub fn permit(
+        grants: Option<&ConnectionGrants>,
+        call: Call,
+        metrics: &CoreMetrics,
+    ) -> Result<(), Denied> {
+        call.permitted(grants.map_or(Grants::NONE, |g| g.0))
+            .inspect_err(|denied| {
+                metrics.error(&ErrorReply::PermissionDenied(denied.to_string()));
+            })
+    }
+
+    /// [`ConnectionGrants::permit`] for a gRPC request: a refusal is `PERMISSION_DENIED`.
     pub fn authorize<T>(
         request: &tonic::Request<T>,
         call: Call,
         metrics: &CoreMetrics,
     ) -> Result<(), tonic::Status> {
-        let grants = request
-            .extensions()
-            .get::<ConnectionGrants>()
-            .map_or(Grants::NONE, |g| g.0);
-        call.permitted(grants).map_err(|denied| {
-            metrics.error(&ErrorReply::PermissionDenied(denied.to_string()));
-            tonic::Status::permission_denied(denied.to_string())
-        })
+        Self::permit(request.extensions().get(), call, metrics)
+            .map_err(|denied| tonic::Status::permission_denied(denied.to_string()))
     }
 }
 

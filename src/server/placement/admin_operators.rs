@@ -41,15 +41,19 @@ pub async fn create(
     .await
 }
 
+/// The shard that owns region `id`, or every shard.
+fn shards_of(state: &PlacementState, region: Option<u64>) -> Vec<&mpsc::Sender<ShardMsg>> {
+    match region {
+        Some(id) => vec![state.shard_of(id)],
+        None => state.shards.iter().collect(),
+    }
+}
+
 /// Cancels region `id`'s running operator, or every running operator; returns the regions
 /// whose operator was cancelled.
 pub async fn cancel(state: &PlacementState, region: Option<u64>) -> Result<Vec<u64>, ErrorReply> {
-    let shards: Vec<&mpsc::Sender<ShardMsg>> = match region {
-        Some(id) => vec![state.shard_of(id)],
-        None => state.shards.iter().collect(),
-    };
     let mut cancelled = Vec::new();
-    for shard in shards {
+    for shard in shards_of(state, region) {
         cancelled.extend(ask(shard, |reply| ShardMsg::CancelOperators { region, reply }).await?);
     }
     cancelled.sort_unstable();
@@ -61,12 +65,8 @@ pub async fn running(
     state: &PlacementState,
     region: Option<u64>,
 ) -> Result<Vec<RunningOp>, ErrorReply> {
-    let shards: Vec<&mpsc::Sender<ShardMsg>> = match region {
-        Some(id) => vec![state.shard_of(id)],
-        None => state.shards.iter().collect(),
-    };
     let mut all = Vec::new();
-    for shard in shards {
+    for shard in shards_of(state, region) {
         all.extend(ask(shard, |reply| ShardMsg::RunningOperators { region, reply }).await?);
     }
     all.sort_unstable_by_key(|op| op.region_id);

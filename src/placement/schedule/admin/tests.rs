@@ -1,49 +1,15 @@
 use super::*;
-use crate::placement::{
-    Epoch, InFlight, Region, ScheduleConfig, Store, StoreMap, StoreState, StoreStats, StoreView,
-};
+use crate::placement::schedule::{up_stores, TestCluster};
+use crate::placement::{Epoch, Region, ScheduleConfig, StoreStats};
 
-struct World {
-    cfg: ScheduleConfig,
-    view: StoreView,
-    in_flight: InFlight,
-}
-
-impl World {
-    fn new(stores: &[u64], tombstones: &[u64]) -> World {
-        let cfg = ScheduleConfig::default();
-        let mut map = StoreMap::new();
-        for &id in stores {
-            let store = Store {
-                id,
-                address: format!("s{id}:1"),
-                labels: vec![],
-                state: StoreState::Up,
-                details: Default::default(),
-            };
-            map.put(store, 0).unwrap();
-            map.heartbeat(id, StoreStats::default(), 0).unwrap();
-        }
-        for &id in tombstones {
-            map.decommission(id).unwrap();
-            map.heartbeat(id, StoreStats::default(), 0).unwrap();
-        }
-        let view = StoreView::of(&map, &cfg, &StoreView::default(), 0);
-        World {
-            cfg,
-            view,
-            in_flight: InFlight::default(),
-        }
+/// Stores `stores` up, heartbeating at time 0, then those in `tombstones` decommissioned.
+fn world(stores: &[u64], tombstones: &[u64]) -> TestCluster {
+    let mut map = up_stores(stores.iter().map(|&id| (id, StoreStats::default())));
+    for &id in tombstones {
+        map.decommission(id).unwrap();
+        map.heartbeat(id, StoreStats::default(), 0).unwrap();
     }
-
-    fn at(&self, now_ms: u64) -> Cluster<'_> {
-        Cluster {
-            cfg: &self.cfg,
-            stores: &self.view,
-            in_flight: &self.in_flight,
-            now_ms,
-        }
-    }
+    TestCluster::new(&map, ScheduleConfig::default())
 }
 
 /// Region 1 over `[a, z)` with a peer `10 + s` on each store, led by the first.
@@ -74,7 +40,7 @@ fn voters(stores: &[u64]) -> Region {
     region(&v)
 }
 
-fn plan(w: &World, r: &Region, ask: AdminAsk) -> Result<AdminPlan, AdminRefused> {
+fn plan(w: &TestCluster, r: &Region, ask: AdminAsk) -> Result<AdminPlan, AdminRefused> {
     let input = RegionInput {
         region: r,
         pending_peers: &[],
@@ -96,7 +62,7 @@ fn refused(why: &str) -> Result<AdminPlan, AdminRefused> {
 
 #[test]
 fn transfer_leader_as_pd_checks_it() {
-    let w = World::new(&[1, 2, 3, 4], &[]);
+    let w = world(&[1, 2, 3, 4], &[]);
     let r = region(&[(1, V), (2, V), (3, L)]);
     let got = plan(&w, &r, AdminAsk::TransferLeader { store: 2 }).unwrap();
     assert_eq!(got.desc, "admin-transfer-leader");
@@ -117,7 +83,7 @@ fn transfer_leader_as_pd_checks_it() {
 
 #[test]
 fn adding_a_peer_checks_the_store_as_pd_does() {
-    let w = World::new(&[1, 2, 3, 4, 5], &[5]);
+    let w = world(&[1, 2, 3, 4, 5], &[5]);
     let r = voters(&[1, 2, 3]);
     let got = plan(&w, &r, AdminAsk::AddPeer { store: 4 }).unwrap();
     let new = p(NEW_PEER, 4, L);
@@ -160,7 +126,7 @@ fn adding_a_peer_checks_the_store_as_pd_does() {
 
 #[test]
 fn removing_the_leaders_peer_moves_the_leader_first() {
-    let w = World::new(&[1, 2, 3], &[]);
+    let w = world(&[1, 2, 3], &[]);
     let r = voters(&[1, 2, 3]);
     let got = plan(&w, &r, AdminAsk::RemovePeer { store: 1 }).unwrap();
     assert_eq!(
@@ -189,7 +155,7 @@ fn removing_the_leaders_peer_moves_the_leader_first() {
 
 #[test]
 fn moving_a_peer_adds_before_it_removes() {
-    let w = World::new(&[1, 2, 3, 4], &[]);
+    let w = world(&[1, 2, 3, 4], &[]);
     let r = voters(&[1, 2, 3]);
     let new = p(NEW_PEER, 4, L);
     let got = plan(&w, &r, AdminAsk::TransferPeer { from: 3, to: 4 }).unwrap();
@@ -221,7 +187,7 @@ fn moving_a_peer_adds_before_it_removes() {
 
 #[test]
 fn transfer_region_ends_with_the_stores_and_roles_asked() {
-    let w = World::new(&[1, 2, 3, 4, 5], &[]);
+    let w = world(&[1, 2, 3, 4, 5], &[]);
     let r = voters(&[1, 2, 3]);
     let ask = |pairs: &[(u64, Option<AskedRole>)]| AdminAsk::TransferRegion {
         stores: pairs.iter().copied().collect(),
@@ -288,7 +254,7 @@ fn transfer_region_ends_with_the_stores_and_roles_asked() {
 
 #[test]
 fn a_split_keeps_the_keys_inside_the_region() {
-    let w = World::new(&[1, 2, 3], &[]);
+    let w = world(&[1, 2, 3], &[]);
     let r = voters(&[1, 2, 3]);
     let keys = |ks: &[&[u8]]| AdminAsk::Split {
         keys: ks.iter().map(|k| k.to_vec()).collect(),

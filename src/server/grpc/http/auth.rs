@@ -12,8 +12,7 @@ use axum::response::Response;
 
 use super::reply;
 use super::{Api, PREFIX};
-use crate::auth::{Call, Grants};
-use crate::proto::ErrorReply;
+use crate::auth::Call;
 use crate::server::grpc::connection::ConnectionGrants;
 
 /// Routes a follower answers itself (PD's `localOnlyPaths`, and GET `/config`); the members
@@ -31,13 +30,8 @@ fn call_of(method: &Method) -> Call {
 }
 
 pub async fn authorize(State(api): State<Api>, req: Request, next: Next) -> Response {
-    let grants = req
-        .extensions()
-        .get::<ConnectionGrants>()
-        .map_or(Grants::NONE, |g| g.0);
-    if let Err(denied) = call_of(req.method()).permitted(grants) {
-        api.metrics()
-            .error(&ErrorReply::PermissionDenied(denied.to_string()));
+    let grants = req.extensions().get::<ConnectionGrants>();
+    if let Err(denied) = ConnectionGrants::permit(grants, call_of(req.method()), api.metrics()) {
         return reply::forbidden(&denied.to_string());
     }
     let route = req
@@ -56,7 +50,7 @@ pub async fn authorize(State(api): State<Api>, req: Request, next: Next) -> Resp
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::auth::Role;
+    use crate::auth::{Grants, Role};
 
     /// The admin port's rule: reads need a role, anything else `admin`.
     #[test]
