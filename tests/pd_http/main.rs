@@ -5,13 +5,15 @@
 //! region), who may call what (`roles`), placement and label rules checked as PD checks them
 //! and kept across a restart (`rules`), a follower's answers (`follower`, on etcd), a TiDB
 //! server's start emulated from its code (`tidb_start`), and PD's operator API: operators
-//! created, listed, sent to the leader and cancelled (`operators`).
+//! created, listed, sent to the leader and cancelled (`operators`), and the sizes regions
+//! report (`sizes`).
 
 mod follower;
 mod operators;
 mod roles;
 mod routes;
 mod rules;
+mod sizes;
 mod tidb_start;
 
 use std::path::Path;
