@@ -30,6 +30,12 @@ use connection::Authenticated;
 pub use etcd::EtcdUpstream;
 pub use service::PdService;
 
+/// `key` as etcd holds it when a client names it through the etcd API or `MetaStorage`
+/// (inside the namespace clients see), for what Meridian writes there in PD's place.
+pub fn client_visible_key(key: &[u8]) -> Vec<u8> {
+    etcd::namespace::Namespace::default().key(key)
+}
+
 /// Largest gRPC message accepted (a batch split report of 256 regions fits many times over).
 const MAX_MESSAGE: usize = 16 << 20;
 
