@@ -45,7 +45,6 @@ struct Answer {
     body: Vec<u8>,
     version: Version,
     alpn: Option<Vec<u8>>,
-    location: Option<String>,
 }
 
 impl Answer {
@@ -119,11 +118,6 @@ async fn send(
         .and_then(|v| v.to_str().ok())
         .unwrap_or_default()
         .to_string();
-    let location = resp
-        .headers()
-        .get(header::LOCATION)
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_string);
     let body = axum::body::to_bytes(axum::body::Body::new(resp.into_body()), 64 << 20)
         .await?
         .to_vec();
@@ -133,7 +127,6 @@ async fn send(
         body,
         version,
         alpn,
-        location,
     })
 }
 

@@ -194,7 +194,7 @@ pub struct MetaStoreJson {
 }
 
 /// PD's `response.StoreStatus`, with what Meridian knows of a store: sizes, counts, times;
-/// sizes of the regions a store holds are not read here (0), as for regions.
+/// the sizes of the regions a store holds are not summed here (0).
 #[derive(Debug, Serialize, PartialEq)]
 pub struct StoreStatusJson {
     pub capacity: String,
