@@ -9,7 +9,7 @@
 
 use std::time::Duration;
 
-use meridian::harness::{assert_needs_etcd, ServerProcess};
+use meridian::harness::{assert_needs_etcd, connect_when_placement_loads, ServerProcess};
 use meridian::kvproto::meta_storagepb::{
     event::EventType, meta_storage_client::MetaStorageClient, DeleteRequest, ErrorType, GetRequest,
     GetResponse, PutRequest, RequestHeader, WatchRequest, WatchResponse,
@@ -373,7 +373,7 @@ struct RequestUnit {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_leader_writes_pds_controller_config_where_tidb_reads_it() {
     let tmp = tempfile::tempdir().unwrap();
-    let (_etcd, node) = ServerProcess::start_with_etcd(tmp.path()).unwrap();
+    let (etcd, node) = ServerProcess::start_with_etcd(tmp.path()).unwrap();
     let addr = node.grpc_addr.clone().unwrap();
     let tidb = node.role_cert(Role::Client, "tidb").unwrap();
     let mut meta = meta(&addr, &tidb).await;
@@ -414,7 +414,46 @@ async fn the_leader_writes_pds_controller_config_where_tidb_reads_it() {
     // TiKV's store certificate reads it too.
     let tikv = node.role_cert(Role::Store, "tikv").unwrap();
     let mut store = self::meta(&addr, &tikv).await;
-    let reply = store.get(get).await.unwrap().into_inner();
+    let reply = store.get(get.clone()).await.unwrap().into_inner();
     assert_eq!(reply.kvs[0].value, value);
+
+    // At the next term, a config PD's manager would not load is replaced with PD's default;
+    // one it would load is kept as it is.
+    let mut node = node;
+    for (stored, kept) in [
+        ("not json", false),
+        (r#"{"ltb-max-wait-duration":"10s"}"#, true),
+    ] {
+        let addr = node.grpc_addr.clone().unwrap();
+        put(
+            &mut self::meta(&addr, &tidb).await,
+            "resource_group/controller",
+            stored,
+        )
+        .await;
+        node.stop().unwrap();
+        node = ServerProcess::start_on_etcd(&etcd, &tmp.path().join("n0"), &[]).unwrap();
+        let addr = node.grpc_addr.clone().unwrap();
+        // Placement serves once the term's load, which writes the config, is done.
+        connect_when_placement_loads(&addr, &node.trust(), Duration::from_secs(20))
+            .await
+            .unwrap();
+        let reply = self::meta(&addr, &tidb)
+            .await
+            .get(get.clone())
+            .await
+            .unwrap()
+            .into_inner();
+        let expected = if kept {
+            stored
+        } else {
+            meridian::resource_group::DEFAULT_CONTROLLER_CONFIG
+        };
+        assert_eq!(
+            String::from_utf8_lossy(&reply.kvs[0].value),
+            expected,
+            "{stored}"
+        );
+    }
     node.stop().unwrap();
 }

@@ -283,7 +283,14 @@ async fn load<M: MetaStore>(
     let groups = super::resource_groups::load(store, keys).await?;
     state.resource_groups().reset(groups);
     if let Some(key) = controller_key {
-        super::resource_groups::init_controller_config(store, key).await?;
+        // TiDB's controller falls back to its own defaults without it, so a write the etcd
+        // user may not make (no access to the clients' namespace) must not keep placement
+        // down; a lost leadership still ends the load.
+        match super::resource_groups::init_controller_config(store, key).await {
+            Ok(()) => {}
+            Err(MetaError::NotLeader) => return Err(MetaError::NotLeader),
+            Err(e) => tracing::warn!("PD's resource controller config was not written: {e}"),
+        }
     }
     *state.external_ts.lock().await = load_decimal(store, &keys.external_ts()).await?.unwrap_or(0);
     super::store_identity::load(state, store).await?;
