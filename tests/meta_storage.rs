@@ -4,11 +4,12 @@
 //! (a prefix with previous values; from a compacted revision, PD's `DATA_COMPACTED`), all
 //! inside the etcd namespace the etcd API uses, so Meridian's own keys are out of reach;
 //! etcd's refusals come back in PD's header; a `store` certificate reads but does not write;
-//! a node without etcd says to run on etcd.
+//! a node without etcd says to run on etcd; the leader writes PD's resource controller config
+//! where TiDB's controller reads it.
 
 use std::time::Duration;
 
-use meridian::harness::{assert_needs_etcd, ServerProcess};
+use meridian::harness::{assert_needs_etcd, connect_when_placement_loads, ServerProcess};
 use meridian::kvproto::meta_storagepb::{
     event::EventType, meta_storage_client::MetaStorageClient, DeleteRequest, ErrorType, GetRequest,
     GetResponse, PutRequest, RequestHeader, WatchRequest, WatchResponse,
@@ -327,5 +328,132 @@ async fn without_etcd_meta_storage_is_unavailable_and_says_why() {
     assert_needs_etcd(&refused);
     let refused = meta.watch(WatchRequest::default()).await.unwrap_err();
     assert_eq!(refused.code(), Code::Unavailable, "{refused:?}");
+    node.stop().unwrap();
+}
+
+/// What TiDB's controller decodes from `resource_group/controller` (tikv/pd
+/// `client/resource_group/controller/config.go`: `Config`, `RequestUnitConfig`), field names
+/// and types as Go's `encoding/json` reads them; an unknown field would be ignored by Go, so
+/// this checks the fields are there and typed as Go wants.
+#[derive(serde::Deserialize, Debug)]
+#[serde(deny_unknown_fields)]
+struct ControllerConfig {
+    #[serde(rename = "degraded-mode-wait-duration")]
+    degraded_mode_wait_duration: String,
+    #[serde(rename = "ltb-max-wait-duration")]
+    ltb_max_wait_duration: String,
+    #[serde(rename = "ltb-token-rpc-max-delay")]
+    ltb_token_rpc_max_delay: String,
+    #[serde(rename = "request-unit")]
+    request_unit: RequestUnit,
+    /// A bool under Go's `,string` tag: the string `"true"` or `"false"`.
+    #[serde(rename = "enable-controller-trace-log")]
+    enable_controller_trace_log: String,
+    #[serde(rename = "push-metrics-address")]
+    push_metrics_address: String,
+    #[serde(rename = "push-metrics-interval")]
+    push_metrics_interval: String,
+}
+
+#[derive(serde::Deserialize, Debug)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+struct RequestUnit {
+    read_base_cost: f64,
+    read_per_batch_base_cost: f64,
+    read_cost_per_byte: f64,
+    write_base_cost: f64,
+    write_per_batch_base_cost: f64,
+    write_cost_per_byte: f64,
+    read_cpu_ms_cost: f64,
+}
+
+/// As PD's resource manager does when it starts, the leader writes PD's default controller
+/// config where TiDB's controller reads it (`loadServerConfig`: one `MetaStorage.Get`), and
+/// any role reads it there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_leader_writes_pds_controller_config_where_tidb_reads_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (etcd, node) = ServerProcess::start_with_etcd(tmp.path()).unwrap();
+    let addr = node.grpc_addr.clone().unwrap();
+    let tidb = node.role_cert(Role::Client, "tidb").unwrap();
+    let mut meta = meta(&addr, &tidb).await;
+    let get = GetRequest {
+        header: header(),
+        key: b"resource_group/controller".to_vec(),
+        ..Default::default()
+    };
+    // Written with the term's load, which follows the election.
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let value = loop {
+        let reply = meta.get(get.clone()).await.unwrap().into_inner();
+        assert_eq!(reply.header.unwrap().error, None);
+        if let Some(kv) = reply.kvs.first() {
+            assert_eq!(kv.key, b"resource_group/controller");
+            break kv.value.clone();
+        }
+        assert!(std::time::Instant::now() < deadline, "never written");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let config: ControllerConfig = serde_json::from_slice(&value)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&value)));
+    assert_eq!(config.degraded_mode_wait_duration, "0s");
+    assert_eq!(config.ltb_max_wait_duration, "30s");
+    assert_eq!(config.ltb_token_rpc_max_delay, "1s");
+    assert_eq!(config.enable_controller_trace_log, "false");
+    assert_eq!(config.push_metrics_address, "");
+    assert_eq!(config.push_metrics_interval, "0s");
+    let ru = &config.request_unit;
+    assert_eq!(ru.read_base_cost, 0.125);
+    assert_eq!(ru.read_per_batch_base_cost, 0.5);
+    assert_eq!(ru.read_cost_per_byte, 1.0 / 65536.0);
+    assert_eq!(ru.write_base_cost, 1.0);
+    assert_eq!(ru.write_per_batch_base_cost, 1.0);
+    assert_eq!(ru.write_cost_per_byte, 1.0 / 1024.0);
+    assert_eq!(ru.read_cpu_ms_cost, 1.0 / 3.0);
+
+    // TiKV's store certificate reads it too.
+    let tikv = node.role_cert(Role::Store, "tikv").unwrap();
+    let mut store = self::meta(&addr, &tikv).await;
+    let reply = store.get(get.clone()).await.unwrap().into_inner();
+    assert_eq!(reply.kvs[0].value, value);
+
+    // At the next term, a config PD's manager would not load is replaced with PD's default;
+    // one it would load is kept as it is.
+    let mut node = node;
+    for (stored, kept) in [
+        ("not json", false),
+        (r#"{"ltb-max-wait-duration":"10s"}"#, true),
+    ] {
+        let addr = node.grpc_addr.clone().unwrap();
+        put(
+            &mut self::meta(&addr, &tidb).await,
+            "resource_group/controller",
+            stored,
+        )
+        .await;
+        node.stop().unwrap();
+        node = ServerProcess::start_on_etcd(&etcd, &tmp.path().join("n0"), &[]).unwrap();
+        let addr = node.grpc_addr.clone().unwrap();
+        // Placement serves once the term's load, which writes the config, is done.
+        connect_when_placement_loads(&addr, &node.trust(), Duration::from_secs(20))
+            .await
+            .unwrap();
+        let reply = self::meta(&addr, &tidb)
+            .await
+            .get(get.clone())
+            .await
+            .unwrap()
+            .into_inner();
+        let expected = if kept {
+            stored
+        } else {
+            meridian::resource_group::DEFAULT_CONTROLLER_CONFIG
+        };
+        assert_eq!(
+            String::from_utf8_lossy(&reply.kvs[0].value),
+            expected,
+            "{stored}"
+        );
+    }
     node.stop().unwrap();
 }

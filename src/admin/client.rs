@@ -40,7 +40,8 @@ impl AdminClient {
     }
 
     /// A client that answers a redirect as it is instead of following it: a change sent to a
-    /// PD HTTP API follower is answered 307 to the leader, and ureq does not resend a body
+    /// PD HTTP API follower of an earlier release is answered 307 to the leader (a follower
+    /// now sends it on itself), and ureq does not resend a body
     /// there; the caller sends it again itself ([`send`](Self::send) gives the `Location`).
     pub fn without_redirects(addr: &str, trust: &Trust) -> anyhow::Result<AdminClient> {
         let agent = ureq::Agent::config_builder()

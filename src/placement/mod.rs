@@ -44,7 +44,9 @@ pub use route::Route;
 pub use schedule::{
     Cluster, Health, InFlight, RegionInput, ScheduleConfig, StoreBudget, StoreLoad, StoreView,
 };
-pub use shard::{Order, OrderRefused, Ordered, Outcome, RunningOp, Shard, SPLIT_DESC};
+pub use shard::{
+    Order, OrderRefused, Ordered, Outcome, ReportedSizes, RunningOp, Shard, SPLIT_DESC,
+};
 pub use split::{check_split, InvalidSplit};
 pub use store::{
     Label, Store, StoreDetails, StoreError, StoreMap, StoreState, StoreStats, StoreStatus,

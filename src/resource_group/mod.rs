@@ -2,17 +2,20 @@
 //! group's record (`group`: PD's checks, the reserved `default` group, how a modification
 //! patches a record), what its token settings mean (`limit`: PD's burstable modes), its token
 //! bucket (`bucket`: grants never above the fill rate times the window plus the capacity),
-//! the groups a leader serves (`registry`) and PD's refusals (`error`). Pure: no I/O, no
+//! the groups a leader serves (`registry`), PD's refusals (`error`) and the controller config
+//! TiDB reads (`controller`). Pure: no I/O, no
 //! clock (time is an argument); the shell persists records through `MetaStore` and serves the
 //! `ResourceManager` service.
 
 mod bucket;
+mod controller;
 mod error;
 mod group;
 mod limit;
 mod registry;
 
 pub use bucket::{Grant, TokenBucket, MAX_TRICKLE_MS};
+pub use controller::{is_loadable, CONTROLLER_CONFIG_KEY, DEFAULT_CONTROLLER_CONFIG};
 pub use error::{GroupError, MAX_NAME_LEN, MAX_PRIORITY};
 pub use group::{
     check_keyspace, default_group, new_record, null_keyspace, ru_settings, DEFAULT_GROUP,

@@ -107,6 +107,8 @@ async fn start_local(
         d.placement,
         tso.store.clone(),
         tso.keys.clone(),
+        // No client reads the embedded store's keys through `MetaStorage`.
+        None,
         d.stop.clone(),
     ));
     let task = tokio::spawn(async move {

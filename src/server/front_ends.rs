@@ -58,6 +58,11 @@ pub fn start(
                 endpoints: opts.etcd.clone(),
                 access: opts.etcd_access.clone(),
             }),
+            peer_tls: if opts.etcd.is_empty() {
+                None
+            } else {
+                Some(super::node_tls::peer_client_tls(opts)?)
+            },
         })?);
     }
     threads.push(admin::spawn(

@@ -76,6 +76,10 @@ impl Leadership {
                 self.placement.clone(),
                 tso.store.clone(),
                 self.keys.clone(),
+                // PD's resource manager writes its controller config where TiDB reads it.
+                Some(super::grpc::client_visible_key(
+                    crate::resource_group::CONTROLLER_CONFIG_KEY,
+                )),
                 term_stopped,
             ));
             // A value in etcd that cannot be right (out of range, corrupt) fails every term the

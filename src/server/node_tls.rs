@@ -106,9 +106,9 @@ pub fn reload_if_changed(live: &tls::LiveTls) {
     }
 }
 
-/// How this member probes the others' admin APIs: its own certificate (role `member`) as the
+/// How this member presents itself to the others: its own certificate (role `member`) as the
 /// client certificate, the cluster CA as the trust.
-pub fn peer_admin_client(opts: &ServeOptions) -> anyhow::Result<admin::AdminClient> {
+fn peer_trust(opts: &ServeOptions) -> tls::Trust {
     let local = opts.data_dir.join("tls");
     let (cert, key) = match (&opts.tls_cert, &opts.tls_key) {
         (Some(c), Some(k)) => (c.clone(), k.clone()),
@@ -119,10 +119,21 @@ pub fn peer_admin_client(opts: &ServeOptions) -> anyhow::Result<admin::AdminClie
         opts.tls_cert.as_deref(),
         opts.tls_ca.as_deref(),
     );
-    let trust = if opts.insecure_no_client_auth && !ca.exists() {
+    if opts.insecure_no_client_auth && !ca.exists() {
         tls::Trust::Insecure
     } else {
         tls::Trust::Mutual { ca, cert, key }
-    };
-    admin::AdminClient::with_timeout("localhost", &trust, Duration::from_millis(300))
+    }
+}
+
+/// How this member probes the others' admin APIs, as a member ([`peer_trust`]).
+pub fn peer_admin_client(opts: &ServeOptions) -> anyhow::Result<admin::AdminClient> {
+    admin::AdminClient::with_timeout("localhost", &peer_trust(opts), Duration::from_millis(300))
+}
+
+/// How this member reaches the leader's client port (a follower's HTTP API sends requests on
+/// there), as a member ([`peer_trust`]). Read once at start: a certificate renewed since is
+/// presented after the next restart.
+pub fn peer_client_tls(opts: &ServeOptions) -> anyhow::Result<rustls::ClientConfig> {
+    Ok(tls::client_tls(tls::client_builder()?, &peer_trust(opts))?)
 }

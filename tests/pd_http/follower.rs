@@ -1,63 +1,215 @@
-//! A follower's HTTP API, on a cluster on etcd: what is the same on every member (version,
-//! members, the node's config) it answers itself, as PD's redirector does; what only the
-//! leader holds it sends to the leader's address, method, path and query kept.
+//! A follower's HTTP API, on a cluster of three on etcd, as PD's redirector serves it: PD's
+//! local-only routes (version, status, health, ping, GET config) it answers itself; every
+//! other request, read or change, it sends on to the leader and answers with the leader's
+//! answer (members and leader included, as PD does). The caller's role is checked at the
+//! follower before anything is sent on, and the leader acts with the caller's roles, never the
+//! follower's: a role claimed in a header by anyone but a member counts for nothing.
 
 use super::*;
-use meridian::harness::Cluster;
+use meridian::harness::{metapb_peer, metapb_region, Cluster};
+use meridian::kvproto::metapb;
+use meridian::tls::cert::Role;
+use serde_json::json;
+
+/// The count of `meridian_request_errors_total{kind="permission_denied"}` on member `i`.
+fn denied_on(c: &Cluster, i: usize) -> u64 {
+    let a = c.admin(i).unwrap().send("GET", "/metrics", None).unwrap();
+    let text = a.body;
+    text.lines()
+        .find(|l| l.starts_with("meridian_request_errors_total{kind=\"permission_denied\"}"))
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no permission_denied count in {text}"))
+}
+
+/// A store and one region over every key, bootstrapped through the leader's gRPC.
+async fn bootstrap(addr: &str, trust: &Trust) {
+    let (mut pd, cluster_id) = connect_when_placement_loads(addr, trust, Duration::from_secs(20))
+        .await
+        .unwrap();
+    let h = pd_header(cluster_id);
+    let mut ids = Vec::new();
+    for _ in 0..3 {
+        let id = pd
+            .alloc_id(pdpb::AllocIdRequest {
+                header: h.clone(),
+                count: 0,
+            })
+            .await
+            .unwrap()
+            .into_inner()
+            .id;
+        ids.push(id);
+    }
+    let boot = pd
+        .bootstrap(pdpb::BootstrapRequest {
+            header: h,
+            store: Some(metapb::Store {
+                id: ids[0],
+                address: "tikv-1:20160".into(),
+                version: "8.5.0".into(),
+                ..Default::default()
+            }),
+            region: Some(metapb_region(
+                ids[1],
+                b"",
+                b"",
+                (1, 1),
+                vec![metapb_peer(ids[2], ids[0])],
+            )),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(boot.header.unwrap().error.is_none());
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_follower_answers_what_every_member_knows_and_redirects_the_rest_to_the_leader() {
+async fn a_follower_answers_pds_local_routes_and_sends_the_rest_to_the_leader() {
     let tmp = tempfile::tempdir().unwrap();
-    let c = Cluster::start(tmp.path(), 2, "[election]\nlease_ttl_secs = 2\n").unwrap();
-    let leader = c
-        .leader_within(None, Duration::from_secs(20))
-        .expect("a leader");
-    let follower = 1 - leader;
+    let (c, leader) = Cluster::start_led(
+        tmp.path(),
+        3,
+        "[election]\nlease_ttl_secs = 2\n",
+        Duration::from_secs(20),
+    )
+    .unwrap();
+    let follower = (leader + 1) % 3;
     let trust = c.trust();
     let at = |i: usize| c.nodes[i].process().client_addr.clone();
-    // The follower learns who leads from etcd; give it the time a lease takes.
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    loop {
-        let a = get(&at(follower), &trust, Proto::H1, "/pd/api/v1/leader").await;
-        if a.status == StatusCode::OK && a.json()["name"] == format!("n{leader}") {
-            break;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the follower never knew the leader: {a:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    bootstrap(&at(leader), &trust).await;
 
     for proto in BOTH {
+        // What PD answers on every member.
         for path in [
             "/pd/api/v1/version",
-            "/pd/api/v1/members",
+            "/pd/api/v1/status",
+            "/pd/api/v1/health",
+            "/pd/api/v1/ping",
             "/pd/api/v1/config",
         ] {
             let a = get(&at(follower), &trust, proto, path).await;
             assert_eq!(a.status, StatusCode::OK, "{path}: {}", a.text());
         }
-        for path in [
-            "/pd/api/v1/stores?state=0",
-            "/pd/api/v1/regions",
-            "/pd/api/v1/config/rules",
-        ] {
-            let a = get(&at(follower), &trust, proto, path).await;
-            assert_eq!(
-                a.status,
-                StatusCode::TEMPORARY_REDIRECT,
-                "{path}: {}",
-                a.text()
-            );
-            assert_eq!(
-                a.location.as_deref(),
-                Some(format!("https://{}{path}", at(leader)).as_str()),
-                "{path}"
-            );
-        }
-        // The leader answers what the follower sent on.
-        let a = get(&at(leader), &trust, proto, "/pd/api/v1/regions").await;
-        assert_ne!(a.status, StatusCode::TEMPORARY_REDIRECT);
+        // The follower's status is its own: its start, not the leader's.
+        let mine = get(&at(follower), &trust, proto, "/pd/api/v1/status").await;
+        assert!(mine.json()["start_timestamp"].as_i64().unwrap() > 0);
     }
+    // The rest is the leader's answer, over either HTTP, whoever is asked.
+    for path in [
+        "/pd/api/v1/leader",
+        "/pd/api/v1/members",
+        "/pd/api/v1/stores",
+        "/pd/api/v1/regions",
+        "/pd/api/v1/config/rules",
+    ] {
+        let direct = get_json(&at(leader), &trust, path).await;
+        let sent_on = get_json(&at(follower), &trust, path).await;
+        assert_eq!(sent_on, direct, "{path}");
+    }
+    let regions = get_json(&at(follower), &trust, "/pd/api/v1/regions").await;
+    assert_eq!(regions["count"], 1);
+    assert_eq!(
+        get_json(&at(follower), &trust, "/pd/api/v1/leader").await["name"],
+        format!("n{leader}")
+    );
+    // An unknown region is the leader's 404, as PD words it.
+    let a = get(
+        &at(follower),
+        &trust,
+        Proto::H1,
+        "/pd/api/v1/region/id/999999",
+    )
+    .await;
+    assert_eq!(a.status, StatusCode::NOT_FOUND);
+    assert_eq!(
+        a.json(),
+        json!("[PD:region:ErrRegionNotFound]region 999999 not found")
+    );
+
+    // A change sent to the follower is made on the leader, for an admin.
+    let admin = c.nodes[0]
+        .process()
+        .role_cert(Role::Admin, "admin")
+        .unwrap();
+    let rule = json!({
+        "id": "follower-test", "index": 0, "rule_type": "key-range",
+        "labels": [{"key": "merge_option", "value": "deny"}],
+        "data": [{"start_key": "7480", "end_key": "7481"}],
+    });
+    for proto in BOTH {
+        let a = send(
+            &at(follower),
+            &admin,
+            proto,
+            Method::POST,
+            "/pd/api/v1/config/region-label/rule",
+            &[("content-type", "application/json")],
+            &rule.to_string(),
+        )
+        .await
+        .unwrap();
+        assert_eq!(a.status, StatusCode::OK, "{proto:?}: {}", a.text());
+    }
+    let on_leader = get_json(
+        &at(leader),
+        &trust,
+        "/pd/api/v1/config/region-label/rule/follower-test",
+    )
+    .await;
+    assert_eq!(on_leader["labels"], rule["labels"]);
+
+    // Refusals come from the follower, before anything goes on: the follower counts them and
+    // the leader sees none.
+    let client = c.nodes[0]
+        .process()
+        .role_cert(Role::Client, "reader")
+        .unwrap();
+    let no_role = super::roles::holder(&c.nodes[0].data, "nobody", &[]);
+    let (leader_before, follower_before) = (denied_on(&c, leader), denied_on(&c, follower));
+    for proto in BOTH {
+        let a = get(&at(follower), &no_role, proto, "/pd/api/v1/regions").await;
+        assert_eq!(a.status, StatusCode::FORBIDDEN, "{}", a.text());
+        assert!(a.text().contains("role"), "{}", a.text());
+        // A client may read but not change; naming a role in the forwarding headers, as
+        // only a member may, gains nothing.
+        for headers in [
+            &[][..],
+            &[("PD-Redirector", "n9"), ("Meridian-Caller-Roles", "admin")][..],
+        ] {
+            let a = send(
+                &at(follower),
+                &client,
+                proto,
+                Method::POST,
+                "/pd/api/v1/config/region-label/rule",
+                headers,
+                &rule.to_string(),
+            )
+            .await
+            .unwrap();
+            assert_eq!(a.status, StatusCode::FORBIDDEN, "{}", a.text());
+            assert!(a.text().contains("`admin`"), "{}", a.text());
+        }
+    }
+    assert_eq!(denied_on(&c, follower), follower_before + 6);
+    assert_eq!(denied_on(&c, leader), leader_before);
+
+    // A request marked as sent on is never sent on again: PD's refusal at a non-leader.
+    let a = send(
+        &at(follower),
+        &trust,
+        Proto::H1,
+        Method::GET,
+        "/pd/api/v1/regions",
+        &[("PD-Redirector", "n9")],
+        "",
+    )
+    .await
+    .unwrap();
+    assert_eq!(a.status, StatusCode::INTERNAL_SERVER_ERROR);
+    assert_eq!(
+        a.text(),
+        "[PD:apiutil:ErrRedirectToNotLeader]redirect to not leader\n"
+    );
 }

@@ -5,13 +5,15 @@
 //! region), who may call what (`roles`), placement and label rules checked as PD checks them
 //! and kept across a restart (`rules`), a follower's answers (`follower`, on etcd), a TiDB
 //! server's start emulated from its code (`tidb_start`), and PD's operator API: operators
-//! created, listed, sent to the leader and cancelled (`operators`).
+//! created, listed, sent to the leader and cancelled (`operators`), and the sizes regions
+//! report (`sizes`).
 
 mod follower;
 mod operators;
 mod roles;
 mod routes;
 mod rules;
+mod sizes;
 mod tidb_start;
 
 use std::path::Path;
@@ -43,7 +45,6 @@ struct Answer {
     body: Vec<u8>,
     version: Version,
     alpn: Option<Vec<u8>>,
-    location: Option<String>,
 }
 
 impl Answer {
@@ -117,11 +118,6 @@ async fn send(
         .and_then(|v| v.to_str().ok())
         .unwrap_or_default()
         .to_string();
-    let location = resp
-        .headers()
-        .get(header::LOCATION)
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_string);
     let body = axum::body::to_bytes(axum::body::Body::new(resp.into_body()), 64 << 20)
         .await?
         .to_vec();
@@ -131,7 +127,6 @@ async fn send(
         body,
         version,
         alpn,
-        location,
     })
 }
 

@@ -68,6 +68,30 @@ impl From<RegionStats> for Sizes {
     }
 }
 
+/// A region's sizes as its leader last reported them, as PD's HTTP API shows a region's:
+/// the size in whole MiB (a region with data but under 1 MiB counts as 1, as PD's
+/// `RegionFromHeartbeat` rounds it), keys, and the bytes and keys written in the last
+/// interval. Kept in KiB here, so bytes written read back in whole KiB.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ReportedSizes {
+    pub approximate_size_mib: u64,
+    pub approximate_keys: u64,
+    pub written_bytes: u64,
+    pub written_keys: u64,
+}
+
+impl From<Sizes> for ReportedSizes {
+    fn from(s: Sizes) -> ReportedSizes {
+        let mib = u64::from(s.size_kib) / 1024;
+        ReportedSizes {
+            approximate_size_mib: if s.size_kib > 0 { mib.max(1) } else { 0 },
+            approximate_keys: u64::from(s.keys),
+            written_bytes: u64::from(s.written_kib) * 1024,
+            written_keys: u64::from(s.written_keys),
+        }
+    }
+}
+
 /// What a heartbeat did.
 #[derive(Debug, Default)]
 pub struct Outcome {
@@ -193,6 +217,14 @@ impl Shard {
             .get(&id)
             .map(|e| &e.route)
             .filter(|r| r.is_current())
+    }
+
+    /// The sizes region `id` last reported, when this shard owns its current route.
+    pub fn sizes(&self, id: u64) -> Option<ReportedSizes> {
+        self.regions
+            .get(&id)
+            .filter(|e| e.route.is_current())
+            .map(|e| e.sizes.into())
     }
 
     /// A leader's heartbeat. On error nothing changed, here or in the index.

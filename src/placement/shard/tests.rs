@@ -35,6 +35,39 @@ fn sizes_round_up_to_kib_and_saturate() {
     );
 }
 
+/// PD's HTTP API shows whole MiB, with a region that has data but less than 1 MiB as 1.
+#[test]
+fn reported_sizes_read_in_mib_as_pd_shows_them() {
+    let shown = |bytes: u64| {
+        ReportedSizes::from(Sizes::from(RegionStats {
+            approximate_size: bytes,
+            ..RegionStats::default()
+        }))
+        .approximate_size_mib
+    };
+    assert_eq!(shown(0), 0);
+    assert_eq!(shown(1), 1);
+    assert_eq!(shown((1 << 20) - 4096), 1);
+    assert_eq!(shown(96 << 20), 96);
+    assert_eq!(shown((96 << 20) + (512 << 10)), 96);
+    let r = ReportedSizes::from(Sizes::from(RegionStats {
+        approximate_size: 3 << 20,
+        approximate_keys: 30_000,
+        written_bytes: 8192,
+        written_keys: 12,
+        pending: 0,
+    }));
+    assert_eq!(
+        r,
+        ReportedSizes {
+            approximate_size_mib: 3,
+            approximate_keys: 30_000,
+            written_bytes: 8192,
+            written_keys: 12,
+        }
+    );
+}
+
 fn view(loads: &[(u64, u64)]) -> TestCluster {
     world(loads, ScheduleConfig::default())
 }

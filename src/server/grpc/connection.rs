@@ -54,19 +54,19 @@ impl ConnectionGrants {
             })
     }
 
-    /// Refuses `call`, counted in `metrics`, unless `grants` (those a request's connection
-    /// carries in its extensions) include the role the call needs: nothing is granted to a
-    /// request that did not come through the front end's acceptor (`None`). The one check that
-    /// gRPC and PD's HTTP API share; each answers a refusal in its own protocol.
-    pub fn permit(
-        grants: Option<&ConnectionGrants>,
-        call: Call,
-        metrics: &CoreMetrics,
-    ) -> Result<(), Denied> {
-        call.permitted(grants.map_or(Grants::NONE, |g| g.0))
-            .inspect_err(|denied| {
-                metrics.error(&ErrorReply::PermissionDenied(denied.to_string()));
-            })
+    /// The grants a request's connection carried (in its extensions): none for a request that
+    /// did not come through the front end's acceptor.
+    pub fn of(grants: Option<&ConnectionGrants>) -> Grants {
+        grants.map_or(Grants::NONE, |g| g.0)
+    }
+
+    /// Refuses `call`, counted in `metrics`, unless `grants` include the role the call needs.
+    /// The one check that gRPC and PD's HTTP API share; each answers a refusal in its own
+    /// protocol.
+    pub fn permit(grants: Grants, call: Call, metrics: &CoreMetrics) -> Result<(), Denied> {
+        call.permitted(grants).inspect_err(|denied| {
+            metrics.error(&ErrorReply::PermissionDenied(denied.to_string()));
+        })
     }
 
     /// [`ConnectionGrants::permit`] for a gRPC request: a refusal is `PERMISSION_DENIED`.
@@ -75,7 +75,7 @@ impl ConnectionGrants {
         call: Call,
         metrics: &CoreMetrics,
     ) -> Result<(), tonic::Status> {
-        Self::permit(request.extensions().get(), call, metrics)
+        Self::permit(Self::of(request.extensions().get()), call, metrics)
             .map_err(|denied| tonic::Status::permission_denied(denied.to_string()))
     }
 }

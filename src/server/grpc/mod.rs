@@ -30,6 +30,12 @@ use connection::Authenticated;
 pub use etcd::EtcdUpstream;
 pub use service::PdService;
 
+/// `key` as etcd holds it when a client names it through the etcd API or `MetaStorage`
+/// (inside the namespace clients see), for what Meridian writes there in PD's place.
+pub fn client_visible_key(key: &[u8]) -> Vec<u8> {
+    etcd::namespace::Namespace::default().key(key)
+}
+
 /// Largest gRPC message accepted (a batch split report of 256 regions fits many times over).
 const MAX_MESSAGE: usize = 16 << 20;
 
@@ -86,6 +92,9 @@ pub struct GrpcSetup {
     pub shutdown: watch::Receiver<bool>,
     /// The etcd the etcd API forwards to; `None` on the embedded store.
     pub etcd: Option<EtcdUpstream>,
+    /// TLS as a member, to send a follower's HTTP requests on to the leader; `None` where
+    /// this node never follows (the embedded store).
+    pub peer_tls: Option<rustls::ClientConfig>,
 }
 
 /// Starts the front end on its own thread; it returns when `shutdown` turns true.
@@ -127,7 +136,11 @@ async fn serve(setup: GrpcSetup) -> anyhow::Result<()> {
         .accept_http1(true)
         .max_concurrent_streams(MAX_STREAMS_PER_CONNECTION)
         .http2_max_local_error_reset_streams(Some(MAX_LOCAL_ERROR_RESETS));
-    let api = http::router(setup.shared.clone(), setup.metrics_slot);
+    let api = http::router(
+        setup.shared.clone(),
+        setup.metrics_slot,
+        setup.peer_tls.map(http::proxy::LeaderProxy::new),
+    );
     let etcd = etcd::EtcdProxy::new(
         setup.etcd.as_ref(),
         setup.shared.clone(),

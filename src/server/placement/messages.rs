@@ -10,7 +10,7 @@ use tokio::sync::oneshot;
 use crate::meta::{MetaError, WriteOp};
 use crate::placement::schedule::{AdminAsk, AdminRefused};
 use crate::placement::{
-    OpRecord, Operator, OrderRefused, Ordered, Region, RegionStats, Route, RunningOp,
+    OpRecord, Operator, OrderRefused, Ordered, Region, RegionStats, ReportedSizes, Route, RunningOp,
 };
 use crate::proto::{ErrorReply, Reply, Response};
 
@@ -35,6 +35,12 @@ pub enum ShardMsg {
     Orders {
         orders: Vec<(u64, OrderOp)>,
         reply: oneshot::Sender<Vec<Result<Ordered, OrderRefused>>>,
+    },
+    /// The sizes the regions asked for last reported, for those this shard owns (PD's HTTP
+    /// API's region JSON).
+    Sizes {
+        ids: Vec<u64>,
+        reply: oneshot::Sender<Vec<(u64, ReportedSizes)>>,
     },
     /// A region's operator status (GetOperator).
     OperatorStatus {

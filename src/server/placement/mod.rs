@@ -7,7 +7,8 @@
 //! (`store_record`: a store's bytes; `store_bindings` and `store_identity`: which certificate
 //! owns which store), `messages` are what those tasks are sent; `operators` serves the
 //! operators a client asks for (ScatterRegion, GetOperator, SplitRegions), `admin_operators`
-//! those PD's HTTP API asks for and lists (`/operators`); `rules` keeps PD's
+//! those PD's HTTP API asks for and lists (`/operators`), `region_sizes` the sizes regions
+//! last reported, for its region JSON; `rules` keeps PD's
 //! placement and region label rules for the HTTP API, `scheduling` what an operator changes in
 //! scheduling while the cluster runs (decommission, evict-leader, store limits), `push` the
 //! heartbeat streams operators are pushed to as soon as they are made. Decisions stay in
@@ -29,6 +30,7 @@ pub mod operators;
 // `pub(crate)` for `crate::fuzzing`.
 pub(crate) mod persist;
 pub mod push;
+pub mod region_sizes;
 mod request;
 mod resolved_ts;
 mod resource_groups;

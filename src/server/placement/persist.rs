@@ -25,7 +25,8 @@ use crate::placement::{Region, StoreStats, StoreStatus, Version};
 const LOAD_BACKOFF_MAX: Duration = Duration::from_secs(5);
 
 /// Serves placement for one term: loads, then persists until `stop`, and leaves the node not
-/// serving placement (and holding nothing) when it returns.
+/// serving placement (and holding nothing) when it returns. With `controller_key` (on etcd),
+/// the load also writes PD's resource controller config there unless a loadable one is kept.
 ///
 /// Only a lost leadership (`NotLeader`: the term's guard no longer holds) ends it early.
 /// Any other failure leaves placement down or behind while the TSO keeps serving: a load that
@@ -35,6 +36,7 @@ pub async fn serve_term<M: MetaStore + Clone>(
     state: Arc<PlacementState>,
     store: M,
     keys: Keys,
+    controller_key: Option<Vec<u8>>,
     mut stop: watch::Receiver<bool>,
 ) -> Result<(), MetaError> {
     let mut rx = state.persist_rx.lock().await;
@@ -44,7 +46,7 @@ pub async fn serve_term<M: MetaStore + Clone>(
     let result = async {
         let mut backoff = Duration::from_millis(100);
         loop {
-            match load(&state, &store, &keys).await {
+            match load(&state, &store, &keys, controller_key.as_deref()).await {
                 Ok(()) => break,
                 Err(MetaError::NotLeader) => return Err(MetaError::NotLeader),
                 Err(e) => {
@@ -226,6 +228,7 @@ async fn load<M: MetaStore>(
     state: &PlacementState,
     store: &M,
     keys: &Keys,
+    controller_key: Option<&[u8]>,
 ) -> Result<(), MetaError> {
     failpoint::step(points::PLACEMENT_LOAD).await?;
     let started = std::time::Instant::now();
@@ -279,6 +282,16 @@ async fn load<M: MetaStore>(
     super::scheduling::load(state, store, keys).await?;
     let groups = super::resource_groups::load(store, keys).await?;
     state.resource_groups().reset(groups);
+    if let Some(key) = controller_key {
+        // TiDB's controller falls back to its own defaults without it, so a write the etcd
+        // user may not make (no access to the clients' namespace) must not keep placement
+        // down; a lost leadership still ends the load.
+        match super::resource_groups::init_controller_config(store, key).await {
+            Ok(()) => {}
+            Err(MetaError::NotLeader) => return Err(MetaError::NotLeader),
+            Err(e) => tracing::warn!("PD's resource controller config was not written: {e}"),
+        }
+    }
     *state.external_ts.lock().await = load_decimal(store, &keys.external_ts()).await?.unwrap_or(0);
     super::store_identity::load(state, store).await?;
 

@@ -1,7 +1,8 @@
 //! Resource groups on the leader: the `resource_group` registry, loaded with the term from the
 //! embedded store or etcd alike and dropped when the term ends, and the durable write of a
 //! change through the term's guarded persister (the leader writes; a follower holds nothing and
-//! refuses). A change is planned on the registry, persisted, then applied, with one writer at a
+//! refuses), and PD's controller config written for TiDB when a term starts on etcd. A change
+//! is planned on the registry, persisted, then applied, with one writer at a
 //! time, so what a reader sees is durable. The rules are `resource_group`'s; the calls are the
 //! gRPC front end's (`server/grpc/resource_manager`).
 
@@ -100,6 +101,31 @@ impl ResourceGroups {
             Err(_) => Err(WriteError::TimedOut),
         }
     }
+}
+
+/// PD's resource manager as it starts a term (`initControllerConfig`): the controller config
+/// at `key` (where TiDB reads it through `MetaStorage`) is kept when PD would load it, and
+/// otherwise written with PD's defaults, so a controller finds PD's config and not none.
+pub(super) async fn init_controller_config<M: MetaStore>(
+    store: &M,
+    key: &[u8],
+) -> Result<(), MetaError> {
+    let stored = store.get(key).await?;
+    if stored
+        .as_deref()
+        .is_some_and(crate::resource_group::is_loadable)
+    {
+        return Ok(());
+    }
+    if stored.is_some() {
+        tracing::warn!("the resource controller config does not decode; writing PD's default");
+    }
+    store
+        .put(
+            key,
+            crate::resource_group::DEFAULT_CONTROLLER_CONFIG.as_bytes(),
+        )
+        .await
 }
 
 /// The stored records; one that does not decode, or whose name is not its key's, is skipped

@@ -109,6 +109,14 @@ pub async fn run_shard(
                     });
                     let _ = reply.send(done);
                 }
+                ShardMsg::Sizes { ids, reply } => {
+                    let found = with_shard(|s| {
+                        ids.into_iter()
+                            .filter_map(|id| s.sizes(id).map(|sizes| (id, sizes)))
+                            .collect()
+                    });
+                    let _ = reply.send(found);
+                }
                 ShardMsg::OperatorStatus { id, reply } => {
                     let now = state.clock.now_ms();
                     let _ = reply.send(with_shard(|s| s.operator_status(id, now)));

@@ -1,5 +1,5 @@
 //! What only PD's HTTP API asks and no wire request carries: the cluster's min resolved ts
-//! (with each store's when asked), the GC safe point with every service safe point, placement
+//! (with each store's when asked), the sizes regions last reported, the GC safe point with every service safe point, placement
 //! and label rules, scheduling's run-time settings (decommission, evict-leader, limits), and
 //! the operators PD's operator API starts, cancels and lists.
 //! Gated as every placement request is (this node serves placement, the cluster is
@@ -70,6 +70,16 @@ pub async fn gc_safe_points(shared: &Shared) -> Result<GcSafePoints, ErrorReply>
         gc_safe_point: gc.gc(),
         services: gc.services().cloned().collect(),
     })
+}
+
+/// The sizes regions last reported (`placement::region_sizes`), for PD's region JSON; a
+/// region no shard holds is left out.
+pub async fn region_sizes(
+    shared: &Shared,
+    ids: impl IntoIterator<Item = u64>,
+) -> Result<std::collections::HashMap<u64, crate::placement::ReportedSizes>, ErrorReply> {
+    gate(shared)?;
+    crate::server::placement::region_sizes::sizes(&shared.placement, ids).await
 }
 
 /// Placement rules and region label rules (`placement::rules`), read and edited for PD's

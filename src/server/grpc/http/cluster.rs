@@ -1,6 +1,7 @@
 //! The cluster's own routes: `/version`, `/status`, `/health`, `/ping`, `/members`, `/leader`
-//! and `/cluster`. The first six are answered by any member from what it knows (PD answers
-//! them locally too, or they are the same on every member); `/cluster` is the leader's record.
+//! and `/cluster`. The first four any member answers from what it knows, as PD does; a
+//! follower sends `/members`, `/leader` and `/cluster` on to the leader (`proxy`), as PD's
+//! redirector does, and the leader answers them from what it knows.
 
 use axum::extract::State;
 use axum::http::StatusCode;

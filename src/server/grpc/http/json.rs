@@ -5,10 +5,12 @@
 //! writes them. Built from the kvproto forms the gRPC front end sends (`grpc::convert`), so the
 //! two front ends cannot disagree on a field. Pure: no I/O, no state.
 
+use std::collections::HashMap;
+
 use serde::Serialize;
 
 use crate::kvproto::metapb;
-use crate::placement::{Region, StoreState, StoreStatus};
+use crate::placement::{Region, ReportedSizes, StoreState, StoreStatus};
 use crate::proto::MemberInfo;
 use crate::server::grpc::convert;
 
@@ -86,10 +88,11 @@ pub struct EpochJson {
     pub version: u64,
 }
 
-/// PD's `response.RegionInfo`. Meridian keeps no per-peer down or pending state and no read
-/// traffic, so those are PD's values for none; the sizes a leader reports stay on the core
-/// that owns the region and are not read here (0, as PD shows a region before its first
-/// heartbeat with sizes).
+/// PD's `response.RegionInfo`. The sizes are those the region's leader last reported (read
+/// from the shard that owns it; 0 for a region no leader has reported this term, as PD shows a
+/// region loaded from storage before its first heartbeat). Meridian keeps no per-peer down or
+/// pending state, no read traffic and no CPU usage, so those are PD's values for none
+/// (`down_peers`, `pending_peers` left out, as PD leaves out an empty list).
 #[derive(Debug, Serialize, PartialEq)]
 pub struct RegionJson {
     pub id: u64,
@@ -111,7 +114,9 @@ pub struct RegionJson {
     pub approximate_columnar_kv_size: i64,
 }
 
-pub fn region(r: &Region) -> RegionJson {
+pub fn region(r: &Region, sizes: Option<&ReportedSizes>) -> RegionJson {
+    let sizes = sizes.copied().unwrap_or_default();
+    let signed = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
     let meta = convert::region_to(r);
     let leader = convert::leader_to(r);
     RegionJson {
@@ -125,12 +130,12 @@ pub fn region(r: &Region) -> RegionJson {
         peers: meta.peers.iter().map(|p| peer(Some(p))).collect(),
         leader: peer(leader.as_ref()),
         cpu_usage: 0,
-        written_bytes: 0,
+        written_bytes: sizes.written_bytes,
         read_bytes: 0,
-        written_keys: 0,
+        written_keys: sizes.written_keys,
         read_keys: 0,
-        approximate_size: 0,
-        approximate_keys: 0,
+        approximate_size: signed(sizes.approximate_size_mib),
+        approximate_keys: signed(sizes.approximate_keys),
         approximate_kv_size: 0,
         approximate_columnar_kv_size: 0,
     }
@@ -143,10 +148,10 @@ pub struct RegionsJson {
     pub regions: Vec<RegionJson>,
 }
 
-pub fn regions(rs: &[Region]) -> RegionsJson {
+pub fn regions(rs: &[Region], sizes: &HashMap<u64, ReportedSizes>) -> RegionsJson {
     RegionsJson {
         count: rs.len(),
-        regions: rs.iter().map(region).collect(),
+        regions: rs.iter().map(|r| region(r, sizes.get(&r.id))).collect(),
     }
 }
 
@@ -189,7 +194,7 @@ pub struct MetaStoreJson {
 }
 
 /// PD's `response.StoreStatus`, with what Meridian knows of a store: sizes, counts, times;
-/// sizes of the regions a store holds are not read here (0), as for regions.
+/// the sizes of the regions a store holds are not summed here (0).
 #[derive(Debug, Serialize, PartialEq)]
 pub struct StoreStatusJson {
     pub capacity: String,
@@ -424,7 +429,7 @@ mod tests {
             ],
             leader: Some(5),
         };
-        let v = serde_json::to_value(region(&r)).unwrap();
+        let v = serde_json::to_value(region(&r, None)).unwrap();
         assert_eq!(v["start_key"], "61");
         assert_eq!(v["end_key"], "");
         assert_eq!(v["epoch"], serde_json::json!({"conf_ver": 2}));
@@ -440,7 +445,7 @@ mod tests {
             serde_json::json!({"id": 5, "store_id": 1, "role_name": "Voter"})
         );
         let leaderless = Region { leader: None, ..r };
-        let v = serde_json::to_value(region(&leaderless)).unwrap();
+        let v = serde_json::to_value(region(&leaderless, None)).unwrap();
         assert_eq!(v["leader"], serde_json::json!({"role_name": "Voter"}));
     }
 

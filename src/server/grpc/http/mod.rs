@@ -8,8 +8,8 @@
 //! (GC safe points, min resolved ts), `config`, `rules` (placement and region label rules),
 //! `scheduling` (decommission, store limits, evict-leader), `operators` (PD's operator API:
 //! admin operators started, listed, cancelled; their text forms in `operator_text`);
-//! `json` holds PD's JSON shapes, `reply` PD's error bodies and how a follower answers. Owns
-//! no placement, TSO, GC or rule logic.
+//! `json` holds PD's JSON shapes, `reply` PD's error bodies, `proxy` how a follower sends what
+//! only the leader answers on to it. Owns no placement, TSO, GC or rule logic.
 
 mod auth;
 mod cluster;
@@ -18,6 +18,7 @@ mod gc;
 mod json;
 mod operator_text;
 mod operators;
+pub mod proxy;
 mod regions;
 mod reply;
 mod rules;
@@ -56,6 +57,9 @@ pub struct Api {
     metrics_slot: usize,
     /// When this front end started, in Unix seconds (PD's `start_timestamp`).
     started_secs: i64,
+    /// How this node reaches the leader's HTTP API when it follows; `None` where it never
+    /// follows (the embedded store).
+    proxy: Option<proxy::LeaderProxy>,
 }
 
 impl Api {
@@ -76,7 +80,11 @@ fn at(route: &str) -> String {
 }
 
 /// The HTTP API's routes, with their authorization and limits.
-pub fn router(shared: Arc<Shared>, metrics_slot: usize) -> Router {
+pub fn router(
+    shared: Arc<Shared>,
+    metrics_slot: usize,
+    proxy: Option<proxy::LeaderProxy>,
+) -> Router {
     let started_secs = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs() as i64);
@@ -84,6 +92,7 @@ pub fn router(shared: Arc<Shared>, metrics_slot: usize) -> Router {
         shared,
         metrics_slot,
         started_secs,
+        proxy,
     };
     let routes = Router::new()
         .route(&at("/version"), get(cluster::version))
@@ -160,8 +169,8 @@ pub fn router(shared: Arc<Shared>, metrics_slot: usize) -> Router {
             &at("/config/region-label/rule/{id}"),
             get(rules::get_label_rule).delete(rules::delete_label_rule),
         )
-        // A route runs only if the connection's certificate allows it, and on a follower only
-        // if it is answered from what every member holds (`auth`).
+        // A route runs only if the caller's certificate allows it, and on a follower only if
+        // PD answers it on every member; the rest goes on to the leader (`auth`, `proxy`).
         .route_layer(axum::middleware::from_fn_with_state(
             api.clone(),
             auth::authorize,

@@ -1,6 +1,7 @@
 //! `/regions`, `/regions/key`, `/region/id/{id}` and `/region/key/{key}`: routes the leader
-//! knows, read through the request service (`ScanRegions`, `GetRegionById`, `GetRegion`) and
-//! written in PD's `RegionInfo` shape. Keys arrive as PD takes them: URL-escaped raw bytes, or
+//! knows, read through the request service (`ScanRegions`, `GetRegionById`, `GetRegion`), with
+//! the sizes their leaders last reported asked of the shards that own them (the service's
+//! views), and written in PD's `RegionInfo` shape. Keys arrive as PD takes them: URL-escaped raw bytes, or
 //! hex with `format=hex`.
 
 use axum::extract::{Path, State};
@@ -12,6 +13,7 @@ use super::reply::Failure;
 use super::{query_value, unescape, Api, PREFIX};
 use crate::placement::Region;
 use crate::proto::{Reply, Request, Response, MAX_SCAN_REGIONS};
+use crate::server::service::views;
 
 /// PD's default and largest `limit` for `/regions/key`.
 const DEFAULT_LIMIT: usize = 16;
@@ -53,9 +55,21 @@ async fn scan_all(
     Ok(found)
 }
 
+/// `regions` in PD's `RegionsInfo`, each with its reported sizes.
+async fn with_sizes(api: &Api, regions: &[Region]) -> Result<Json<RegionsJson>, Failure> {
+    let sizes = views::region_sizes(&api.shared, regions.iter().map(|r| r.id)).await?;
+    Ok(Json(json::regions(regions, &sizes)))
+}
+
+/// One region in PD's `RegionInfo`, with its reported sizes.
+async fn one_with_sizes(api: &Api, region: &Region) -> Result<Json<RegionJson>, Failure> {
+    let sizes = views::region_sizes(&api.shared, [region.id]).await?;
+    Ok(Json(json::region(region, sizes.get(&region.id))))
+}
+
 pub async fn all(State(api): State<Api>) -> Result<Json<RegionsJson>, Failure> {
     let regions = scan_all(&api, Vec::new(), &[], usize::MAX).await?;
-    Ok(Json(json::regions(&regions)))
+    with_sizes(&api, &regions).await
 }
 
 /// PD's `ParseHexKeys`: with `format=hex` each key is hex; otherwise the bytes as given.
@@ -97,7 +111,7 @@ pub async fn scan(State(api): State<Api>, uri: Uri) -> Result<Json<RegionsJson>,
         }
     };
     let regions = scan_all(&api, start, &end, limit).await?;
-    Ok(Json(json::regions(&regions)))
+    with_sizes(&api, &regions).await
 }
 
 pub async fn by_id(
@@ -113,7 +127,7 @@ pub async fn by_id(
         ));
     }
     match api.call(Request::GetRegionById { id }).await {
-        Response::Ok(Reply::Region(Some(r))) => Ok(Json(json::region(&r))),
+        Response::Ok(Reply::Region(Some(r))) => one_with_sizes(&api, &r).await,
         Response::Ok(Reply::Region(None)) => Err(Failure::not_found(format!(
             "[PD:region:ErrRegionNotFound]region {id} not found"
         ))),
@@ -129,7 +143,7 @@ pub async fn by_key(State(api): State<Api>, uri: Uri) -> Result<Json<RegionJson>
     let raw = uri.path().strip_prefix(&prefix).unwrap_or_default();
     let key = from_format(&uri, unescape(raw, true)?)?;
     match api.call(Request::GetRegion { key }).await {
-        Response::Ok(Reply::Region(Some(r))) => Ok(Json(json::region(&r))),
+        Response::Ok(Reply::Region(Some(r))) => one_with_sizes(&api, &r).await,
         // PD formats its message with no argument here.
         Response::Ok(Reply::Region(None)) => Err(Failure::not_found(
             "[PD:region:ErrRegionNotFound]region %!v(MISSING) not found",

@@ -1,18 +1,15 @@
 //! How PD's HTTP API answers what is not a success: its error bodies (a JSON string, as PD's
-//! `render.JSON(w, status, err.Error())` writes them, or Go's plain `http.Error` text), the
-//! 404 of an unknown route, and a follower's answer for a route only the leader serves (a
-//! redirect to the leader's address, which is where PD's redirector sends it).
+//! `render.JSON(w, status, err.Error())` writes them, or Go's plain `http.Error` text) and the
+//! 404 of an unknown route.
 
-use axum::http::{header, StatusCode, Uri};
+use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 
-use super::Api;
 use crate::proto::ErrorReply;
 
 /// PD's words when the cluster is not bootstrapped (its cluster middleware answers 500).
 pub const NOT_BOOTSTRAPPED: &str =
     "[PD:cluster:ErrNotBootstrapped]TiKV cluster not bootstrapped, please start TiKV first";
-const NO_LEADER: &str = "[PD:apiutil:ErrRedirectNoLeader]redirect finds no leader";
 
 /// A refusal in PD's shape: the status and the message, written as a JSON string.
 #[derive(Debug)]
@@ -78,7 +75,7 @@ fn json_string(status: StatusCode, message: &str) -> Response {
 }
 
 /// Go's `http.Error`: plain text and a newline.
-fn plain(status: StatusCode, message: &str) -> Response {
+pub fn plain(status: StatusCode, message: &str) -> Response {
     (
         status,
         [
@@ -99,25 +96,4 @@ pub async fn not_found() -> Response {
 /// The certificate lacks the role; the route did not run.
 pub fn forbidden(why: &str) -> Response {
     json_string(StatusCode::FORBIDDEN, &format!("permission denied: {why}"))
-}
-
-/// A follower's answer for a route only the leader serves: a temporary redirect (the method
-/// and body are kept) to the same path and query at the leader's client address, or PD's
-/// "no leader" when none is known.
-pub fn to_leader(api: &Api, uri: &Uri) -> Response {
-    let leader = api.shared.membership.leader();
-    let Some(base) = leader
-        .as_ref()
-        .map(|l| l.grpc_url.as_str())
-        .filter(|u| !u.is_empty())
-    else {
-        return plain(StatusCode::SERVICE_UNAVAILABLE, NO_LEADER);
-    };
-    let path = uri.path_and_query().map_or("/", |p| p.as_str());
-    let location = format!("{}{path}", base.trim_end_matches('/'));
-    (
-        StatusCode::TEMPORARY_REDIRECT,
-        [(header::LOCATION, location)],
-    )
-        .into_response()
 }

@@ -1,0 +1,102 @@
+//! A region's sizes in PD's `RegionInfo`: what its leader's heartbeat reported (approximate
+//! size in whole MiB, keys, bytes and keys written), read from the shard that owns the region,
+//! on every region route; a region whose leader has not reported shows PD's zeros; a caller
+//! with no role reads none of it.
+
+use super::roles::holder;
+use super::*;
+use meridian::harness::{metapb_peer, metapb_region};
+use meridian::tls::cert::Role;
+use serde_json::json;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_regions_reported_sizes_show_on_every_region_route() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let mut n = start(&data).await;
+    let (addr, trust) = (n.addr().to_string(), n.trust.clone());
+    let (s, r, _p, left, left_peer) = n.populate().await;
+
+    // The left region's leader reports its sizes.
+    let (tx, rx) = tokio::sync::mpsc::channel(4);
+    let leader = metapb_peer(left_peer, s);
+    tx.send(pdpb::RegionHeartbeatRequest {
+        header: n.h(),
+        region: Some(metapb_region(left, b"", b"m", (1, 2), vec![leader])),
+        leader: Some(leader),
+        approximate_size: (96 << 20) + 4096,
+        approximate_keys: 960_000,
+        bytes_written: 64 << 10,
+        keys_written: 640,
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    let _replies =
+        n.pd.region_heartbeat(tokio_stream::wrappers::ReceiverStream::new(rx))
+            .await
+            .unwrap()
+            .into_inner();
+
+    let path = format!("/pd/api/v1/region/id/{left}");
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let by_id = loop {
+        let v = get_json(&addr, &trust, &path).await;
+        if v["approximate_size"] != 0 {
+            break v;
+        }
+        assert!(std::time::Instant::now() < deadline, "never reported: {v}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let reported = json!({
+        "cpu_usage": 0,
+        "written_bytes": 64 << 10,
+        "read_bytes": 0,
+        "written_keys": 640,
+        "read_keys": 0,
+        "approximate_size": 96,
+        "approximate_keys": 960_000,
+        "approximate_kv_size": 0,
+        "approximate_columnar_kv_size": 0,
+    });
+    let fields = |v: &serde_json::Value| {
+        let mut only = serde_json::Map::new();
+        for k in reported.as_object().unwrap().keys() {
+            only.insert(k.clone(), v[k].clone());
+        }
+        serde_json::Value::Object(only)
+    };
+    assert_eq!(fields(&by_id), reported);
+    assert_eq!(
+        by_id["leader"],
+        json!({"id": left_peer, "store_id": s, "role_name": "Voter"})
+    );
+    // PD leaves out empty peer lists.
+    assert!(by_id.get("down_peers").is_none() && by_id.get("pending_peers").is_none());
+
+    let by_key = get_json(&addr, &trust, "/pd/api/v1/region/key/a").await;
+    assert_eq!(by_key, by_id);
+    let unreported = json!({
+        "cpu_usage": 0, "written_bytes": 0, "read_bytes": 0, "written_keys": 0, "read_keys": 0,
+        "approximate_size": 0, "approximate_keys": 0, "approximate_kv_size": 0,
+        "approximate_columnar_kv_size": 0,
+    });
+    for path in ["/pd/api/v1/regions", "/pd/api/v1/regions/key?key=&limit=10"] {
+        let all = get_json(&addr, &trust, path).await;
+        assert_eq!(all["count"], 2, "{path}");
+        let regions = all["regions"].as_array().unwrap();
+        assert_eq!(regions[0], by_id, "{path}");
+        assert_eq!(regions[1]["id"], r, "{path}");
+        assert_eq!(fields(&regions[1]), unreported, "{path}");
+    }
+
+    // Any role reads the sizes; a certificate with none reads nothing.
+    let store = holder(&data, "store", &[Role::Store]);
+    assert_eq!(get_json(&addr, &store, &path).await, by_id);
+    let nobody = holder(&data, "nobody", &[]);
+    for proto in BOTH {
+        let a = get(&addr, &nobody, proto, &path).await;
+        assert_eq!(a.status, StatusCode::FORBIDDEN, "{}", a.text());
+        assert!(a.text().contains("role"), "{}", a.text());
+    }
+}
