@@ -11,22 +11,28 @@ pub struct SimArgs {
     /// A named scenario: lost-store, decommission, scale-out, zone-loss, rolling-restart.
     #[arg(
         long,
-        conflicts_with = "scenario_file",
-        required_unless_present = "scenario_file"
+        conflicts_with_all = ["scenario_file", "fuzz"],
+        required_unless_present_any = ["scenario_file", "fuzz"]
     )]
     pub scenario: Option<String>,
     /// A scenario from a TOML file (stores per zone, regions, actions and their times).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "fuzz")]
     pub scenario_file: Option<PathBuf>,
+    /// Runs this many random mixed scenarios (stores lost and returned, decommissions,
+    /// scale-outs), seeds `--seed` onwards, and counts their safety violations.
+    #[arg(long)]
+    pub fuzz: Option<u64>,
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// Stores of a named scenario (the base case: 100 in three zones, 34/33/33).
-    #[arg(long, default_value_t = 100)]
-    pub stores: u32,
-    /// Regions of a named scenario (the base case: 1,000,000 x 3 replicas of 96 MiB).
-    #[arg(long, default_value_t = 1_000_000)]
-    pub regions: u64,
-    /// Where to write the report as JSON.
+    /// Stores of a named scenario (default: the base case, 100 in three zones, 34/33/33) or of
+    /// each fuzzed one (default 12, at least 9).
+    #[arg(long)]
+    pub stores: Option<u32>,
+    /// Regions of a named scenario (default: the base case, 1,000,000 x 3 replicas of 96 MiB)
+    /// or of each fuzzed one (default 1,200).
+    #[arg(long)]
+    pub regions: Option<u64>,
+    /// Where to write the report (with --fuzz, the summary) as JSON.
     #[arg(long)]
     pub json: Option<PathBuf>,
 }
@@ -34,8 +40,15 @@ pub struct SimArgs {
 /// Runs it. Returns the violations (at least 1 when the run did not converge), which make the
 /// exit status non-zero.
 pub fn run(args: &SimArgs) -> anyhow::Result<u64> {
+    if let Some(seeds) = args.fuzz {
+        return fuzz(args, seeds);
+    }
+    let (stores, regions) = (
+        args.stores.unwrap_or(100),
+        args.regions.unwrap_or(1_000_000),
+    );
     let scenario = match (&args.scenario, &args.scenario_file) {
-        (Some(name), _) => match meridian_sim::named(name, args.stores, args.regions) {
+        (Some(name), _) => match meridian_sim::named(name, stores, regions) {
             Some(s) => s,
             None => bail!(
                 "no scenario {name:?}; the named ones are {}",
@@ -79,4 +92,53 @@ pub fn run(args: &SimArgs) -> anyhow::Result<u64> {
         std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?;
     }
     Ok(report.violations.max(u64::from(!report.converged)))
+}
+
+/// `--fuzz`: `seeds` random mixed scenarios, one line for each that broke a rule or did not
+/// heal, and the summary. Returns the violations, which make the exit status non-zero; a run
+/// that did not heal is reported but is no failure, as random events may outlast a run.
+fn fuzz(args: &SimArgs, seeds: u64) -> anyhow::Result<u64> {
+    let stores = args
+        .stores
+        .unwrap_or(12)
+        .max(meridian_sim::fuzz::MIN_STORES);
+    let regions = args.regions.unwrap_or(1_200);
+    let started = Instant::now();
+    let mut summary = meridian_sim::fuzz::Summary {
+        stores,
+        regions,
+        ..Default::default()
+    };
+    for seed in args.seed..args.seed + seeds {
+        let scenario = meridian_sim::fuzz::scenario(seed, stores, regions);
+        let report = meridian_sim::run(scenario, seed);
+        if report.violations > 0 || !report.converged {
+            println!(
+                "seed {seed}: violations {}, converged {}{}",
+                report.violations,
+                report.converged,
+                report
+                    .violation_samples
+                    .first()
+                    .map_or_else(String::new, |v| format!(": {v}"))
+            );
+        }
+        summary.add(seed, &report);
+    }
+    summary.wall_s = started.elapsed().as_secs_f64();
+    println!(
+        "fuzz: {} seeds from {}, {stores} stores, {regions} regions: violations {}, healed {} of {}, operators {}; {:.1} s",
+        summary.seeds,
+        args.seed,
+        summary.violations,
+        summary.converged,
+        summary.seeds,
+        summary.operators,
+        summary.wall_s,
+    );
+    if let Some(path) = &args.json {
+        let text = serde_json::to_string_pretty(&summary)?;
+        std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?;
+    }
+    Ok(summary.violations)
 }

@@ -37,6 +37,7 @@
 //! scheduler decides, read the OS clock or touch the network.
 
 mod check;
+pub mod fuzz;
 mod model;
 mod queue;
 mod report;
