@@ -12,6 +12,9 @@ pub enum Operator {
     /// Split the region at these keys (PD's `SplitRegion` with policy USEKEY), in order.
     /// Boxed: the keys are rare, and every reply carries an `Option<Operator>`.
     Split(Box<Vec<Vec<u8>>>),
+    /// Merge this region into `target` (PD's `Merge`, sent to the source region only): the
+    /// target as PD last saw it, whose epoch TiKV checks before it merges.
+    Merge(Box<Region>),
 }
 
 impl Operator {
@@ -26,6 +29,11 @@ impl Operator {
                 k.as_slice() > region.start_key.as_slice()
                     && (region.end_key.is_empty() || k.as_slice() < region.end_key.as_slice())
             }),
+            // Done once the reporting region is the target grown over the source's range
+            // (the source itself is never reported again).
+            Operator::Merge(target) => {
+                region.id == target.id && region.epoch.version > target.epoch.version
+            }
         }
     }
 

@@ -331,7 +331,7 @@ impl Sim {
                 Some(next_id)
             };
             match call {
-                Call::Patrol => schedule::patrol(&c, &input, &mut slot, &mut ids),
+                Call::Patrol => schedule::patrol(&c, &input, None, &mut slot, &mut ids),
                 Call::Heartbeat { changed } => {
                     schedule::on_heartbeat(&c, &input, changed, &mut slot, &mut ids)
                 }

@@ -233,6 +233,7 @@ impl Sim {
             // The scheduler never asks for a split; only SplitRegions does, which the
             // simulator does not drive.
             Operator::Split(_) => {}
+            Operator::Merge(_) => {}
         }
     }
 

@@ -324,7 +324,7 @@ impl Sim {
                     if matches!(e, Event::Heartbeat(_)) {
                         on_heartbeat(&c, &input, true, &mut slot, &mut ids)
                     } else {
-                        patrol(&c, &input, &mut slot, &mut ids)
+                        patrol(&c, &input, None, &mut slot, &mut ids)
                     }
                 };
                 self.next_id = next;

@@ -246,7 +246,7 @@ impl Shard {
                 entry,
                 &region,
                 c.now_ms,
-                |input, slot| schedule::patrol(c, input, slot, new_peer_id),
+                |input, slot| schedule::patrol(c, input, None, slot, new_peer_id),
             );
             if let Some(op) = step {
                 started.push((region.clone(), op));
