@@ -90,8 +90,9 @@ pub struct Shard {
     regions: DenseIdMap<Entry>,
     /// Where the patrol goes on.
     cursor: usize,
-    /// When this term's scheduling began: no merge within split-merge-interval of it.
-    started_ms: u64,
+    /// When this term's scheduling began (its reset, or else the first patrol): no merge
+    /// within split-merge-interval of it.
+    started_ms: Option<u64>,
     /// Each region's operator status, for GetOperator.
     ops: OpStatusTracker,
 }
@@ -250,6 +251,7 @@ impl Shard {
             peers: Vec::new(),
             leader: None,
         };
+        let started_ms = *self.started_ms.get_or_insert(c.now_ms);
         let n = self.regions.len();
         for _ in 0..budget.min(n) {
             if self.cursor >= n {
@@ -281,7 +283,7 @@ impl Shard {
             let merge = MergeInput {
                 keys,
                 recently_split: recent(split_s),
-                started_ms: self.started_ms,
+                started_ms,
                 adjacent: &adjacent,
             };
             let merge = index.map(|_| &merge);
@@ -352,7 +354,7 @@ impl Shard {
             schedule::cancel(c, &mut e.pending);
         }
         self.ops.clear();
-        self.started_ms = c.now_ms;
+        self.started_ms = Some(c.now_ms);
         self.regions = routes
             .into_iter()
             .map(|route| {
