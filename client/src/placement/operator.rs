@@ -66,4 +66,27 @@ mod tests {
         assert!(split.is_done(&region(b"", b"c")));
         assert!(!split.is_leader_move());
     }
+
+    #[test]
+    fn a_merge_is_done_once_the_target_reports_a_newer_version() {
+        let target = Region {
+            id: 2,
+            start_key: b"c".to_vec(),
+            end_key: b"f".to_vec(),
+            epoch: crate::placement::Epoch {
+                conf_ver: 1,
+                version: 3,
+            },
+            peers: vec![],
+            leader: None,
+        };
+        let op = Operator::Merge(Box::new(target.clone()));
+        assert!(!op.is_done(&target));
+        let mut grown = target.clone();
+        grown.start_key = b"a".to_vec();
+        grown.epoch.version = 4;
+        assert!(op.is_done(&grown));
+        grown.id = 1;
+        assert!(!op.is_done(&grown), "another region is not the target");
+    }
 }
