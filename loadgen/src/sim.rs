@@ -8,7 +8,7 @@ use anyhow::{bail, Context};
 
 #[derive(clap::Args, Debug)]
 pub struct SimArgs {
-    /// A named scenario: lost-store, decommission, scale-out, zone-loss, rolling-restart.
+    /// A named scenario: lost-store, decommission, scale-out, zone-loss, rolling-restart, merge.
     #[arg(
         long,
         conflicts_with = "scenario_file",
