@@ -856,6 +856,8 @@ fn field_numbers_and_types_match_tikv_client() {
         ("pdpb.RegionHeartbeatRequest", "leader", 3),
         ("pdpb.RegionHeartbeatResponse", "change_peer", 2),
         ("pdpb.RegionHeartbeatResponse", "region_id", 4),
+        ("pdpb.RegionHeartbeatResponse", "merge", 7),
+        ("pdpb.Merge", "target", 1),
         ("pdpb.GetGcSafePointResponse", "safe_point", 2),
         ("pdpb.UpdateServiceGcSafePointRequest", "ttl", 3),
         ("metapb.Region", "region_epoch", 4),

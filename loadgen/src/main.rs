@@ -45,7 +45,7 @@ enum Command {
     /// and the p99 through Meridian minus the direct p99.
     EtcdProxy(etcd_proxy::EtcdProxyArgs),
     /// The deterministic cluster simulator: a scenario (lost-store, decommission, scale-out,
-    /// zone-loss, rolling-restart, or a TOML file) run by Meridian's scheduling core in
+    /// zone-loss, rolling-restart, merge, or a TOML file) run by Meridian's scheduling core in
     /// simulated time; fails on any safety violation or if it does not converge.
     Sim(sim::SimArgs),
 }

@@ -8,7 +8,7 @@ use anyhow::{bail, Context};
 
 #[derive(clap::Args, Debug)]
 pub struct SimArgs {
-    /// A named scenario: lost-store, decommission, scale-out, zone-loss, rolling-restart.
+    /// A named scenario: lost-store, decommission, scale-out, zone-loss, rolling-restart, merge.
     #[arg(
         long,
         conflicts_with_all = ["scenario_file", "fuzz"],
@@ -66,11 +66,13 @@ pub fn run(args: &SimArgs) -> anyhow::Result<u64> {
     let mut report = meridian_sim::run(scenario, args.seed);
     report.wall_s = started.elapsed().as_secs_f64();
     println!(
-        "{}: seed {}, {} stores, {} regions: converged {} after {} s (floor {:.0} s); moves {} (min {}), leader transfers {}, operators {}; violations {}; {:.0} s simulated in {:.1} s",
+        "{}: seed {}, {} stores, {} regions ({} at the end, {} merges): converged {} after {} s (floor {:.0} s); moves {} (min {}), leader transfers {}, operators {}; violations {}; {:.0} s simulated in {:.1} s",
         report.scenario,
         report.seed,
         report.stores,
         report.regions,
+        report.regions_at_end,
+        report.merges,
         report.converged,
         report
             .converged_after_s

@@ -50,6 +50,20 @@ impl Checker {
         }
     }
 
+    /// A merge of `source` into `target` (each as it stands) that TiKV is asked to make.
+    pub fn merge(&mut self, now_ms: u64, source: &Region, target: &Region) {
+        if let Some(rule) = safety::check_merge(source, target) {
+            self.record(
+                now_ms,
+                rule,
+                format!(
+                    "merge of region {} {:?} into {} {:?}",
+                    source.id, source.peers, target.id, target.peers
+                ),
+            );
+        }
+    }
+
     /// An operator started. `live` is how many of its kind are in flight, itself included.
     pub fn started(
         &mut self,

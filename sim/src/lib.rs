@@ -20,6 +20,11 @@
 //!   scheduler promotes it only then.
 //! - **Promotion and removal** apply at once. TiKV refuses to remove its own leader.
 //! - **Leader transfer** takes 30 ms.
+//! - **Merge.** The source's leader, sent PD's `Merge`, checks the target as it stands (its
+//!   epoch as PD described it, adjacent, peers on the same stores) or refuses; 500 ms later
+//!   the target commits it: the source is gone, the target covers both ranges with version
+//!   max(source, target) + 1, and reports at once. PD's region map is the server's range
+//!   index, which drops the source on that report.
 //! - **The patrol** ticks every 100 ms and passes over every region in 10 s.
 //! - **Store states**, on PD's side, are the scheduler's own: Disconnected after 20 s without a
 //!   store heartbeat, Down after `max-store-down-time` (30 min), Offline from a decommission
@@ -29,7 +34,8 @@
 //!
 //! # What is checked
 //!
-//! On every step a leader carries out, the safety rules (`schedule::safety`), and on every
+//! On every step a leader carries out, the safety rules (`schedule::safety`; for a merge,
+//! the source's peers against the target's as it stands), and on every
 //! operator that starts, the caps and store limits (`check.rs`). The report counts
 //! violations and describes the first few.
 //!

@@ -20,6 +20,9 @@ pub struct Timing {
     /// How often the patrol ticks, and the period in which it passes over every region.
     pub patrol_tick_ms: u64,
     pub patrol_period_ms: u64,
+    /// A merge, from the source leader's receiving it (PrepareMerge) until the target has
+    /// committed it and reports its grown range.
+    pub merge_ms: u64,
 }
 
 impl Default for Timing {
@@ -33,6 +36,7 @@ impl Default for Timing {
             election_ms: 10_000,
             patrol_tick_ms: 100,
             patrol_period_ms: 10_000,
+            merge_ms: 500,
         }
     }
 }

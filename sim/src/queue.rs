@@ -33,6 +33,11 @@ pub enum Event {
     Elect {
         region: u32,
     },
+    /// A merge TiKV accepted is committed: the source's range joins the target.
+    Merged {
+        source: u32,
+        target: u32,
+    },
     /// The scenario's n-th action.
     Action(u32),
     /// Once a simulated second: Down marks, sampling, convergence.

@@ -15,7 +15,8 @@ pub struct Report {
     /// Simulated seconds from the trigger until then.
     pub converged_after_s: Option<f64>,
     /// The bound the limits allow: peers to place / (stores that may receive them x the add
-    /// limit per minute).
+    /// limit per minute). For a merge: the merges needed / the merges the cap lets run at
+    /// once x one merge's least duration, plus what is left of split-merge-interval.
     pub floor_s: f64,
     /// Peers added and promoted (a move is one add with its remove).
     pub moves: u64,
@@ -29,6 +30,9 @@ pub struct Report {
     pub longest_evict_s: Option<f64>,
     /// Zone loss: peers added while the zone was down.
     pub repairs_during_loss: u64,
+    /// Regions left at the end (merges take them away), and merges made.
+    pub regions_at_end: u64,
+    pub merges: u64,
     /// Where the run stopped.
     pub simulated_s: f64,
     /// Peers and leaders per store over time.

@@ -77,6 +77,10 @@ pub enum Action {
         at_s: u64,
         down_s: u64,
     },
+    /// The keys of the first half of the key space are deleted: those regions empty.
+    DeleteHalf {
+        at_s: u64,
+    },
 }
 
 impl Action {
@@ -88,7 +92,8 @@ impl Action {
             | Action::AddStores { at_s, .. }
             | Action::KillZone { at_s, .. }
             | Action::ReviveZone { at_s, .. }
-            | Action::RollingRestart { at_s, .. } => *at_s,
+            | Action::RollingRestart { at_s, .. }
+            | Action::DeleteHalf { at_s } => *at_s,
         }
     }
 }
@@ -104,15 +109,19 @@ pub enum Goal {
     Balanced,
     /// Healed, and every store's leader count within 5% of the mean.
     LeadersBalanced,
+    /// Every region healed and the region count at most 0.55 of what it was when keys were
+    /// deleted.
+    Merged,
 }
 
 /// The named scenarios.
-pub const NAMES: [&str; 5] = [
+pub const NAMES: [&str; 6] = [
     "lost-store",
     "decommission",
     "scale-out",
     "zone-loss",
     "rolling-restart",
+    "merge",
 ];
 
 /// Stores per zone: `stores` over three zones, the first zones taking the remainder
@@ -188,6 +197,14 @@ pub fn named(name: &str, stores: u32, regions: u64) -> Option<Scenario> {
             0,
             Goal::LeadersBalanced,
             (u64::from(stores) * 12 * 60).max(hour) + 2 * hour,
+        ),
+        // Merges may start only split-merge-interval (an hour) after the scheduler's start.
+        "merge" => base(
+            vec![Action::DeleteHalf { at_s: 60 }],
+            0,
+            0,
+            Goal::Merged,
+            4 * hour,
         ),
         _ => return None,
     })

@@ -19,6 +19,19 @@ pub enum Step {
     TransferLeader(Peer),
     /// The leader splits the region at `keys` (SplitRegions); boxed, being rare.
     Split(Box<SplitStep>),
+    /// The region merges into another (PD's `MergeRegion`); boxed, being rare.
+    Merge(Box<MergeStep>),
+}
+
+/// A merge as both its regions' operators carry it. The source's step is sent (as PD's, to
+/// the source only) and never shows done in a report: the source is not reported again, and
+/// its operator ends when the region is dropped. The target's (`passive`) is never sent: it
+/// keeps other operators off the target and is done once the target's range changes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MergeStep {
+    pub source: Region,
+    pub target: Region,
+    pub passive: bool,
 }
 
 /// The range a split was asked of and where to cut it: done once the region's range differs
@@ -45,6 +58,11 @@ impl Step {
             Step::RemovePeer(p) => !region.peers.iter().any(|q| q.id == p.id),
             Step::TransferLeader(p) => region.leader == Some(p.id),
             Step::Split(s) => region.start_key != s.start_key || region.end_key != s.end_key,
+            Step::Merge(m) => {
+                m.passive
+                    && (region.start_key != m.target.start_key
+                        || region.end_key != m.target.end_key)
+            }
         }
     }
 
@@ -62,6 +80,7 @@ impl Step {
             Step::RemovePeer(p) => Operator::RemovePeer(p.clone()),
             Step::TransferLeader(p) => Operator::TransferLeader(p.clone()),
             Step::Split(s) => Operator::Split(Box::new(s.keys.clone())),
+            Step::Merge(m) => Operator::Merge(Box::new(m.target.clone())),
         }
     }
 
@@ -72,7 +91,7 @@ impl Step {
             | Step::PromoteLearner(p)
             | Step::RemovePeer(p)
             | Step::TransferLeader(p) => Some(p),
-            Step::Split(_) => None,
+            Step::Split(_) | Step::Merge(_) => None,
         }
     }
 }

@@ -12,6 +12,9 @@ pub enum Operator {
     /// Split the region at these keys (PD's `SplitRegion` with policy USEKEY), in order.
     /// Boxed: the keys are rare, and every reply carries an `Option<Operator>`.
     Split(Box<Vec<Vec<u8>>>),
+    /// Merge this region into `target` (PD's `Merge`, sent to the source region only): the
+    /// target as PD last saw it, whose epoch TiKV checks before it merges.
+    Merge(Box<Region>),
 }
 
 impl Operator {
@@ -26,6 +29,11 @@ impl Operator {
                 k.as_slice() > region.start_key.as_slice()
                     && (region.end_key.is_empty() || k.as_slice() < region.end_key.as_slice())
             }),
+            // Done once the reporting region is the target grown over the source's range
+            // (the source itself is never reported again).
+            Operator::Merge(target) => {
+                region.id == target.id && region.epoch.version > target.epoch.version
+            }
         }
     }
 
@@ -57,5 +65,28 @@ mod tests {
         assert!(split.is_done(&region(b"f", b"")));
         assert!(split.is_done(&region(b"", b"c")));
         assert!(!split.is_leader_move());
+    }
+
+    #[test]
+    fn a_merge_is_done_once_the_target_reports_a_newer_version() {
+        let target = Region {
+            id: 2,
+            start_key: b"c".to_vec(),
+            end_key: b"f".to_vec(),
+            epoch: crate::placement::Epoch {
+                conf_ver: 1,
+                version: 3,
+            },
+            peers: vec![],
+            leader: None,
+        };
+        let op = Operator::Merge(Box::new(target.clone()));
+        assert!(!op.is_done(&target));
+        let mut grown = target.clone();
+        grown.start_key = b"a".to_vec();
+        grown.epoch.version = 4;
+        assert!(op.is_done(&grown));
+        grown.id = 1;
+        assert!(!op.is_done(&grown), "another region is not the target");
     }
 }

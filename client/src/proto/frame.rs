@@ -271,6 +271,26 @@ mod tests {
                 count: 3,
             }),
             Response::Err(ErrorReply::InvalidArgument("count".into())),
+            // A merge for the source region carries the target whole.
+            Response::Ok(Reply::RegionHeartbeat {
+                operator: Some(crate::placement::Operator::Merge(Box::new(
+                    crate::placement::Region {
+                        id: 7,
+                        start_key: b"b".to_vec(),
+                        end_key: b"c".to_vec(),
+                        epoch: crate::placement::Epoch {
+                            conf_ver: 3,
+                            version: 9,
+                        },
+                        peers: vec![crate::placement::Peer {
+                            id: 71,
+                            store_id: 2,
+                            role: crate::placement::PeerRole::Voter,
+                        }],
+                        leader: Some(71),
+                    },
+                ))),
+            }),
         ];
         let mut out = Vec::new();
         let mut scratch = AlignedVec::new();
@@ -279,8 +299,9 @@ mod tests {
         }
         let mut dec = FrameDecoder::new();
         dec.extend(&out);
-        assert_eq!(dec.next_response().unwrap(), Some(resps[0].clone()));
-        assert_eq!(dec.next_response().unwrap(), Some(resps[1].clone()));
+        for r in &resps {
+            assert_eq!(dec.next_response().unwrap(), Some(r.clone()));
+        }
         assert_eq!(dec.next_response().unwrap(), None);
     }
 

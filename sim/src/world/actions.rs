@@ -67,6 +67,7 @@ impl Sim {
                 });
                 self.roll();
             }
+            Action::DeleteHalf { .. } => self.delete_half(),
         }
         self.recount();
         if n == self.scn.trigger {

@@ -59,6 +59,9 @@ impl Sim {
         let within = |v: u64, mean: f64| (v as f64 - mean).abs() <= (mean * 0.05).max(1.0);
         match self.scn.goal {
             Goal::Healed => true,
+            Goal::Merged => self
+                .merge_start_regions
+                .is_some_and(|n| self.live_regions as f64 <= n as f64 * 0.55),
             Goal::LeadersBalanced => {
                 let mean =
                     live.iter().map(|s| s.leaders).sum::<u64>() as f64 / live.len().max(1) as f64;
@@ -98,6 +101,8 @@ impl Sim {
                 .as_ref()
                 .map(|r| r.longest_evict_ms as f64 / 1000.0),
             repairs_during_loss: self.repairs_during_loss,
+            regions_at_end: self.live_regions,
+            merges: self.merges,
             simulated_s: self.now as f64 / 1000.0,
             series: self.series.clone(),
             wall_s: 0.0,

@@ -6,6 +6,8 @@
 //!
 //! - `tikv`: the simulated stores and regions, and how a leader carries out a step.
 //! - `actions`: what the scenario does to the cluster, and the floor it is measured against.
+//! - `merge`: PD's region map, the merge checker's neighbours and a merge pair's operators.
+//! - `tikv_merge`: how TiKV carries out a merge.
 //! - `audit`: the once-a-second check (Down marks, samples, convergence) and the report.
 //!
 //! Must not: carry out a step (that is TiKV's side, in `tikv`), decide what the scheduler
@@ -13,12 +15,16 @@
 
 mod actions;
 mod audit;
+mod merge;
 mod tikv;
+mod tikv_merge;
 
 use meridian::placement::schedule::{
-    self, influence, Cluster, InFlight, Pending, RegionInput, StoreView, Sweep,
+    self, influence, Cluster, InFlight, MergeInput, Pending, RegionInput, Side, StoreView, Sweep,
 };
-use meridian::placement::{Epoch, Peer, PeerRole, Region, ScheduleConfig, StoreMap, StoreStats};
+use meridian::placement::{
+    Epoch, Peer, PeerRole, RangeIndex, Region, ScheduleConfig, StoreMap, StoreStats,
+};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -40,6 +46,8 @@ pub struct Sim {
     regions: Vec<SimRegion>,
     // PD's side.
     map: StoreMap,
+    /// PD's region map: the server's range index, fed the leaders' changed reports.
+    index: RangeIndex,
     view: StoreView,
     in_flight: InFlight,
     next_id: u64,
@@ -62,6 +70,10 @@ pub struct Sim {
     floor_s: f64,
     min_moves: u64,
     series: Series,
+    /// Regions not merged away; how many there were when keys were deleted; merges made.
+    live_regions: u64,
+    merge_start_regions: Option<u64>,
+    merges: u64,
 }
 
 /// The configuration the simulator runs the scheduler with: PD's defaults, location labels
@@ -150,6 +162,9 @@ impl Sim {
                 pending: Vec::new(),
                 slot: None,
                 good: true,
+                size_mib: scn.region_size_mib,
+                gone: false,
+                merging: false,
             });
         }
         let mut map = StoreMap::new();
@@ -157,7 +172,14 @@ impl Sim {
             // Registration of a fresh store with a valid record cannot fail.
             let _ = map.put(store_record(s.id, s.zone), 0);
         }
+        let index = RangeIndex::new();
+        index.reset(regions.iter().map(|r| r.region.clone()).collect());
+        let live_regions = regions.len() as u64;
         let mut sim = Sim {
+            index,
+            live_regions,
+            merge_start_regions: None,
+            merges: 0,
             view: StoreView::default(),
             in_flight: InFlight::default(),
             cfg,
@@ -286,6 +308,13 @@ impl Sim {
                 self.beat_now(i);
             }
             Event::LeaderMoved { region, peer } => self.leader_moved(region as usize, peer),
+            Event::Merged { source, target } => {
+                self.commit_merge(source as usize, target as usize);
+                // The target reports its grown range before anything else happens at this
+                // instant: the patrol reads regions as TiKV holds them, so PD's region map
+                // must not lag behind (it drops the source from this report).
+                self.region_beat(target as usize, true);
+            }
             Event::Elect { region } => self.elect(region as usize),
             Event::Action(i) => self.act(i as usize),
             Event::Second => {
@@ -319,15 +348,31 @@ impl Sim {
     /// One call into the scheduler for region `i`: the patrol's, or a heartbeat's that
     /// `changed` the region or not.
     fn schedule(&mut self, i: usize, call: Call) {
+        let (prev, next) = match call {
+            Call::Patrol => self.neighbours(i),
+            Call::Heartbeat { .. } => (None, None),
+        };
+        let adjacent = |s: Side| match s {
+            Side::Prev => prev.as_ref().map(|x| x.adjacent()),
+            Side::Next => next.as_ref().map(|x| x.adjacent()),
+        };
+        let size_mib = self.regions[i].size_mib;
+        let merge = MergeInput {
+            keys: merge::keys_of(size_mib),
+            recently_split: false,
+            // The simulated PD starts scheduling at time 0.
+            started_ms: 0,
+            adjacent: &adjacent,
+        };
         let mut slot = self.regions[i].slot.take();
         let mut next_id = self.next_id;
         let mut sweep = std::mem::take(&mut self.sweep);
-        let d = {
+        let mut d = {
             let r = &self.regions[i];
             let input = RegionInput {
                 region: &r.region,
                 pending_peers: &r.pending,
-                size_mib: self.scn.region_size_mib,
+                size_mib,
             };
             let c = self.cluster();
             let mut ids = || {
@@ -335,7 +380,9 @@ impl Sim {
                 Some(next_id)
             };
             match call {
-                Call::Patrol => schedule::patrol(&c, &mut sweep, &input, &mut slot, &mut ids),
+                Call::Patrol => {
+                    schedule::patrol(&c, &mut sweep, &input, Some(&merge), &mut slot, &mut ids)
+                }
                 Call::Heartbeat { changed } => {
                     schedule::on_heartbeat(&c, &input, changed, &mut slot, &mut ids)
                 }
@@ -348,21 +395,22 @@ impl Sim {
         }
         if d.started {
             if let Some(p) = slot.as_deref() {
-                self.started(p);
+                self.started(p, size_mib);
             }
         }
         self.regions[i].slot = slot;
+        self.merge_pair(&mut d);
         if let Some(op) = d.step {
             self.carry_out(i, op);
         }
     }
 
     /// An operator started: count it and check rule 4.
-    fn started(&mut self, p: &Pending) {
+    fn started(&mut self, p: &Pending, size_mib: u64) {
         self.operators += 1;
         self.last_op_ms = self.now;
         self.live[p.kind.index()] += 1;
-        let cost = influence(self.scn.region_size_mib);
+        let cost = influence(size_mib);
         let add = p.adds_to().map(|s| ((s - 1) as usize, cost));
         let c = self.cluster();
         let remove = p
@@ -380,6 +428,9 @@ impl Sim {
     fn region_beat(&mut self, i: usize, changed: bool) {
         if !self.leader_alive(i) {
             return;
+        }
+        if changed {
+            self.pd_apply(i);
         }
         self.schedule(i, Call::Heartbeat { changed });
     }

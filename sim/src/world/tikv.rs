@@ -37,6 +37,12 @@ pub(super) struct SimRegion {
     /// PD's operator for the region.
     pub(super) slot: Option<Box<Pending>>,
     pub(super) good: bool,
+    /// Its data (MiB): the scenario's region size, until keys are deleted or regions merge.
+    pub(super) size_mib: u64,
+    /// Merged into another: no longer a region (its index is kept so events stay valid).
+    pub(super) gone: bool,
+    /// A merge is under way (sent again meanwhile, it is not started twice).
+    pub(super) merging: bool,
 }
 
 /// The record a simulated store registers with PD.
@@ -64,10 +70,11 @@ pub(super) fn store_record(id: u64, zone: u32) -> Store {
 
 impl Sim {
     pub(super) fn leader_alive(&self, i: usize) -> bool {
-        self.regions[i]
-            .region
-            .leader_peer()
-            .is_some_and(|p| self.stores[(p.store_id - 1) as usize].alive)
+        !self.regions[i].gone
+            && self.regions[i]
+                .region
+                .leader_peer()
+                .is_some_and(|p| self.stores[(p.store_id - 1) as usize].alive)
     }
 
     /// Changes region `i`, keeping the count of regions that are not healed.
@@ -86,6 +93,9 @@ impl Sim {
     }
 
     fn is_good(&self, r: &SimRegion) -> bool {
+        if r.gone {
+            return true;
+        }
         let peers = &r.region.peers;
         if peers.len() != self.cfg.max_replicas
             || !r.pending.is_empty()
@@ -140,7 +150,7 @@ impl Sim {
             let input = RegionInput {
                 region: &r.region,
                 pending_peers: &r.pending,
-                size_mib: self.scn.region_size_mib,
+                size_mib: r.size_mib,
             };
             let c = Cluster {
                 cfg: &self.cfg,
@@ -151,7 +161,7 @@ impl Sim {
             let healthy = |p: &Peer| input.is_healthy(&c, p);
             self.check.step(self.now, &r.region, &op, &healthy);
         }
-        let size = self.scn.region_size_mib;
+        let size = self.regions[i].size_mib;
         match op {
             Operator::AddPeer(p) => {
                 let existing = self.regions[i]
@@ -233,6 +243,7 @@ impl Sim {
             // The scheduler never asks for a split; only SplitRegions does, which the
             // simulator does not drive.
             Operator::Split(_) => {}
+            Operator::Merge(target) => self.prepare_merge(i, &target),
         }
     }
 
@@ -270,7 +281,7 @@ impl Sim {
 
     /// A region that lost its leader elects a live voter, if it has one.
     pub(super) fn elect(&mut self, i: usize) {
-        if self.leader_alive(i) {
+        if self.leader_alive(i) || self.regions[i].gone {
             return;
         }
         let live: Vec<u64> = self.regions[i]

@@ -20,6 +20,15 @@ pub struct ScheduleConfig {
     pub region_schedule_limit: usize,
     /// Merges in flight, cluster-wide.
     pub merge_schedule_limit: usize,
+    /// A region this small (MiB) and with at most `max_merge_region_keys` keys is merged
+    /// into a neighbour (PD's `max-merge-region-size`; 0 turns merging off).
+    pub max_merge_region_size_mib: u64,
+    pub max_merge_region_keys: u64,
+    /// No merge within this of a region's split, nor of the scheduler's start (PD's
+    /// `split-merge-interval`).
+    pub split_merge_interval_ms: u64,
+    /// A region merges only into the next one (PD's `enable-one-way-merge`).
+    pub enable_one_way_merge: bool,
     /// Peers added to one store per minute (PD's store limit `add-peer`).
     pub store_limit_add_per_min: f64,
     /// Peers removed from one serving store per minute (`remove-peer`); removals from a Down or
@@ -56,6 +65,10 @@ impl Default for ScheduleConfig {
             replica_schedule_limit: 64,
             region_schedule_limit: 2048,
             merge_schedule_limit: 8,
+            max_merge_region_size_mib: 54,
+            max_merge_region_keys: 540_000,
+            split_merge_interval_ms: 60 * 60 * 1000,
+            enable_one_way_merge: false,
             store_limit_add_per_min: 15.0,
             store_limit_remove_per_min: 15.0,
             operator_timeout_ms: 10 * 60 * 1000,

@@ -10,6 +10,7 @@
 //! - `location`: distinct score and isolation.
 //! - `select`: target stores and leader targets.
 //! - `replica`, `balance`: the checkers and schedulers, each a [`Plan`] or nothing.
+//! - `merge`: the merge checker, a pair of operators (source and target) or nothing.
 //! - `admin`: the operators an operator of the cluster asks for by name (PD's `POST
 //!   /operators`: transfer-leader, transfer-region, transfer-peer, add-peer, add-learner,
 //!   remove-peer, split-region), checked and planned as PD's handler and operator builder do.
@@ -27,6 +28,7 @@ mod budget;
 mod cluster;
 mod config;
 mod location;
+mod merge;
 mod plan;
 mod replica;
 pub mod safety;
@@ -46,6 +48,7 @@ pub use budget::{capacity, influence, InFlight, StoreBudget, REGION_INFLUENCE};
 pub use cluster::{Cluster, RegionInput};
 pub use config::ScheduleConfig;
 pub use location::{distinct_score, isolated};
+pub use merge::{peers_match, Adjacent, MergeInput, MergePlan, Side};
 pub use plan::{Plan, NEW_PEER};
 pub use scatter::{scatter, Groups, Refused, Target, SCATTER_DESC};
 pub use scheduler::{cancel, on_heartbeat, patrol, start_admin_plan, start_plan, Dispatch, Sweep};

@@ -15,6 +15,8 @@ pub enum Rule {
     TwoPeersOnOneStore,
     RemovesLeader,
     PastLimit,
+    /// A merge sent while the source's peers are not where the target's are.
+    MergePeersDiffer,
 }
 
 /// `region` after the leader carries out `op`, as TiKV would.
@@ -27,8 +29,9 @@ pub fn apply(region: &Region, op: &Operator) -> Region {
         },
         Operator::RemovePeer(p) => r.peers.retain(|q| q.id != p.id),
         Operator::TransferLeader(p) => r.leader = Some(p.id),
-        // The split region keeps its peers; the new regions report themselves.
-        Operator::Split(_) => {}
+        // The split region keeps its peers; the new regions report themselves. A merge
+        // leaves the source's peers as they are until the source is gone.
+        Operator::Split(_) | Operator::Merge(_) => {}
     }
     r
 }
@@ -36,6 +39,9 @@ pub fn apply(region: &Region, op: &Operator) -> Region {
 /// The first rule `op` breaks on `region`; `healthy` says whether a voter serves and has
 /// caught up.
 pub fn check(region: &Region, op: &Operator, healthy: &dyn Fn(&Peer) -> bool) -> Option<Rule> {
+    if let Operator::Merge(target) = op {
+        return check_merge(region, target);
+    }
     if let Operator::RemovePeer(p) = op {
         if region.leader == Some(p.id) {
             return Some(Rule::RemovesLeader);
@@ -57,4 +63,21 @@ pub fn check(region: &Region, op: &Operator, healthy: &dyn Fn(&Peer) -> bool) ->
         }
     }
     None
+}
+
+/// A merge of `source` into `target` (each as it stands) breaks a rule unless every peer of
+/// one has a peer of the same role on the same store in the other.
+pub fn check_merge(source: &Region, target: &Region) -> Option<Rule> {
+    let covered = |a: &Region, b: &Region| {
+        a.peers.iter().all(|p| {
+            b.peers
+                .iter()
+                .any(|q| q.store_id == p.store_id && q.role == p.role)
+        })
+    };
+    if covered(source, target) && covered(target, source) {
+        None
+    } else {
+        Some(Rule::MergePeersDiffer)
+    }
 }

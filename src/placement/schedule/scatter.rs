@@ -471,6 +471,7 @@ mod tests {
                 Step::TransferLeader(_) => "transfer",
                 Step::RemovePeer(_) => "remove",
                 Step::Split(_) => "split",
+                Step::Merge(_) => "merge",
             })
             .collect();
         assert_eq!(

@@ -10,6 +10,7 @@
 use super::balance::{balance_leader, balance_region, evict_leader, is_settled, Sources};
 use super::budget::influence;
 use super::cluster::{Cluster, RegionInput};
+use super::merge::{self, MergeInput, MergePlan};
 use super::plan::{Plan, NEW_PEER};
 use super::replica::{self, may_remove};
 use crate::placement::operator::{OpKind, Operator, Pending, Progress, Step};
@@ -25,6 +26,12 @@ pub struct Dispatch {
     pub ended: Option<(OpKind, bool)>,
     /// Whether an operator started in this call.
     pub started: bool,
+    /// A merge started in this call: the target region's operator, which the caller puts in
+    /// that region's slot (the checker chose a target with none).
+    pub merge_target: Option<(u64, Box<Pending>)>,
+    /// A merge's operator ended without being done: the other region of the pair, whose
+    /// operator the caller cancels too (as PD removes a merge's related operator).
+    pub merge_partner: Option<u64>,
 }
 
 /// A leader's report: advance the region's operator, and once it has none, run the replica
@@ -79,12 +86,14 @@ impl Sweep {
 
 /// The patrol reaches `r` (as last reported): the operator it has runs on, its step pushed to
 /// the leader again (as PD pushes a pending operator); with none, the checkers and schedulers,
-/// and the first step of an operator started here is pushed at once. `sweep` carries what the
-/// batch has judged of the stores.
+/// and the first step of an operator started here is pushed at once. The merge checker runs
+/// after the replica checker, as in PD's checker controller, when the caller gives the
+/// region's neighbours (`merge`). `sweep` carries what the batch has judged of the stores.
 pub fn patrol(
     c: &Cluster,
     sweep: &mut Sweep,
     r: &RegionInput,
+    merge: Option<&MergeInput>,
     slot: &mut Option<Box<Pending>>,
     new_peer_id: &mut dyn FnMut() -> Option<u64>,
 ) -> Dispatch {
@@ -100,7 +109,17 @@ pub fn patrol(
     }
     let plan = room(c, OpKind::Replica)
         .then(|| replica::check(c, r, true))
-        .flatten()
+        .flatten();
+    if plan.is_none() {
+        if let Some(m) = merge.filter(|_| room(c, OpKind::Merge)) {
+            if let Some(mp) = merge::check(c, r, m) {
+                start_merge(c, r, mp, slot, new_peer_id, &mut d);
+                sweep.sources = None;
+                return d;
+            }
+        }
+    }
+    let plan = plan
         .or_else(|| {
             let can = sweep.sources(c);
             let evict = can.evict && room(c, OpKind::Leader);
@@ -123,6 +142,46 @@ pub fn patrol(
         sweep.sources = None;
     }
     d
+}
+
+/// Starts a merge: the source's operator as any other, then the target's, which counts
+/// against the merge cap too (PD counts both) but is never sent.
+fn start_merge(
+    c: &Cluster,
+    r: &RegionInput,
+    mp: MergePlan,
+    slot: &mut Option<Box<Pending>>,
+    new_peer_id: &mut dyn FnMut() -> Option<u64>,
+    d: &mut Dispatch,
+) {
+    d.step = start(c, r, mp.source, slot, new_peer_id, d);
+    if !d.started {
+        return;
+    }
+    // The pair was admitted together below the cap, as PD admits it.
+    if !c.in_flight.try_start(OpKind::Merge, usize::MAX) {
+        return;
+    }
+    d.merge_target = Some((
+        mp.target_id,
+        Box::new(Pending {
+            kind: OpKind::Merge,
+            steps: mp.target.steps,
+            at: 0,
+            leader_store: 0,
+            created_ms: c.now_ms,
+            deadline_ms: c.now_ms.saturating_add(c.cfg.operator_timeout_ms),
+        }),
+    ));
+}
+
+/// The other region of a merge `op` belongs to.
+fn merge_partner(op: &Pending) -> Option<u64> {
+    op.steps.iter().find_map(|s| match s {
+        Step::Merge(m) if m.passive => Some(m.source.id),
+        Step::Merge(m) => Some(m.target.id),
+        _ => None,
+    })
 }
 
 /// Drops `slot`'s operator (the region is gone, or the term ended), releasing its charges.
@@ -151,6 +210,7 @@ fn run(c: &Cluster, r: &RegionInput, slot: &mut Option<Box<Pending>>) -> Dispatc
         Progress::Running(step) => step,
     };
     if c.now_ms >= deadline {
+        d.merge_partner = slot.as_deref().and_then(merge_partner);
         cancel(c, slot);
         d.ended = Some((kind, false));
         return d;
@@ -159,6 +219,7 @@ fn run(c: &Cluster, r: &RegionInput, slot: &mut Option<Box<Pending>>) -> Dispatc
         Verdict::Send => d.step = Some(step.wire()),
         Verdict::Hold => {}
         Verdict::Cancel => {
+            d.merge_partner = slot.as_deref().and_then(merge_partner);
             cancel(c, slot);
             d.ended = Some((kind, false));
         }
@@ -211,6 +272,21 @@ fn check_step(c: &Cluster, r: &RegionInput, step: &Step) -> Verdict {
         }
         // The leader checks the keys against its own range; a stale one is refused there.
         Step::Split(_) => Verdict::Send,
+        // The target's part is never sent; it waits for the target's range to change.
+        Step::Merge(m) if m.passive => Verdict::Hold,
+        // Only a source whose peers sit where the target's do, all caught up, is merged.
+        Step::Merge(m) => {
+            if r.region.start_key != m.source.start_key
+                || r.region.end_key != m.source.end_key
+                || !merge::peers_match(r.region, &m.target)
+            {
+                Verdict::Cancel
+            } else if !r.pending_peers.is_empty() {
+                Verdict::Hold
+            } else {
+                Verdict::Send
+            }
+        }
         Step::RemovePeer(p) => {
             if Some(p.id) == r.region.leader {
                 Verdict::Cancel
@@ -264,12 +340,22 @@ fn start(
         && remove
             .as_ref()
             .is_none_or(|b| b.take(false, cost, remove_rate, c.now_ms));
-    let id = if took_remove && plan.needs_new_peer() {
-        new_peer_id()
-    } else {
-        Some(NEW_PEER)
-    };
-    if !took_add || !took_remove || id.is_none() {
+    // One new id per store a new peer goes to (a merge may add several).
+    let mut ids: Vec<(u64, u64)> = Vec::new();
+    let mut got_ids = true;
+    if took_remove {
+        for s in &plan.steps {
+            if let Step::AddLearner(p) = s {
+                if p.id == NEW_PEER && !ids.iter().any(|(st, _)| *st == p.store_id) {
+                    match new_peer_id() {
+                        Some(id) => ids.push((p.store_id, id)),
+                        None => got_ids = false,
+                    }
+                }
+            }
+        }
+    }
+    if !took_add || !took_remove || !got_ids {
         if took_add {
             if let Some(b) = &add {
                 b.refund(true, cost, add_rate);
@@ -283,11 +369,11 @@ fn start(
         c.in_flight.finish(plan.kind);
         return None;
     }
-    if let Some(id) = id.filter(|id| *id != NEW_PEER) {
-        for s in &mut plan.steps {
-            if let Step::AddLearner(p) | Step::PromoteLearner(p) = s {
-                if p.id == NEW_PEER {
-                    p.id = id;
+    for s in &mut plan.steps {
+        if let Step::AddLearner(p) | Step::PromoteLearner(p) | Step::TransferLeader(p) = s {
+            if p.id == NEW_PEER {
+                if let Some((_, id)) = ids.iter().find(|(st, _)| *st == p.store_id) {
+                    p.id = *id;
                 }
             }
         }

@@ -355,7 +355,7 @@ impl Sim {
                     if matches!(e, Event::Heartbeat(_)) {
                         on_heartbeat(&c, &input, true, &mut slot, &mut ids)
                     } else {
-                        patrol(&c, &mut Sweep::default(), &input, &mut slot, &mut ids)
+                        patrol(&c, &mut Sweep::default(), &input, None, &mut slot, &mut ids)
                     }
                 };
                 self.next_id = next;

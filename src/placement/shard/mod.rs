@@ -4,11 +4,15 @@
 //! scheduling decisions are `schedule`'s, called on each heartbeat and by the patrol, which
 //! passes over a bounded number of regions per call, and every operator's status is tracked
 //! for GetOperator (`op_status`). Operators asked for from outside the scheduler are started
-//! in `orders`. Pure: the caller passes the clock, the stores and the id source.
+//! in `orders`. The patrol hands the merge checker a region's neighbours (`neighbours`: those
+//! this shard owns) and puts a merge's target operator in the target's slot; a merge's source
+//! is dropped when the target's report covers its range. Pure: the caller passes the clock, the
+//! stores and the id source.
 //!
 //! Must not touch: I/O, the OS clock, persistence (it says what to persist in [`Outcome`]).
 
 mod admin_operator;
+mod neighbours;
 mod orders;
 #[cfg(test)]
 mod tests;
@@ -21,7 +25,7 @@ use super::op_status::{OpRecord, OpStatus, OpStatusTracker};
 use super::operator::{Operator, Pending};
 use super::range_index::{RangeIndex, Route};
 use super::region::{Epoch, Region, RegionError, RegionStats};
-use super::schedule::{self, Cluster, Dispatch, RegionInput};
+use super::schedule::{self, Cluster, Dispatch, MergeInput, OpKind, RegionInput, Side};
 
 pub use admin_operator::RunningOp;
 pub use orders::{Order, OrderRefused, Ordered, SPLIT_DESC};
@@ -31,6 +35,9 @@ struct Entry {
     route: Arc<Route>,
     sizes: Sizes,
     pending: Option<Box<Pending>>,
+    /// When the region last split or was made by a split (seconds of the caller's clock,
+    /// 0 for never seen): no merge within split-merge-interval of it.
+    split_s: u32,
 }
 
 impl Entry {
@@ -108,6 +115,9 @@ pub struct Shard {
     regions: DenseIdMap<Entry>,
     /// Where the patrol goes on.
     cursor: usize,
+    /// When this term's scheduling began (its reset, or else the first patrol): no merge
+    /// within split-merge-interval of it.
+    started_ms: Option<u64>,
     /// Each region's operator status, for GetOperator.
     ops: OpStatusTracker,
     /// The peers still catching up, of the regions whose leader last reported any: few at a
@@ -125,13 +135,13 @@ fn decide(
     (region, pending_peers): (&Region, &[u64]),
     now_ms: u64,
     call: impl FnOnce(&RegionInput, &mut Option<Box<Pending>>) -> Dispatch,
-) -> Option<Operator> {
+) -> Dispatch {
     let input = entry.input(region, pending_peers);
     // Taken before the call, which drops an operator past its deadline.
     let deadline = entry.pending.as_ref().map(|p| p.deadline_ms);
     let d = call(&input, &mut entry.pending);
     ops.observe(id, &d, deadline, &entry.pending, region.epoch, now_ms);
-    d.step
+    d
 }
 
 /// Records which of region `id`'s peers its leader reports still catching up; whether a peer
@@ -276,6 +286,7 @@ impl Shard {
                             route: route.clone(),
                             sizes: stats.into(),
                             pending: None,
+                            split_s: secs(c.now_ms),
                         },
                     )
                 })
@@ -287,7 +298,16 @@ impl Shard {
             }
             outcome.removed = change.removed;
             match self.regions.get_mut(&id) {
-                Some(e) => e.route = change.route,
+                Some(e) => {
+                    // A narrower range under a newer version: the region split.
+                    let old = (e.route.start_key(), e.route.end_key());
+                    let new = (change.route.start_key(), change.route.end_key());
+                    let end_before = |a: &[u8], b: &[u8]| !a.is_empty() && (b.is_empty() || a < b);
+                    if old != new && (new.0 > old.0 || end_before(new.1, old.1)) {
+                        e.split_s = secs(c.now_ms);
+                    }
+                    e.route = change.route;
+                }
                 None => {
                     self.regions.insert(
                         id,
@@ -295,6 +315,7 @@ impl Shard {
                             route: change.route,
                             sizes: stats.into(),
                             pending: None,
+                            split_s: secs(c.now_ms),
                         },
                     );
                 }
@@ -312,7 +333,7 @@ impl Shard {
         // The report is the route now (unchanged, adopted or just applied), unpacked. A peer
         // that caught up is news to the checker as much as a new peer is.
         let changed = !unchanged || caught_up;
-        outcome.operator = decide(
+        let mut d = decide(
             &mut self.ops,
             id,
             entry,
@@ -320,16 +341,20 @@ impl Shard {
             c.now_ms,
             |input, slot| schedule::on_heartbeat(c, input, changed, slot, new_peer_id),
         );
+        outcome.operator = d.step.take();
+        self.merge_pair(d, c);
         Ok(outcome)
     }
 
     /// The patrol: checks up to `budget` regions from where the last pass stopped, and returns
     /// the steps to push to their leaders (the region as reported, the step): the first step of
     /// each operator it started, and pending operators' steps again.
+    /// With the range `index`, the merge checker runs too, on neighbours this shard owns.
     pub fn patrol(
         &mut self,
         c: &Cluster,
         budget: usize,
+        index: Option<&RangeIndex>,
         new_peer_id: &mut dyn FnMut() -> Option<u64>,
     ) -> Vec<(Region, Operator)> {
         let mut started = Vec::new();
@@ -343,6 +368,7 @@ impl Shard {
             leader: None,
         };
         let mut sweep = schedule::Sweep::default();
+        let started_ms = *self.started_ms.get_or_insert(c.now_ms);
         let n = self.regions.len();
         for _ in 0..budget.min(n) {
             if self.cursor >= n {
@@ -356,20 +382,66 @@ impl Shard {
                 continue;
             }
             entry.route.region_into(&mut region);
+            let (small, keys, split_s, idle) = (
+                u64::from(entry.sizes.size_kib) / 1024 <= c.cfg.max_merge_region_size_mib,
+                u64::from(entry.sizes.keys),
+                entry.split_s,
+                entry.pending.is_none(),
+            );
+            let recent =
+                |s: u32| s != 0 && u64::from(s) * 1000 + c.cfg.split_merge_interval_ms > c.now_ms;
+            let seen = match index {
+                Some(index) if small && idle => {
+                    neighbours::neighbours(&region, index, &self.regions, &|e| recent(e.split_s))
+                }
+                _ => [None, None],
+            };
+            let adjacent = |s: Side| seen[neighbours::side(s)].as_ref().map(|x| x.adjacent());
+            let merge = MergeInput {
+                keys,
+                recently_split: recent(split_s),
+                started_ms,
+                adjacent: &adjacent,
+            };
+            let merge = index.map(|_| &merge);
+            let Some(entry) = self.regions.get_mut(&id) else {
+                continue;
+            };
             let pending = self.catching_up.get(&id).map_or(&[][..], |p| &p[..]);
-            let step = decide(
+            let mut d = decide(
                 &mut self.ops,
                 id,
                 entry,
                 (&region, pending),
                 c.now_ms,
-                |input, slot| schedule::patrol(c, &mut sweep, input, slot, new_peer_id),
+                |input, slot| schedule::patrol(c, &mut sweep, input, merge, slot, new_peer_id),
             );
-            if let Some(op) = step {
+            if let Some(op) = d.step.take() {
                 started.push((region.clone(), op));
             }
+            self.merge_pair(d, c);
         }
         started
+    }
+
+    /// What a call did to a merge pair: the target's operator goes in its slot (the checker
+    /// chose a target of this shard's with none), and a merge that ended undone takes its
+    /// partner's operator with it.
+    fn merge_pair(&mut self, mut d: Dispatch, c: &Cluster) {
+        if let Some((id, op)) = d.merge_target.take() {
+            match self.regions.get_mut(&id).filter(|e| e.pending.is_none()) {
+                Some(e) => e.pending = Some(op),
+                None => schedule::cancel(c, &mut Some(op)),
+            }
+        }
+        if let Some(id) = d.merge_partner {
+            if let Some(e) = self.regions.get_mut(&id) {
+                if e.pending.as_ref().is_some_and(|p| p.kind == OpKind::Merge) {
+                    schedule::cancel(c, &mut e.pending);
+                    self.ops.end(id, OpStatus::Cancel, c.now_ms);
+                }
+            }
+        }
     }
 
     /// Drops a region another change displaced (or that left the index).
@@ -402,6 +474,7 @@ impl Shard {
         }
         self.ops.clear();
         self.catching_up.clear();
+        self.started_ms = Some(c.now_ms);
         self.regions = routes
             .into_iter()
             .map(|route| {
@@ -411,10 +484,16 @@ impl Shard {
                         route,
                         sizes: Sizes::default(),
                         pending: None,
+                        split_s: 0,
                     },
                 )
             })
             .collect();
         self.cursor = 0;
     }
+}
+
+/// `now_ms` in whole seconds, at least 1 (0 is "never").
+fn secs(now_ms: u64) -> u32 {
+    u32::try_from(now_ms / 1000).unwrap_or(u32::MAX).max(1)
 }

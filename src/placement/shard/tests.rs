@@ -256,7 +256,7 @@ fn one_pending_operator_resent_until_done_or_timed_out() {
         .heartbeat(&short, stats, &stores.at(150), &index, &mut || ids.next())
         .unwrap();
     assert_eq!(dropped.operator, None);
-    let fresh = shard.patrol(&stores.at(150), 1, &mut || ids.next());
+    let fresh = shard.patrol(&stores.at(150), 1, None, &mut || ids.next());
     assert!(
         matches!(fresh.as_slice(), [(r, Operator::AddPeer(p))] if r.id == 1 && p.id == 501),
         "{fresh:?}"
@@ -398,10 +398,10 @@ fn the_patrol_starts_what_heartbeats_would_and_goes_round() {
             .unwrap();
     }
     let mut ids = 900..;
-    let first = shard.patrol(&stores.at(1), 2, &mut || ids.next());
+    let first = shard.patrol(&stores.at(1), 2, None, &mut || ids.next());
     assert_eq!(first.len(), 2, "{first:?}");
     // The third region starts; round again, the first two are pushed again.
-    let second = shard.patrol(&stores.at(2), 3, &mut || ids.next());
+    let second = shard.patrol(&stores.at(2), 3, None, &mut || ids.next());
     assert_eq!(second.len(), 3, "{second:?}");
     assert_eq!(second[1..], first[..], "pending steps pushed again");
     assert_eq!(stores.in_flight.get(crate::placement::OpKind::Replica), 3);
@@ -459,4 +459,51 @@ fn a_learner_catching_up_is_promoted_only_once_caught_up() {
         ..learner
     });
     assert_eq!(out.operator, Some(promote));
+}
+
+#[test]
+fn the_patrol_merges_a_small_region_and_the_targets_report_drops_the_source() {
+    let cfg = ScheduleConfig {
+        split_merge_interval_ms: 1_000,
+        ..ScheduleConfig::default()
+    };
+    let stores = world(&[(1, 0), (2, 0), (3, 0)], cfg);
+    let index = RangeIndex::new();
+    let mut shard = Shard::new();
+    let mut ids = 900..;
+    let small = RegionStats {
+        approximate_size: 1 << 20,
+        approximate_keys: 10,
+        ..RegionStats::default()
+    };
+    let a = region(1, b"", b"b", 1, &[1, 2, 3]);
+    let b = region(2, b"b", b"c", 1, &[1, 2, 3]);
+    let c = region(3, b"c", b"", 1, &[1, 2, 3]);
+    for r in [&a, &b, &c] {
+        shard
+            .heartbeat(r, small, &stores.at(0), &index, &mut || ids.next())
+            .unwrap();
+    }
+    // Within split-merge-interval of the regions' first reports: nothing.
+    assert!(shard
+        .patrol(&stores.at(900), 3, Some(&index), &mut || ids.next())
+        .is_empty());
+    // Without the index (no neighbours), nothing either.
+    assert!(shard
+        .patrol(&stores.at(5_000), 3, None, &mut || ids.next())
+        .is_empty());
+    let got = shard.patrol(&stores.at(5_000), 3, Some(&index), &mut || ids.next());
+    assert_eq!(got, vec![(a.clone(), Operator::Merge(Box::new(b.clone())))]);
+    assert_eq!(stores.in_flight.get(OpKind::Merge), 2);
+    // The target's report of its grown range drops the source and ends the pair.
+    let mut grown = b.clone();
+    grown.start_key = Vec::new();
+    grown.epoch.version = 2;
+    let out = shard
+        .heartbeat(&grown, small, &stores.at(5_500), &index, &mut || ids.next())
+        .unwrap();
+    assert_eq!(out.removed, vec![1]);
+    assert_eq!(out.operator, None);
+    assert!(shard.get(1).is_none());
+    assert_eq!(stores.in_flight.get(OpKind::Merge), 0);
 }

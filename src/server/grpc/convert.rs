@@ -258,6 +258,12 @@ pub fn operator_to(region: &Region, op: &Operator) -> pdpb::RegionHeartbeatRespo
                 keys: keys.to_vec(),
             })
         }
+        // As PD sends it, to the source region only: the target as PD last saw it.
+        Operator::Merge(target) => {
+            resp.merge = Some(pdpb::Merge {
+                target: Some(region_to(target)),
+            })
+        }
     }
     resp
 }
@@ -380,5 +386,12 @@ mod tests {
         assert_eq!(split.keys, keys);
         assert_eq!(r.region_id, 9);
         assert!(r.change_peer.is_none() && r.transfer_leader.is_none());
+        // A merge goes to the source with the target's meta, and nothing else.
+        let mut target = region.clone();
+        target.id = 10;
+        let r = operator_to(&region, &Operator::Merge(Box::new(target.clone())));
+        assert_eq!(r.merge.unwrap().target, Some(region_to(&target)));
+        assert_eq!(r.region_id, 9);
+        assert!(r.change_peer.is_none() && r.transfer_leader.is_none() && r.split_region.is_none());
     }
 }

@@ -51,7 +51,7 @@ fn patrol(state: &PlacementState) {
     let c = state.cluster(&view, now);
     let steps = with_shard(|s| {
         let batch = state.cfg.patrol_batch_for(s.len());
-        s.patrol(&c, batch, &mut || state.ids.try_alloc())
+        s.patrol(&c, batch, Some(&state.index), &mut || state.ids.try_alloc())
     });
     for (region, op) in steps {
         let leader_store = region.leader_peer().map(|p| p.store_id);

@@ -79,6 +79,7 @@ pub fn step_texts(op: &RunningOp) -> Vec<String> {
                 text
             }
             Step::Split(_) => "split region with policy USEKEY".to_string(),
+            Step::Merge(m) => format!("merge region {} into region {}", m.source.id, m.target.id),
         })
         .collect()
 }
@@ -104,6 +105,9 @@ pub fn brief(op: &RunningOp) -> String {
                     op.region_id,
                     keys.join(" ")
                 );
+            }
+            Step::Merge(m) => {
+                return format!("merge: region {} to {}", m.source.id, m.target.id);
             }
         }
     }

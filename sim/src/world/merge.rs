@@ -1,0 +1,151 @@
+//! PD's side of merging: the region map PD keeps from the leaders' reports (the server's own
+//! range index, which drops a region once a newer report covers its range, as it drops a
+//! merge's source on the target's report), the neighbours the merge checker reads from it,
+//! the target's operator of a merge pair, and the floor a merge scenario is measured against.
+//!
+//! Must not: carry out a merge (that is TiKV's side, in `tikv_merge`), or decide one (the
+//! scheduler does).
+
+use meridian::placement::schedule::{self, Adjacent, Dispatch, Pending, RegionInput};
+use meridian::placement::{OpKind, Region};
+
+use super::Sim;
+
+/// A neighbour as PD last saw it, owned for one call.
+pub(super) struct Seen {
+    region: Region,
+    size_mib: u64,
+    busy: bool,
+}
+
+impl Seen {
+    pub(super) fn adjacent(&self) -> Adjacent<'_> {
+        Adjacent {
+            input: RegionInput {
+                region: &self.region,
+                pending_peers: &[],
+                size_mib: self.size_mib,
+            },
+            keys: keys_of(self.size_mib),
+            busy: self.busy,
+            recently_split: false,
+        }
+    }
+}
+
+/// Approximate keys for a size: TiKV's defaults put 960,000 keys in a 96 MiB region.
+pub(super) fn keys_of(size_mib: u64) -> u64 {
+    size_mib * 10_000
+}
+
+impl Sim {
+    /// A changed report of region `i` reaches PD's region map; regions it covers are dropped,
+    /// their operators with them.
+    pub(super) fn pd_apply(&mut self, i: usize) {
+        let Ok(change) = self.index.apply(self.regions[i].region.clone()) else {
+            return;
+        };
+        for id in change.removed {
+            if let Some(j) = self.region_index(id) {
+                self.drop_operator(j);
+            }
+        }
+    }
+
+    fn drop_operator(&mut self, j: usize) {
+        if let Some(kind) = self.regions[j].slot.as_ref().map(|p| p.kind) {
+            let mut slot = self.regions[j].slot.take();
+            schedule::cancel(&self.cluster(), &mut slot);
+            self.live[kind.index()] -= 1;
+        }
+    }
+
+    /// Region `i`'s neighbours (before, after) in PD's region map, when they are small
+    /// enough to matter: the checker reads them only for a small region.
+    pub(super) fn neighbours(&self, i: usize) -> (Option<Seen>, Option<Seen>) {
+        let r = &self.regions[i];
+        if r.size_mib > self.cfg.max_merge_region_size_mib {
+            return (None, None);
+        }
+        let snap = self.index.snapshot();
+        let seen = |route: &meridian::placement::Route| {
+            let j = self.region_index(route.id())?;
+            Some(Seen {
+                region: route.region(),
+                size_mib: self.regions[j].size_mib,
+                busy: self.regions[j].slot.is_some(),
+            })
+        };
+        let prev = snap.prev(&r.region.start_key).and_then(|x| seen(x));
+        let next = if r.region.end_key.is_empty() {
+            None
+        } else {
+            snap.locate(&r.region.end_key)
+                .filter(|x| x.start_key() == r.region.end_key.as_slice())
+                .and_then(|x| seen(x))
+        };
+        (prev, next)
+    }
+
+    /// What a patrol call did to a merge pair: the target's operator goes in its slot, and
+    /// a merge that ended undone takes its partner's operator with it.
+    pub(super) fn merge_pair(&mut self, d: &mut Dispatch) {
+        if let Some((id, op)) = d.merge_target.take() {
+            self.start_target(id, op);
+        }
+        if let Some(j) = d.merge_partner.and_then(|id| self.region_index(id)) {
+            let merge = self.regions[j]
+                .slot
+                .as_ref()
+                .is_some_and(|p| p.kind == OpKind::Merge);
+            if merge {
+                self.drop_operator(j);
+            }
+        }
+    }
+
+    fn start_target(&mut self, id: u64, op: Box<Pending>) {
+        let Some(j) = self
+            .region_index(id)
+            .filter(|j| self.regions[*j].slot.is_none())
+        else {
+            // The checker chose a target with no operator; should one have come since, the
+            // target's operator is not started and its count is given back.
+            let c = self.cluster();
+            schedule::cancel(&c, &mut Some(op));
+            return;
+        };
+        self.started(&op, 0);
+        self.regions[j].slot = Some(op);
+    }
+
+    /// Keys of the first half of the key space are deleted: those regions' sizes drop to
+    /// nothing. The floor: every emptied region but one merged away, as many at once as the
+    /// merge cap allows (a pair counts twice, as PD counts it), each taking at least the
+    /// moves that match its peers to its neighbour's and the merge itself; and none before
+    /// split-merge-interval from the scheduler's start.
+    pub(super) fn delete_half(&mut self) {
+        let half = self.regions.len() / 2;
+        let mut differing = 0usize;
+        for i in 0..half {
+            self.regions[i].size_mib = 0;
+            if i + 1 < self.regions.len() {
+                let (a, b) = (&self.regions[i].region, &self.regions[i + 1].region);
+                differing += a
+                    .peers
+                    .iter()
+                    .filter(|p| !b.peers.iter().any(|q| q.store_id == p.store_id))
+                    .count();
+            }
+        }
+        let merges = half.saturating_sub(1) as f64;
+        let t = &self.scn.timing;
+        let moves = differing as f64 / half.max(1) as f64;
+        let one_ms = moves * t.catch_up_ms as f64 + (t.transfer_leader_ms + t.merge_ms) as f64;
+        let pairs = (self.cfg.merge_schedule_limit / 2).max(1) as f64;
+        let wait_ms = self.cfg.split_merge_interval_ms.saturating_sub(self.now) as f64;
+        self.floor_s = (merges / pairs * one_ms + wait_ms) / 1000.0;
+        self.min_moves = 0;
+        self.merge_start_regions = Some(self.live_regions);
+    }
+}
