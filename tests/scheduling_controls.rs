@@ -299,6 +299,11 @@ async fn operators_are_added_shown_checked_and_removed_through_ctl() {
         "{shown}"
     );
     assert_eq!(ctl(&["operator", "show"]), shown);
+    assert_eq!(
+        ctl(&["operator", "check"]),
+        shown,
+        "pd-ctl's check of no region"
+    );
     assert_eq!(ctl(&["operator", "show", "region"]), Value::Null);
     let text = tokio::task::block_in_place(|| run_ctl(&at, &admin, &["operator", "show"]));
     assert_eq!(String::from_utf8_lossy(&text.stdout).trim_end(), op);

@@ -19,8 +19,9 @@ pub enum OperatorAction {
     /// The operators running; with a kind (`admin`, `leader`, `region`, `waiting`), those of
     /// that kind.
     Show { kind: Option<String> },
-    /// A region's operator: the one running, or how the last one ended.
-    Check { region: String },
+    /// A region's operator: the one running, or how the last one ended (with no region, as
+    /// pd-ctl: the operators running).
+    Check { region: Option<String> },
     /// Add an operator.
     Add {
         #[command(subcommand)]
@@ -205,7 +206,12 @@ pub fn run(endpoints: &[String], trust: &Trust, action: OperatorAction) -> anyho
             };
             call(endpoints, trust, "GET", &path, None).map(lines)
         }
-        OperatorAction::Check { region } => {
+        OperatorAction::Check { region: None } => {
+            call(endpoints, trust, "GET", "/operators", None).map(lines)
+        }
+        OperatorAction::Check {
+            region: Some(region),
+        } => {
             let path = format!("/operators/{}", segment(&region));
             call(endpoints, trust, "GET", &path, None).map(said)
         }
