@@ -225,6 +225,12 @@ enum CtlCommand {
         #[command(subcommand)]
         action: SchedulerAction,
     },
+    /// pd-ctl's `operator`: `show [KIND]`; `check REGION`; `add transfer-leader REGION STORE`
+    /// (and pd-ctl's other operators); `remove REGION`; `history [START]`.
+    Operator {
+        #[command(subcommand)]
+        action: ctl::operator::OperatorAction,
+    },
     /// Every store.
     Stores,
     /// The members as the cluster reports them, and the leader.
@@ -377,7 +383,8 @@ fn ctl(args: CtlArgs) -> anyhow::Result<()> {
         CtlCommand::Store(StoreArgs {
             action: Some(_), ..
         })
-        | CtlCommand::Scheduler { .. } => return scheduling(args),
+        | CtlCommand::Scheduler { .. }
+        | CtlCommand::Operator { .. } => return scheduling(args),
         CtlCommand::Tso { .. }
         | CtlCommand::Region(_)
         | CtlCommand::Store { .. }
@@ -470,6 +477,7 @@ fn scheduling(args: CtlArgs) -> anyhow::Result<()> {
                 ctl::scheduling::remove_scheduler(at, &trust, &name, store)?
             }
         },
+        CtlCommand::Operator { action } => ctl::operator::run(at, &trust, action)?,
         _ => anyhow::bail!("not a scheduling verb"),
     };
     print(args.json, shown)
@@ -519,7 +527,9 @@ fn cluster_read(args: CtlArgs) -> anyhow::Result<()> {
             | CtlCommand::TransferLeader { .. }
             | CtlCommand::Resign
             | CtlCommand::DeleteMember { .. } => anyhow::bail!("an admin API verb"),
-            CtlCommand::Scheduler { .. } => anyhow::bail!("a scheduling verb"),
+            CtlCommand::Scheduler { .. } | CtlCommand::Operator { .. } => {
+                anyhow::bail!("a scheduling verb")
+            }
         };
         print(json, shown)
     })

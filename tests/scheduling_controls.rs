@@ -2,14 +2,17 @@
 //! runs it and through PD's HTTP API as pd-ctl sends it: `store limit` (shown, set for one
 //! store and for all, refused in PD's words), `scheduler add|show|remove evict-leader`,
 //! `store delete` (Offline, refused while too few Up stores would be left, PD's 404 and 410),
-//! all of it `admin` only, and kept across a restart of the node.
+//! all of it `admin` only, and kept across a restart of the node; `operator add|show|check|
+//! remove` as pd-ctl's `operator` commands, with PD's words for a bad region id.
 
 use std::path::Path;
 use std::process::{Command, Output};
 
 use meridian::client::{Client, ClientOptions};
 use meridian::harness::{bootstrap_one_region, test_binary, ServerProcess};
-use meridian::placement::{Store, StoreState};
+use meridian::placement::{
+    Epoch, Peer, PeerRole, Region, RegionStats, Store, StoreState, StoreStats,
+};
 use meridian::tls::cert::Role;
 use meridian::tls::Trust;
 use serde_json::Value;
@@ -233,4 +236,132 @@ async fn limits_evict_leader_and_decommission_through_ctl_and_pds_http_api() {
         ctl(&["scheduler", "show"]),
         serde_json::json!(["balance-leader-scheduler", "balance-region-scheduler"])
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn operators_are_added_shown_checked_and_removed_through_ctl() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let server = ServerProcess::start(test_binary(), &data, "127.0.0.1:0", Some(2)).unwrap();
+    let client = connect(&server, &data).await;
+    let ids = stores(&client, 1).await;
+    let (s1, s2) = (ids[0], ids[1]);
+    for id in [s1, s2] {
+        let stats = StoreStats {
+            capacity: 100 << 30,
+            available: 90 << 30,
+            ..Default::default()
+        };
+        client.store_heartbeat(id, stats).await.unwrap();
+    }
+    // The first region, with a second voter on s2, as its leader on s1 reports it.
+    let first = client.get_region_uncached(b"").await.unwrap().unwrap();
+    let peer2 = client.alloc_id().await.unwrap();
+    let region = Region {
+        epoch: Epoch {
+            conf_ver: first.epoch.conf_ver + 1,
+            ..first.epoch
+        },
+        peers: vec![
+            first.peers[0].clone(),
+            Peer {
+                id: peer2,
+                store_id: s2,
+                role: PeerRole::Voter,
+            },
+        ],
+        ..first
+    };
+    let stats = RegionStats {
+        approximate_size: 96 << 20,
+        ..Default::default()
+    };
+    client
+        .region_heartbeat(region.clone(), stats)
+        .await
+        .unwrap();
+
+    let at = server.client_addr.clone();
+    let admin = admin_tls(&data);
+    let ctl = |args: &[&str]| tokio::task::block_in_place(|| ctl_ok(&at, &admin, args));
+    let refused = |args: &[&str]| tokio::task::block_in_place(|| ctl_refused(&at, &admin, args));
+    let (r, s2) = (region.id.to_string(), s2.to_string());
+
+    assert_eq!(ctl(&["operator", "show"]), serde_json::json!([]));
+    assert_eq!(
+        ctl(&["operator", "add", "transfer-leader", &r, &s2]),
+        "The operator is created."
+    );
+    let shown = ctl(&["operator", "show", "leader"]);
+    let op = shown[0].as_str().unwrap_or_default();
+    assert!(
+        op.starts_with("admin-transfer-leader {transfer leader: store "),
+        "{shown}"
+    );
+    assert_eq!(ctl(&["operator", "show"]), shown);
+    assert_eq!(
+        ctl(&["operator", "check"]),
+        shown,
+        "pd-ctl's check of no region"
+    );
+    assert_eq!(ctl(&["operator", "show", "region"]), Value::Null);
+    let text = tokio::task::block_in_place(|| run_ctl(&at, &admin, &["operator", "show"]));
+    assert_eq!(String::from_utf8_lossy(&text.stdout).trim_end(), op);
+    let checked = ctl(&["operator", "check", &r]);
+    assert!(
+        checked
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("status: RUNNING, operator: admin-transfer-leader {"),
+        "{checked}"
+    );
+    // A second one on the region: PD's refusal, and a non-zero exit.
+    let busy = refused(&["operator", "add", "remove-peer", &r, &s2]);
+    assert!(busy.contains("[PD:operator:ErrAddOperator]"), "{busy}");
+
+    assert_eq!(
+        ctl(&["operator", "remove", &r]),
+        "The pending operator is canceled."
+    );
+    assert_eq!(ctl(&["operator", "show"]), serde_json::json!([]));
+    let checked = ctl(&["operator", "check", &r]);
+    assert!(
+        checked
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("status: CANCEL, operator: admin-transfer-leader"),
+        "{checked}"
+    );
+
+    // Bad region ids: PD's words, and a non-zero exit.
+    let bad = refused(&["operator", "check", "x1"]);
+    assert!(
+        bad.contains("strconv.ParseUint: parsing \"x1\": invalid syntax"),
+        "{bad}"
+    );
+    let gone = refused(&["operator", "remove", &r]);
+    assert!(
+        gone.contains("[PD:operator:ErrOperatorNotFound]operator not found"),
+        "{gone}"
+    );
+    let unknown = refused(&["operator", "add", "transfer-leader", "999999", &s2]);
+    assert!(
+        unknown.contains("[PD:region:ErrRegionNotFound]region 999999 not found"),
+        "{unknown}"
+    );
+    let unparsed = refused(&["operator", "add", "add-peer", "ten", &s2]);
+    assert!(
+        unparsed.contains("strconv.ParseUint: parsing \"ten\": invalid syntax"),
+        "{unparsed}"
+    );
+    let policy = refused(&["operator", "add", "split-region", &r, "--policy=guess"]);
+    assert!(policy.contains("unknown policy"), "{policy}");
+
+    // A certificate without `admin` reads the operators but adds none.
+    let tidb = client_only_tls(&server);
+    let denied = tokio::task::block_in_place(|| {
+        ctl_refused(&at, &tidb, &["operator", "add", "transfer-leader", &r, &s2])
+    });
+    assert!(denied.contains("admin"), "{denied}");
+    server.stop().unwrap();
 }

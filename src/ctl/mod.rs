@@ -1,8 +1,10 @@
 //! `meridian ctl`'s everyday verbs, at pd-ctl's level: regions by key, id or range, stores,
 //! members, the cluster's counts, and timestamps (taken or decoded). Reads go over the QUIC
 //! client; what is shown is built in `view`. `scheduling` holds the verbs that change
-//! scheduling (decommission, store limits, evict-leader), sent to PD's HTTP API. Owns no state.
+//! scheduling (decommission, store limits, evict-leader) and `operator` pd-ctl's operator
+//! commands, both sent to PD's HTTP API. Owns no state.
 
+pub mod operator;
 pub mod scheduling;
 pub mod view;
 

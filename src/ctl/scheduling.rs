@@ -13,7 +13,7 @@ use crate::tls::Trust;
 const API: &str = "/pd/api/v1";
 
 /// One PD HTTP call, its JSON answer on success.
-fn call(
+pub(super) fn call(
     endpoints: &[String],
     trust: &Trust,
     method: &str,
@@ -53,7 +53,7 @@ fn call(
 }
 
 /// The server's answer as it is: a message, or the JSON.
-fn said(answer: Value) -> Shown {
+pub(super) fn said(answer: Value) -> Shown {
     let text = answer
         .as_str()
         .map_or_else(|| answer.to_string(), str::to_string);

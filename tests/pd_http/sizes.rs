@@ -1,11 +1,13 @@
 //! A region's sizes in PD's `RegionInfo`: what its leader's heartbeat reported (approximate
 //! size in whole MiB, keys, bytes and keys written), read from the shard that owns the region,
 //! on every region route; a region whose leader has not reported shows PD's zeros; a caller
-//! with no role reads none of it.
+//! with no role reads none of it. The peers a leader reports still catching up show as PD's
+//! `pending_peers`, rendered as `peers` renders them, and are gone once reported caught up.
 
 use super::roles::holder;
 use super::*;
-use meridian::harness::{metapb_peer, metapb_region};
+use meridian::harness::{metapb_peer, metapb_region, metapb_store};
+use meridian::kvproto::metapb;
 use meridian::tls::cert::Role;
 use serde_json::json;
 
@@ -99,4 +101,87 @@ async fn a_regions_reported_sizes_show_on_every_region_route() {
         assert_eq!(a.status, StatusCode::FORBIDDEN, "{}", a.text());
         assert!(a.text().contains("role"), "{}", a.text());
     }
+}
+
+/// Polls `path` until `done` accepts its JSON.
+async fn until(
+    addr: &str,
+    trust: &Trust,
+    path: &str,
+    done: impl Fn(&serde_json::Value) -> bool,
+) -> serde_json::Value {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let v = get_json(addr, trust, path).await;
+        if done(&v) {
+            return v;
+        }
+        assert!(std::time::Instant::now() < deadline, "{path}: {v}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pending_peers_show_until_reported_caught_up() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let mut n = start(&data).await;
+    let (addr, trust) = (n.addr().to_string(), n.trust.clone());
+    let (s, _r, _p, left, left_peer) = n.populate().await;
+    let s2 = meridian::harness::alloc_id(&mut n.pd, n.cluster_id)
+        .await
+        .unwrap();
+    let learner_id = meridian::harness::alloc_id(&mut n.pd, n.cluster_id)
+        .await
+        .unwrap();
+    n.pd.put_store(pdpb::PutStoreRequest {
+        header: n.h(),
+        store: Some(metapb_store(s2)),
+    })
+    .await
+    .unwrap();
+
+    // The left region's leader reports a learner added on the second store, still catching up.
+    let leader = metapb_peer(left_peer, s);
+    let learner = metapb::Peer {
+        role: metapb::PeerRole::Learner as i32,
+        ..metapb_peer(learner_id, s2)
+    };
+    let region = metapb_region(left, b"", b"m", (2, 2), vec![leader, learner]);
+    let beat = pdpb::RegionHeartbeatRequest {
+        header: n.h(),
+        region: Some(region),
+        leader: Some(leader),
+        pending_peers: vec![learner],
+        ..Default::default()
+    };
+    let (tx, rx) = tokio::sync::mpsc::channel(4);
+    tx.send(beat.clone()).await.unwrap();
+    let _replies =
+        n.pd.region_heartbeat(tokio_stream::wrappers::ReceiverStream::new(rx))
+            .await
+            .unwrap()
+            .into_inner();
+
+    let path = format!("/pd/api/v1/region/id/{left}");
+    let by_id = until(&addr, &trust, &path, |v| v.get("pending_peers").is_some()).await;
+    let shown = json!({"id": learner_id, "store_id": s2, "role": 1, "role_name": "Learner",
+        "is_learner": true});
+    assert_eq!(by_id["pending_peers"], json!([shown]));
+    assert_eq!(by_id["peers"][1], shown, "rendered as peers are");
+    let all = get_json(&addr, &trust, "/pd/api/v1/regions").await;
+    assert_eq!(all["regions"][0], by_id);
+    assert!(all["regions"][1].get("pending_peers").is_none(), "{all}");
+
+    // Caught up: PD leaves the empty list out.
+    tx.send(pdpb::RegionHeartbeatRequest {
+        pending_peers: vec![],
+        ..beat
+    })
+    .await
+    .unwrap();
+    let caught_up = until(&addr, &trust, &path, |v| v.get("pending_peers").is_none()).await;
+    assert_eq!(caught_up["peers"], by_id["peers"]);
+    let all = get_json(&addr, &trust, "/pd/api/v1/regions").await;
+    assert_eq!(all["regions"][0], caught_up);
 }

@@ -99,6 +99,14 @@ impl From<Sizes> for ReportedSizes {
     }
 }
 
+/// What PD's HTTP API shows of a region's last report: its sizes and the ids of the peers its
+/// leader reports still catching up (PD's `pending_peers`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RegionReport {
+    pub sizes: ReportedSizes,
+    pub pending_peers: Box<[u64]>,
+}
+
 /// What a heartbeat did.
 #[derive(Debug, Default)]
 pub struct Outcome {
@@ -229,12 +237,16 @@ impl Shard {
             .filter(|r| r.is_current())
     }
 
-    /// The sizes region `id` last reported, when this shard owns its current route.
-    pub fn sizes(&self, id: u64) -> Option<ReportedSizes> {
+    /// The sizes and the peers still catching up region `id` last reported, when this shard
+    /// owns its current route.
+    pub fn report(&self, id: u64) -> Option<RegionReport> {
         self.regions
             .get(&id)
             .filter(|e| e.route.is_current())
-            .map(|e| e.sizes.into())
+            .map(|e| RegionReport {
+                sizes: e.sizes.into(),
+                pending_peers: self.catching_up.get(&id).cloned().unwrap_or_default(),
+            })
     }
 
     /// A leader's heartbeat. On error nothing changed, here or in the index.

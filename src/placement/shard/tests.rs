@@ -409,7 +409,7 @@ fn the_patrol_starts_what_heartbeats_would_and_goes_round() {
 
 /// A learner its leader reports still catching up is not promoted (its add is not done, and is
 /// sent again, as PD does) until a report says it caught up; a pending mark past the report's
-/// peers is refused and changes nothing.
+/// peers is refused and changes nothing. The report shows the learner pending until then.
 #[test]
 fn a_learner_catching_up_is_promoted_only_once_caught_up() {
     let index = RangeIndex::new();
@@ -442,6 +442,8 @@ fn a_learner_catching_up_is_promoted_only_once_caught_up() {
             .unwrap();
         assert_eq!(out.operator, op, "promoted while catching up");
     }
+    let shown = shard.report(1).unwrap().pending_peers;
+    assert_eq!(&shown[..], &[learner.id], "PD's HTTP API shows it pending");
     let beyond = RegionStats {
         pending: 0b1000,
         ..stats
@@ -459,6 +461,7 @@ fn a_learner_catching_up_is_promoted_only_once_caught_up() {
         ..learner
     });
     assert_eq!(out.operator, Some(promote));
+    assert!(shard.report(1).unwrap().pending_peers.is_empty());
 }
 
 #[test]

@@ -10,7 +10,7 @@ use tokio::sync::oneshot;
 use crate::meta::{MetaError, WriteOp};
 use crate::placement::schedule::{AdminAsk, AdminRefused};
 use crate::placement::{
-    OpRecord, Operator, OrderRefused, Ordered, Region, RegionStats, ReportedSizes, Route, RunningOp,
+    OpRecord, Operator, OrderRefused, Ordered, Region, RegionReport, RegionStats, Route, RunningOp,
 };
 use crate::proto::{ErrorReply, Reply, Response};
 
@@ -36,11 +36,11 @@ pub enum ShardMsg {
         orders: Vec<(u64, OrderOp)>,
         reply: oneshot::Sender<Vec<Result<Ordered, OrderRefused>>>,
     },
-    /// The sizes the regions asked for last reported, for those this shard owns (PD's HTTP
-    /// API's region JSON).
+    /// The sizes and pending peers the regions asked for last reported, for those this shard
+    /// owns (PD's HTTP API's region JSON).
     Sizes {
         ids: Vec<u64>,
-        reply: oneshot::Sender<Vec<(u64, ReportedSizes)>>,
+        reply: oneshot::Sender<Vec<(u64, RegionReport)>>,
     },
     /// A region's operator status (GetOperator).
     OperatorStatus {

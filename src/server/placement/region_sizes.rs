@@ -1,7 +1,7 @@
-//! The sizes regions last reported, for PD's HTTP API's region JSON: the ids asked for are
-//! grouped by owning shard (`region_id % cores`), each shard is asked once for its own, and
-//! the answers are gathered. The sizes live only in the shards (a heartbeat's, kept beside
-//! the route); nothing here keeps or changes them.
+//! The sizes and pending peers regions last reported, for PD's HTTP API's region JSON: the
+//! ids asked for are grouped by owning shard (`region_id % cores`), each shard is asked once
+//! for its own, and the answers are gathered. The reports live only in the shards (a
+//! heartbeat's, kept beside the route); nothing here keeps or changes them.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -9,19 +9,19 @@ use tokio::sync::oneshot;
 
 use super::messages::ShardMsg;
 use super::state::PlacementState;
-use crate::placement::ReportedSizes;
+use crate::placement::RegionReport;
 use crate::proto::ErrorReply;
 
 fn shut() -> ErrorReply {
     ErrorReply::Unavailable("shutting down".into())
 }
 
-/// The sizes of those of `ids` a shard holds; a region no shard holds (never reported by its
+/// The reports of those of `ids` a shard holds; a region no shard holds (never reported by its
 /// leader this term) is left out.
 pub async fn sizes(
     state: &PlacementState,
     ids: impl IntoIterator<Item = u64>,
-) -> Result<HashMap<u64, ReportedSizes>, ErrorReply> {
+) -> Result<HashMap<u64, RegionReport>, ErrorReply> {
     let n = state.shards.len() as u64;
     let mut by_shard: BTreeMap<usize, Vec<u64>> = BTreeMap::new();
     for id in ids {

@@ -112,7 +112,7 @@ pub async fn run_shard(
                 ShardMsg::Sizes { ids, reply } => {
                     let found = with_shard(|s| {
                         ids.into_iter()
-                            .filter_map(|id| s.sizes(id).map(|sizes| (id, sizes)))
+                            .filter_map(|id| s.report(id).map(|report| (id, report)))
                             .collect()
                     });
                     let _ = reply.send(found);

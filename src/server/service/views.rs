@@ -72,12 +72,12 @@ pub async fn gc_safe_points(shared: &Shared) -> Result<GcSafePoints, ErrorReply>
     })
 }
 
-/// The sizes regions last reported (`placement::region_sizes`), for PD's region JSON; a
-/// region no shard holds is left out.
+/// The sizes and pending peers regions last reported (`placement::region_sizes`), for PD's
+/// region JSON; a region no shard holds is left out.
 pub async fn region_sizes(
     shared: &Shared,
     ids: impl IntoIterator<Item = u64>,
-) -> Result<std::collections::HashMap<u64, crate::placement::ReportedSizes>, ErrorReply> {
+) -> Result<std::collections::HashMap<u64, crate::placement::RegionReport>, ErrorReply> {
     gate(shared)?;
     crate::server::placement::region_sizes::sizes(&shared.placement, ids).await
 }

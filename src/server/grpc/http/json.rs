@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use serde::Serialize;
 
 use crate::kvproto::metapb;
-use crate::placement::{Region, ReportedSizes, StoreState, StoreStatus};
+use crate::placement::{Region, RegionReport, StoreState, StoreStatus};
 use crate::proto::MemberInfo;
 use crate::server::grpc::convert;
 
@@ -88,11 +88,12 @@ pub struct EpochJson {
     pub version: u64,
 }
 
-/// PD's `response.RegionInfo`. The sizes are those the region's leader last reported (read
-/// from the shard that owns it; 0 for a region no leader has reported this term, as PD shows a
-/// region loaded from storage before its first heartbeat). Meridian keeps no per-peer down or
-/// pending state, no read traffic and no CPU usage, so those are PD's values for none
-/// (`down_peers`, `pending_peers` left out, as PD leaves out an empty list).
+/// PD's `response.RegionInfo`. The sizes and the peers still catching up (`pending_peers`,
+/// rendered as `peers` renders them) are those the region's leader last reported (read from
+/// the shard that owns it; 0 and none for a region no leader has reported this term, as PD
+/// shows a region loaded from storage before its first heartbeat). Meridian keeps no per-peer
+/// down state, no read traffic and no CPU usage, so those are PD's values for none
+/// (`down_peers` left out, as PD leaves out an empty list, and so `pending_peers` when empty).
 #[derive(Debug, Serialize, PartialEq)]
 pub struct RegionJson {
     pub id: u64,
@@ -103,6 +104,8 @@ pub struct RegionJson {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub peers: Vec<PeerJson>,
     pub leader: PeerJson,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub pending_peers: Vec<PeerJson>,
     pub cpu_usage: u64,
     pub written_bytes: u64,
     pub read_bytes: u64,
@@ -114,8 +117,9 @@ pub struct RegionJson {
     pub approximate_columnar_kv_size: i64,
 }
 
-pub fn region(r: &Region, sizes: Option<&ReportedSizes>) -> RegionJson {
-    let sizes = sizes.copied().unwrap_or_default();
+pub fn region(r: &Region, report: Option<&RegionReport>) -> RegionJson {
+    let sizes = report.map(|r| r.sizes).unwrap_or_default();
+    let pending: &[u64] = report.map_or(&[], |r| &r.pending_peers);
     let signed = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
     let meta = convert::region_to(r);
     let leader = convert::leader_to(r);
@@ -129,6 +133,13 @@ pub fn region(r: &Region, sizes: Option<&ReportedSizes>) -> RegionJson {
         }),
         peers: meta.peers.iter().map(|p| peer(Some(p))).collect(),
         leader: peer(leader.as_ref()),
+        // In the order the region lists its peers, as the leader's report marks them.
+        pending_peers: meta
+            .peers
+            .iter()
+            .filter(|p| pending.contains(&p.id))
+            .map(|p| peer(Some(p)))
+            .collect(),
         cpu_usage: 0,
         written_bytes: sizes.written_bytes,
         read_bytes: 0,
@@ -148,10 +159,10 @@ pub struct RegionsJson {
     pub regions: Vec<RegionJson>,
 }
 
-pub fn regions(rs: &[Region], sizes: &HashMap<u64, ReportedSizes>) -> RegionsJson {
+pub fn regions(rs: &[Region], reports: &HashMap<u64, RegionReport>) -> RegionsJson {
     RegionsJson {
         count: rs.len(),
-        regions: rs.iter().map(|r| region(r, sizes.get(&r.id))).collect(),
+        regions: rs.iter().map(|r| region(r, reports.get(&r.id))).collect(),
     }
 }
 
