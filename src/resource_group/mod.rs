@@ -1,7 +1,7 @@
 //! Resource groups, as PD's resource manager keeps them for TiDB's resource control: each
 //! group's record (`group`: PD's checks, the reserved `default` group, how a modification
 //! patches a record), what its token settings mean (`limit`: PD's burstable modes), its token
-//! bucket (`bucket`: grants never above the fill rate times the window plus the capacity),
+//! bucket (`bucket`) and PD's rule for lending against its fill (`loan`),
 //! the groups a leader serves (`registry`), PD's refusals (`error`) and the controller config
 //! TiDB reads (`controller`). Pure: no I/O, no
 //! clock (time is an argument); the shell persists records through `MetaStore` and serves the
@@ -12,6 +12,7 @@ mod controller;
 mod error;
 mod group;
 mod limit;
+mod loan;
 mod registry;
 
 pub use bucket::{Grant, TokenBucket, MAX_TRICKLE_MS};

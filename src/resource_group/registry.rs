@@ -420,14 +420,16 @@ mod tests {
                 .burst_limit,
             200
         );
+        // 50 held and 100 lent (PD's first round, 200/s): trickled over 150 / 200 s.
         assert_eq!(
             granted(&r.acquire(&ask("slow", 150.0), 5000, T0).unwrap()),
-            (50.0, 5000)
+            (150.0, 750)
         );
+        // Half a second repays 50 of the 100 owed; lent again, over the whole period.
         let later = T0 + Duration::from_millis(500);
         assert_eq!(
             granted(&r.acquire(&ask("slow", 150.0), 5000, later).unwrap()),
-            (50.0, 5000)
+            (150.0, 5000)
         );
         // Unknown group, other keyspace, background: skipped, consumption still counted.
         assert!(r.acquire(&ask("nope", 1.0), 5000, later).is_none());
