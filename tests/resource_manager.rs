@@ -3,7 +3,8 @@
 //! PD's answers and errors, the groups still there after a restart (on the embedded store, and
 //! on etcd across a leader's SIGKILL, where TiDB's controller also finds each record through
 //! `MetaStorage`), roles, and token buckets granted over the AcquireTokenBuckets stream within
-//! the fill rate and the burst.
+//! the fill rate, the burst and PD's loans, whose drained state a restarted or new leader
+//! resumes.
 
 use std::time::{Duration, Instant};
 
@@ -12,9 +13,9 @@ use meridian::harness::{
 };
 use meridian::kvproto::meta_storagepb::{meta_storage_client::MetaStorageClient, GetRequest};
 use meridian::kvproto::resource_manager::{
-    keyspace_id_value, resource_manager_client::ResourceManagerClient, DeleteResourceGroupRequest,
-    GetResourceGroupRequest, GroupMode, KeyspaceIdValue, ListResourceGroupsRequest,
-    PutResourceGroupRequest, ResourceGroup, TokenBucketsResponse,
+    keyspace_id_value, resource_manager_client::ResourceManagerClient, Consumption,
+    DeleteResourceGroupRequest, GetResourceGroupRequest, GroupMode, KeyspaceIdValue,
+    ListResourceGroupsRequest, PutResourceGroupRequest, ResourceGroup, TokenBucketsResponse,
 };
 use meridian::pd_grpc;
 use meridian::tls::cert::Role;
@@ -455,4 +456,110 @@ async fn meridians_own_record_is_outside_the_namespace() {
         .unwrap();
     assert_eq!(copy.kvs().len(), 1);
     node.stop().unwrap();
+}
+
+/// Drains a group of fill 10 RU/s and burst 100,000 (starting full), reporting 5 RRU of
+/// consumption.
+async fn drain(rm: &mut Rm, name: &str) {
+    add(rm, ru_group(name, 10, 100_000)).await.unwrap();
+    let mut ask = token_request(&[(name, 100_000.0)], 9);
+    ask.requests[0].consumption_since_last_request = Some(Consumption {
+        r_r_u: 5.0,
+        ..Default::default()
+    });
+    let mut replies = rm
+        .acquire_token_buckets(tokio_stream::iter([ask]))
+        .await
+        .unwrap()
+        .into_inner();
+    let reply = replies.message().await.unwrap().unwrap();
+    assert_eq!(granted(&reply), [100_000.0]);
+}
+
+/// A resumed group: still drained (at most 10 RU/s since `drained`, not refilled to its
+/// burst), its consumption kept.
+async fn assert_still_drained(rm: &mut Rm, name: &str, drained: Instant) {
+    let group = rm
+        .get_resource_group(GetResourceGroupRequest {
+            resource_group_name: name.into(),
+            with_ru_stats: true,
+            keyspace_id: null_keyspace(),
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .group
+        .unwrap();
+    let tokens = group.r_u_settings.and_then(|s| s.r_u).unwrap().tokens;
+    let bound = 10.0 * drained.elapsed().as_secs_f64() + 1.0;
+    assert!(
+        tokens <= bound,
+        "{tokens} tokens after a restart, at most {bound}"
+    );
+    assert_eq!(group.ru_stats.unwrap().r_r_u, 5.0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restarted_node_resumes_a_drained_bucket() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("n0");
+    let node = ServerProcess::start(test_binary(), &data, "127.0.0.1:0", Some(1)).unwrap();
+    let mut rm = rm(&node.grpc_addr.clone().unwrap(), &node.trust()).await;
+    list_when_serving(&mut rm).await;
+    drain(&mut rm, "drained").await;
+    let drained = Instant::now();
+    // Past one tick of the persister, which writes the states clients touched.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    node.stop().unwrap();
+    let mut node = ServerProcess::start(test_binary(), &data, "127.0.0.1:0", Some(1)).unwrap();
+    let mut rm = self::rm(&node.grpc_addr.clone().unwrap(), &node.trust()).await;
+    list_when_serving(&mut rm).await;
+    assert_still_drained(&mut rm, "drained", drained).await;
+    // Deleting the group deletes its state, and adding one drops the state of the group it
+    // replaces: drained again, then deleted (or replaced) and added, it starts full, also
+    // after a restart.
+    for replace in [false, true] {
+        drain(&mut rm, "drained").await;
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        if !replace {
+            delete(&mut rm, "drained").await.unwrap();
+        }
+        add(&mut rm, ru_group("drained", 10, 100_000))
+            .await
+            .unwrap();
+        node.stop().unwrap();
+        node = ServerProcess::start(test_binary(), &data, "127.0.0.1:0", Some(1)).unwrap();
+        rm = self::rm(&node.grpc_addr.clone().unwrap(), &node.trust()).await;
+        list_when_serving(&mut rm).await;
+        let tokens = get(&mut rm, "drained")
+            .await
+            .unwrap()
+            .r_u_settings
+            .and_then(|s| s.r_u)
+            .unwrap()
+            .tokens;
+        assert_eq!(tokens, 100_000.0, "replaced: {replace}");
+    }
+    node.stop().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_etcd_the_next_leader_resumes_a_drained_bucket() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (mut cluster, leader) =
+        Cluster::start_led(tmp.path(), 3, "", Duration::from_secs(15)).unwrap();
+    let trust = cluster.trust();
+    let mut rm = self::rm(&cluster.grpc_addr(leader), &trust).await;
+    list_when_serving(&mut rm).await;
+    drain(&mut rm, "drained").await;
+    let drained = Instant::now();
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    cluster.nodes[leader].kill().unwrap();
+    let next = cluster
+        .leader_within(Some(leader), Duration::from_secs(20))
+        .expect("a new leader");
+    let mut rm = self::rm(&cluster.grpc_addr(next), &trust).await;
+    list_when_serving(&mut rm).await;
+    assert_still_drained(&mut rm, "drained", drained).await;
+    cluster.stop_all().unwrap();
 }

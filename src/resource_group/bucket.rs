@@ -92,6 +92,19 @@ impl TokenBucket {
         }
     }
 
+    /// Brings the tokens up to `now`, so `tokens()` is what the bucket holds then.
+    pub fn settle(&mut self, now: Duration) {
+        self.accrue(now);
+    }
+
+    /// Accrues `idle` more time's fill: the time between a persisted state and its load, when
+    /// no node held the bucket.
+    pub fn resume(&mut self, idle: Duration) {
+        if let Limit::Limited { rate, .. } = self.limit {
+            self.add(rate * idle.as_secs_f64());
+        }
+    }
+
     /// New settings from `now` on (what accrued before is accrued under the old ones), with
     /// `delta` tokens added, as PD's ModifyResourceGroup patches a bucket.
     pub fn reconfigure(&mut self, limit: Limit, delta: f64, now: Duration) {
