@@ -170,6 +170,16 @@ impl Registry {
         Registry { groups }
     }
 
+    /// Marks the groups named as changed again, so the next `take_states` returns them (their
+    /// states taken last were not written).
+    pub fn retouch<'a>(&mut self, names: impl IntoIterator<Item = &'a str>) {
+        for name in names {
+            if let Some(entry) = self.groups.get_mut(name) {
+                entry.touched = true;
+            }
+        }
+    }
+
     /// The states of the groups clients changed since the last call, as of `now`, to persist
     /// with `unix_ns` (the wall time of `now`); they count as persisted from here on.
     pub fn take_states(&mut self, now: Duration, unix_ns: i128) -> Vec<(String, GroupState)> {
@@ -538,6 +548,12 @@ mod tests {
             (77, 4.0)
         );
         assert!(r.take_states(later, 78).is_empty(), "taken once");
+        r.retouch(["g", "nope"]);
+        assert_eq!(
+            r.take_states(later, 79).len(),
+            1,
+            "taken again once retouched"
+        );
         // A new term 3 s later: 20 + 30 tokens, not PD's initial 100,000 nor the burst.
         let t1 = Duration::from_secs(5);
         let resumed = Registry::resumed(

@@ -193,7 +193,8 @@ pub(super) async fn load_states<M: MetaStore>(
     Ok(states)
 }
 
-/// Writes the running states of the groups clients touched since the last write.
+/// Writes the running states of the groups clients touched since the last write; when the
+/// write fails they are written at the next.
 pub(super) async fn persist_states<M: MetaStore>(
     groups: &ResourceGroups,
     store: &M,
@@ -210,5 +211,9 @@ pub(super) async fn persist_states<M: MetaStore>(
         .iter()
         .map(|(name, state)| (keys.resource_group_state(name), Some(state.encode())))
         .collect();
-    store.batch(ops).await
+    let written = store.batch(ops).await;
+    if written.is_err() {
+        groups.with(|r| r.retouch(states.iter().map(|(name, _)| name.as_str())));
+    }
+    written
 }
