@@ -8,7 +8,9 @@
 //! (the loan), and a request never takes the debt past PD's last loan threshold by more than
 //! PD's reserve (half a period of fill) unless it was already past it. PD's rule has no
 //! ceiling on the debt for a client that asks again and again without waiting: each such
-//! request gets the reserve. An unlimited group is never refused. Pure: time is an argument
+//! request gets the reserve. A change of settings forgives the debt at the next request that
+//! finds the bucket at or below zero (PD's `settingChanged`), so the bound holds between
+//! changes. An unlimited group is never refused. Pure: time is an argument
 //! (any monotonic origin), no I/O.
 
 use std::time::Duration;
@@ -34,6 +36,9 @@ pub struct TokenBucket {
     tokens: f64,
     /// When the bucket last accrued; time before it is never counted twice.
     last: Duration,
+    /// The settings changed and the debt has not been forgiven since (PD's `settingChanged`):
+    /// the next request that finds the bucket at or below zero starts it from zero.
+    changed: bool,
 }
 
 /// A request for `required` tokens as a bucket reads it: anything but a finite, non-negative
@@ -53,6 +58,7 @@ impl TokenBucket {
             limit,
             tokens: 0.0,
             last: now,
+            changed: false,
         };
         bucket.add(tokens);
         bucket
@@ -111,6 +117,7 @@ impl TokenBucket {
         self.accrue(now);
         self.limit = limit;
         self.add(delta);
+        self.changed = true;
     }
 
     /// Grants up to `required` tokens at `now`; `target_period_ms` is how often the client
@@ -118,6 +125,10 @@ impl TokenBucket {
     pub fn request(&mut self, now: Duration, required: f64, target_period_ms: u64) -> Grant {
         let required = sane(required);
         self.accrue(now);
+        if self.changed && self.tokens <= 0.0 {
+            self.changed = false;
+            self.tokens = 0.0;
+        }
         let Limit::Limited { rate, capacity } = self.limit else {
             return Grant {
                 tokens: required,
@@ -203,9 +214,16 @@ mod tests {
         assert_eq!(b.tokens(), 20.0);
         b.reconfigure(limited(10.0, 20.0), -30.0, ms(0));
         assert_eq!(b.tokens(), -10.0);
-        assert_eq!(b.request(ms(500), 0.0, 10).tokens, 0.0);
         b.reconfigure(limited(10.0, 20.0), f64::NAN, ms(500));
         assert_eq!(b.tokens(), -5.0);
+        // As PD, the first request after a change that finds the bucket in debt forgives it,
+        // and only that one.
+        assert_eq!(b.request(ms(500), 0.0, 10).tokens, 0.0);
+        assert_eq!(b.tokens(), 0.0);
+        let g = b.request(ms(500), 0.1, 1000);
+        assert_eq!((g.tokens, b.tokens()), (0.1, -0.1));
+        b.request(ms(500), 1.0, 1000);
+        assert!(b.tokens() < -0.1, "{b:?}");
     }
 
     /// One request: the time since the one before, and what it asks for.
