@@ -182,6 +182,15 @@ impl Keys {
         format!("{}/resource_group/settings/", self.root).into_bytes()
     }
 
+    /// A resource group's running state (PD's `GroupStates` JSON), by name.
+    pub fn resource_group_state(&self, name: &str) -> Vec<u8> {
+        format!("{}/resource_group/states/{name}", self.root).into_bytes()
+    }
+
+    pub fn resource_group_states_prefix(&self) -> Vec<u8> {
+        format!("{}/resource_group/states/", self.root).into_bytes()
+    }
+
     /// The persisted TSO window limit (physical milliseconds, decimal).
     pub fn tso_limit(&self) -> Vec<u8> {
         format!("{}/tso/limit", self.root).into_bytes()

@@ -5,9 +5,8 @@
 //! is PD's default refill rate, as PD's bucket sets it on first use.
 //!
 //! One deliberate difference: PD gives a burst limit of 0 ("rate-controlled") an unbounded
-//! capacity and lets clients borrow against it. Here its capacity is one second of fill, so
-//! every limited group keeps one promise: over any window it is granted at most
-//! `rate * window + capacity`. Pure: no I/O, no clock.
+//! capacity that never fills, so its clients live on loans alone. Here its capacity is one
+//! second of fill, as a positive burst limit of the fill rate would be. Pure: no I/O, no clock.
 
 /// PD's `UnlimitedRate` (`math.MaxInt32`): the `default` group's fill rate.
 pub const UNLIMITED_RATE: u64 = i32::MAX as u64;
@@ -53,7 +52,7 @@ impl Limit {
                 capacity: burst as f64,
             },
             // Rate-controlled (0), and the negative values PD treats as limited: one
-            // second of fill, so the bound holds for them too.
+            // second of fill.
             _ => Limit::Limited {
                 rate: rate as f64,
                 capacity: rate as f64,

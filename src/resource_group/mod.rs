@@ -1,9 +1,9 @@
 //! Resource groups, as PD's resource manager keeps them for TiDB's resource control: each
 //! group's record (`group`: PD's checks, the reserved `default` group, how a modification
 //! patches a record), what its token settings mean (`limit`: PD's burstable modes), its token
-//! bucket (`bucket`: grants never above the fill rate times the window plus the capacity),
-//! the groups a leader serves (`registry`), PD's refusals (`error`) and the controller config
-//! TiDB reads (`controller`). Pure: no I/O, no
+//! bucket (`bucket`) and PD's rule for lending against its fill (`loan`),
+//! the groups a leader serves (`registry`), PD's refusals (`error`), the controller config
+//! TiDB reads (`controller`) and a group's persisted running state (`state`). Pure: no I/O, no
 //! clock (time is an argument); the shell persists records through `MetaStore` and serves the
 //! `ResourceManager` service.
 
@@ -12,7 +12,9 @@ mod controller;
 mod error;
 mod group;
 mod limit;
+mod loan;
 mod registry;
+mod state;
 
 pub use bucket::{Grant, TokenBucket, MAX_TRICKLE_MS};
 pub use controller::{is_loadable, CONTROLLER_CONFIG_KEY, DEFAULT_CONTROLLER_CONFIG};
@@ -23,3 +25,4 @@ pub use group::{
 };
 pub use limit::{Limit, UNLIMITED_BURST, UNLIMITED_RATE};
 pub use registry::{Modification, Registry, MAX_GROUPS, MAX_TOTAL_BYTES};
+pub use state::{GroupState, StateError};

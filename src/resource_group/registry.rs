@@ -17,6 +17,7 @@ use super::group::{
     check_keyspace, default_group, new_record, null_keyspace, patched, ru_settings, DEFAULT_GROUP,
 };
 use super::limit::Limit;
+use super::state::GroupState;
 use crate::kvproto::resource_manager::{
     token_bucket_request, Consumption, GrantedRuTokenBucket, RequestUnitType, ResourceGroup,
     TokenBucket as TokenBucketPb, TokenBucketRequest, TokenBucketResponse, TokenLimitSettings,
@@ -40,6 +41,8 @@ struct Entry {
     /// `None` for a group without RU settings, which is granted nothing (as in PD).
     bucket: Option<TokenBucket>,
     consumption: Consumption,
+    /// Changed by a client since its state was last taken for persisting.
+    touched: bool,
 }
 
 /// A checked ModifyResourceGroup: the record to persist and the tokens to add.
@@ -74,7 +77,20 @@ impl Entry {
             bucket: bucket_of(&record, now),
             record,
             consumption: Consumption::default(),
+            touched: false,
         }
+    }
+
+    /// Resumes the persisted state, `idle` after it was current, as PD's `setState` does: the
+    /// bucket keeps its tokens (no initial refill) plus the fill of the idle time, and the
+    /// consumption carries on.
+    fn restore(&mut self, state: &GroupState, idle: Duration, now: Duration) {
+        if let (Some(bucket), Some(settings)) = (&mut self.bucket, ru_settings(&self.record)) {
+            let limit = Limit::of(settings.fill_rate, settings.burst_limit);
+            *bucket = TokenBucket::new(limit, state.tokens, now);
+            bucket.resume(idle);
+        }
+        self.consumption = state.consumption;
     }
 
     /// The group as Get and List answer it: the bucket's tokens now, the null keyspace, and
@@ -127,6 +143,16 @@ impl Registry {
     /// The groups a term loaded (a record whose name is taken by an earlier one is skipped),
     /// and the default group when none was stored.
     pub fn new(records: Vec<ResourceGroup>, now: Duration) -> Registry {
+        Registry::resumed(records, Vec::new(), now)
+    }
+
+    /// As `new`, each group with a persisted state resuming it: `(name, state, idle)`, where
+    /// `idle` is how long ago the state was current. A state of no group is ignored.
+    pub fn resumed(
+        records: Vec<ResourceGroup>,
+        states: Vec<(String, GroupState, Duration)>,
+        now: Duration,
+    ) -> Registry {
         let mut groups = BTreeMap::new();
         for record in records {
             groups
@@ -136,7 +162,46 @@ impl Registry {
         groups
             .entry(DEFAULT_GROUP.to_string())
             .or_insert_with(|| Entry::new(default_group(), now));
+        for (name, state, idle) in states {
+            if let Some(entry) = groups.get_mut(&name) {
+                entry.restore(&state, idle, now);
+            }
+        }
         Registry { groups }
+    }
+
+    /// Marks the groups named as changed again, so the next `take_states` returns them (their
+    /// states taken last were not written).
+    pub fn retouch<'a>(&mut self, names: impl IntoIterator<Item = &'a str>) {
+        for name in names {
+            if let Some(entry) = self.groups.get_mut(name) {
+                entry.touched = true;
+            }
+        }
+    }
+
+    /// The states of the groups clients changed since the last call, as of `now`, to persist
+    /// with `unix_ns` (the wall time of `now`); they count as persisted from here on.
+    pub fn take_states(&mut self, now: Duration, unix_ns: i128) -> Vec<(String, GroupState)> {
+        let mut states = Vec::new();
+        for (name, entry) in &mut self.groups {
+            if !std::mem::take(&mut entry.touched) {
+                continue;
+            }
+            let tokens = entry.bucket.as_mut().map_or(0.0, |b| {
+                b.settle(now);
+                b.tokens()
+            });
+            states.push((
+                name.clone(),
+                GroupState {
+                    tokens,
+                    last_update_unix_ns: unix_ns,
+                    consumption: entry.consumption,
+                },
+            ));
+        }
+        states
     }
 
     pub fn len(&self) -> usize {
@@ -253,6 +318,7 @@ impl Registry {
     ) -> Option<TokenBucketResponse> {
         check_keyspace(request.keyspace_id.as_ref()).ok()?;
         let entry = self.groups.get_mut(&request.resource_group_name)?;
+        entry.touched = true;
         if let Some(c) = &request.consumption_since_last_request {
             add_consumption(&mut entry.consumption, c);
         }
@@ -420,14 +486,16 @@ mod tests {
                 .burst_limit,
             200
         );
+        // 50 held and 100 lent (PD's first round, 200/s): trickled over 150 / 200 s.
         assert_eq!(
             granted(&r.acquire(&ask("slow", 150.0), 5000, T0).unwrap()),
-            (50.0, 5000)
+            (150.0, 750)
         );
+        // Half a second repays 50 of the 100 owed; lent again, over the whole period.
         let later = T0 + Duration::from_millis(500);
         assert_eq!(
             granted(&r.acquire(&ask("slow", 150.0), 5000, later).unwrap()),
-            (50.0, 5000)
+            (150.0, 5000)
         );
         // Unknown group, other keyspace, background: skipped, consumption still counted.
         assert!(r.acquire(&ask("nope", 1.0), 5000, later).is_none());
@@ -451,6 +519,56 @@ mod tests {
             granted(&r.acquire(&ask("default", 1e12), 5000, later).unwrap()),
             (1e12, 0)
         );
+    }
+
+    #[test]
+    fn a_resumed_group_keeps_its_tokens_and_consumption_and_accrues_only_the_idle_time() {
+        let mut r = Registry::new(
+            vec![ru_group("g", 10, 10_000), ru_group("h", 10, 10_000)],
+            T0,
+        );
+        assert!(r.take_states(T0, 0).is_empty(), "nothing touched yet");
+        let mut drain = ask("g", 10_000.0);
+        drain.consumption_since_last_request = Some(Consumption {
+            r_r_u: 4.0,
+            ..Default::default()
+        });
+        assert_eq!(
+            granted(&r.acquire(&drain, 5000, T0).unwrap()),
+            (10_000.0, 0)
+        );
+        let later = T0 + Duration::from_secs(2);
+        let states = r.take_states(later, 77);
+        assert_eq!(states.len(), 1, "only the touched group: {states:?}");
+        let (name, state) = &states[0];
+        assert_eq!(name, "g");
+        assert!((state.tokens - 20.0).abs() < 1e-9, "{state:?}");
+        assert_eq!(
+            (state.last_update_unix_ns, state.consumption.r_r_u),
+            (77, 4.0)
+        );
+        assert!(r.take_states(later, 78).is_empty(), "taken once");
+        r.retouch(["g", "nope"]);
+        assert_eq!(
+            r.take_states(later, 79).len(),
+            1,
+            "taken again once retouched"
+        );
+        // A new term 3 s later: 20 + 30 tokens, not PD's initial 100,000 nor the burst.
+        let t1 = Duration::from_secs(5);
+        let resumed = Registry::resumed(
+            vec![ru_group("g", 10, 10_000), ru_group("h", 10, 10_000)],
+            vec![
+                (name.clone(), state.clone(), Duration::from_secs(3)),
+                ("gone".into(), state.clone(), Duration::ZERO),
+            ],
+            t1,
+        );
+        let got = resumed.get("g", true).unwrap();
+        assert!((got.r_u_settings.unwrap().r_u.unwrap().tokens - 50.0).abs() < 1e-9);
+        assert_eq!(got.ru_stats.unwrap().r_r_u, 4.0);
+        let fresh = resumed.get("h", false).unwrap();
+        assert_eq!(fresh.r_u_settings.unwrap().r_u.unwrap().tokens, 10_000.0);
     }
 
     #[test]

@@ -98,6 +98,14 @@ pub async fn serve_term<M: MetaStore + Clone>(
                     return Err(MetaError::NotLeader);
                 }
             }
+            if ticked || stopping {
+                let groups = state.resource_groups();
+                match super::resource_groups::persist_states(groups, &store, &keys).await {
+                    Err(MetaError::NotLeader) => return Err(MetaError::NotLeader),
+                    Err(e) => tracing::warn!("persisting resource group states failed: {e}"),
+                    Ok(()) => {}
+                }
+            }
             if ticked {
                 match persist_min_resolved_ts(&state, &store, &keys).await {
                     Err(MetaError::NotLeader) => return Err(MetaError::NotLeader),
@@ -281,7 +289,8 @@ async fn load<M: MetaStore>(
     super::rules::load(state, store, keys).await?;
     super::scheduling::load(state, store, keys).await?;
     let groups = super::resource_groups::load(store, keys).await?;
-    state.resource_groups().reset(groups);
+    let group_states = super::resource_groups::load_states(store, keys).await?;
+    state.resource_groups().reset(groups, group_states);
     if let Some(key) = controller_key {
         // TiDB's controller falls back to its own defaults without it, so a write the etcd
         // user may not make (no access to the clients' namespace) must not keep placement

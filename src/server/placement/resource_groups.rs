@@ -3,7 +3,10 @@
 //! change through the term's guarded persister (the leader writes; a follower holds nothing and
 //! refuses), and PD's controller config written for TiDB when a term starts on etcd. A change
 //! is planned on the registry, persisted, then applied, with one writer at a
-//! time, so what a reader sees is durable. The rules are `resource_group`'s; the calls are the
+//! time, so what a reader sees is durable. The buckets' running states (tokens and
+//! consumption) are written by the term's persister each tick for the groups clients touched
+//! (PD writes every group each minute) and resumed when a term loads, so a new leader does not
+//! refill a drained bucket. The rules are `resource_group`'s; the calls are the
 //! gRPC front end's (`server/grpc/resource_manager`).
 
 use std::sync::{Mutex, MutexGuard};
@@ -15,7 +18,7 @@ use tokio::sync::{mpsc, oneshot};
 use super::messages::PersistOp;
 use crate::kvproto::resource_manager::ResourceGroup;
 use crate::meta::{Keys, MetaError, MetaStore, WriteOp};
-use crate::resource_group::Registry;
+use crate::resource_group::{GroupState, Registry};
 
 /// Keys read per request when a term loads the groups.
 const LOAD_PAGE: usize = 1024;
@@ -73,8 +76,12 @@ impl ResourceGroups {
         self.writing.lock().await
     }
 
-    pub(super) fn reset(&self, records: Vec<ResourceGroup>) {
-        let registry = Registry::new(records, self.now());
+    pub(super) fn reset(
+        &self,
+        records: Vec<ResourceGroup>,
+        states: Vec<(String, GroupState, Duration)>,
+    ) {
+        let registry = Registry::resumed(records, states, self.now());
         *self.lock() = Some(registry);
     }
 
@@ -153,4 +160,60 @@ pub(super) async fn load<M: MetaStore>(
         }
     }
     Ok(records)
+}
+
+/// The wall clock in Unix nanoseconds (persisted states carry PD's wall-clock `last_update`).
+fn unix_ns() -> i128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as i128)
+}
+
+/// The persisted running states, each with how long ago it was current (0 for one from the
+/// future: a clock that went back accrues nothing). One that does not decode is skipped with a
+/// warning, and its group starts afresh as PD would.
+pub(super) async fn load_states<M: MetaStore>(
+    store: &M,
+    keys: &Keys,
+) -> Result<Vec<(String, GroupState, Duration)>, MetaError> {
+    let prefix = keys.resource_group_states_prefix();
+    let now = unix_ns();
+    let mut states = Vec::new();
+    for (key, value) in store.scan(&prefix, LOAD_PAGE).await? {
+        let name = String::from_utf8_lossy(&key[prefix.len()..]).into_owned();
+        match GroupState::decode(&value) {
+            Ok(Some(state)) => {
+                let idle_ns = (now - state.last_update_unix_ns).clamp(0, u64::MAX as i128);
+                states.push((name, state, Duration::from_nanos(idle_ns as u64)));
+            }
+            Ok(None) => {}
+            Err(e) => tracing::warn!(group = %name, "skipping a resource group state: {e}"),
+        }
+    }
+    Ok(states)
+}
+
+/// Writes the running states of the groups clients touched since the last write; when the
+/// write fails they are written at the next.
+pub(super) async fn persist_states<M: MetaStore>(
+    groups: &ResourceGroups,
+    store: &M,
+    keys: &Keys,
+) -> Result<(), MetaError> {
+    let now = groups.now();
+    let Some(states) = groups.with(|r| r.take_states(now, unix_ns())) else {
+        return Ok(());
+    };
+    if states.is_empty() {
+        return Ok(());
+    }
+    let ops = states
+        .iter()
+        .map(|(name, state)| (keys.resource_group_state(name), Some(state.encode())))
+        .collect();
+    let written = store.batch(ops).await;
+    if written.is_err() {
+        groups.with(|r| r.retouch(states.iter().map(|(name, _)| name.as_str())));
+    }
+    written
 }

@@ -129,6 +129,10 @@ impl ResourceManagerService {
             self.shared.placement.keys.resource_group(name),
             value.clone(),
         )];
+        if record.is_none() {
+            // A deleted group's running state goes with it.
+            ops.push((self.shared.placement.keys.resource_group_state(name), None));
+        }
         if let Some(ns) = &self.pd_copies {
             ops.push((ns.key(&pd_key(name)), value));
         }
@@ -146,7 +150,15 @@ impl ResourceManagerService {
         let _writer = groups.writer().await;
         if call == Call::AddResourceGroup {
             let record = self.serving(|r| r.plan_add(group))?.map_err(refused)?;
-            let ops = self.writes(&record.name, Some(&record));
+            let mut ops = self.writes(&record.name, Some(&record));
+            // An added group starts afresh, also after a restart: no running state of the
+            // group it replaces.
+            let state = self
+                .shared
+                .placement
+                .keys
+                .resource_group_state(&record.name);
+            ops.push((state, None));
             groups.persist(ops).await.map_err(write_failed)?;
             groups.with(|r| r.put(record, groups.now()));
         } else {
