@@ -40,8 +40,16 @@ pub fn check(c: &Cluster, r: &RegionInput, thorough: bool) -> Option<Plan> {
         // A learner still catching up, or on a Disconnected store: wait for it.
         return None;
     }
-    if let Some(gone) = r.voters().find(|p| c.health(p.store_id).must_drain()) {
-        return replace(c, r, gone, voters);
+    if r.voters().any(|p| c.health(p.store_id).must_drain()) {
+        // PD's order: a peer on a store that is gone before one on a store being drained, and
+        // one that cannot be replaced yet (say, it leads and no other voter may take the lead)
+        // leaves the next its turn instead of holding the region up.
+        let mut gone: Vec<&Peer> = r
+            .voters()
+            .filter(|p| c.health(p.store_id).must_drain())
+            .collect();
+        gone.sort_by_key(|p| (c.health(p.store_id).is_serving(), p.store_id));
+        return gone.into_iter().find_map(|p| replace(c, r, p, voters));
     }
     if voters < max {
         let (store, _) = store_to_add(c, r, None, f64::MIN)?;

@@ -595,3 +595,36 @@ fn the_stores_alone_tell_when_no_balancer_can_act() {
     let can = balance::Sources::of(&sim.cluster());
     assert!(can.region && can.leader, "{can:?}");
 }
+
+/// A region on two stores being drained, one of them leading, and one store that is gone: the
+/// leader has no voter to move to, so the gone peer is replaced first (PD's order: down before
+/// offline), rather than the region waiting for ever on its leader's replacement.
+#[test]
+fn a_gone_peer_is_replaced_first_when_the_draining_leader_cannot_move() {
+    let w = World {
+        stores: vec![
+            (0, Fate::Offline),
+            (1, Fate::Offline),
+            (2, Fate::Down),
+            (0, Fate::Up),
+            (1, Fate::Up),
+            (2, Fate::Up),
+        ],
+        // The first peer leads: the one on store 1, being drained.
+        regions: vec![vec![(0, false), (1, false), (2, false)]],
+        isolated: true,
+        events: vec![],
+    };
+    let mut sim = Sim::new(&w);
+    assert_eq!(sim.cluster().health(3), Health::Down);
+    sim.step(&Event::Heartbeat(0));
+    let target = sim.slots[0].as_ref().and_then(|p| p.adds_to());
+    assert_eq!(target, Some(6), "{:?}", sim.slots[0]);
+    // Once repaired, the leader moves to the new voter and the drained ones are replaced.
+    for _ in 0..30 {
+        sim.step(&Event::Heartbeat(0));
+    }
+    let mut stores: Vec<u64> = sim.regions[0].peers.iter().map(|p| p.store_id).collect();
+    stores.sort_unstable();
+    assert_eq!(stores, vec![4, 5, 6], "{:?}", sim.regions[0]);
+}
