@@ -2,48 +2,18 @@ use proptest::prelude::*;
 
 use super::*;
 use crate::placement::schedule::safety;
-use crate::placement::schedule::{patrol, Dispatch, InFlight, ScheduleConfig, StoreView, Sweep};
-use crate::placement::{Epoch, Operator, Pending, Store, StoreMap, StoreState, StoreStats};
+use crate::placement::schedule::test_cluster::TestCluster;
+use crate::placement::schedule::{patrol, Dispatch, Sweep};
+use crate::placement::{Epoch, Operator, Pending};
 
 /// Past split-merge-interval from a start at 0.
 const NOW: u64 = 4_000_000;
 
-struct World {
-    cfg: ScheduleConfig,
-    view: StoreView,
-    in_flight: InFlight,
-}
+type World = TestCluster;
 
-impl World {
-    fn new(stores: u64) -> World {
-        let cfg = ScheduleConfig::default();
-        let mut map = StoreMap::new();
-        for id in 1..=stores {
-            let store = Store {
-                id,
-                address: format!("s{id}:1"),
-                labels: vec![],
-                state: StoreState::Up,
-                details: Default::default(),
-            };
-            map.put(store, 0).unwrap();
-            map.heartbeat(id, StoreStats::default(), NOW).unwrap();
-        }
-        World {
-            view: StoreView::of(&map, &cfg, &StoreView::default(), NOW),
-            cfg,
-            in_flight: InFlight::default(),
-        }
-    }
-
-    fn at(&self, now_ms: u64) -> Cluster<'_> {
-        Cluster {
-            cfg: &self.cfg,
-            stores: &self.view,
-            in_flight: &self.in_flight,
-            now_ms,
-        }
-    }
+/// `stores` stores up and idle, heartbeating at `NOW`.
+fn world(stores: u64) -> World {
+    TestCluster::up_at(&(1..=stores).collect::<Vec<_>>(), NOW)
 }
 
 /// Region `id` over `[k(id), k(id+1))` with voters on `stores` (peer ids `id*10 + store`),
@@ -118,7 +88,7 @@ fn target_of(p: &MergePlan) -> u64 {
 
 #[test]
 fn a_small_region_merges_into_the_next_unless_the_previous_is_smaller() {
-    let w = World::new(3);
+    let w = world(3);
     let (a, b, c) = (
         region(1, &[1, 2, 3]),
         region(2, &[2, 3, 1]),
@@ -136,7 +106,7 @@ fn a_small_region_merges_into_the_next_unless_the_previous_is_smaller() {
     let got = check_mid(&w, NOW, &b, 1, Some(adj(&a, 4)), Some(adj(&c, 5))).unwrap();
     assert_eq!(target_of(&got), 1);
     // One-way merge: only the next.
-    let mut w1 = World::new(3);
+    let mut w1 = world(3);
     w1.cfg.enable_one_way_merge = true;
     let got = check_mid(&w1, NOW, &b, 1, Some(adj(&a, 4)), Some(adj(&c, 5))).unwrap();
     assert_eq!(target_of(&got), 3);
@@ -147,7 +117,7 @@ fn a_small_region_merges_into_the_next_unless_the_previous_is_smaller() {
 
 #[test]
 fn no_merge_when_pd_would_not_merge() {
-    let w = World::new(4);
+    let w = world(4);
     let (a, b, c) = (
         region(1, &[1, 2, 3]),
         region(2, &[1, 2, 3]),
@@ -184,7 +154,7 @@ fn no_merge_when_pd_would_not_merge() {
     let far = region(5, &[1, 2, 3]);
     assert!(check_mid(&w, NOW, &b, 1, Some(adj(&far, 1)), None).is_none());
     // Merging turned off.
-    let mut off = World::new(4);
+    let mut off = world(4);
     off.cfg.max_merge_region_size_mib = 0;
     let (p, n) = both();
     assert!(check_mid(&off, NOW, &b, 0, p, n).is_none());
@@ -192,7 +162,7 @@ fn no_merge_when_pd_would_not_merge() {
 
 #[test]
 fn unmatched_peers_move_to_the_targets_stores_first() {
-    let w = World::new(5);
+    let w = world(5);
     let b = region(2, &[4, 2, 5]);
     let c = region(3, &[1, 2, 3]);
     let got = check_mid(&w, NOW, &b, 1, None, Some(adj(&c, 1))).unwrap();
@@ -253,7 +223,7 @@ fn patrol_once(
 
 #[test]
 fn the_patrol_starts_a_pair_within_the_merge_cap() {
-    let mut w = World::new(3);
+    let mut w = world(3);
     w.cfg.merge_schedule_limit = 2;
     let mut slot = None;
     let (b, c) = (region(2, &[1, 2, 3]), region(3, &[1, 2, 3]));
@@ -324,7 +294,7 @@ proptest! {
         dst in proptest::sample::subsequence((1u64..=7).collect::<Vec<_>>(), 3),
         lead in 0usize..3,
     ) {
-        let w = World::new(7);
+        let w = world(7);
         let mut b = region(2, &src);
         b.leader = Some(b.peers[lead].id);
         let c = region(3, &dst);

@@ -17,6 +17,11 @@ pub(crate) struct TestCluster {
 
 /// Stores up at `s{id}:1` without labels, each with its first heartbeat (`stats`) at time 0.
 pub fn up_stores(stores: impl IntoIterator<Item = (u64, StoreStats)>) -> StoreMap {
+    up_stores_at(stores, 0)
+}
+
+/// [`up_stores`], the first heartbeats at `at_ms`.
+fn up_stores_at(stores: impl IntoIterator<Item = (u64, StoreStats)>, at_ms: u64) -> StoreMap {
     let mut map = StoreMap::new();
     for (id, stats) in stores {
         let store = Store {
@@ -27,7 +32,7 @@ pub fn up_stores(stores: impl IntoIterator<Item = (u64, StoreStats)>) -> StoreMa
             details: Default::default(),
         };
         map.put(store, 0).unwrap();
-        map.heartbeat(id, stats, 0).unwrap();
+        map.heartbeat(id, stats, at_ms).unwrap();
     }
     map
 }
@@ -37,6 +42,18 @@ impl TestCluster {
     pub fn up(ids: &[u64]) -> TestCluster {
         let map = up_stores(ids.iter().map(|&id| (id, StoreStats::default())));
         TestCluster::new(&map, ScheduleConfig::default())
+    }
+
+    /// Stores `ids` up and idle under the default configuration, heartbeating and seen at
+    /// `now_ms`.
+    pub fn up_at(ids: &[u64], now_ms: u64) -> TestCluster {
+        let map = up_stores_at(ids.iter().map(|&id| (id, StoreStats::default())), now_ms);
+        let cfg = ScheduleConfig::default();
+        TestCluster {
+            view: StoreView::of(&map, &cfg, &StoreView::default(), now_ms),
+            cfg,
+            in_flight: InFlight::default(),
+        }
     }
 
     /// The stores of `map` as seen at time 0 under `cfg`, with nothing in flight.
