@@ -66,6 +66,9 @@ pub enum Call {
     SplitRegions,
     SplitAndScatterRegions,
     GetOperator,
+    /// The region syncer's stream, leader to follower (`member`: every region of the
+    /// cluster, and only another member needs them).
+    SyncRegions,
     /// Admin API probes: health, readiness, metrics.
     AdminProbe,
     /// Admin API reads: members, leader.
@@ -138,6 +141,7 @@ pub fn need_of(call: Call) -> Need {
         LoadGlobalConfig | WatchGlobalConfig => Need::AnyRole,
         ScatterRegion | SplitRegions | SplitAndScatterRegions => Need::Role(Role::Client),
         GetOperator => Need::AnyRole,
+        SyncRegions => Need::Role(Role::Member),
         Ping | Tso | GetMembers | GetClusterInfo | IsBootstrapped | GetStore | GetAllStores
         | GetRegion | GetPrevRegion | GetRegionById | ScanRegions | QueryRegion
         | GetGcSafePoint | GetGcState | AdminProbe | AdminRead => Need::AnyRole,
@@ -260,6 +264,15 @@ mod tests {
             assert!(Call::GetOperator
                 .permitted(Grants::of_roles(&[role]))
                 .is_ok());
+        }
+        assert!(Call::SyncRegions
+            .permitted(Grants::of_roles(&[Role::Member]))
+            .is_ok());
+        for other in [Role::Client, Role::Store, Role::Admin] {
+            let err = Call::SyncRegions
+                .permitted(Grants::of_roles(&[other]))
+                .unwrap_err();
+            assert!(err.to_string().contains("`member`"), "{err}");
         }
         for call in [Call::UpdateGcSafePoint, Call::UpdateServiceGcSafePoint] {
             assert!(call.permitted(Grants::of_roles(&[Role::Client])).is_ok());

@@ -22,7 +22,7 @@ mod server;
 pub use bootstrap::{bootstrap_one_region, first_region, one_voter_region, up_store};
 pub use cluster::{Cluster, ClusterNode};
 pub use etcd::{assert_needs_etcd, EtcdProcess, EtcdTlsFiles, MERIDIAN_PREFIX, ROOT_PASSWORD};
-pub use pd::{alloc_id, connect_when_placement_loads, pd_header};
+pub use pd::{alloc_id, bootstrap_over_grpc, connect_when_placement_loads, pd_header};
 pub use pki::ca_and_node;
 pub use proxy::{FaultProxy, LinkFault};
 pub use records::{buckets_report, metapb_peer, metapb_region, metapb_store};

@@ -70,3 +70,43 @@ pub async fn alloc_id(pd: &mut PdClient<Channel>, cluster_id: u64) -> anyhow::Re
     );
     Ok(r.id)
 }
+
+/// Bootstraps the cluster through `pd` as a TiKV store does: a store and one region over every
+/// key with one voter on it, from three ids AllocId hands out. Returns the store and the region.
+pub async fn bootstrap_over_grpc(
+    pd: &mut PdClient<Channel>,
+    cluster_id: u64,
+) -> anyhow::Result<(
+    crate::kvproto::metapb::Store,
+    crate::kvproto::metapb::Region,
+)> {
+    let mut ids = Vec::new();
+    for _ in 0..3 {
+        ids.push(alloc_id(pd, cluster_id).await?);
+    }
+    let store = crate::kvproto::metapb::Store {
+        id: ids[0],
+        address: "tikv-1:20160".into(),
+        version: "8.5.0".into(),
+        ..Default::default()
+    };
+    let region = super::metapb_region(
+        ids[1],
+        b"",
+        b"",
+        (1, 1),
+        vec![super::metapb_peer(ids[2], ids[0])],
+    );
+    let boot = pd
+        .bootstrap(pdpb::BootstrapRequest {
+            header: pd_header(cluster_id),
+            store: Some(store.clone()),
+            region: Some(region.clone()),
+        })
+        .await?
+        .into_inner();
+    if let Some(e) = boot.header.and_then(|h| h.error) {
+        anyhow::bail!("Bootstrap: PD's error {e:?}");
+    }
+    Ok((store, region))
+}

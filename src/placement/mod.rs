@@ -5,6 +5,7 @@
 //! persists what changed.
 
 mod buckets;
+mod change_log;
 mod dense_map;
 mod id_alloc;
 mod limits;
@@ -25,6 +26,7 @@ mod store;
 mod version;
 
 pub use buckets::{Buckets, BucketsMap};
+pub use change_log::{ChangeLog, Since, CHANGE_LOG_CAPACITY};
 pub use id_alloc::{check_persisted_end, IdAllocator, IdEndError, MAX_ID_END};
 pub use limits::{
     page_len, store_wire_size, LimitError, Limits, RegionWireSize, KEY_LEN_CEILING, PAGE_BUDGET,

@@ -22,6 +22,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use arc_swap::ArcSwap;
 
+use super::change_log::{ChangeLog, Since};
 use super::dense_map::DenseIdMap;
 use super::prefix_search::{count_le, narrow, prefetch_line, prefix, settle};
 use super::region::{Region, RegionError, RegionShape};
@@ -376,6 +377,8 @@ impl Snapshot {
 #[derive(Default)]
 struct Writer {
     by_id: DenseIdMap<Arc<Route>>,
+    /// Every route published, numbered in publishing order (what followers replay).
+    log: ChangeLog,
 }
 
 /// The shared index. Reads never block; writes are serialized among themselves.
@@ -464,8 +467,39 @@ impl RangeIndex {
                 route.retire();
             }
             self.current.store(Arc::new(draft));
+            for change in results.iter().flatten() {
+                writer.log.record(change.route.clone());
+            }
         }
         results
+    }
+
+    /// The published snapshot with the change log's stream and next index, read together:
+    /// the snapshot holds every record before that index and none from it.
+    pub fn snapshot_at(&self) -> (Arc<Snapshot>, u64, u64) {
+        let writer = self.writer();
+        (
+            self.current.load_full(),
+            writer.log.stream(),
+            writer.log.next_index(),
+        )
+    }
+
+    /// The change log's stream and next index.
+    pub fn log_position(&self) -> (u64, u64) {
+        let writer = self.writer();
+        (writer.log.stream(), writer.log.next_index())
+    }
+
+    /// Up to `max` routes published from index `from` of log `stream` on.
+    pub fn changes_since(&self, stream: u64, from: u64, max: usize) -> Since {
+        self.writer().log.since(stream, from, max)
+    }
+
+    /// Starts a new change log numbered `stream` (a new term: followers of an earlier log
+    /// start again from a snapshot).
+    pub fn restart_log(&self, stream: u64) {
+        self.writer().log.restart(stream);
     }
 
     /// Replaces everything with `regions` (a new leader's load). Overlapping or malformed
@@ -476,6 +510,8 @@ impl RangeIndex {
             route.retire();
         }
         writer.by_id.clear();
+        let stream = writer.log.stream().wrapping_add(1);
+        writer.log.restart(stream);
         regions.sort_by(|a, b| a.start_key.cmp(&b.start_key));
         // Fast path: build sorted segments directly from the disjoint, well-formed prefix;
         // anything else goes through the rules one by one.

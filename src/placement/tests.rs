@@ -69,6 +69,7 @@ proptest! {
         split_right_first in any::<bool>(),
         segment in 1usize..20,
         probes in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..3), 8),
+        follow_from in 0usize..80,
     ) {
         let mut truth = vec![region(1, b"", b"", Epoch { conf_ver: 1, version: 1 }, &[1, 2, 3])];
         let mut history = truth.clone();
@@ -79,8 +80,19 @@ proptest! {
         let index = RangeIndex::with_segment_size(segment);
         index.apply(truth[0].clone()).unwrap();
         let mut next_id = 2u64;
+        // Followers as the region syncer makes them: one starts from a snapshot taken at step
+        // `follow_from` and replays the log at the end, one replays it after every step.
+        let late = RangeIndex::with_segment_size(segment);
+        let mut late_from = None;
+        let eager = RangeIndex::with_segment_size(segment);
+        let mut eager_at = follow(&index, &eager, None);
 
-        for op in ops {
+        for (step, op) in ops.into_iter().enumerate() {
+            if step == follow_from {
+                let (snap, stream, next) = index.snapshot_at();
+                late.reset(snap.iter().map(|r| r.region()).collect());
+                late_from = Some((stream, next));
+            }
             let mut reports = Vec::new();
             match op {
                 Op::Split(i, k) => {
@@ -142,6 +154,12 @@ proptest! {
                 assert_no_overlap(&map)?;
             }
             assert_same(&index, &map, &probes)?;
+            eager_at = follow(&index, &eager, eager_at);
+            assert_same(&eager, &map, &probes)?;
+        }
+        if let Some(from) = late_from {
+            follow(&index, &late, Some(from));
+            assert_same(&late, &map, &probes)?;
         }
         // Every current state delivered once more: the map is the truth.
         for r in &truth {
@@ -159,6 +177,35 @@ proptest! {
         stored.reverse();
         prop_assert_eq!(reloaded.reset(stored), 0);
         assert_same(&reloaded, &map, &probes)?;
+    }
+}
+
+/// Brings `follower` up to `leader` as the region syncer does: from a snapshot when `at` (the
+/// leader's log stream and the follower's next index) is not in the leader's log, then by
+/// applying the logged routes in order. Returns where the follower is now.
+fn follow(
+    leader: &RangeIndex,
+    follower: &RangeIndex,
+    at: Option<(u64, u64)>,
+) -> Option<(u64, u64)> {
+    let records =
+        at.map(|(stream, next)| (stream, next, leader.changes_since(stream, next, usize::MAX)));
+    match records {
+        Some((stream, next, Since::Records(routes))) => {
+            let n = routes.len() as u64;
+            for route in routes {
+                // The leader's order of acceptance is the follower's: each applies.
+                follower
+                    .apply(route.region())
+                    .expect("a logged route applies in order");
+            }
+            Some((stream, next + n))
+        }
+        _ => {
+            let (snap, stream, next) = leader.snapshot_at();
+            follower.reset(snap.iter().map(|r| r.region()).collect());
+            Some((stream, next))
+        }
     }
 }
 

@@ -6,13 +6,14 @@
 //! and the rest of what TiKV and client-go call, one file per concern (snapshot recovery, store
 //! versions, min resolved ts, the cluster record, single splits, external timestamps, buckets,
 //! global config), a TiKV store's life emulated from TiKV's code (`tikv_store`), on etcd and
-//! across a leader's SIGKILL (`on_etcd`) and on a data dir of the previous release
-//! (`previous_release`).
+//! across a leader's SIGKILL (`on_etcd`), follower reads of routing from the region syncer's
+//! copy (`follower_reads`), and on a data dir of the previous release (`previous_release`).
 
 mod buckets;
 mod cluster_config;
 mod errors;
 mod external_ts;
+mod follower_reads;
 mod front_end;
 mod gc;
 mod global_config;

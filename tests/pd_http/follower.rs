@@ -6,8 +6,7 @@
 //! follower's: a role claimed in a header by anyone but a member counts for nothing.
 
 use super::*;
-use meridian::harness::{metapb_peer, metapb_region, Cluster};
-use meridian::kvproto::metapb;
+use meridian::harness::{bootstrap_over_grpc, Cluster};
 use meridian::tls::cert::Role;
 use serde_json::json;
 
@@ -27,41 +26,7 @@ async fn bootstrap(addr: &str, trust: &Trust) {
     let (mut pd, cluster_id) = connect_when_placement_loads(addr, trust, Duration::from_secs(20))
         .await
         .unwrap();
-    let h = pd_header(cluster_id);
-    let mut ids = Vec::new();
-    for _ in 0..3 {
-        let id = pd
-            .alloc_id(pdpb::AllocIdRequest {
-                header: h.clone(),
-                count: 0,
-            })
-            .await
-            .unwrap()
-            .into_inner()
-            .id;
-        ids.push(id);
-    }
-    let boot = pd
-        .bootstrap(pdpb::BootstrapRequest {
-            header: h,
-            store: Some(metapb::Store {
-                id: ids[0],
-                address: "tikv-1:20160".into(),
-                version: "8.5.0".into(),
-                ..Default::default()
-            }),
-            region: Some(metapb_region(
-                ids[1],
-                b"",
-                b"",
-                (1, 1),
-                vec![metapb_peer(ids[2], ids[0])],
-            )),
-        })
-        .await
-        .unwrap()
-        .into_inner();
-    assert!(boot.header.unwrap().error.is_none());
+    bootstrap_over_grpc(&mut pd, cluster_id).await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -11,6 +11,7 @@ pub(crate) mod convert;
 mod etcd;
 mod http;
 mod meta_storage;
+mod region_sync;
 mod resource_manager;
 mod service;
 
@@ -136,6 +137,10 @@ async fn serve(setup: GrpcSetup) -> anyhow::Result<()> {
         .accept_http1(true)
         .max_concurrent_streams(MAX_STREAMS_PER_CONNECTION)
         .http2_max_local_error_reset_streams(Some(MAX_LOCAL_ERROR_RESETS));
+    if let Some(tls) = &setup.peer_tls {
+        // A member on etcd follows: its region syncer keeps a copy of the leader's index.
+        tokio::spawn(region_sync::follow(setup.shared.clone(), tls.clone()));
+    }
     let api = http::router(
         setup.shared.clone(),
         setup.metrics_slot,

@@ -44,6 +44,7 @@ mod store_bindings;
 mod store_identity;
 mod store_record;
 mod stores;
+pub mod sync_status;
 
 pub use buckets::BucketsOp;
 pub use cluster::ClusterOp;
@@ -54,7 +55,7 @@ pub use global_config::GlobalConfigOp;
 pub use heartbeat::batch as heartbeats;
 pub use messages::ShardMsg;
 pub use persist::{abandon_term, serve_term};
-pub use request::{handle, PlacementOp};
+pub use request::{follower_read, handle, PlacementOp};
 pub use resolved_ts::ResolvedTsOp;
 pub use resource_groups::{ResourceGroups, WriteError as ResourceGroupWriteError};
 pub use routing::{locate_many, RouteOp};

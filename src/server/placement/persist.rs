@@ -44,6 +44,10 @@ pub async fn serve_term<M: MetaStore + Clone>(
     while rx.try_recv().is_ok() {}
     state.dirty.clear();
     let result = async {
+        // A follower's syncer writes the index until it sees this member lead; the load waits
+        // for the write it may be in and then replaces everything.
+        let _syncer_out = state.sync.gate.lock().await;
+        state.sync.lost();
         let mut backoff = Duration::from_millis(100);
         loop {
             match load(&state, &store, &keys, controller_key.as_deref()).await {
@@ -64,6 +68,7 @@ pub async fn serve_term<M: MetaStore + Clone>(
             }
         }
         state.set_ready(true);
+        drop(_syncer_out);
         let mut tick = tokio::time::interval(Duration::from_secs(1));
         loop {
             let mut sync = Vec::new();
@@ -350,6 +355,9 @@ async fn load<M: MetaStore>(
     let count = regions.len();
     let decoded_ms = started.elapsed().as_millis() as u64;
     let refused = state.index.reset(regions);
+    // A log of its own for this term: a follower's index from another leader's log (or an
+    // earlier term's) is never taken for one of this log's.
+    state.index.restart_log(new_log_stream());
     let indexed_ms = started.elapsed().as_millis() as u64;
     let n = state.shards.len();
     let mut by_shard = vec![Vec::new(); n];
@@ -453,6 +461,13 @@ async fn clear(state: &PlacementState) {
     for tx in &state.shards {
         let _ = tx.send(ShardMsg::Reset(Vec::new())).await;
     }
+}
+
+/// A number for a new change log, random (std's per-process random hash keys) so that two
+/// terms' logs, of this member or another, are told apart.
+fn new_log_stream() -> u64 {
+    use std::hash::BuildHasher;
+    std::collections::hash_map::RandomState::new().hash_one(std::time::SystemTime::now())
 }
 
 /// Ids per persisted bucket of regions (region, store and peer ids share one space, so a

@@ -82,6 +82,21 @@ impl PlacementOp {
     }
 }
 
+/// Serves a routing read the caller lets a follower answer: the leader serves it as any other;
+/// a follower in sync (`sync_status`) answers from its copy of the index, which may be older
+/// than the leader's, never other than a state the leader held; any other member refuses as
+/// a follower does.
+pub async fn follower_read(op: RouteOp, shared: &Shared) -> Response {
+    let state = &*shared.placement;
+    if state.is_ready() || !state.sync.serves_reads(state.clock.now_ms()) {
+        return handle(PlacementOp::Routing(op), shared).await;
+    }
+    if let Err(e) = routing::check_limits(&op, &state.limits) {
+        return Response::Err(ErrorReply::LimitExceeded(e.to_string()));
+    }
+    routing::serve(state, op).await
+}
+
 /// Serves one placement request.
 pub async fn handle(op: PlacementOp, shared: &Shared) -> Response {
     let state = &*shared.placement;

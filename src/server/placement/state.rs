@@ -82,6 +82,8 @@ pub struct PlacementState {
     pub(super) schedule_settings: tokio::sync::Mutex<Option<crate::placement::schedule::Settings>>,
     /// The region heartbeat streams operators are pushed to (`push.rs`).
     pub pushes: Arc<super::push::Pushes>,
+    /// Where this member's copy of the index stands against the leader's (followers).
+    pub sync: super::sync_status::SyncStatus,
     /// Resource groups and their token buckets (`resource_groups.rs`), loaded with the term.
     resource_groups: ResourceGroups,
     /// The scatterer's picks per group (ScatterRegion), in memory only, as PD keeps them;
@@ -141,6 +143,7 @@ impl PlacementState {
             rules: tokio::sync::Mutex::new(None),
             schedule_settings: tokio::sync::Mutex::new(None),
             pushes: Arc::default(),
+            sync: Default::default(),
             resource_groups,
             scatter: Mutex::new(Groups::default()),
             metrics,

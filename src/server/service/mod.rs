@@ -41,6 +41,9 @@ pub enum Op {
     /// placement's (`ExternalTsOp::Set`).
     SetExternalTs(u64),
     Placement(PlacementOp),
+    /// A routing read the caller lets a follower answer (PD's `pd-allow-follower-handle`):
+    /// a follower in sync answers from its copy of the index, the leader as always.
+    FollowerRead(RouteOp),
     /// A placement request by a certificate bound to no store yet, for the store it is to be
     /// bound to (bind-store-identity): the binding is made durable, then the request served.
     Claim {
@@ -51,6 +54,14 @@ pub enum Op {
 }
 
 impl Op {
+    /// This request, answerable by a follower in sync when it is a routing read.
+    pub fn allowing_follower(self) -> Op {
+        match self {
+            Op::Placement(PlacementOp::Routing(op)) => Op::FollowerRead(op),
+            other => other,
+        }
+    }
+
     /// The one place a request is sorted. Every variant is named: a new request is a
     /// compile error here until it has a place.
     pub fn of(req: Request) -> Op {
@@ -168,7 +179,7 @@ impl Op {
                 RequestKind::Placement
             }
             Op::Placement(PlacementOp::Heartbeat(..)) => RequestKind::RegionHeartbeat,
-            Op::Placement(_) => RequestKind::Placement,
+            Op::Placement(_) | Op::FollowerRead(_) => RequestKind::Placement,
         }
     }
 }
@@ -203,6 +214,7 @@ pub async fn execute(op: Op, shared: &Shared, metrics: &CoreMetrics) -> Response
             refused @ Response::Err(_) => refused,
         },
         Op::Placement(op) => placement::handle(op, shared).await,
+        Op::FollowerRead(op) => placement::follower_read(op, shared).await,
         Op::Claim { .. } if !shared.placement.is_ready() => {
             Response::Err(shared.membership.not_serving())
         }

@@ -5,7 +5,8 @@
 //! This file holds what every RPC shares (the header checks, the error mapping, the unary
 //! shape in [`PdService::unary`], streams) and the `Pd` trait, each method handing over to its
 //! group's file: `members`, `tso`, `stores`, `cluster_config`, `heartbeat`, `routing`,
-//! `buckets`, `splits`, `gc`, `resolved_ts`, `external_ts`, `global_config`, `operators`.
+//! `buckets`, `splits`, `gc`, `resolved_ts`, `external_ts`, `global_config`, `operators`,
+//! `sync` (the region syncer's stream, `grpc::region_sync`).
 
 // Replies end in `..Default::default()` even where the proto subset has no other field yet, so
 // a field added to `proto/kvproto` later defaults instead of breaking the build.
@@ -23,6 +24,7 @@ mod resolved_ts;
 mod routing;
 mod splits;
 mod stores;
+mod sync;
 mod tso;
 
 use std::collections::hash_map::{Entry, HashMap};
@@ -51,6 +53,15 @@ use crate::server::placement::{PlacementOp, RouteOp};
 use crate::server::service::{admit as admit_store, execute, execute_batch, BatchRoom, Op};
 use crate::server::Shared;
 use crate::tso::{Timestamp, MAX_COUNT};
+
+/// PD's metadata key by which a client lets a follower answer a routing read (its Go client's
+/// `EnableFollowerHandle`, client-go's follower handle). PD looks at the key, not its value.
+pub const FOLLOWER_HANDLE: &str = "pd-allow-follower-handle";
+
+/// Whether the caller lets a follower answer.
+fn follower_allowed<T>(request: &GrpcRequest<T>) -> bool {
+    request.metadata().contains_key(FOLLOWER_HANDLE)
+}
 
 /// Replies a stream may have queued before its reader waits for the client to take them.
 const STREAM_BACKLOG: usize = 64;
@@ -101,6 +112,16 @@ impl PdService {
         })
     }
 
+    /// PD's answer from a follower that cannot answer a routing read from its copy.
+    fn region_not_found(&self) -> Option<pdpb::ResponseHeader> {
+        self.error_header(pdpb::ErrorType::RegionNotFound, "region not found".into())
+    }
+
+    /// Whether this member answers a read allowed to followers as a follower.
+    fn by_follower(&self, follower_too: bool) -> bool {
+        follower_too && !self.shared.membership.is_leader()
+    }
+
     /// PD's request check: a follower refuses with "not leader" (clients then ask `GetMembers`
     /// for the leader); a header for another cluster is a failed precondition.
     fn check(&self, header: Option<&pdpb::RequestHeader>) -> Result<(), Status> {
@@ -128,7 +149,12 @@ impl PdService {
     /// [`call`](Self::call) for a request that may name a store: checked first against the
     /// store the caller's certificate speaks for (bind-store-identity).
     async fn call_as(&self, caller: &Caller, req: Request) -> Response {
-        match admit_store(Op::of(req), caller, &self.shared) {
+        self.execute_as(caller, Op::of(req)).await
+    }
+
+    /// [`call_as`](Self::call_as) for a request already sorted.
+    async fn execute_as(&self, caller: &Caller, op: Op) -> Response {
+        match admit_store(op, caller, &self.shared) {
             Ok(op) => execute(op, &self.shared, self.metrics()).await,
             Err(refused) => {
                 self.metrics().error(&refused);
@@ -156,9 +182,40 @@ impl PdService {
         to_request: impl FnOnce(Q) -> Result<Request, Status>,
         answer: impl FnOnce(&Self, Reply) -> Result<A, Status>,
     ) -> Result<GrpcResponse<A>, Status> {
+        self.unary_read(request, call, false, to_request, answer)
+            .await
+    }
+
+    /// [`unary`](Self::unary) for a routing read, which a follower in sync answers too when
+    /// `follower_too` (the caller sent [`FOLLOWER_HANDLE`]). A follower that is not in sync
+    /// answers as PD's follower whose syncer is not running: REGION_NOT_FOUND in the header.
+    async fn unary_read<Q: PdRequest, A: PdResponse>(
+        &self,
+        request: GrpcRequest<Q>,
+        call: Call,
+        follower_too: bool,
+        to_request: impl FnOnce(Q) -> Result<Request, Status>,
+        answer: impl FnOnce(&Self, Reply) -> Result<A, Status>,
+    ) -> Result<GrpcResponse<A>, Status> {
         let caller = ConnectionGrants::caller_of(&request);
-        let req = self.admit(request, call)?;
-        let response = self.call_as(&caller, to_request(req)?).await;
+        self.authorize(&request, call)?;
+        let req = request.into_inner();
+        let by_follower = follower_too && !self.shared.membership.is_leader();
+        if by_follower {
+            self.check_cluster(req.header())?;
+        } else {
+            self.check(req.header())?;
+        }
+        let mut op = Op::of(to_request(req)?);
+        if follower_too {
+            op = op.allowing_follower();
+        }
+        let response = self.execute_as(&caller, op).await;
+        if by_follower && matches!(response, Response::Err(ErrorReply::NotLeader { .. })) {
+            let mut refused = A::default();
+            *refused.header_mut() = self.region_not_found();
+            return Ok(GrpcResponse::new(refused));
+        }
         let mut reply = match self.answer(response)? {
             Ok(reply) => answer(self, reply)?,
             Err(header) => {
@@ -478,6 +535,7 @@ pd_service! {
         tso(TsoRequest) -> TsoResponse;
         region_heartbeat(RegionHeartbeatRequest) -> RegionHeartbeatResponse;
         query_region(QueryRegionRequest) -> QueryRegionResponse;
+        sync_regions(SyncRegionRequest) -> SyncRegionResponse;
     }
     client_streams {
         report_buckets(ReportBucketsRequest) -> ReportBucketsResponse;

@@ -49,16 +49,27 @@ impl PdService {
         need_buckets: bool,
         lookup: impl FnOnce(Q) -> Request,
     ) -> Result<GrpcResponse<pdpb::GetRegionResponse>, Status> {
-        let reply = self
-            .unary(
+        let follower_too = follower_allowed(&request);
+        let mut reply = self
+            .unary_read(
                 request,
                 call,
+                follower_too,
                 |req| Ok(lookup(req)),
                 PdService::region_reply,
             )
-            .await?;
+            .await?
+            .into_inner();
+        if self.by_follower(follower_too) {
+            // PD's follower answers a key it holds no region for with REGION_NOT_FOUND, and
+            // keeps no buckets.
+            if reply.region.is_none() && reply.header.as_ref().is_some_and(|h| h.error.is_none()) {
+                reply.header = self.region_not_found();
+            }
+            return Ok(GrpcResponse::new(reply));
+        }
         Ok(GrpcResponse::new(
-            self.with_buckets(reply.into_inner(), need_buckets).await?,
+            self.with_buckets(reply, need_buckets).await?,
         ))
     }
 
@@ -69,11 +80,12 @@ impl PdService {
         request: GrpcRequest<Streaming<pdpb::QueryRegionRequest>>,
     ) -> Result<GrpcResponse<Stream<pdpb::QueryRegionResponse>>, Status> {
         self.authorize(&request, Call::QueryRegion)?;
+        let follower_too = follower_allowed(&request);
         Ok(GrpcResponse::new(answer_each(
             self.clone(),
             request.into_inner(),
             "query region",
-            |this, req| async move { this.query_one(req).await },
+            move |this, req| async move { this.query_one(req, follower_too).await },
         )))
     }
 
@@ -81,9 +93,11 @@ impl PdService {
         self: &Arc<Self>,
         request: GrpcRequest<pdpb::ScanRegionsRequest>,
     ) -> Result<GrpcResponse<pdpb::ScanRegionsResponse>, Status> {
-        self.unary(
+        let follower_too = follower_allowed(&request);
+        self.unary_read(
             request,
             Call::ScanRegions,
+            follower_too,
             |req| {
                 Ok(Request::ScanRegions {
                     start: req.start_key,
@@ -111,7 +125,15 @@ impl PdService {
         self: &Arc<Self>,
         request: GrpcRequest<pdpb::BatchScanRegionsRequest>,
     ) -> Result<GrpcResponse<pdpb::BatchScanRegionsResponse>, Status> {
-        let req = self.admit(request, Call::ScanRegions)?;
+        let follower_too = follower_allowed(&request);
+        self.authorize(&request, Call::ScanRegions)?;
+        let req = request.into_inner();
+        let by_follower = self.by_follower(follower_too);
+        if by_follower {
+            self.check_cluster(req.header.as_ref())?;
+        } else {
+            self.check(req.header.as_ref())?;
+        }
         // PD reads a limit of 0 as "no limit"; here it is the most one answer carries, so a
         // million-region map cannot be asked for in one message.
         let mut limit = match u32::try_from(req.limit) {
@@ -138,14 +160,24 @@ impl PdService {
             let mut start = range.start_key.clone();
             // One range may cover more regions than one scan answers: continue from the last end.
             while limit > 0 {
-                let got = match self
-                    .placement(Request::ScanRegions {
-                        start: start.clone(),
-                        end: range.end_key.clone(),
-                        limit: limit.min(crate::proto::MAX_SCAN_REGIONS),
-                    })
-                    .await?
-                {
+                let scan = Op::of(Request::ScanRegions {
+                    start: start.clone(),
+                    end: range.end_key.clone(),
+                    limit: limit.min(crate::proto::MAX_SCAN_REGIONS),
+                });
+                let scan = if follower_too {
+                    scan.allowing_follower()
+                } else {
+                    scan
+                };
+                let response = execute(scan, &self.shared, self.metrics()).await;
+                if by_follower && matches!(response, Response::Err(ErrorReply::NotLeader { .. })) {
+                    return Ok(GrpcResponse::new(pdpb::BatchScanRegionsResponse {
+                        header: self.region_not_found(),
+                        ..Default::default()
+                    }));
+                }
+                let got = match self.answer(response)? {
                     Ok(Reply::Regions(regions)) => regions,
                     Ok(other) => return Err(unexpected(other)),
                     Err(header) => {
@@ -186,18 +218,27 @@ impl PdService {
     async fn query_one(
         &self,
         req: pdpb::QueryRegionRequest,
+        follower_too: bool,
     ) -> Result<pdpb::QueryRegionResponse, Status> {
         // PD checks the cluster id of every message first; a mismatch ends the stream.
         self.check_cluster(req.header.as_ref())?;
-        if !self.shared.membership.is_leader() {
+        let state = &self.shared.placement;
+        let by_follower = !self.shared.membership.is_leader();
+        if by_follower && !(follower_too && state.sync.serves_reads(state.clock.now_ms())) {
             // A PD follower answers from the regions its region syncer copied, and with
-            // REGION_NOT_FOUND in the header while the syncer is not running. A Meridian follower
-            // keeps no regions: it is the latter, and the stream goes on (the client asks the
-            // members for the leader and reconnects).
-            return Ok(self.query_refused(
-                self.error_header(pdpb::ErrorType::RegionNotFound, "region not found".into()),
-            ));
+            // REGION_NOT_FOUND in the header while the syncer is not running; so does a
+            // Meridian follower that is not in sync (or was not allowed to answer), and the
+            // stream goes on (the client asks the members for the leader and reconnects).
+            return Ok(self.query_refused(self.region_not_found()));
         }
+        let sorted = |op: RouteOp| {
+            let op = Op::Placement(PlacementOp::Routing(op));
+            if follower_too {
+                op.allowing_follower()
+            } else {
+                op
+            }
+        };
         // The keys from one snapshot, then the previous keys, through the service's batch;
         // placement that does not serve reads says why in each answer (PD's leader answers a
         // cluster not bootstrapped with NOT_BOOTSTRAPPED).
@@ -206,7 +247,7 @@ impl PdService {
             .iter()
             .map(|k| RouteOp::Region(k.clone()))
             .chain(req.prev_keys.iter().map(|k| RouteOp::PrevRegion(k.clone())))
-            .map(|op| Ok(Op::Placement(PlacementOp::Routing(op))))
+            .map(|op| Ok(sorted(op)))
             .collect();
         let mut found = Vec::with_capacity(lookups.len());
         execute_batch(
@@ -246,7 +287,7 @@ impl PdService {
             {
                 continue;
             }
-            let response = self.call(Request::GetRegionById { id }).await;
+            let response = execute(sorted(RouteOp::ById(id)), &self.shared, self.metrics()).await;
             match self.region_of(response)? {
                 Ok(Some(region)) => {
                     add_found(&mut out.regions_by_id, Some(&region));
@@ -261,7 +302,7 @@ impl PdService {
                 Err(header) => return Ok(self.query_refused(header)),
             }
         }
-        if req.need_buckets {
+        if req.need_buckets && !by_follower {
             for (id, entry) in out.regions_by_id.iter_mut() {
                 if entry.region.is_some() {
                     entry.buckets = self.buckets_of(*id).await?;
