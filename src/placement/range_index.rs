@@ -474,6 +474,41 @@ impl RangeIndex {
         results
     }
 
+    /// Applies, of `regions` (a store's copy), those the index does not know or knows under an
+    /// older epoch, by the heartbeat rules; one it knows at the same or a newer epoch is left
+    /// as the index has it (its leader may be newer than the store's). Returns how many were
+    /// applied.
+    pub fn apply_newer(&self, regions: Vec<Region>) -> usize {
+        let mut writer = self.writer();
+        let mut draft: Snapshot = Snapshot::clone(&self.current.load());
+        let mut retired = Vec::new();
+        let mut applied = Vec::new();
+        for region in regions {
+            let newer = match writer.by_id.get(&region.id) {
+                Some(known) => {
+                    let known = known.epoch();
+                    region.epoch != known && !region.epoch.is_stale_against(&known)
+                }
+                None => true,
+            };
+            if newer {
+                if let Ok(change) = apply_one(&mut writer, &mut draft, region, &mut retired) {
+                    applied.push(change.route);
+                }
+            }
+        }
+        if !applied.is_empty() {
+            for route in &retired {
+                route.retire();
+            }
+            self.current.store(Arc::new(draft));
+            for route in &applied {
+                writer.log.record(route.clone());
+            }
+        }
+        applied.len()
+    }
+
     /// The published snapshot with the change log's stream and next index, read together:
     /// the snapshot holds every record before that index and none from it.
     pub fn snapshot_at(&self) -> (Arc<Snapshot>, u64, u64) {

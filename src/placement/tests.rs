@@ -158,6 +158,13 @@ proptest! {
             assert_same(&eager, &map, &probes)?;
         }
         if let Some(from) = late_from {
+            // A stale copy taken over by a new leader and reconciled with the stored regions
+            // (the newer ones applied) reads as the truth...
+            let stale = RangeIndex::with_segment_size(segment);
+            stale.reset(late.snapshot().iter().map(|r| r.region()).collect());
+            stale.apply_newer(index.snapshot().iter().map(|r| r.region()).collect());
+            assert_same(&stale, &map, &probes)?;
+            // ...and so does the copy brought up by the log.
             follow(&index, &late, Some(from));
             assert_same(&late, &map, &probes)?;
         }

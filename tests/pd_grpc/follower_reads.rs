@@ -4,8 +4,8 @@
 //! BatchScanRegions and QueryRegion from it; every answer is a region the leader had, never
 //! one it did not. Without the key a follower refuses as before. When the leader stops
 //! (SIGSTOP, its streams silent but open), the followers stop answering within the 1 s silence
-//! bound (PD's REGION_NOT_FOUND), and the one that does not lead next follows the new leader
-//! and answers again.
+//! bound (PD's REGION_NOT_FOUND); the member that leads next takes its copy over instead of
+//! reading every region from etcd, and the other follows it and answers again.
 
 use std::collections::HashSet;
 
@@ -294,6 +294,41 @@ async fn followers_in_sync_answer_routing_and_never_invent_a_region() {
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+    // The new leader took its copy over instead of reading every region from etcd, and
+    // answers every key as the old leader did.
+    let log = without_colours(&c.nodes[next].process().log_text());
+    assert!(
+        log.lines()
+            .any(|l| l.contains("placement loaded") && l.contains("from_copy=true")),
+        "the new leader loaded from etcd: {log}"
+    );
+    let mut new_leader = client(&c, next).await;
+    for (k, want) in keys.iter().zip(&want) {
+        let r = new_leader
+            .get_region(get_request(&h, k))
+            .await
+            .unwrap()
+            .into_inner();
+        assert_eq!(&seen(&r), want, "the new leader on {k:?}");
+    }
+}
+
+/// `log` without its ANSI colour sequences (`ESC [ ... m`).
+fn without_colours(log: &str) -> String {
+    let mut out = String::with_capacity(log.len());
+    let mut chars = log.chars();
+    while let Some(c) = chars.next() {
+        if c == '\x1b' {
+            for c in chars.by_ref() {
+                if c == 'm' {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 fn get_request(h: &Option<pdpb::RequestHeader>, key: &[u8]) -> pdpb::GetRegionRequest {

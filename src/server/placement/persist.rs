@@ -49,9 +49,9 @@ pub async fn serve_term<M: MetaStore + Clone>(
         let _syncer_out = state.sync.gate.lock().await;
         state.sync.lost();
         let mut backoff = Duration::from_millis(100);
-        loop {
+        let from_copy = loop {
             match load(&state, &store, &keys, controller_key.as_deref()).await {
-                Ok(()) => break,
+                Ok(from_copy) => break from_copy,
                 Err(MetaError::NotLeader) => return Err(MetaError::NotLeader),
                 Err(e) => {
                     tracing::error!(
@@ -66,9 +66,12 @@ pub async fn serve_term<M: MetaStore + Clone>(
                     backoff = (backoff * 2).min(LOAD_BACKOFF_MAX);
                 }
             }
-        }
+        };
         state.set_ready(true);
         drop(_syncer_out);
+        if from_copy {
+            tokio::spawn(reconcile(state.clone(), store.clone(), keys.clone()));
+        }
         let mut tick = tokio::time::interval(Duration::from_secs(1));
         loop {
             let mut sync = Vec::new();
@@ -236,13 +239,15 @@ async fn flush<M: MetaStore>(
 
 /// Loads a term's state: bootstrap flag, id block, stores, regions; then hands each shard
 /// its regions. Records that cannot be decoded are skipped with a warning (their leaders
-/// report them again).
+/// report them again). A member whose syncer holds a copy of the last leader's index takes
+/// the copy over instead of reading every region (`true`: the copy was taken, and the store's
+/// regions are to be reconciled with it once the term serves).
 async fn load<M: MetaStore>(
     state: &PlacementState,
     store: &M,
     keys: &Keys,
     controller_key: Option<&[u8]>,
-) -> Result<(), MetaError> {
+) -> Result<bool, MetaError> {
     failpoint::step(points::PLACEMENT_LOAD).await?;
     let started = std::time::Instant::now();
     let bootstrapped = store.get(&keys.bootstrapped()).await?.is_some();
@@ -338,23 +343,17 @@ async fn load<M: MetaStore>(
         state.publish_stores(&map);
     }
 
-    // Buckets are up to BUCKET_IDS regions of ~150 bytes: 64 a page keeps pages near 2 MiB.
-    let listed = store.scan(&keys.regions_prefix(), 64).await?;
-    let scanned_ms = started.elapsed().as_millis() as u64;
-    let mut regions = Vec::with_capacity(listed.len() * 64);
-    let mut corrupt = 0usize;
-    for (key, value) in listed {
-        match decode_regions(&value) {
-            Ok(r) => regions.extend(r),
-            Err(e) => {
-                corrupt += 1;
-                tracing::warn!(key = %String::from_utf8_lossy(&key), "skipping a region bucket: {e}");
-            }
-        }
-    }
-    let count = regions.len();
-    let decoded_ms = started.elapsed().as_millis() as u64;
-    let refused = state.index.reset(regions);
+    let from_copy = state.sync.holds_copy();
+    let (count, refused, corrupt, scanned_ms, decoded_ms) = if from_copy {
+        let n = state.index.len();
+        (n, 0, 0, 0, 0)
+    } else {
+        let (regions, corrupt) = scan_regions(store, keys).await?;
+        let scanned_ms = started.elapsed().as_millis() as u64;
+        let count = regions.len();
+        let refused = state.index.reset(regions);
+        (count, refused, corrupt, scanned_ms, scanned_ms)
+    };
     // A log of its own for this term: a follower's index from another leader's log (or an
     // earlier term's) is never taken for one of this log's.
     state.index.restart_log(new_log_stream());
@@ -376,9 +375,59 @@ async fn load<M: MetaStore>(
         indexed_ms,
         stores = state.stores().len(),
         elapsed_ms = started.elapsed().as_millis() as u64,
+        from_copy,
         "placement loaded"
     );
-    Ok(())
+    Ok(from_copy)
+}
+
+/// Every region the store holds, and how many buckets of them could not be decoded (skipped
+/// with a warning: their leaders report them again).
+async fn scan_regions<M: MetaStore>(
+    store: &M,
+    keys: &Keys,
+) -> Result<(Vec<Region>, usize), MetaError> {
+    // Buckets are up to BUCKET_IDS regions of ~150 bytes: 64 a page keeps pages near 2 MiB.
+    let listed = store.scan(&keys.regions_prefix(), 64).await?;
+    let mut regions = Vec::with_capacity(listed.len() * 64);
+    let mut corrupt = 0usize;
+    for (key, value) in listed {
+        match decode_regions(&value) {
+            Ok(r) => regions.extend(r),
+            Err(e) => {
+                corrupt += 1;
+                tracing::warn!(key = %String::from_utf8_lossy(&key), "skipping a region bucket: {e}");
+            }
+        }
+    }
+    Ok((regions, corrupt))
+}
+
+/// After a term took over its syncer's copy: what the store holds that the copy does not (a
+/// change the last leader made durable in its last moments, which the stream had not brought),
+/// applied where it is newer. Routing is served from the copy meanwhile, as a follower serves
+/// it. Gives up, leaving the copy as it is, when the term ends first or the store fails.
+async fn reconcile<M: MetaStore>(state: Arc<PlacementState>, store: M, keys: Keys) {
+    let started = std::time::Instant::now();
+    let regions = match scan_regions(&store, &keys).await {
+        Ok((regions, _)) => regions,
+        Err(e) => {
+            tracing::warn!("the synced copy was not reconciled with the store: {e}");
+            return;
+        }
+    };
+    let scanned = regions.len();
+    let _gate = state.sync.gate.lock().await;
+    if !state.is_ready() {
+        return;
+    }
+    let applied = state.index.apply_newer(regions);
+    tracing::info!(
+        scanned,
+        applied,
+        elapsed_ms = started.elapsed().as_millis() as u64,
+        "placement reconciled the synced copy with the store"
+    );
 }
 
 /// The global config items (by full key), the revision of the last transaction and its
@@ -453,6 +502,7 @@ async fn clear(state: &PlacementState) {
     super::scheduling::clear(state).await;
     state.resource_groups().clear();
     state.index.reset(Vec::new());
+    state.sync.forget_copy();
     {
         let mut map = state.stores();
         map.reset(Vec::new(), None, 0);

@@ -18,6 +18,9 @@ pub const MAX_LAG: u64 = 10_000;
 pub struct SyncStatus {
     /// A snapshot was applied and the stream goes on from it.
     synced: AtomicBool,
+    /// The index holds a copy of a leader's (from a snapshot on), however old: a term this
+    /// member starts takes it over instead of loading every region from the store.
+    copy: AtomicBool,
     heard_ms: AtomicU64,
     /// The follower's next index, and the leader's as the stream last said.
     applied: AtomicU64,
@@ -41,6 +44,21 @@ impl SyncStatus {
     /// The stream is gone (or is starting again from a snapshot).
     pub fn lost(&self) {
         self.synced.store(false, Ordering::Release);
+    }
+
+    /// The index now holds a snapshot of a leader's index.
+    pub fn copied(&self) {
+        self.copy.store(true, Ordering::Release);
+    }
+
+    /// The index no longer holds a copy (a term's end cleared it).
+    pub fn forget_copy(&self) {
+        self.copy.store(false, Ordering::Release);
+    }
+
+    /// Whether the index holds a leader's copy, as far as the stream brought it.
+    pub fn holds_copy(&self) -> bool {
+        self.copy.load(Ordering::Acquire)
     }
 
     /// How many changes the follower is behind, as last heard.

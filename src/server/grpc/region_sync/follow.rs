@@ -177,6 +177,7 @@ async fn sync_with(
                 Ok(())
             })
             .await?;
+            state.sync.copied();
         } else if regions.is_empty() {
             leader_next = message.start_index;
         } else {
