@@ -178,6 +178,12 @@ async fn sync_with(
             })
             .await?;
             state.sync.copied();
+            tracing::info!(
+                leader = %leader.name,
+                regions = state.index.len(),
+                next,
+                "region sync: snapshot applied"
+            );
         } else if regions.is_empty() {
             leader_next = message.start_index;
         } else {
