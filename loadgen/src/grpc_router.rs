@@ -6,6 +6,9 @@
 //! flight, the next batch collected meanwhile (`gather.rs`). On a failed, silent or refusing
 //! stream the next batch finds the leader again through `GetMembers`.
 //!
+//! With follower reads, one router per member asks that member alone, marked as PD's clients
+//! mark a read a follower may answer (`pd-allow-follower-handle`).
+//!
 //! Every answer is checked, not trusted: the reply must map each key to an id, and the region
 //! under that id must hold the key; anything else is an error for that caller.
 
@@ -36,6 +39,17 @@ impl GrpcRouter {
     /// dispatcher on the current runtime.
     pub async fn connect(endpoints: Vec<String>, trust: Trust) -> anyhow::Result<GrpcRouter> {
         let stream = QueryStream::open(&endpoints, &trust).await?;
+        Ok(GrpcRouter {
+            lookups: crate::gather::start(stream, endpoints, trust),
+        })
+    }
+
+    /// A router on one member, which it asks to answer from its own copy (PD's
+    /// `pd-allow-follower-handle`): a follower in sync answers, one that is not refuses
+    /// (REGION_NOT_FOUND, counted as errors).
+    pub async fn connect_to_member(endpoint: String, trust: Trust) -> anyhow::Result<GrpcRouter> {
+        let endpoints = vec![endpoint];
+        let stream = MemberStream::open(&endpoints, &trust).await?;
         Ok(GrpcRouter {
             lookups: crate::gather::start(stream, endpoints, trust),
         })
@@ -99,6 +113,50 @@ impl BatchStream for QueryStream {
     fn fail(lookup: Lookup, why: CallError) {
         let _ = lookup.reply.send(Err(why));
     }
+}
+
+/// A `QueryRegion` stream on the one member named, which may answer as a follower.
+struct MemberStream(QueryStream);
+
+impl BatchStream for MemberStream {
+    type Caller = Lookup;
+
+    async fn open(endpoints: &[String], trust: &Trust) -> anyhow::Result<MemberStream> {
+        let endpoint = endpoints
+            .first()
+            .ok_or_else(|| anyhow::anyhow!("no member"))?;
+        let mut pd = meridian::pd_grpc::connect(endpoint, trust).await?;
+        let cluster_id = meridian::pd_grpc::cluster_id(&mut pd).await?;
+        let (requests, rx) = mpsc::channel(16);
+        let replies = pd
+            .query_region(allowing_follower(tonic::Request::new(
+                tokio_stream::wrappers::ReceiverStream::new(rx),
+            )))
+            .await?
+            .into_inner();
+        Ok(MemberStream(QueryStream {
+            cluster_id,
+            requests,
+            replies,
+        }))
+    }
+
+    async fn serve(&mut self, batch: &mut Vec<Lookup>) -> bool {
+        self.0.serve(batch).await
+    }
+
+    fn fail(lookup: Lookup, why: CallError) {
+        QueryStream::fail(lookup, why)
+    }
+}
+
+/// `request` with PD's follower-handle key: a follower in sync may answer it.
+pub fn allowing_follower<T>(mut request: tonic::Request<T>) -> tonic::Request<T> {
+    request.metadata_mut().insert(
+        "pd-allow-follower-handle",
+        tonic::metadata::MetadataValue::from_static("true"),
+    );
+    request
 }
 
 impl QueryStream {

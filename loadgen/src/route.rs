@@ -47,6 +47,11 @@ pub struct RouteArgs {
     /// percentile distribution.
     #[arg(long, value_name = "FILE.svg")]
     pub plot: Option<std::path::PathBuf>,
+    /// Spread the gRPC lookups over every member given in `--endpoints` (caller i asks member
+    /// i mod n), each marked as a read a follower may answer (PD's
+    /// `pd-allow-follower-handle`); without it every lookup goes to the leader.
+    #[arg(long)]
+    pub follower_reads: bool,
 }
 
 /// What each gRPC caller asks.
@@ -92,23 +97,35 @@ type CallerGaps = Vec<Vec<(u64, u64)>>;
 /// or all of them through one router (`QueryRegion` batches).
 async fn drive_grpc(
     target: TargetArgs,
-    (depth, rpc): (usize, Rpc),
+    (depth, rpc, follower_reads): (usize, Rpc, bool),
     seed: u64,
     (run_start, deadline): (Instant, Instant),
     c: Arc<Counters>,
 ) -> anyhow::Result<CallerGaps> {
     use meridian::kvproto::pdpb;
-    let (pd, cluster_id) =
-        crate::grpc_tso::leader_client(&target.endpoints, &target.trust()?).await?;
-    let router = match rpc {
-        Rpc::QueryRegion => {
-            Some(GrpcRouter::connect(target.endpoints.clone(), target.trust()?).await?)
+    let trust = target.trust()?;
+    let (leader, cluster_id) = crate::grpc_tso::leader_client(&target.endpoints, &trust).await?;
+    // Where each caller goes: the leader, or with follower reads each member in turn.
+    let mut members = Vec::new();
+    let mut routers = Vec::new();
+    if follower_reads {
+        for endpoint in &target.endpoints {
+            members.push(meridian::pd_grpc::connect(endpoint, &trust).await?);
+            if rpc == Rpc::QueryRegion {
+                routers.push(GrpcRouter::connect_to_member(endpoint.clone(), trust.clone()).await?);
+            }
         }
-        Rpc::GetRegion | Rpc::GetMembers => None,
-    };
+    } else {
+        members.push(leader);
+        if rpc == Rpc::QueryRegion {
+            routers.push(GrpcRouter::connect(target.endpoints.clone(), trust.clone()).await?);
+        }
+    }
     let mut callers = tokio::task::JoinSet::new();
     for i in 0..depth {
-        let (mut pd, c, router) = (pd.clone(), c.clone(), router.clone());
+        let mut pd = members[i % members.len()].clone();
+        let router = (!routers.is_empty()).then(|| routers[i % routers.len()].clone());
+        let c = c.clone();
         let mut x = seed.wrapping_add((i as u64).wrapping_mul(0x2545_F491_4F6C_DD1D)) | 1;
         callers.spawn(async move {
             let recorder = c.latencies.recorder();
@@ -127,6 +144,11 @@ async fn drive_grpc(
                             header: header.clone(),
                             region_key: next_key(&mut x),
                             ..Default::default()
+                        };
+                        let req = if follower_reads {
+                            crate::grpc_router::allowing_follower(tonic::Request::new(req))
+                        } else {
+                            tonic::Request::new(req)
                         };
                         pd.get_region(req).await.map(|r| {
                             let r = r.into_inner();
@@ -238,6 +260,7 @@ struct Load {
     target: TargetArgs,
     protocol: Protocol,
     rpc: Rpc,
+    follower_reads: bool,
     streams: usize,
     depth: usize,
     /// When the lookups started, and when they stop.
@@ -257,7 +280,7 @@ impl Load {
                 Protocol::Quic => tasks.spawn(drive(target, self.depth, seed, self.window, c)),
                 Protocol::Grpc => tasks.spawn(drive_grpc(
                     target,
-                    (self.depth, self.rpc),
+                    (self.depth, self.rpc, self.follower_reads),
                     seed,
                     self.window,
                     c,
@@ -273,6 +296,9 @@ impl Load {
 }
 
 pub async fn run(args: &RouteArgs) -> anyhow::Result<RouteReport> {
+    if args.follower_reads && args.protocol != Protocol::Grpc {
+        anyhow::bail!("--follower-reads asks PD's gRPC follower handle: pass --protocol grpc");
+    }
     if args.rpc != Rpc::GetRegion && args.protocol != Protocol::Grpc {
         anyhow::bail!(
             "--rpc get-members and --rpc query-region are gRPC calls: pass --protocol grpc"
@@ -298,6 +324,7 @@ pub async fn run(args: &RouteArgs) -> anyhow::Result<RouteReport> {
         target: args.target.clone(),
         protocol: args.protocol,
         rpc: args.rpc,
+        follower_reads: args.follower_reads,
         streams: args.streams.max(1),
         depth: args.depth.max(1),
         window: (started, deadline),

@@ -87,6 +87,7 @@ async fn simulated_cluster_heartbeats_routes_and_sees_stores_go_down() {
         protocol: Protocol::Quic,
         rpc: Rpc::GetRegion,
         plot: None,
+        follower_reads: false,
     })
     .await
     .unwrap();
@@ -103,6 +104,7 @@ async fn simulated_cluster_heartbeats_routes_and_sees_stores_go_down() {
         protocol: Protocol::Grpc,
         rpc: Rpc::GetRegion,
         plot: None,
+        follower_reads: false,
     })
     .await
     .unwrap();
@@ -124,6 +126,7 @@ async fn simulated_cluster_heartbeats_routes_and_sees_stores_go_down() {
         protocol: Protocol::Grpc,
         rpc: Rpc::QueryRegion,
         plot: None,
+        follower_reads: false,
     })
     .await
     .unwrap();
@@ -140,6 +143,7 @@ async fn simulated_cluster_heartbeats_routes_and_sees_stores_go_down() {
         protocol: Protocol::Grpc,
         rpc: Rpc::GetMembers,
         plot: None,
+        follower_reads: false,
     })
     .await
     .unwrap();

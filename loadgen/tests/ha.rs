@@ -477,3 +477,57 @@ async fn a_paused_leader_is_left_for_its_successor_and_never_serves_stale_after_
     );
     c.stop_all().unwrap();
 }
+
+/// `loadgen route --follower-reads` spreads its lookups over every member (PD's follower
+/// handle): each member answers its share from its own copy of the index, every answer is a
+/// region that holds its key (the route checks each), and none is refused once the followers
+/// are in sync.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn route_with_follower_reads_is_answered_by_every_member() {
+    let (_tmp, c) = start_cluster();
+    let first = leader(&c);
+    let mut opts = ClientOptions::new(every_member(&c), Trust::Ca(c.ca.clone()));
+    opts.retry_budget = Duration::from_secs(10);
+    let client = Client::connect(opts).await.unwrap();
+    meridian::harness::bootstrap_one_region(&client, "tikv-1:20160")
+        .await
+        .unwrap();
+    let placement = "meridian_requests_total{kind=\"placement\"}";
+    let served = |c: &Cluster| -> Vec<f64> {
+        (0..3)
+            .map(|i| counter(&admin_of(c, i), placement))
+            .collect()
+    };
+    // Followers sync within the stream's poll; a second is ample.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let before = served(&c);
+    let report = loadgen::route::run(&loadgen::route::RouteArgs {
+        target: loadgen::target::TargetArgs {
+            endpoints: every_member(&c),
+            ca: Some(c.ca.clone()),
+            insecure: false,
+        },
+        duration: Duration::from_secs(2),
+        connections: 1,
+        streams: 1,
+        depth: 6,
+        json: None,
+        protocol: loadgen::args::Protocol::Grpc,
+        rpc: loadgen::route::Rpc::QueryRegion,
+        plot: None,
+        follower_reads: true,
+    })
+    .await
+    .unwrap();
+    assert_eq!(report.errors, 0, "{report:?}");
+    assert_eq!(report.misses, 0, "one region holds every key: {report:?}");
+    assert!(report.lookups > 0);
+    let after = served(&c);
+    for i in 0..3 {
+        let share = after[i] - before[i];
+        assert!(
+            share > 0.0,
+            "member {i} (leader {first}) answered no lookup: {before:?} -> {after:?}"
+        );
+    }
+}

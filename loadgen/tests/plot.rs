@@ -183,6 +183,7 @@ async fn tso_cluster_and_route_runs_plot() {
         protocol: Protocol::Quic,
         rpc: Rpc::GetRegion,
         plot: Some(route_svg.clone()),
+        follower_reads: false,
     })
     .await
     .unwrap();
