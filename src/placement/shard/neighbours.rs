@@ -5,6 +5,7 @@
 //!
 //! Must not: write the index or any entry.
 
+use super::in_flight::InFlight;
 use super::Entry;
 use crate::placement::dense_map::DenseIdMap;
 use crate::placement::range_index::{RangeIndex, Route};
@@ -40,7 +41,7 @@ impl Seen {
 pub(super) fn neighbours(
     region: &Region,
     index: &RangeIndex,
-    entries: &DenseIdMap<Entry>,
+    (entries, in_flight): (&DenseIdMap<Entry>, &InFlight),
     recently_split: &dyn Fn(&Entry) -> bool,
 ) -> [Option<Seen>; 2] {
     let snap = index.snapshot();
@@ -53,7 +54,7 @@ pub(super) fn neighbours(
             region: route.region(),
             size_mib: u64::from(e.sizes.size_kib) / 1024,
             keys: u64::from(e.sizes.keys),
-            busy: e.pending.is_some(),
+            busy: in_flight.busy(route.id()),
         })
     };
     let prev = snap.prev(&region.start_key).and_then(&seen);
