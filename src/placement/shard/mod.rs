@@ -26,7 +26,7 @@ use super::op_status::{OpRecord, OpStatus, OpStatusTracker};
 use super::operator::{Operator, Pending};
 use super::range_index::{RangeIndex, Route};
 use super::region::{Epoch, Region, RegionError, RegionStats};
-use super::schedule::{self, Cluster, Dispatch, MergeInput, OpKind, RegionInput, Side};
+use super::schedule::{self, Cluster, Dispatch, MergeInput, Neighbours, OpKind, RegionInput, Side};
 use in_flight::InFlight;
 
 pub use admin_operator::RunningOp;
@@ -419,9 +419,9 @@ impl Shard {
                     let entries = (&self.regions, &self.in_flight);
                     neighbours::neighbours(&region, index, entries, &|e| recent(e.split_s))
                 }
-                _ => [None, None],
+                _ => Neighbours::default(),
             };
-            let adjacent = |s: Side| seen[neighbours::side(s)].as_ref().map(|x| x.adjacent());
+            let adjacent = |s: Side| seen.adjacent(s);
             let merge = MergeInput {
                 keys,
                 recently_split: recent(split_s),
