@@ -115,6 +115,55 @@ fn pd_error(result: Result<impl std::fmt::Debug, tonic::Status>, message: &str) 
     );
 }
 
+/// A client of the resource manager at `addr`, once that serves; the groups it serves then.
+async fn serving(addr: &str, trust: &Trust) -> (Rm, Vec<ResourceGroup>) {
+    let mut rm = rm(addr, trust).await;
+    let groups = list_when_serving(&mut rm).await;
+    (rm, groups)
+}
+
+/// A single node on `data` (new, or started again on what a stopped one left), once it
+/// serves: the node, a client of its resource manager, the groups it serves.
+async fn start_serving(data: &std::path::Path) -> (ServerProcess, Rm, Vec<ResourceGroup>) {
+    let node = ServerProcess::start(test_binary(), data, "127.0.0.1:0", Some(1)).unwrap();
+    let (rm, groups) = serving(&node.grpc_addr.clone().unwrap(), &node.trust()).await;
+    (node, rm, groups)
+}
+
+/// Three nodes on etcd below `dir`, once one leads: the cluster, the leader, the trust and a
+/// client of the leader's resource manager.
+async fn led_on_etcd(dir: &std::path::Path) -> (Cluster, usize, Trust, Rm) {
+    let (cluster, leader) = Cluster::start_led(dir, 3, "", Duration::from_secs(15)).unwrap();
+    let trust = cluster.trust();
+    let (rm, _) = serving(&cluster.grpc_addr(leader), &trust).await;
+    (cluster, leader, trust, rm)
+}
+
+/// Kills the `leader`; a client of the next leader's resource manager once that serves, and
+/// the groups it serves.
+async fn next_leader(
+    cluster: &mut Cluster,
+    leader: usize,
+    trust: &Trust,
+) -> (Rm, Vec<ResourceGroup>) {
+    cluster.nodes[leader].kill().unwrap();
+    let next = cluster
+        .leader_within(Some(leader), Duration::from_secs(20))
+        .expect("a new leader");
+    serving(&cluster.grpc_addr(next), trust).await
+}
+
+/// The RU tokens group `name` holds.
+async fn tokens(rm: &mut Rm, name: &str) -> f64 {
+    get(rm, name)
+        .await
+        .unwrap()
+        .r_u_settings
+        .and_then(|s| s.r_u)
+        .unwrap()
+        .tokens
+}
+
 fn names(groups: &[ResourceGroup]) -> Vec<&str> {
     groups.iter().map(|g| g.name.as_str()).collect()
 }
@@ -123,12 +172,8 @@ fn names(groups: &[ResourceGroup]) -> Vec<&str> {
 async fn groups_are_added_read_modified_and_deleted_in_pds_words_and_outlive_a_restart() {
     let tmp = tempfile::tempdir().unwrap();
     let data = tmp.path().join("n0");
-    let node = ServerProcess::start(test_binary(), &data, "127.0.0.1:0", Some(1)).unwrap();
-    let addr = node.grpc_addr.clone().unwrap();
-    let mut rm = rm(&addr, &node.trust()).await;
-
     // PD's default group: RU mode, unlimited, middle priority, in the null keyspace.
-    let groups = list_when_serving(&mut rm).await;
+    let (node, mut rm, groups) = start_serving(&data).await;
     assert_eq!(names(&groups), ["default"]);
     let default = &groups[0];
     assert_eq!(default.mode, GroupMode::RuMode as i32);
@@ -200,10 +245,7 @@ async fn groups_are_added_read_modified_and_deleted_in_pds_words_and_outlive_a_r
 
     // A restart loads what was written, and nothing that was deleted.
     node.stop().unwrap();
-    let node = ServerProcess::start(test_binary(), &data, "127.0.0.1:0", Some(1)).unwrap();
-    let addr = node.grpc_addr.clone().unwrap();
-    let mut rm = self::rm(&addr, &node.trust()).await;
-    let groups = list_when_serving(&mut rm).await;
+    let (node, _rm, groups) = start_serving(&data).await;
     assert_eq!(names(&groups), ["default", "rg1"]);
     assert_eq!(settings(&groups[1]), (500, -1));
     node.stop().unwrap();
@@ -213,10 +255,8 @@ async fn groups_are_added_read_modified_and_deleted_in_pds_words_and_outlive_a_r
 async fn reads_and_grants_take_any_role_and_ddl_needs_client() {
     let tmp = tempfile::tempdir().unwrap();
     let data = tmp.path().join("n0");
-    let node = ServerProcess::start(test_binary(), &data, "127.0.0.1:0", Some(1)).unwrap();
+    let (node, mut admin, _) = start_serving(&data).await;
     let addr = node.grpc_addr.clone().unwrap();
-    let mut admin = rm(&addr, &node.trust()).await;
-    list_when_serving(&mut admin).await;
 
     let tikv = node.role_cert(Role::Store, "tikv").unwrap();
     let mut store = ResourceManagerClient::new(pd_grpc::channel(&addr, &tikv).await.unwrap());
@@ -267,10 +307,7 @@ fn granted(reply: &TokenBucketsResponse) -> Vec<f64> {
 async fn token_buckets_grant_within_the_fill_rate_and_the_burst() {
     let tmp = tempfile::tempdir().unwrap();
     let data = tmp.path().join("n0");
-    let node = ServerProcess::start(test_binary(), &data, "127.0.0.1:0", Some(1)).unwrap();
-    let addr = node.grpc_addr.clone().unwrap();
-    let mut rm = rm(&addr, &node.trust()).await;
-    list_when_serving(&mut rm).await;
+    let (node, mut rm, _) = start_serving(&data).await;
     let (rate, burst) = (1000.0, 2000.0);
     add(&mut rm, ru_group("slow", rate as u64, burst as i64))
         .await
@@ -331,13 +368,7 @@ async fn token_buckets_grant_within_the_fill_rate_and_the_burst() {
         total += granted(&replies.message().await.unwrap().unwrap())[0];
         asks += 1;
     }
-    let tokens = get(&mut rm, "slow")
-        .await
-        .unwrap()
-        .r_u_settings
-        .and_then(|s| s.r_u)
-        .unwrap()
-        .tokens;
+    let tokens = tokens(&mut rm, "slow").await;
     let elapsed = started.elapsed().as_secs_f64();
     assert!(
         total <= rate * elapsed + burst - tokens.min(0.0) + 1e-6,
@@ -374,11 +405,7 @@ async fn token_buckets_grant_within_the_fill_rate_and_the_burst() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn on_etcd_groups_outlive_the_leader_and_are_visible_through_meta_storage() {
     let tmp = tempfile::tempdir().unwrap();
-    let (mut cluster, leader) =
-        Cluster::start_led(tmp.path(), 3, "", Duration::from_secs(15)).unwrap();
-    let trust = cluster.trust();
-    let mut rm = self::rm(&cluster.grpc_addr(leader), &trust).await;
-    list_when_serving(&mut rm).await;
+    let (mut cluster, leader, trust, mut rm) = led_on_etcd(tmp.path()).await;
     add(&mut rm, ru_group("tidb_rg", 300, 600)).await.unwrap();
 
     let follower = (leader + 1) % 3;
@@ -413,12 +440,7 @@ async fn on_etcd_groups_outlive_the_leader_and_are_visible_through_meta_storage(
         ("tidb_rg", (300, 600))
     );
 
-    cluster.nodes[leader].kill().unwrap();
-    let next = cluster
-        .leader_within(Some(leader), Duration::from_secs(20))
-        .expect("a new leader");
-    let mut rm = self::rm(&cluster.grpc_addr(next), &trust).await;
-    let groups = list_when_serving(&mut rm).await;
+    let (mut rm, groups) = next_leader(&mut cluster, leader, &trust).await;
     assert_eq!(names(&groups), ["default", "tidb_rg"]);
     assert_eq!(settings(&groups[1]), (300, 600));
     // And the new leader's deletion reaches the copy TiDB watches.
@@ -441,9 +463,7 @@ async fn on_etcd_groups_outlive_the_leader_and_are_visible_through_meta_storage(
 async fn meridians_own_record_is_outside_the_namespace() {
     let tmp = tempfile::tempdir().unwrap();
     let (etcd, node) = ServerProcess::start_with_etcd(tmp.path()).unwrap();
-    let addr = node.grpc_addr.clone().unwrap();
-    let mut rm = rm(&addr, &node.trust()).await;
-    list_when_serving(&mut rm).await;
+    let (mut rm, _) = serving(&node.grpc_addr.clone().unwrap(), &node.trust()).await;
     add(&mut rm, ru_group("g", 10, 10)).await.unwrap();
     let own = etcd.meridian_keys().await.unwrap();
     assert!(own
@@ -503,17 +523,13 @@ async fn assert_still_drained(rm: &mut Rm, name: &str, drained: Instant) {
 async fn a_restarted_node_resumes_a_drained_bucket() {
     let tmp = tempfile::tempdir().unwrap();
     let data = tmp.path().join("n0");
-    let node = ServerProcess::start(test_binary(), &data, "127.0.0.1:0", Some(1)).unwrap();
-    let mut rm = rm(&node.grpc_addr.clone().unwrap(), &node.trust()).await;
-    list_when_serving(&mut rm).await;
+    let (node, mut rm, _) = start_serving(&data).await;
     drain(&mut rm, "drained").await;
     let drained = Instant::now();
     // Past one tick of the persister, which writes the states clients touched.
     tokio::time::sleep(Duration::from_millis(1500)).await;
     node.stop().unwrap();
-    let mut node = ServerProcess::start(test_binary(), &data, "127.0.0.1:0", Some(1)).unwrap();
-    let mut rm = self::rm(&node.grpc_addr.clone().unwrap(), &node.trust()).await;
-    list_when_serving(&mut rm).await;
+    let (mut node, mut rm, _) = start_serving(&data).await;
     assert_still_drained(&mut rm, "drained", drained).await;
     // Deleting the group deletes its state, and adding one drops the state of the group it
     // replaces: drained again, then deleted (or replaced) and added, it starts full, also
@@ -528,16 +544,8 @@ async fn a_restarted_node_resumes_a_drained_bucket() {
             .await
             .unwrap();
         node.stop().unwrap();
-        node = ServerProcess::start(test_binary(), &data, "127.0.0.1:0", Some(1)).unwrap();
-        rm = self::rm(&node.grpc_addr.clone().unwrap(), &node.trust()).await;
-        list_when_serving(&mut rm).await;
-        let tokens = get(&mut rm, "drained")
-            .await
-            .unwrap()
-            .r_u_settings
-            .and_then(|s| s.r_u)
-            .unwrap()
-            .tokens;
+        (node, rm, _) = start_serving(&data).await;
+        let tokens = tokens(&mut rm, "drained").await;
         assert_eq!(tokens, 100_000.0, "replaced: {replace}");
     }
     node.stop().unwrap();
@@ -546,20 +554,11 @@ async fn a_restarted_node_resumes_a_drained_bucket() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn on_etcd_the_next_leader_resumes_a_drained_bucket() {
     let tmp = tempfile::tempdir().unwrap();
-    let (mut cluster, leader) =
-        Cluster::start_led(tmp.path(), 3, "", Duration::from_secs(15)).unwrap();
-    let trust = cluster.trust();
-    let mut rm = self::rm(&cluster.grpc_addr(leader), &trust).await;
-    list_when_serving(&mut rm).await;
+    let (mut cluster, leader, trust, mut rm) = led_on_etcd(tmp.path()).await;
     drain(&mut rm, "drained").await;
     let drained = Instant::now();
     tokio::time::sleep(Duration::from_millis(1500)).await;
-    cluster.nodes[leader].kill().unwrap();
-    let next = cluster
-        .leader_within(Some(leader), Duration::from_secs(20))
-        .expect("a new leader");
-    let mut rm = self::rm(&cluster.grpc_addr(next), &trust).await;
-    list_when_serving(&mut rm).await;
+    let (mut rm, _) = next_leader(&mut cluster, leader, &trust).await;
     assert_still_drained(&mut rm, "drained", drained).await;
     cluster.stop_all().unwrap();
 }

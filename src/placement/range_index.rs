@@ -208,6 +208,18 @@ impl Snapshot {
         (before.end_key() == current.start_key()).then_some(before)
     }
 
+    /// The regions right before and right after `region`'s range (the merge checker's
+    /// neighbours), each when adjacent to it.
+    pub fn neighbours(&self, region: &Region) -> [Option<&Arc<Route>>; 2] {
+        let next = if region.end_key.is_empty() {
+            None
+        } else {
+            self.locate(&region.end_key)
+                .filter(|r| r.start_key() == region.end_key.as_slice())
+        };
+        [self.prev(&region.start_key), next]
+    }
+
     /// Regions overlapping `[start, end)` (empty `end`: to the end) in key order, at most
     /// `limit` (0: no limit).
     pub fn scan(&self, start: &[u8], end: &[u8], limit: usize) -> Vec<Arc<Route>> {

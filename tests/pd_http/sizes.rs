@@ -11,18 +11,45 @@ use meridian::kvproto::metapb;
 use meridian::tls::cert::Role;
 use serde_json::json;
 
+/// A node on `data` with two regions (`populate`'s), and its address and trust.
+async fn populated(data: &std::path::Path) -> (Node, Populated, String, Trust) {
+    let mut n = start(data).await;
+    let (addr, trust) = (n.addr().to_string(), n.trust.clone());
+    let populated = n.populate().await;
+    (n, populated, addr, trust)
+}
+
+/// What `populate` made: the store, the right region, its peer, the left region, its peer.
+type Populated = (u64, u64, u64, u64, u64);
+
+/// Opens a region heartbeat stream that sends `first`; the sender, for more, and the replies,
+/// which must be kept for the stream to stay open.
+async fn heartbeats(
+    n: &mut Node,
+    first: pdpb::RegionHeartbeatRequest,
+) -> (
+    tokio::sync::mpsc::Sender<pdpb::RegionHeartbeatRequest>,
+    tonic::Streaming<pdpb::RegionHeartbeatResponse>,
+) {
+    let (tx, rx) = tokio::sync::mpsc::channel(4);
+    tx.send(first).await.unwrap();
+    let replies =
+        n.pd.region_heartbeat(tokio_stream::wrappers::ReceiverStream::new(rx))
+            .await
+            .unwrap()
+            .into_inner();
+    (tx, replies)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_regions_reported_sizes_show_on_every_region_route() {
     let tmp = tempfile::tempdir().unwrap();
     let data = tmp.path().join("data");
-    let mut n = start(&data).await;
-    let (addr, trust) = (n.addr().to_string(), n.trust.clone());
-    let (s, r, _p, left, left_peer) = n.populate().await;
+    let (mut n, (s, r, _p, left, left_peer), addr, trust) = populated(&data).await;
 
     // The left region's leader reports its sizes.
-    let (tx, rx) = tokio::sync::mpsc::channel(4);
     let leader = metapb_peer(left_peer, s);
-    tx.send(pdpb::RegionHeartbeatRequest {
+    let beat = pdpb::RegionHeartbeatRequest {
         header: n.h(),
         region: Some(metapb_region(left, b"", b"m", (1, 2), vec![leader])),
         leader: Some(leader),
@@ -31,25 +58,11 @@ async fn a_regions_reported_sizes_show_on_every_region_route() {
         bytes_written: 64 << 10,
         keys_written: 640,
         ..Default::default()
-    })
-    .await
-    .unwrap();
-    let _replies =
-        n.pd.region_heartbeat(tokio_stream::wrappers::ReceiverStream::new(rx))
-            .await
-            .unwrap()
-            .into_inner();
+    };
+    let _stream = heartbeats(&mut n, beat).await;
 
     let path = format!("/pd/api/v1/region/id/{left}");
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    let by_id = loop {
-        let v = get_json(&addr, &trust, &path).await;
-        if v["approximate_size"] != 0 {
-            break v;
-        }
-        assert!(std::time::Instant::now() < deadline, "never reported: {v}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    let by_id = until(&addr, &trust, &path, |v| v["approximate_size"] != 0).await;
     let reported = json!({
         "cpu_usage": 0,
         "written_bytes": 64 << 10,
@@ -125,9 +138,7 @@ async fn until(
 async fn pending_peers_show_until_reported_caught_up() {
     let tmp = tempfile::tempdir().unwrap();
     let data = tmp.path().join("data");
-    let mut n = start(&data).await;
-    let (addr, trust) = (n.addr().to_string(), n.trust.clone());
-    let (s, _r, _p, left, left_peer) = n.populate().await;
+    let (mut n, (s, _r, _p, left, left_peer), addr, trust) = populated(&data).await;
     let s2 = meridian::harness::alloc_id(&mut n.pd, n.cluster_id)
         .await
         .unwrap();
@@ -155,13 +166,7 @@ async fn pending_peers_show_until_reported_caught_up() {
         pending_peers: vec![learner],
         ..Default::default()
     };
-    let (tx, rx) = tokio::sync::mpsc::channel(4);
-    tx.send(beat.clone()).await.unwrap();
-    let _replies =
-        n.pd.region_heartbeat(tokio_stream::wrappers::ReceiverStream::new(rx))
-            .await
-            .unwrap()
-            .into_inner();
+    let (tx, _replies) = heartbeats(&mut n, beat.clone()).await;
 
     let path = format!("/pd/api/v1/region/id/{left}");
     let by_id = until(&addr, &trust, &path, |v| v.get("pending_peers").is_some()).await;

@@ -6,32 +6,10 @@
 //! Must not: carry out a merge (that is TiKV's side, in `tikv_merge`), or decide one (the
 //! scheduler does).
 
-use meridian::placement::schedule::{self, Adjacent, Dispatch, Pending, RegionInput};
-use meridian::placement::{OpKind, Region};
+use meridian::placement::schedule::{self, Dispatch, Neighbour, Neighbours, Pending};
+use meridian::placement::OpKind;
 
 use super::Sim;
-
-/// A neighbour as PD last saw it, owned for one call.
-pub(super) struct Seen {
-    region: Region,
-    size_mib: u64,
-    busy: bool,
-}
-
-impl Seen {
-    pub(super) fn adjacent(&self) -> Adjacent<'_> {
-        Adjacent {
-            input: RegionInput {
-                region: &self.region,
-                pending_peers: &[],
-                size_mib: self.size_mib,
-            },
-            keys: keys_of(self.size_mib),
-            busy: self.busy,
-            recently_split: false,
-        }
-    }
-}
 
 /// Approximate keys for a size: TiKV's defaults put 960,000 keys in a 96 MiB region.
 pub(super) fn keys_of(size_mib: u64) -> u64 {
@@ -62,29 +40,23 @@ impl Sim {
 
     /// Region `i`'s neighbours (before, after) in PD's region map, when they are small
     /// enough to matter: the checker reads them only for a small region.
-    pub(super) fn neighbours(&self, i: usize) -> (Option<Seen>, Option<Seen>) {
+    pub(super) fn neighbours(&self, i: usize) -> Neighbours {
         let r = &self.regions[i];
         if r.size_mib > self.cfg.max_merge_region_size_mib {
-            return (None, None);
+            return Neighbours::default();
         }
         let snap = self.index.snapshot();
         let seen = |route: &meridian::placement::Route| {
             let j = self.region_index(route.id())?;
-            Some(Seen {
+            let size_mib = self.regions[j].size_mib;
+            Some(Neighbour {
                 region: route.region(),
-                size_mib: self.regions[j].size_mib,
+                size_mib,
+                keys: keys_of(size_mib),
                 busy: self.regions[j].slot.is_some(),
             })
         };
-        let prev = snap.prev(&r.region.start_key).and_then(|x| seen(x));
-        let next = if r.region.end_key.is_empty() {
-            None
-        } else {
-            snap.locate(&r.region.end_key)
-                .filter(|x| x.start_key() == r.region.end_key.as_slice())
-                .and_then(|x| seen(x))
-        };
-        (prev, next)
+        Neighbours(snap.neighbours(&r.region).map(|x| x.and_then(|x| seen(x))))
     }
 
     /// What a patrol call did to a merge pair: the target's operator goes in its slot, and

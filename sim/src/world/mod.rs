@@ -20,7 +20,8 @@ mod tikv;
 mod tikv_merge;
 
 use meridian::placement::schedule::{
-    self, influence, Cluster, InFlight, MergeInput, Pending, RegionInput, Side, StoreView, Sweep,
+    self, influence, Cluster, InFlight, MergeInput, Neighbours, Pending, RegionInput, Side,
+    StoreView, Sweep,
 };
 use meridian::placement::{
     Epoch, Peer, PeerRole, RangeIndex, Region, ScheduleConfig, StoreMap, StoreStats,
@@ -348,14 +349,11 @@ impl Sim {
     /// One call into the scheduler for region `i`: the patrol's, or a heartbeat's that
     /// `changed` the region or not.
     fn schedule(&mut self, i: usize, call: Call) {
-        let (prev, next) = match call {
+        let seen = match call {
             Call::Patrol => self.neighbours(i),
-            Call::Heartbeat { .. } => (None, None),
+            Call::Heartbeat { .. } => Neighbours::default(),
         };
-        let adjacent = |s: Side| match s {
-            Side::Prev => prev.as_ref().map(|x| x.adjacent()),
-            Side::Next => next.as_ref().map(|x| x.adjacent()),
-        };
+        let adjacent = |s: Side| seen.adjacent(s);
         let size_mib = self.regions[i].size_mib;
         let merge = MergeInput {
             keys: merge::keys_of(size_mib),

@@ -45,6 +45,47 @@ pub struct Adjacent<'a> {
     pub recently_split: bool,
 }
 
+/// A neighbour as last reported, owned for one call: what the server's shards and the
+/// simulator read from their region maps, lent to the checker as an [`Adjacent`].
+pub struct Neighbour {
+    pub region: Region,
+    pub size_mib: u64,
+    pub keys: u64,
+    pub busy: bool,
+}
+
+impl Neighbour {
+    pub fn adjacent(&self) -> Adjacent<'_> {
+        Adjacent {
+            input: RegionInput {
+                region: &self.region,
+                pending_peers: &[],
+                size_mib: self.size_mib,
+            },
+            keys: self.keys,
+            busy: self.busy,
+            // The split record is the region's own (its entry), checked when it is the source;
+            // a neighbour new from a split is recorded the same way.
+            recently_split: false,
+        }
+    }
+}
+
+/// A region's neighbours, before and after (none where the caller has none to offer).
+#[derive(Default)]
+pub struct Neighbours(pub [Option<Neighbour>; 2]);
+
+impl Neighbours {
+    /// The neighbour on side `s`, as the checker reads it ([`MergeInput::adjacent`]).
+    pub fn adjacent(&self, s: Side) -> Option<Adjacent<'_>> {
+        let i = match s {
+            Side::Prev => 0,
+            Side::Next => 1,
+        };
+        self.0[i].as_ref().map(Neighbour::adjacent)
+    }
+}
+
 /// What the merge checker needs beyond the region itself.
 pub struct MergeInput<'a> {
     /// The region's approximate key count.

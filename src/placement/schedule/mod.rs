@@ -10,7 +10,8 @@
 //! - `location`: distinct score and isolation.
 //! - `select`: target stores and leader targets.
 //! - `replica`, `balance`: the checkers and schedulers, each a [`Plan`] or nothing.
-//! - `merge`: the merge checker, a pair of operators (source and target) or nothing.
+//! - `merge`: the merge checker, a pair of operators (source and target) or nothing, and the
+//!   neighbours it reads as the shards and the simulator hand them over.
 //! - `admin`: the operators an operator of the cluster asks for by name (PD's `POST
 //!   /operators`: transfer-leader, transfer-region, transfer-peer, add-peer, add-learner,
 //!   remove-peer, split-region), checked and planned as PD's handler and operator builder do.
@@ -48,7 +49,7 @@ pub use budget::{capacity, influence, InFlight, StoreBudget, REGION_INFLUENCE};
 pub use cluster::{Cluster, RegionInput};
 pub use config::ScheduleConfig;
 pub use location::{distinct_score, isolated};
-pub use merge::{peers_match, Adjacent, MergeInput, MergePlan, Side};
+pub use merge::{peers_match, Adjacent, MergeInput, MergePlan, Neighbour, Neighbours, Side};
 pub use plan::{Plan, NEW_PEER};
 pub use scatter::{scatter, Groups, Refused, Target, SCATTER_DESC};
 pub use scheduler::{cancel, on_heartbeat, patrol, start_admin_plan, start_plan, Dispatch, Sweep};

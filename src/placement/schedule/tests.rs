@@ -85,6 +85,17 @@ fn world() -> impl Strategy<Value = World> {
         })
 }
 
+/// A world with no events: `stores` (zone, fate), `regions` (peer stores as indexes, learner
+/// flags), isolation at zone level or not; simulated from its start.
+fn fixed(stores: &[(u8, Fate)], regions: Vec<Vec<(usize, bool)>>, isolated: bool) -> Sim {
+    Sim::new(&World {
+        stores: stores.to_vec(),
+        isolated,
+        regions,
+        events: vec![],
+    })
+}
+
 /// When the world starts: stores registered at 0 and silent since are Down by then.
 const START: u64 = 100_000;
 
@@ -406,19 +417,17 @@ proptest! {
 /// promoted, and only then the old peer removed.
 #[test]
 fn a_down_peer_is_replaced_by_learner_promotion_then_removal() {
-    let w = World {
-        stores: vec![
+    let mut sim = fixed(
+        &[
             (0, Fate::Up),
             (1, Fate::Up),
             (2, Fate::Down),
             (2, Fate::Up),
             (0, Fate::Up),
         ],
-        regions: vec![vec![(0, false), (1, false), (2, false)]],
-        isolated: true,
-        events: vec![],
-    };
-    let mut sim = Sim::new(&w);
+        vec![vec![(0, false), (1, false), (2, false)]],
+        true,
+    );
     let mut steps = Vec::new();
     for _ in 0..4 {
         sim.step(&Event::Heartbeat(0));
@@ -438,19 +447,17 @@ fn a_down_peer_is_replaced_by_learner_promotion_then_removal() {
 /// With isolation at zone level and a zone gone, nothing goes into the surviving zones.
 #[test]
 fn a_lost_zone_is_not_repaired_into_the_others() {
-    let w = World {
-        stores: vec![
+    let mut sim = fixed(
+        &[
             (0, Fate::Up),
             (1, Fate::Up),
             (2, Fate::Down),
             (0, Fate::Up),
             (1, Fate::Up),
         ],
-        regions: vec![vec![(0, false), (1, false), (2, false)]],
-        isolated: true,
-        events: vec![],
-    };
-    let mut sim = Sim::new(&w);
+        vec![vec![(0, false), (1, false), (2, false)]],
+        true,
+    );
     for e in [Event::Heartbeat(0), Event::Patrol(0)] {
         sim.step(&e);
     }
@@ -461,18 +468,16 @@ fn a_lost_zone_is_not_repaired_into_the_others() {
 /// A store silent past 20 s is Disconnected: its peers still count, but nothing new goes there.
 #[test]
 fn a_disconnected_store_is_no_target() {
-    let w = World {
-        stores: vec![
+    let mut sim = fixed(
+        &[
             (0, Fate::Up),
             (1, Fate::Up),
             (2, Fate::Disconnected),
             (2, Fate::Up),
         ],
-        regions: vec![vec![(0, false), (1, false)]],
-        isolated: true,
-        events: vec![],
-    };
-    let mut sim = Sim::new(&w);
+        vec![vec![(0, false), (1, false)]],
+        true,
+    );
     assert_eq!(
         sim.cluster().health(3),
         Health::Disconnected { removing: false }
@@ -485,13 +490,11 @@ fn a_disconnected_store_is_no_target() {
 /// evict-leader moves leaders off the store, to the voter whose store leads fewest.
 #[test]
 fn evict_leader_empties_the_store() {
-    let w = World {
-        stores: vec![(0, Fate::Up), (1, Fate::Up), (2, Fate::Up)],
-        regions: vec![vec![(0, false), (1, false), (2, false)]; 3],
-        isolated: true,
-        events: vec![],
-    };
-    let mut sim = Sim::new(&w);
+    let mut sim = fixed(
+        &[(0, Fate::Up), (1, Fate::Up), (2, Fate::Up)],
+        vec![vec![(0, false), (1, false), (2, false)]; 3],
+        true,
+    );
     sim.view.set_evicting(vec![1]);
     // One leader move in flight at a time: each region's report completes its move.
     for i in 0..3 {
@@ -508,19 +511,17 @@ fn evict_leader_empties_the_store() {
 /// that leaves; then the learner is added, promoted, and the old peer removed.
 #[test]
 fn a_draining_leader_moves_before_its_replacement_is_added() {
-    let w = World {
-        stores: vec![
+    let mut sim = fixed(
+        &[
             (2, Fate::Offline),
             (0, Fate::Up),
             (1, Fate::Up),
             (2, Fate::Up),
         ],
         // The first peer leads: the one on the Offline store.
-        regions: vec![vec![(0, false), (1, false), (2, false)]],
-        isolated: true,
-        events: vec![],
-    };
-    let mut sim = Sim::new(&w);
+        vec![vec![(0, false), (1, false), (2, false)]],
+        true,
+    );
     assert_eq!(sim.cluster().health(1), Health::Serving { removing: true });
     let mut steps = None;
     // The store leading when the learner was added: the one that sends its snapshot.
@@ -562,13 +563,11 @@ fn a_draining_leader_moves_before_its_replacement_is_added() {
 #[test]
 fn the_stores_alone_tell_when_no_balancer_can_act() {
     let turn = |k: usize| vec![(k % 3, false), ((k + 1) % 3, false), ((k + 2) % 3, false)];
-    let even = World {
-        stores: vec![(0, Fate::Up), (1, Fate::Up), (2, Fate::Up)],
-        regions: (0..6).map(turn).collect(),
-        isolated: false,
-        events: vec![],
-    };
-    let mut sim = Sim::new(&even);
+    let mut sim = fixed(
+        &[(0, Fate::Up), (1, Fate::Up), (2, Fate::Up)],
+        (0..6).map(turn).collect(),
+        false,
+    );
     let none = balance::Sources {
         region: false,
         leader: false,
@@ -585,13 +584,11 @@ fn the_stores_alone_tell_when_no_balancer_can_act() {
         }
     );
 
-    let lopsided = World {
-        stores: vec![(0, Fate::Up), (1, Fate::Up), (2, Fate::Up), (0, Fate::Up)],
-        regions: vec![vec![(0, false), (1, false), (2, false)]; 8],
-        isolated: false,
-        events: vec![],
-    };
-    let sim = Sim::new(&lopsided);
+    let sim = fixed(
+        &[(0, Fate::Up), (1, Fate::Up), (2, Fate::Up), (0, Fate::Up)],
+        vec![vec![(0, false), (1, false), (2, false)]; 8],
+        false,
+    );
     let can = balance::Sources::of(&sim.cluster());
     assert!(can.region && can.leader, "{can:?}");
 }
@@ -601,8 +598,8 @@ fn the_stores_alone_tell_when_no_balancer_can_act() {
 /// offline), rather than the region waiting for ever on its leader's replacement.
 #[test]
 fn a_gone_peer_is_replaced_first_when_the_draining_leader_cannot_move() {
-    let w = World {
-        stores: vec![
+    let mut sim = fixed(
+        &[
             (0, Fate::Offline),
             (1, Fate::Offline),
             (2, Fate::Down),
@@ -611,11 +608,9 @@ fn a_gone_peer_is_replaced_first_when_the_draining_leader_cannot_move() {
             (2, Fate::Up),
         ],
         // The first peer leads: the one on store 1, being drained.
-        regions: vec![vec![(0, false), (1, false), (2, false)]],
-        isolated: true,
-        events: vec![],
-    };
-    let mut sim = Sim::new(&w);
+        vec![vec![(0, false), (1, false), (2, false)]],
+        true,
+    );
     assert_eq!(sim.cluster().health(3), Health::Down);
     sim.step(&Event::Heartbeat(0));
     let target = sim.slots[0].as_ref().and_then(|p| p.adds_to());

@@ -37,7 +37,7 @@ impl Shard {
     /// Whether region `id` runs an operator PD gives the same priority as an admin one: an
     /// admin operator, or a scatter.
     fn runs_admin(&self, id: u64, now_ms: u64) -> bool {
-        let Some(running) = self.regions.get(&id).and_then(|e| e.pending.as_ref()) else {
+        let Some(running) = self.in_flight.get(id) else {
             return false;
         };
         running.kind == OpKind::Admin
@@ -60,7 +60,7 @@ impl Shard {
         let blocked = self.runs_admin(id, c.now_ms);
         let entry = self
             .regions
-            .get_mut(&id)
+            .get(&id)
             .filter(|e| e.route.is_current())
             .ok_or(AdminRefused::RegionNotFound(id))?;
         let region = entry.route.region();
@@ -97,7 +97,7 @@ impl Shard {
             group: None,
         };
         super::start(
-            &mut self.ops,
+            (&mut self.ops, &mut self.in_flight),
             id,
             entry,
             (&region, pending),
@@ -112,13 +112,22 @@ impl Shard {
     /// admin stop); returns the regions whose operator was cancelled.
     pub fn cancel_operators(&mut self, region: Option<u64>, c: &Cluster) -> Vec<u64> {
         let mut cancelled = Vec::new();
-        for (id, entry) in self.regions.iter_mut() {
-            if region.is_some_and(|r| r != id) || entry.pending.is_none() {
-                continue;
+        if self.in_flight.is_empty() {
+            return cancelled;
+        }
+        let (in_flight, ops) = (&mut self.in_flight, &mut self.ops);
+        let mut cancel = |id: u64| {
+            let mut op = in_flight.take(id);
+            if op.is_some() {
+                schedule::cancel(c, &mut op);
+                ops.end(id, OpStatus::Cancel, c.now_ms);
+                cancelled.push(id);
             }
-            schedule::cancel(c, &mut entry.pending);
-            self.ops.end(id, OpStatus::Cancel, c.now_ms);
-            cancelled.push(id);
+        };
+        match region {
+            Some(id) => cancel(id),
+            // In the entries' order, as when each entry held its operator.
+            None => self.regions.iter_mut().for_each(|(id, _)| cancel(id)),
         }
         cancelled
     }
@@ -126,12 +135,11 @@ impl Shard {
     /// The operators running on `region`, or on every region this shard owns, in region order.
     pub fn running_operators(&self, region: Option<u64>, now_ms: u64) -> Vec<RunningOp> {
         let mut running: Vec<RunningOp> = self
-            .regions
-            .values()
-            .filter(|e| region.is_none_or(|r| r == e.route.id()))
-            .filter_map(|e| {
-                let p = e.pending.as_ref()?;
-                let id = e.route.id();
+            .in_flight
+            .iter()
+            .filter(|(id, _)| region.is_none_or(|r| r == *id))
+            .filter_map(|(id, p)| {
+                let e = self.regions.get(&id)?;
                 let record = self
                     .ops
                     .get(id, now_ms)
@@ -178,9 +186,8 @@ impl Shard {
         new_peer_id: &mut dyn FnMut() -> Option<u64>,
     ) -> Result<Ordered, OrderRefused> {
         let admin = self
-            .regions
-            .get(&id)
-            .and_then(|e| e.pending.as_ref())
+            .in_flight
+            .get(id)
             .is_some_and(|p| p.kind == OpKind::Admin);
         if admin {
             return Err(OrderRefused::Running(id));

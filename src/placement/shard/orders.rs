@@ -65,13 +65,13 @@ impl Shard {
     ) -> Result<Ordered, OrderRefused> {
         let entry = self
             .regions
-            .get_mut(&id)
+            .get(&id)
             .filter(|e| e.route.is_current())
             .ok_or(OrderRefused::NotFound(id))?;
         let region = entry.route.region();
         let pending = self.catching_up.get(&id).map_or(&[][..], |p| &p[..]);
         let input = entry.input(&region, pending);
-        let running = entry.pending.as_ref().map(|p| p.kind);
+        let running = self.in_flight.get(id).map(|p| p.kind);
         let record = self
             .ops
             .get(id, c.now_ms)
@@ -121,7 +121,7 @@ impl Shard {
         };
         let names = Names { desc, kind, group };
         super::start(
-            &mut self.ops,
+            (&mut self.ops, &mut self.in_flight),
             id,
             entry,
             (&region, pending),
