@@ -102,6 +102,8 @@ async fn a_down_stores_repair_is_pushed_to_the_leaders_stream_without_a_heartbea
         .await
         .unwrap();
     }
+    // Store 3 is Down 3 s after the server takes its last heartbeat, which is after this.
+    let store_3_silent = Instant::now();
     for id in 1..=4 {
         store_beat(&mut pd, cluster_id, id).await;
     }
@@ -133,7 +135,6 @@ async fn a_down_stores_repair_is_pushed_to_the_leaders_stream_without_a_heartbea
         .await
         .unwrap()
         .into_inner();
-    let sent_last = Instant::now();
 
     // No heartbeat is sent from here on: what comes is pushed. The first thing is the repair
     // of the peer on store 3, a learner added on store 4.
@@ -142,7 +143,7 @@ async fn a_down_stores_repair_is_pushed_to_the_leaders_stream_without_a_heartbea
         .expect("the repair is pushed without a heartbeat")
         .expect("the stream stays open")
         .unwrap();
-    let waited = sent_last.elapsed();
+    let waited = store_3_silent.elapsed();
     assert!(
         waited >= Duration::from_secs(3),
         "not before store 3 is Down: {waited:?}"

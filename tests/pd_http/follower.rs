@@ -43,6 +43,22 @@ async fn a_follower_answers_pds_local_routes_and_sends_the_rest_to_the_leader() 
     let trust = c.trust();
     let at = |i: usize| c.nodes[i].process().client_addr.clone();
     bootstrap(&at(leader), &trust).await;
+    // The leader lists the members it has read from etcd's registry, which a member joins as
+    // it starts: wait until all three are there, so every answer below lists the same three.
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while get(&at(leader), &trust, Proto::H1, "/pd/api/v1/members")
+        .await
+        .json()["members"]
+        .as_array()
+        .map_or(0, Vec::len)
+        < 3
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "three members registered within 20 s"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 
     for proto in BOTH {
         // What PD answers on every member.
