@@ -498,8 +498,35 @@ async fn route_with_follower_reads_is_answered_by_every_member() {
             .map(|i| counter(&admin_of(c, i), placement))
             .collect()
     };
-    // Followers sync within the stream's poll; a second is ample.
-    tokio::time::sleep(Duration::from_secs(1)).await;
+    // Each member answers a follower read before the load starts: the followers have synced.
+    for node in &c.nodes {
+        let trust = Trust::Ca(c.ca.clone());
+        let mut pd = meridian::pd_grpc::connect(&node.listen, &trust)
+            .await
+            .unwrap();
+        let cluster_id = meridian::pd_grpc::cluster_id(&mut pd).await.unwrap();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let mut ask = tonic::Request::new(meridian::kvproto::pdpb::GetRegionRequest {
+                header: meridian::harness::pd_header(cluster_id),
+                region_key: b"t".to_vec(),
+                ..Default::default()
+            });
+            ask.metadata_mut().insert(
+                "pd-allow-follower-handle",
+                tonic::metadata::MetadataValue::from_static("true"),
+            );
+            if pd
+                .get_region(ask)
+                .await
+                .is_ok_and(|r| r.into_inner().region.is_some())
+            {
+                break;
+            }
+            assert!(Instant::now() < deadline, "{} never synced", node.name);
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
     let before = served(&c);
     let report = loadgen::route::run(&loadgen::route::RouteArgs {
         target: loadgen::target::TargetArgs {
