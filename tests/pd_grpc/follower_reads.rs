@@ -12,17 +12,8 @@ use std::collections::HashSet;
 use meridian::harness::{bootstrap_over_grpc, Cluster};
 use tonic::metadata::MetadataValue;
 
+use super::on_etcd::{client, leader};
 use super::*;
-
-async fn client(c: &Cluster, i: usize) -> PdClient<Channel> {
-    let addr = c.nodes[i].process().grpc_addr.clone().unwrap();
-    pd_grpc::connect(&addr, &c.trust()).await.unwrap()
-}
-
-fn leader(c: &Cluster, except: Option<usize>) -> usize {
-    tokio::task::block_in_place(|| c.leader_within(except, Duration::from_secs(20)))
-        .expect("a leader within 20 s")
-}
 
 /// `message` with PD's follower-handle key, as PD's Go client sends it.
 fn allowing<T>(message: T) -> tonic::Request<T> {

@@ -8,12 +8,12 @@ use meridian::harness::Cluster;
 use super::versions::tikv;
 use super::*;
 
-async fn client(c: &Cluster, i: usize) -> PdClient<Channel> {
+pub(super) async fn client(c: &Cluster, i: usize) -> PdClient<Channel> {
     let addr = c.nodes[i].process().grpc_addr.clone().unwrap();
     pd_grpc::connect(&addr, &c.trust()).await.unwrap()
 }
 
-fn leader(c: &Cluster, except: Option<usize>) -> usize {
+pub(super) fn leader(c: &Cluster, except: Option<usize>) -> usize {
     tokio::task::block_in_place(|| c.leader_within(except, Duration::from_secs(20)))
         .expect("a leader within 20 s")
 }
