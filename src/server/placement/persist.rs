@@ -69,8 +69,25 @@ pub async fn serve_term<M: MetaStore + Clone>(
         };
         state.set_ready(true);
         drop(_syncer_out);
-        if from_copy {
-            tokio::spawn(reconcile(state.clone(), store.clone(), keys.clone()));
+        // Routing is served from the copy at once, but nothing is flushed until the store's
+        // regions are in the index: a flush rewrites whole buckets from the index, and one
+        // written from a copy that lacks an acknowledged split would delete it.
+        let mut backoff = Duration::from_millis(100);
+        while from_copy {
+            match reconcile(&state, &store, &keys).await {
+                Ok(()) => break,
+                Err(MetaError::NotLeader) => return Err(MetaError::NotLeader),
+                Err(e) => {
+                    tracing::warn!(
+                        "the synced copy is not reconciled yet ({e}); retrying in {backoff:?}"
+                    );
+                    tokio::select! {
+                        _ = stop.wait_for(|s| *s) => return Ok(()),
+                        _ = tokio::time::sleep(backoff) => {}
+                    }
+                    backoff = (backoff * 2).min(LOAD_BACKOFF_MAX);
+                }
+            }
         }
         let mut tick = tokio::time::interval(Duration::from_secs(1));
         loop {
@@ -406,21 +423,16 @@ async fn scan_regions<M: MetaStore>(
 /// After a term took over its syncer's copy: what the store holds that the copy does not (a
 /// change the last leader made durable in its last moments, which the stream had not brought),
 /// applied where it is newer. Routing is served from the copy meanwhile, as a follower serves
-/// it. Gives up, leaving the copy as it is, when the term ends first or the store fails.
-async fn reconcile<M: MetaStore>(state: Arc<PlacementState>, store: M, keys: Keys) {
+/// it; the term flushes nothing until this is done.
+async fn reconcile<M: MetaStore>(
+    state: &PlacementState,
+    store: &M,
+    keys: &Keys,
+) -> Result<(), MetaError> {
     let started = std::time::Instant::now();
-    let regions = match scan_regions(&store, &keys).await {
-        Ok((regions, _)) => regions,
-        Err(e) => {
-            tracing::warn!("the synced copy was not reconciled with the store: {e}");
-            return;
-        }
-    };
+    let (regions, _) = scan_regions(store, keys).await?;
     let scanned = regions.len();
     let _gate = state.sync.gate.lock().await;
-    if !state.is_ready() {
-        return;
-    }
     let applied = state.index.apply_newer(regions);
     tracing::info!(
         scanned,
@@ -428,6 +440,7 @@ async fn reconcile<M: MetaStore>(state: Arc<PlacementState>, store: M, keys: Key
         elapsed_ms = started.elapsed().as_millis() as u64,
         "placement reconciled the synced copy with the store"
     );
+    Ok(())
 }
 
 /// The global config items (by full key), the revision of the last transaction and its
