@@ -73,19 +73,21 @@ pub async fn serve_term<M: MetaStore + Clone>(
         // regions are in the index: a flush rewrites whole buckets from the index, and one
         // written from a copy that lacks an acknowledged split would delete it.
         let mut backoff = Duration::from_millis(100);
-        while from_copy {
-            match reconcile(&state, &store, &keys).await {
-                Ok(()) => break,
-                Err(MetaError::NotLeader) => return Err(MetaError::NotLeader),
-                Err(e) => {
-                    tracing::warn!(
-                        "the synced copy is not reconciled yet ({e}); retrying in {backoff:?}"
-                    );
-                    tokio::select! {
-                        _ = stop.wait_for(|s| *s) => return Ok(()),
-                        _ = tokio::time::sleep(backoff) => {}
+        if from_copy {
+            loop {
+                match reconcile(&state, &store, &keys).await {
+                    Ok(()) => break,
+                    Err(MetaError::NotLeader) => return Err(MetaError::NotLeader),
+                    Err(e) => {
+                        tracing::warn!(
+                            "the synced copy is not reconciled yet ({e}); retrying in {backoff:?}"
+                        );
+                        tokio::select! {
+                            _ = stop.wait_for(|s| *s) => return Ok(()),
+                            _ = tokio::time::sleep(backoff) => {}
+                        }
+                        backoff = (backoff * 2).min(LOAD_BACKOFF_MAX);
                     }
-                    backoff = (backoff * 2).min(LOAD_BACKOFF_MAX);
                 }
             }
         }
