@@ -2,7 +2,8 @@
 //! (`pd-allow-follower-handle` in the metadata): a follower's region syncer keeps its copy of
 //! the leader's index, and a follower in sync answers GetRegion, GetRegionByID, ScanRegions,
 //! BatchScanRegions and QueryRegion from it; every answer is a region the leader had, never
-//! one it did not. Without the key a follower refuses as before. When the leader stops
+//! one it did not. Without the key a follower refuses a unary routing read in PD's words and
+//! answers QueryRegion from its copy all the same, as PD's follower does. When the leader stops
 //! (SIGSTOP, its streams silent but open), the followers stop answering within the 1 s silence
 //! bound (PD's REGION_NOT_FOUND); the member that leads next takes its copy over instead of
 //! reading every region from etcd, and the other follows it and answers again.
@@ -16,7 +17,7 @@ use super::on_etcd::{client, leader};
 use super::*;
 
 /// `message` with PD's follower-handle key, as PD's Go client sends it.
-fn allowing<T>(message: T) -> tonic::Request<T> {
+pub(super) fn allowing<T>(message: T) -> tonic::Request<T> {
     let mut r = tonic::Request::new(message);
     r.metadata_mut().insert(
         "pd-allow-follower-handle",
@@ -27,12 +28,12 @@ fn allowing<T>(message: T) -> tonic::Request<T> {
 
 /// What a routing answer said: a region (id, start, end, version), none, or a refusal.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-enum Seen {
+pub(super) enum Seen {
     Region(u64, Vec<u8>, Vec<u8>, u64),
     NotFound,
 }
 
-fn seen(r: &pdpb::GetRegionResponse) -> Seen {
+pub(super) fn seen(r: &pdpb::GetRegionResponse) -> Seen {
     match error_type(&r.header) {
         Some(pdpb::ErrorType::RegionNotFound) => Seen::NotFound,
         None => {
@@ -47,7 +48,11 @@ fn seen(r: &pdpb::GetRegionResponse) -> Seen {
     }
 }
 
-async fn get(pd: &mut PdClient<Channel>, h: &Option<pdpb::RequestHeader>, key: &[u8]) -> Seen {
+pub(super) async fn get(
+    pd: &mut PdClient<Channel>,
+    h: &Option<pdpb::RequestHeader>,
+    key: &[u8],
+) -> Seen {
     let r = pd
         .get_region(allowing(get_request(h, key)))
         .await
@@ -58,7 +63,7 @@ async fn get(pd: &mut PdClient<Channel>, h: &Option<pdpb::RequestHeader>, key: &
 
 /// Splits the rightmost region, `[start, "")` with id `right` at `version`, at `at`; the new
 /// left half gets a fresh id. Returns every region the split made (what the leader now has).
-async fn split(
+pub(super) async fn split(
     pd: &mut PdClient<Channel>,
     cluster_id: u64,
     store: u64,
@@ -239,6 +244,26 @@ async fn followers_in_sync_answer_routing_and_never_invent_a_region() {
             panic!("k0007 has a region")
         };
         assert_eq!(answer.key_id_map, vec![*id]);
+        // Without the key, PD's follower refuses a unary routing read in its own words, and
+        // answers QueryRegion from its copy all the same.
+        let refused = f.get_region(get_request(&h, b"k0007")).await.unwrap_err();
+        assert_eq!(refused.code(), Code::Unavailable, "{refused}");
+        assert_eq!(
+            refused.message(),
+            "not leader and follower handling not allowed"
+        );
+        let mut query = f
+            .query_region(tokio_stream::iter([pdpb::QueryRegionRequest {
+                header: h.clone(),
+                keys: vec![b"k0007".to_vec()],
+                ..Default::default()
+            }]))
+            .await
+            .unwrap()
+            .into_inner();
+        let answer = query.message().await.unwrap().expect("one answer");
+        assert_eq!(error_type(&answer.header), None, "{:?}", answer.header);
+        assert_eq!(answer.key_id_map, vec![*id], "QueryRegion without the key");
     }
 
     // The leader stops (SIGSTOP: its connections stay open and silent, as in a long pause):
@@ -305,7 +330,7 @@ async fn followers_in_sync_answer_routing_and_never_invent_a_region() {
 }
 
 /// `log` without its ANSI colour sequences (`ESC [ ... m`).
-fn without_colours(log: &str) -> String {
+pub(super) fn without_colours(log: &str) -> String {
     let mut out = String::with_capacity(log.len());
     let mut chars = log.chars();
     while let Some(c) = chars.next() {

@@ -58,9 +58,32 @@ use crate::tso::{Timestamp, MAX_COUNT};
 /// `EnableFollowerHandle`, client-go's follower handle). PD looks at the key, not its value.
 pub const FOLLOWER_HANDLE: &str = "pd-allow-follower-handle";
 
-/// Whether the caller lets a follower answer.
-fn follower_allowed<T>(request: &GrpcRequest<T>) -> bool {
-    request.metadata().contains_key(FOLLOWER_HANDLE)
+/// PD's refusal of a routing read at a follower when the caller did not send
+/// [`FOLLOWER_HANDLE`] (`errs.ErrFollowerHandlingNotAllowed`). Clients read it as they read
+/// "not leader", which it contains: they ask `GetMembers` for the leader.
+const FOLLOWER_HANDLING_NOT_ALLOWED: &str = "not leader and follower handling not allowed";
+
+/// Whether a follower answers an RPC (PD's `allowFollower` in `validateRoleInRequest`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum FollowerHandle {
+    /// Only the leader answers; a follower says "not leader".
+    Never,
+    /// A routing read the caller did not let a follower answer; a follower says
+    /// [`FOLLOWER_HANDLING_NOT_ALLOWED`].
+    NotAllowed,
+    /// A routing read the caller lets a follower in sync answer.
+    Allowed,
+}
+
+impl FollowerHandle {
+    /// What a routing read's caller allows: PD looks at the key, not its value.
+    fn of<T>(request: &GrpcRequest<T>) -> FollowerHandle {
+        if request.metadata().contains_key(FOLLOWER_HANDLE) {
+            FollowerHandle::Allowed
+        } else {
+            FollowerHandle::NotAllowed
+        }
+    }
 }
 
 /// Replies a stream may have queued before its reader waits for the client to take them.
@@ -117,18 +140,37 @@ impl PdService {
         self.error_header(pdpb::ErrorType::RegionNotFound, "region not found".into())
     }
 
-    /// Whether this member answers a read allowed to followers as a follower.
-    fn by_follower(&self, follower_too: bool) -> bool {
-        follower_too && !self.shared.membership.is_leader()
+    /// Whether this member answers a read as a follower.
+    fn by_follower(&self, handle: FollowerHandle) -> bool {
+        handle == FollowerHandle::Allowed && !self.shared.membership.is_leader()
     }
 
     /// PD's request check: a follower refuses with "not leader" (clients then ask `GetMembers`
     /// for the leader); a header for another cluster is a failed precondition.
     fn check(&self, header: Option<&pdpb::RequestHeader>) -> Result<(), Status> {
-        if !self.shared.membership.is_leader() {
-            return Err(not_leader());
+        self.check_role(header, FollowerHandle::Never).map(|_| ())
+    }
+
+    /// PD's `validateRoleInRequest`: the leader answers; a follower answers a routing read its
+    /// caller allowed (`Ok(true)`: by a follower) and refuses the rest in PD's words; then the
+    /// cluster id.
+    fn check_role(
+        &self,
+        header: Option<&pdpb::RequestHeader>,
+        handle: FollowerHandle,
+    ) -> Result<bool, Status> {
+        let by_follower = !self.shared.membership.is_leader();
+        if by_follower {
+            match handle {
+                FollowerHandle::Never => return Err(not_leader()),
+                FollowerHandle::NotAllowed => {
+                    return Err(Status::unavailable(FOLLOWER_HANDLING_NOT_ALLOWED))
+                }
+                FollowerHandle::Allowed => {}
+            }
         }
-        self.check_cluster(header)
+        self.check_cluster(header)?;
+        Ok(by_follower)
     }
 
     fn check_cluster(&self, header: Option<&pdpb::RequestHeader>) -> Result<(), Status> {
@@ -182,32 +224,27 @@ impl PdService {
         to_request: impl FnOnce(Q) -> Result<Request, Status>,
         answer: impl FnOnce(&Self, Reply) -> Result<A, Status>,
     ) -> Result<GrpcResponse<A>, Status> {
-        self.unary_read(request, call, false, to_request, answer)
+        self.unary_read(request, call, FollowerHandle::Never, to_request, answer)
             .await
     }
 
     /// [`unary`](Self::unary) for a routing read, which a follower in sync answers too when
-    /// `follower_too` (the caller sent [`FOLLOWER_HANDLE`]). A follower that is not in sync
+    /// `handle` allows it (the caller sent [`FOLLOWER_HANDLE`]). A follower that is not in sync
     /// answers as PD's follower whose syncer is not running: REGION_NOT_FOUND in the header.
     async fn unary_read<Q: PdRequest, A: PdResponse>(
         &self,
         request: GrpcRequest<Q>,
         call: Call,
-        follower_too: bool,
+        handle: FollowerHandle,
         to_request: impl FnOnce(Q) -> Result<Request, Status>,
         answer: impl FnOnce(&Self, Reply) -> Result<A, Status>,
     ) -> Result<GrpcResponse<A>, Status> {
         let caller = ConnectionGrants::caller_of(&request);
         self.authorize(&request, call)?;
         let req = request.into_inner();
-        let by_follower = follower_too && !self.shared.membership.is_leader();
-        if by_follower {
-            self.check_cluster(req.header())?;
-        } else {
-            self.check(req.header())?;
-        }
+        let by_follower = self.check_role(req.header(), handle)?;
         let mut op = Op::of(to_request(req)?);
-        if follower_too {
+        if by_follower {
             op = op.allowing_follower();
         }
         let response = self.execute_as(&caller, op).await;

@@ -49,18 +49,18 @@ impl PdService {
         need_buckets: bool,
         lookup: impl FnOnce(Q) -> Request,
     ) -> Result<GrpcResponse<pdpb::GetRegionResponse>, Status> {
-        let follower_too = follower_allowed(&request);
+        let handle = FollowerHandle::of(&request);
         let mut reply = self
             .unary_read(
                 request,
                 call,
-                follower_too,
+                handle,
                 |req| Ok(lookup(req)),
                 PdService::region_reply,
             )
             .await?
             .into_inner();
-        if self.by_follower(follower_too) {
+        if self.by_follower(handle) {
             // PD's follower answers a key it holds no region for with REGION_NOT_FOUND, and
             // keeps no buckets.
             if reply.region.is_none() && reply.header.as_ref().is_some_and(|h| h.error.is_none()) {
@@ -80,12 +80,11 @@ impl PdService {
         request: GrpcRequest<Streaming<pdpb::QueryRegionRequest>>,
     ) -> Result<GrpcResponse<Stream<pdpb::QueryRegionResponse>>, Status> {
         self.authorize(&request, Call::QueryRegion)?;
-        let follower_too = follower_allowed(&request);
         Ok(GrpcResponse::new(answer_each(
             self.clone(),
             request.into_inner(),
             "query region",
-            move |this, req| async move { this.query_one(req, follower_too).await },
+            move |this, req| async move { this.query_one(req).await },
         )))
     }
 
@@ -93,11 +92,11 @@ impl PdService {
         self: &Arc<Self>,
         request: GrpcRequest<pdpb::ScanRegionsRequest>,
     ) -> Result<GrpcResponse<pdpb::ScanRegionsResponse>, Status> {
-        let follower_too = follower_allowed(&request);
+        let handle = FollowerHandle::of(&request);
         self.unary_read(
             request,
             Call::ScanRegions,
-            follower_too,
+            handle,
             |req| {
                 Ok(Request::ScanRegions {
                     start: req.start_key,
@@ -125,15 +124,10 @@ impl PdService {
         self: &Arc<Self>,
         request: GrpcRequest<pdpb::BatchScanRegionsRequest>,
     ) -> Result<GrpcResponse<pdpb::BatchScanRegionsResponse>, Status> {
-        let follower_too = follower_allowed(&request);
+        let handle = FollowerHandle::of(&request);
         self.authorize(&request, Call::ScanRegions)?;
         let req = request.into_inner();
-        let by_follower = self.by_follower(follower_too);
-        if by_follower {
-            self.check_cluster(req.header.as_ref())?;
-        } else {
-            self.check(req.header.as_ref())?;
-        }
+        let by_follower = self.check_role(req.header.as_ref(), handle)?;
         // PD reads a limit of 0 as "no limit"; here it is the most one answer carries, so a
         // million-region map cannot be asked for in one message.
         let mut limit = match u32::try_from(req.limit) {
@@ -165,7 +159,7 @@ impl PdService {
                     end: range.end_key.clone(),
                     limit: limit.min(crate::proto::MAX_SCAN_REGIONS),
                 });
-                let scan = if follower_too {
+                let scan = if by_follower {
                     scan.allowing_follower()
                 } else {
                     scan
@@ -218,22 +212,24 @@ impl PdService {
     async fn query_one(
         &self,
         req: pdpb::QueryRegionRequest,
-        follower_too: bool,
     ) -> Result<pdpb::QueryRegionResponse, Status> {
         // PD checks the cluster id of every message first; a mismatch ends the stream.
         self.check_cluster(req.header.as_ref())?;
         let state = &self.shared.placement;
         let by_follower = !self.shared.membership.is_leader();
-        if by_follower && !(follower_too && state.sync.serves_reads(state.clock.now_ms())) {
-            // A PD follower answers from the regions its region syncer copied, and with
-            // REGION_NOT_FOUND in the header while the syncer is not running; so does a
-            // Meridian follower that is not in sync (or was not allowed to answer), and the
-            // stream goes on (the client asks the members for the leader and reconnects).
+        if by_follower && !state.sync.serves_reads(state.clock.now_ms()) {
+            // A PD follower answers QueryRegion from the regions its region syncer copied,
+            // whether or not the caller sent the follower key, and with REGION_NOT_FOUND in
+            // the header while the syncer is not running; so does a Meridian follower that is
+            // not in sync, and the stream goes on (the client asks the members for the leader
+            // and reconnects).
             return Ok(self.query_refused(self.region_not_found()));
         }
+        // The leader's lookups stay placement's own, so the batch below runs them together
+        // (`locate_many`) whatever key the caller sent.
         let sorted = |op: RouteOp| {
             let op = Op::Placement(PlacementOp::Routing(op));
-            if follower_too {
+            if by_follower {
                 op.allowing_follower()
             } else {
                 op
