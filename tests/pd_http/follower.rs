@@ -21,6 +21,33 @@ fn denied_on(c: &Cluster, i: usize) -> u64 {
         .unwrap_or_else(|| panic!("no permission_denied count in {text}"))
 }
 
+/// The count of `meridian_requests_total{kind="placement"}` on member `i`: placement requests
+/// it served itself.
+fn placement_requests_on(c: &Cluster, i: usize) -> u64 {
+    let a = c.admin(i).unwrap().send("GET", "/metrics", None).unwrap();
+    let text = a.body;
+    text.lines()
+        .find(|l| l.starts_with("meridian_requests_total{kind=\"placement\"}"))
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
+}
+
+/// A GET with PD's follower header, as PD's HTTP client spells it.
+async fn from_copy(addr: &str, trust: &Trust, path: &str) -> Answer {
+    send(
+        addr,
+        trust,
+        Proto::H1,
+        Method::GET,
+        path,
+        &[("PD-Allow-Follower-Handle", "true")],
+        "",
+    )
+    .await
+    .unwrap()
+}
+
 /// A store and one region over every key, bootstrapped through the leader's gRPC.
 async fn bootstrap(addr: &str, trust: &Trust) {
     let (mut pd, cluster_id) = connect_when_placement_loads(addr, trust, Duration::from_secs(20))
@@ -107,6 +134,53 @@ async fn a_follower_answers_pds_local_routes_and_sends_the_rest_to_the_leader() 
         a.json(),
         json!("[PD:region:ErrRegionNotFound]region 999999 not found")
     );
+
+    // With PD's follower header (as PD's HTTP client spells it), the follower answers region
+    // reads itself, from its region syncer's copy: the same regions, and counted among the
+    // follower's own placement requests, which a request sent on to the leader is not.
+    let copy_reads = [
+        "/pd/api/v1/regions",
+        "/pd/api/v1/regions/key?key=&limit=10",
+        "/pd/api/v1/region/key/a",
+    ];
+    let ids = |v: &serde_json::Value| -> Vec<serde_json::Value> {
+        match v["regions"].as_array() {
+            Some(all) => all.iter().map(|r| r["id"].clone()).collect(),
+            None => vec![v["id"].clone()],
+        }
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while from_copy(&at(follower), &trust, copy_reads[0]).await.status != StatusCode::OK {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the follower's copy in sync within 20 s"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    for path in copy_reads {
+        let before = placement_requests_on(&c, follower);
+        let a = from_copy(&at(follower), &trust, path).await;
+        assert_eq!(a.status, StatusCode::OK, "{path}: {}", a.text());
+        assert_eq!(
+            ids(&a.json()),
+            ids(&get_json(&at(leader), &trust, path).await)
+        );
+        assert!(
+            placement_requests_on(&c, follower) > before,
+            "{path}: answered here"
+        );
+        let before = placement_requests_on(&c, follower);
+        get_json(&at(follower), &trust, path).await;
+        assert_eq!(
+            placement_requests_on(&c, follower),
+            before,
+            "{path}: sent on"
+        );
+    }
+    let boot = ids(&get_json(&at(leader), &trust, "/pd/api/v1/regions").await)[0].clone();
+    let path = format!("/pd/api/v1/region/id/{boot}");
+    let a = from_copy(&at(follower), &trust, &path).await;
+    assert_eq!(a.json()["id"], boot, "{}", a.text());
 
     // A change sent to the follower is made on the leader, for an admin.
     let admin = c.nodes[0]

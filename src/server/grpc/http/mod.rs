@@ -69,7 +69,19 @@ impl Api {
 
     /// Serves one request through the request service, as the gRPC adapters do.
     async fn call(&self, req: Req) -> Response {
-        execute(Op::of(req), &self.shared, self.metrics()).await
+        self.read(req, false).await
+    }
+
+    /// [`call`](Self::call) for a routing read, answered from this follower's synced copy
+    /// when `from_copy` (`auth::FromCopy`).
+    async fn read(&self, req: Req, from_copy: bool) -> Response {
+        let op = Op::of(req);
+        let op = if from_copy {
+            op.allowing_follower()
+        } else {
+            op
+        };
+        execute(op, &self.shared, self.metrics()).await
     }
 }
 

@@ -1,13 +1,16 @@
 //! `/regions`, `/regions/key`, `/region/id/{id}` and `/region/key/{key}`: routes the leader
-//! knows, read through the request service (`ScanRegions`, `GetRegionById`, `GetRegion`), with
+//! knows (or, asked with PD's follower header, a follower's synced copy of them: `auth`), read through the request service (`ScanRegions`, `GetRegionById`, `GetRegion`), with
 //! the sizes their leaders last reported asked of the shards that own them (the service's
 //! views), and written in PD's `RegionInfo` shape. Keys arrive as PD takes them: URL-escaped raw bytes, or
 //! hex with `format=hex`.
 
+use std::collections::HashMap;
+
 use axum::extract::{Path, State};
 use axum::http::Uri;
-use axum::Json;
+use axum::{Extension, Json};
 
+use super::auth::FromCopy;
 use super::json::{self, RegionJson, RegionsJson};
 use super::reply::Failure;
 use super::{query_value, unescape, Api, PREFIX};
@@ -23,6 +26,7 @@ const MAX_LIMIT: usize = 10240;
 /// `limit`, asked a page at a time.
 async fn scan_all(
     api: &Api,
+    from_copy: bool,
     mut start: Vec<u8>,
     end: &[u8],
     limit: usize,
@@ -31,11 +35,14 @@ async fn scan_all(
     while found.len() < limit {
         let want = (limit - found.len()).min(MAX_SCAN_REGIONS as usize) as u32;
         let page = match api
-            .call(Request::ScanRegions {
-                start: start.clone(),
-                end: end.to_vec(),
-                limit: want,
-            })
+            .read(
+                Request::ScanRegions {
+                    start: start.clone(),
+                    end: end.to_vec(),
+                    limit: want,
+                },
+                from_copy,
+            )
             .await
         {
             Response::Ok(Reply::Regions(page)) => page,
@@ -55,21 +62,46 @@ async fn scan_all(
     Ok(found)
 }
 
+/// The sizes `regions` last reported, as the leader's shards hold them. A follower's copy
+/// holds routes only, so an answer from it has none (its sizes read as zero).
+async fn sizes_of(
+    api: &Api,
+    from_copy: bool,
+    regions: &[Region],
+) -> Result<HashMap<u64, crate::placement::RegionReport>, Failure> {
+    if from_copy {
+        return Ok(HashMap::new());
+    }
+    Ok(views::region_sizes(&api.shared, regions.iter().map(|r| r.id)).await?)
+}
+
 /// `regions` in PD's `RegionsInfo`, each with its reported sizes.
-async fn with_sizes(api: &Api, regions: &[Region]) -> Result<Json<RegionsJson>, Failure> {
-    let sizes = views::region_sizes(&api.shared, regions.iter().map(|r| r.id)).await?;
+async fn with_sizes(
+    api: &Api,
+    from_copy: bool,
+    regions: &[Region],
+) -> Result<Json<RegionsJson>, Failure> {
+    let sizes = sizes_of(api, from_copy, regions).await?;
     Ok(Json(json::regions(regions, &sizes)))
 }
 
 /// One region in PD's `RegionInfo`, with its reported sizes.
-async fn one_with_sizes(api: &Api, region: &Region) -> Result<Json<RegionJson>, Failure> {
-    let sizes = views::region_sizes(&api.shared, [region.id]).await?;
+async fn one_with_sizes(
+    api: &Api,
+    from_copy: bool,
+    region: &Region,
+) -> Result<Json<RegionJson>, Failure> {
+    let sizes = sizes_of(api, from_copy, std::slice::from_ref(region)).await?;
     Ok(Json(json::region(region, sizes.get(&region.id))))
 }
 
-pub async fn all(State(api): State<Api>) -> Result<Json<RegionsJson>, Failure> {
-    let regions = scan_all(&api, Vec::new(), &[], usize::MAX).await?;
-    with_sizes(&api, &regions).await
+pub async fn all(
+    State(api): State<Api>,
+    from_copy: Option<Extension<FromCopy>>,
+) -> Result<Json<RegionsJson>, Failure> {
+    let from_copy = from_copy.is_some();
+    let regions = scan_all(&api, from_copy, Vec::new(), &[], usize::MAX).await?;
+    with_sizes(&api, from_copy, &regions).await
 }
 
 /// PD's `ParseHexKeys`: with `format=hex` each key is hex; otherwise the bytes as given.
@@ -92,7 +124,12 @@ fn decode_hex(text: &[u8]) -> Option<Vec<u8>> {
         .collect()
 }
 
-pub async fn scan(State(api): State<Api>, uri: Uri) -> Result<Json<RegionsJson>, Failure> {
+pub async fn scan(
+    State(api): State<Api>,
+    from_copy: Option<Extension<FromCopy>>,
+    uri: Uri,
+) -> Result<Json<RegionsJson>, Failure> {
+    let from_copy = from_copy.is_some();
     let start = from_format(&uri, query_value(&uri, "key")?.unwrap_or_default())?;
     let end = from_format(&uri, query_value(&uri, "end_key")?.unwrap_or_default())?;
     let limit = match query_value(&uri, "limit")? {
@@ -110,14 +147,16 @@ pub async fn scan(State(api): State<Api>, uri: Uri) -> Result<Json<RegionsJson>,
             }
         }
     };
-    let regions = scan_all(&api, start, &end, limit).await?;
-    with_sizes(&api, &regions).await
+    let regions = scan_all(&api, from_copy, start, &end, limit).await?;
+    with_sizes(&api, from_copy, &regions).await
 }
 
 pub async fn by_id(
     State(api): State<Api>,
+    from_copy: Option<Extension<FromCopy>>,
     Path(id): Path<String>,
 ) -> Result<Json<RegionJson>, Failure> {
+    let from_copy = from_copy.is_some();
     let id: u64 = id.parse().map_err(|_| {
         Failure::bad_request(format!("strconv.ParseUint: parsing {id:?}: invalid syntax"))
     })?;
@@ -126,8 +165,8 @@ pub async fn by_id(
             "[PD:region:ErrRegionInvalidID]invalid region id",
         ));
     }
-    match api.call(Request::GetRegionById { id }).await {
-        Response::Ok(Reply::Region(Some(r))) => one_with_sizes(&api, &r).await,
+    match api.read(Request::GetRegionById { id }, from_copy).await {
+        Response::Ok(Reply::Region(Some(r))) => one_with_sizes(&api, from_copy, &r).await,
         Response::Ok(Reply::Region(None)) => Err(Failure::not_found(format!(
             "[PD:region:ErrRegionNotFound]region {id} not found"
         ))),
@@ -138,12 +177,17 @@ pub async fn by_id(
 
 /// The key is read from the raw path, unescaped as PD's `url.QueryUnescape` does, so any
 /// bytes can be asked for.
-pub async fn by_key(State(api): State<Api>, uri: Uri) -> Result<Json<RegionJson>, Failure> {
+pub async fn by_key(
+    State(api): State<Api>,
+    from_copy: Option<Extension<FromCopy>>,
+    uri: Uri,
+) -> Result<Json<RegionJson>, Failure> {
+    let from_copy = from_copy.is_some();
     let prefix = format!("{PREFIX}/region/key/");
     let raw = uri.path().strip_prefix(&prefix).unwrap_or_default();
     let key = from_format(&uri, unescape(raw, true)?)?;
-    match api.call(Request::GetRegion { key }).await {
-        Response::Ok(Reply::Region(Some(r))) => one_with_sizes(&api, &r).await,
+    match api.read(Request::GetRegion { key }, from_copy).await {
+        Response::Ok(Reply::Region(Some(r))) => one_with_sizes(&api, from_copy, &r).await,
         // PD formats its message with no argument here.
         Response::Ok(Reply::Region(None)) => Err(Failure::not_found(
             "[PD:region:ErrRegionNotFound]region %!v(MISSING) not found",
