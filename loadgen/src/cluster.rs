@@ -49,6 +49,8 @@ pub struct ClusterReport {
     pub latency_us: Latency,
     pub errors: u64,
     pub operators: u64,
+    /// Splits made with `--splits-per-sec`, each acknowledged.
+    pub splits: u64,
     /// With `--carry-out-operators`: the changes carried out (conf changes, leader moves,
     /// elections, splits) and the safety rules they broke.
     pub changes: u64,
@@ -59,6 +61,7 @@ struct Counters {
     heartbeats: AtomicU64,
     errors: AtomicU64,
     operators: AtomicU64,
+    splits: AtomicU64,
     latencies: Latencies,
 }
 
@@ -150,20 +153,9 @@ impl Share {
         }
         match applied.change {
             Change::None => {}
-            Change::Split(keys) => match split(client, &self.regions[i], &keys).await {
-                Ok((rest, new)) => {
-                    fleet.record(&Change::Split(keys));
-                    fleet.split_made(&new);
-                    self.regions[i] = rest;
-                    self.changed(i, true);
-                    for r in new {
-                        self.regions.push(r);
-                        self.frames.push(Vec::new());
-                        self.changed(self.regions.len() - 1, true);
-                    }
-                }
-                Err(e) => tracing::warn!(region = self.regions[i].id, "split failed: {e:#}"),
-            },
+            Change::Split(keys) => {
+                self.split(i, keys, client, Some(fleet)).await;
+            }
             change => {
                 fleet.record(&change);
                 if let Change::Added(peer) = &change {
@@ -173,6 +165,62 @@ impl Share {
                 self.changed(i, true);
             }
         }
+    }
+}
+
+impl Share {
+    /// Splits region `i` at `keys` as TiKV carries out a split, and reports every half at
+    /// once; false when the cluster refused it.
+    async fn split(
+        &mut self,
+        i: usize,
+        keys: Vec<Vec<u8>>,
+        client: &Client,
+        fleet: Option<&Fleet>,
+    ) -> bool {
+        match split(client, &self.regions[i], &keys).await {
+            Ok((rest, new)) => {
+                if let Some(fleet) = fleet {
+                    fleet.record(&Change::Split(keys));
+                    fleet.split_made(&new);
+                }
+                self.regions[i] = rest;
+                self.changed(i, true);
+                for r in new {
+                    self.regions.push(r);
+                    self.frames.push(Vec::new());
+                    self.changed(self.regions.len() - 1, true);
+                }
+                true
+            }
+            Err(e) => {
+                tracing::warn!(region = self.regions[i].id, "split failed: {e:#}");
+                false
+            }
+        }
+    }
+
+    /// Splits the next region in turn (from `next`) that has a leader, just past its start
+    /// key (the smallest key inside it); false when none could be split.
+    async fn split_next(
+        &mut self,
+        next: &mut usize,
+        client: &Client,
+        fleet: Option<&Fleet>,
+    ) -> bool {
+        let n = self.regions.len();
+        for _ in 0..n {
+            let i = *next % n;
+            *next = (i + 1) % n;
+            let region = &self.regions[i];
+            let mut key = region.start_key.clone();
+            key.push(0);
+            if self.frames[i].is_empty() || (!region.end_key.is_empty() && key >= region.end_key) {
+                continue;
+            }
+            return self.split(i, vec![key], client, fleet).await;
+        }
+        false
     }
 }
 
@@ -241,7 +289,7 @@ async fn drive(
     client: Client,
     regions: Vec<Region>,
     depth: usize,
-    per_sec: Option<f64>,
+    pace: Pace,
     (run_start, deadline): (Instant, Instant),
     counters: Arc<Counters>,
     fleet: Option<Arc<Fleet>>,
@@ -280,8 +328,27 @@ async fn drive(
     // Which region each frame of the batch is.
     let mut picked: Vec<usize> = Vec::with_capacity(depth);
     let mut stops_seen = 0;
+    let (mut splits, mut split_at) = (0u64, 0usize);
     let ended = || fleet.as_ref().is_some_and(|f| f.is_ended());
     while Instant::now() < deadline && !share.regions.is_empty() && !ended() {
+        if let Some(rate) = pace.splits {
+            // The splits due by now, a few at a time so that heartbeats go on between them.
+            let mut made = 0;
+            while made < 16
+                && start + Duration::from_secs_f64(splits as f64 / rate) <= Instant::now()
+            {
+                splits += 1;
+                made += 1;
+                if share
+                    .split_next(&mut split_at, &client, fleet.as_deref())
+                    .await
+                {
+                    counters.splits.fetch_add(1, Relaxed);
+                } else {
+                    counters.errors.fetch_add(1, Relaxed);
+                }
+            }
+        }
         if let Some(f) = &fleet {
             if f.stops() != stops_seen {
                 stops_seen = f.stops();
@@ -289,7 +356,7 @@ async fn drive(
             }
             share.catch_up(Instant::now());
         }
-        if let Some(rate) = per_sec {
+        if let Some(rate) = pace.heartbeats {
             let due = start + Duration::from_secs_f64(sent as f64 / rate);
             tokio::time::sleep_until(due.into()).await;
         }
@@ -447,13 +514,20 @@ async fn drive_grpc(
     let _ = reader.await;
 }
 
+/// A stream's rates: heartbeats per second (closed loop without), and splits per second.
+#[derive(Debug, Clone, Copy)]
+struct Pace {
+    heartbeats: Option<f64>,
+    splits: Option<f64>,
+}
+
 /// What every connection's thread runs with.
 #[derive(Clone)]
 struct Load {
     target: TargetArgs,
     protocol: Protocol,
     depth: usize,
-    per_sec: Option<f64>,
+    pace: Pace,
     /// When the heartbeats started, and when they stop.
     window: (Instant, Instant),
     counters: Arc<Counters>,
@@ -475,7 +549,7 @@ impl Load {
                 tasks.spawn(drive_grpc(
                     (pd.clone(), cluster_id),
                     share,
-                    self.per_sec,
+                    self.pace.heartbeats,
                     deadline,
                     self.counters.clone(),
                 ));
@@ -490,7 +564,7 @@ impl Load {
                 client.clone(),
                 share,
                 self.depth,
-                self.per_sec,
+                self.pace,
                 (started, deadline),
                 self.counters.clone(),
                 self.fleet.clone(),
@@ -507,6 +581,9 @@ impl Load {
 pub async fn run(args: &ClusterArgs) -> anyhow::Result<ClusterReport> {
     if args.plot.is_some() && args.protocol == Protocol::Grpc {
         anyhow::bail!("--plot draws round trips, which the gRPC heartbeat stream has none of");
+    }
+    if args.splits_per_sec.is_some() && args.protocol == Protocol::Grpc {
+        anyhow::bail!("--splits-per-sec splits over QUIC; give --protocol quic");
     }
     if args.carry_out_operators && args.protocol == Protocol::Grpc {
         anyhow::bail!(
@@ -551,9 +628,13 @@ pub async fn heartbeat(
         heartbeats: AtomicU64::new(0),
         errors: AtomicU64::new(0),
         operators: AtomicU64::new(0),
+        splits: AtomicU64::new(0),
         latencies: Latencies::per_second(args.plot.is_some()),
     });
-    let per_sec = args.rate.map(|r| r as f64 / streams as f64);
+    let pace = Pace {
+        heartbeats: args.rate.map(|r| r as f64 / streams as f64),
+        splits: args.splits_per_sec.map(|r| r / streams as f64),
+    };
     let watch = match &args.plot {
         Some(_) => Some((args.target.endpoints.clone(), args.target.trust()?)),
         None => None,
@@ -599,7 +680,7 @@ pub async fn heartbeat(
         target: args.target.clone(),
         protocol: args.protocol,
         depth: args.depth.max(1),
-        per_sec,
+        pace,
         window: (started, deadline),
         counters: counters.clone(),
         fleet: fleet.clone(),
@@ -630,6 +711,7 @@ pub async fn heartbeat(
         latency_us: Latency::of(&latencies),
         errors: counters.errors.load(Relaxed),
         operators: counters.operators.load(Relaxed),
+        splits: counters.splits.load(Relaxed),
         changes: fleet.as_ref().map_or(0, |f| f.changes()),
         violations: fleet.as_ref().map_or(0, |f| f.violations().0),
     };
@@ -644,6 +726,9 @@ pub async fn heartbeat(
             report.heartbeats, report.duration_s, report.heartbeats_per_sec, args.depth,
             report.latency_us.p50, report.latency_us.p99, report.latency_us.p999, report.errors, report.operators
         );
+    }
+    if args.splits_per_sec.is_some() {
+        println!("{} splits made beside the heartbeats", report.splits);
     }
     if let Some(f) = &fleet {
         let (_, described) = f.violations();

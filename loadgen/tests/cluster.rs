@@ -31,6 +31,7 @@ async fn simulated_cluster_heartbeats_routes_and_sees_stores_go_down() {
         plot: None,
         no_pin: false,
         carry_out_operators: false,
+        splits_per_sec: None,
         store_heartbeat_interval: Duration::from_secs(1),
         catch_up: Duration::from_millis(200),
     };
@@ -149,6 +150,19 @@ async fn simulated_cluster_heartbeats_routes_and_sees_stores_go_down() {
     .unwrap();
     assert!(members.lookups > 0);
     assert_eq!((members.misses, members.errors), (0, 0), "{members:?}");
+
+    // Splits beside the heartbeats, each acknowledged, at the pace asked; the next run finds
+    // the regions they made.
+    args.rate = Some(2_000);
+    args.splits_per_sec = Some(300.0);
+    args.duration = Duration::from_secs(1);
+    let split = cluster::run(&args).await.unwrap();
+    assert_eq!(split.errors, 0, "{split:?}");
+    assert!((150..=330).contains(&split.splits), "{split:?}");
+    args.splits_per_sec = None;
+    args.duration = Duration::from_millis(200);
+    let after = cluster::run(&args).await.unwrap();
+    assert_eq!(after.regions, 3_000 + split.splits, "{after:?}");
 
     // The simulated stores are silent now: Down after 1.5 s. With every store Down there is
     // nowhere to put a replacement, and a peer is never removed before its replacement is in

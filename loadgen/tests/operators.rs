@@ -198,6 +198,7 @@ async fn stores_carrying_out_operators_are_repaired_drained_and_filled_safely() 
         plot: None,
         no_pin: false,
         carry_out_operators: true,
+        splits_per_sec: None,
         store_heartbeat_interval: Duration::from_millis(300),
         catch_up: CATCH_UP,
     };

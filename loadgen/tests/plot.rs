@@ -164,6 +164,7 @@ async fn tso_cluster_and_route_runs_plot() {
         plot: Some(cluster_svg.clone()),
         no_pin: false,
         carry_out_operators: false,
+        splits_per_sec: None,
         store_heartbeat_interval: Duration::from_secs(1),
         catch_up: Duration::from_millis(200),
     })

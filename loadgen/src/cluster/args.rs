@@ -61,6 +61,12 @@ pub struct ClusterArgs {
     /// and applied). Until then its leader reports it pending, and PD does not promote it.
     #[arg(long, default_value = "200ms", value_parser = crate::duration::parse)]
     pub catch_up: Duration,
+    /// Splits per second over all streams, beside the heartbeats: each stream splits the
+    /// regions of its share in turn, just past a region's start key, as TiKV carries out a
+    /// split (new ids asked of the cluster, the split reported, both halves reported again at
+    /// once). QUIC only. A split that fails counts as an error.
+    #[arg(long)]
+    pub splits_per_sec: Option<f64>,
     /// Between two rounds of store heartbeats.
     #[arg(long, default_value = "1s", value_parser = crate::duration::parse)]
     pub store_heartbeat_interval: Duration,
