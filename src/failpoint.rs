@@ -39,8 +39,11 @@ pub mod points {
     pub const PERSIST_FLUSH: &str = "placement::flush";
     /// A new term's load of placement from the meta store, before the first read.
     pub const PLACEMENT_LOAD: &str = "placement::load";
+    /// The region syncer's leader end, before the message that says a snapshot is whole: a
+    /// failure here cuts the stream mid-snapshot.
+    pub const SYNC_SNAPSHOT_END: &str = "region_sync::snapshot_end";
 
-    pub const ALL: [&str; 11] = [
+    pub const ALL: [&str; 12] = [
         WAL_WRITE,
         WAL_FSYNC,
         SNAPSHOT_WRITE,
@@ -52,6 +55,7 @@ pub mod points {
         WINDOW_RENEW,
         PERSIST_FLUSH,
         PLACEMENT_LOAD,
+        SYNC_SNAPSHOT_END,
     ];
 }
 

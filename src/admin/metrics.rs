@@ -53,6 +53,11 @@ pub fn error_kind(e: &crate::proto::ErrorReply) -> usize {
     }
 }
 
+/// Upper bounds of the region syncer's lag buckets, in milliseconds; a last bucket holds the rest.
+const SYNC_LAG_BOUNDS_MS: [u64; 16] = [
+    1, 2, 5, 10, 20, 30, 40, 50, 75, 100, 200, 500, 1_000, 2_000, 5_000, 10_000,
+];
+
 /// Batch size buckets: `count <= 2^i` for i in 0..=18.
 const BATCH_BUCKETS: usize = 19;
 /// Latency buckets: `<= 2^i` microseconds for i in 0..24 (up to ~8 s).
@@ -146,6 +151,9 @@ pub struct Metrics {
     pub window_renewals: AtomicU64,
     pub window_renewal_failures: AtomicU64,
     placement: std::sync::Mutex<PlacementGauges>,
+    /// Region records this member's syncer applied, by lag bucket (`SYNC_LAG_BOUNDS_MS`).
+    sync_lag: [AtomicU64; SYNC_LAG_BOUNDS_MS.len() + 1],
+    sync_lag_sum_ms: AtomicU64,
 }
 
 impl Metrics {
@@ -160,6 +168,18 @@ impl Metrics {
         if let Ok(mut g) = self.placement.lock() {
             *g = gauges;
         }
+    }
+
+    /// `records` region records this follower applied at most `lag_ms` after the leader
+    /// published them.
+    pub fn sync_lag(&self, lag_ms: u64, records: u64) {
+        let bucket = SYNC_LAG_BOUNDS_MS
+            .iter()
+            .position(|b| lag_ms <= *b)
+            .unwrap_or(SYNC_LAG_BOUNDS_MS.len());
+        self.sync_lag[bucket].fetch_add(records, Relaxed);
+        self.sync_lag_sum_ms
+            .fetch_add(lag_ms.saturating_mul(records), Relaxed);
     }
 
     /// How many slots there are (cores, then the gRPC front end's).
@@ -334,6 +354,16 @@ impl Metrics {
             &latency,
             self.sum(|c| &c.latency_sum_us) as f64 / 1e6,
         );
+        let lag: Vec<u64> = self.sync_lag.iter().map(|b| b.load(Relaxed)).collect();
+        histogram(
+            &mut out,
+            "meridian_region_sync_lag_seconds",
+            "Region records this follower's syncer applied, by how long after the leader \
+             published them (at most: from when the leader last read its log without them).",
+            SYNC_LAG_BOUNDS_MS.iter().map(|ms| *ms as f64 / 1e3),
+            &lag,
+            self.sync_lag_sum_ms.load(Relaxed) as f64 / 1e3,
+        );
         if let Some(cpu) = process_cpu_seconds() {
             // Prometheus' standard name: what a run cost the node, user and system time,
             // whatever the machine's speed.
@@ -389,9 +419,11 @@ fn histogram(
         cumulative += n;
         let _ = writeln!(out, "{name}_bucket{{le=\"{bound}\"}} {cumulative}");
     }
-    let _ = writeln!(out, "{name}_bucket{{le=\"+Inf\"}} {cumulative}");
+    // `buckets` may hold one more than `bounds`: what lies past the last bound.
+    let total: u64 = buckets.iter().sum();
+    let _ = writeln!(out, "{name}_bucket{{le=\"+Inf\"}} {total}");
     let _ = writeln!(out, "{name}_sum {sum}");
-    let _ = writeln!(out, "{name}_count {cumulative}");
+    let _ = writeln!(out, "{name}_count {total}");
 }
 
 #[cfg(test)]
@@ -420,5 +452,28 @@ mod tests {
             .parse()
             .unwrap();
         assert!(cpu > 0.0, "a running test has used CPU: {cpu}");
+    }
+
+    /// Each record counts in the first bucket whose bound holds its lag; past the last bound
+    /// it counts only in `+Inf`.
+    #[test]
+    fn sync_lag_counts_records_by_bucket() {
+        let m = Metrics::new(1);
+        m.sync_lag(0, 3);
+        m.sync_lag(50, 2);
+        m.sync_lag(51, 1);
+        m.sync_lag(60_000, 4);
+        let text = m.render(true, false);
+        let name = "meridian_region_sync_lag_seconds";
+        assert!(
+            text.contains(&format!("{name}_bucket{{le=\"0.001\"}} 3")),
+            "{text}"
+        );
+        assert!(text.contains(&format!("{name}_bucket{{le=\"0.05\"}} 5")));
+        assert!(text.contains(&format!("{name}_bucket{{le=\"0.075\"}} 6")));
+        assert!(text.contains(&format!("{name}_bucket{{le=\"10\"}} 6")));
+        assert!(text.contains(&format!("{name}_bucket{{le=\"+Inf\"}} 10")));
+        assert!(text.contains(&format!("{name}_count 10")));
+        assert!(text.contains(&format!("{name}_sum 240.151")));
     }
 }

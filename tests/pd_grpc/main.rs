@@ -26,6 +26,8 @@ mod scan;
 mod scatter;
 mod snapshot_recovering;
 mod splits;
+#[cfg(feature = "failpoints")]
+mod sync_faults;
 mod tikv_store;
 mod versions;
 

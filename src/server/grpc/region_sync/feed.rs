@@ -10,6 +10,7 @@ use tonic::metadata::MetadataValue;
 use tonic::{Request as GrpcRequest, Response as GrpcResponse, Status, Streaming};
 
 use super::{BATCH, KEEPALIVE, POLL, SNAPSHOT_KEY, STREAM_KEY};
+use crate::failpoint::{self, points};
 use crate::kvproto::pdpb;
 use crate::placement::{Route, Since, Snapshot};
 use crate::server::grpc::convert;
@@ -51,6 +52,8 @@ pub async fn sync_regions(
             state.index.changes_since(asked_stream, from, 0),
             Since::Records(_)
         );
+    // Read before the snapshot: every record after it was published later.
+    let taken_ms = state.clock.now_ms();
     let (snapshot, stream, next) = if resumes {
         (None, asked_stream, from)
     } else {
@@ -70,7 +73,7 @@ pub async fn sync_regions(
         ..Default::default()
     };
     let snapshotting = snapshot.is_some();
-    tokio::spawn(feed(shared, header, snapshot, stream, next, tx));
+    tokio::spawn(feed(shared, header, (snapshot, taken_ms), stream, next, tx));
     let mut response = GrpcResponse::new(Box::pin(ReceiverStream::new(rx)) as SyncStream);
     response
         .metadata_mut()
@@ -91,9 +94,11 @@ fn serving(shared: &Shared) -> Result<(), Status> {
     Ok(())
 }
 
-fn message(header: &pdpb::ResponseHeader, start: u64, routes: &[Arc<Route>]) -> Out {
+/// One message of the stream; `after_ms` is when the log was last seen without its records.
+fn message(header: &pdpb::ResponseHeader, start: u64, routes: &[Arc<Route>], after_ms: u64) -> Out {
     let regions: Vec<_> = routes.iter().map(|r| r.region()).collect();
     Ok(pdpb::SyncRegionResponse {
+        published_after_unix_ms: after_ms,
         header: Some(header.clone()),
         regions: regions.iter().map(convert::region_to).collect(),
         start_index: start,
@@ -104,14 +109,19 @@ fn message(header: &pdpb::ResponseHeader, start: u64, routes: &[Arc<Route>]) -> 
     })
 }
 
+/// Streams the snapshot, if any, then the log from `next`. Each message of records carries the
+/// last time the log was read with nothing past what was sent (the snapshot's, at first): its
+/// records were all published after it, so the follower's lag figure is an upper bound. A
+/// stream resumed from an index has no such time until it first catches up.
 async fn feed(
     shared: Arc<Shared>,
     header: pdpb::ResponseHeader,
-    snapshot: Option<Arc<Snapshot>>,
+    (snapshot, taken_ms): (Option<Arc<Snapshot>>, u64),
     stream: u64,
     mut next: u64,
     tx: mpsc::Sender<Out>,
 ) {
+    let mut caught_up_ms = if snapshot.is_some() { taken_ms } else { 0 };
     if let Some(snapshot) = snapshot {
         let mut routes = snapshot.iter();
         loop {
@@ -119,12 +129,18 @@ async fn feed(
             if chunk.is_empty() {
                 break;
             }
-            if tx.send(message(&header, 0, &chunk)).await.is_err() {
+            if tx.send(message(&header, 0, &chunk, 0)).await.is_err() {
                 return;
             }
         }
         // The snapshot is whole: records go on from `next`.
-        if tx.send(message(&header, next, &[])).await.is_err() {
+        if let Err(e) = failpoint::step(points::SYNC_SNAPSHOT_END).await {
+            let _ = tx
+                .send(Err(Status::unavailable(format!("snapshot cut: {e}"))))
+                .await;
+            return;
+        }
+        if tx.send(message(&header, next, &[], 0)).await.is_err() {
             return;
         }
     }
@@ -141,18 +157,25 @@ async fn feed(
             let _ = tx.send(Err(status)).await;
             return;
         }
+        let polled_ms = state.clock.now_ms();
         match state.index.changes_since(stream, next, BATCH) {
             Since::Records(routes) if !routes.is_empty() => {
                 let n = routes.len() as u64;
-                if tx.send(message(&header, next, &routes)).await.is_err() {
+                let at = message(&header, next, &routes, caught_up_ms);
+                if tx.send(at).await.is_err() {
                     return;
                 }
                 next += n;
                 sent = Instant::now();
+                // A short batch took all there was when the log was read.
+                if routes.len() < BATCH {
+                    caught_up_ms = polled_ms;
+                }
             }
             Since::Records(_) => {
+                caught_up_ms = polled_ms;
                 if sent.elapsed() >= KEEPALIVE {
-                    if tx.send(message(&header, next, &[])).await.is_err() {
+                    if tx.send(message(&header, next, &[], 0)).await.is_err() {
                         return;
                     }
                     sent = Instant::now();

@@ -202,6 +202,13 @@ async fn sync_with(
             })
             .await
             .inspect_err(|_| *at = None)?;
+            if message.published_after_unix_ms != 0 {
+                let lag_ms = state
+                    .clock
+                    .now_ms()
+                    .saturating_sub(message.published_after_unix_ms);
+                shared.metrics.sync_lag(lag_ms, n);
+            }
             next += n;
             leader_next = leader_next.max(next);
         }

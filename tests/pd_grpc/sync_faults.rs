@@ -1,0 +1,176 @@
+//! The region syncer under faults, on a cluster of three on etcd. A follower paused (SIGSTOP)
+//! past the silence bound stops answering, and when it runs again it goes on from the
+//! leader's change log, with no new snapshot, and answers what the leader made meanwhile. A
+//! follower killed (SIGKILL) and started again keeps no copy: it takes a snapshot. A stream
+//! cut before its snapshot is whole applies none of it: the follower answers nothing from
+//! its copy and syncs again, and answers once a whole snapshot has arrived.
+
+use meridian::failpoint::points;
+use meridian::harness::{bootstrap_over_grpc, Cluster};
+
+use super::follower_reads::{get, split, without_colours, Seen};
+use super::on_etcd::client;
+use super::*;
+
+/// The keys the test reads: one in each region the splits make, and one past them.
+fn keys() -> Vec<Vec<u8>> {
+    (0..31u32)
+        .map(|n| format!("k{n:04}").into_bytes())
+        .collect()
+}
+
+/// The rightmost region, split again and again at `k{n}` for each `n` given.
+struct Splitter {
+    cluster_id: u64,
+    store: u64,
+    right: u64,
+    start: Vec<u8>,
+    version: u64,
+}
+
+impl Splitter {
+    async fn split(&mut self, pd: &mut PdClient<Channel>, ns: std::ops::Range<u32>) {
+        for n in ns {
+            let at = format!("k{n:04}").into_bytes();
+            split(
+                pd,
+                self.cluster_id,
+                self.store,
+                (self.right, &self.start, self.version),
+                &at,
+            )
+            .await;
+            self.start = at;
+            self.version += 1;
+        }
+    }
+}
+
+/// What `pd` answers for every key.
+async fn answers(pd: &mut PdClient<Channel>, h: &Option<pdpb::RequestHeader>) -> Vec<Seen> {
+    let mut out = Vec::new();
+    for k in keys() {
+        out.push(get(pd, h, &k).await);
+    }
+    out
+}
+
+/// Waits until member `i` answers every key as `want` says, from its copy.
+async fn converge(c: &Cluster, i: usize, h: &Option<pdpb::RequestHeader>, want: &[Seen]) {
+    let mut f = client(c, i).await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let got = answers(&mut f, h).await;
+        if got == want {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "member {i} did not converge: {got:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// How many snapshots member `i`'s syncer applied, over every run of it (its log is appended).
+fn snapshots(c: &Cluster, i: usize) -> usize {
+    without_colours(&c.nodes[i].process().log_text())
+        .lines()
+        .filter(|l| l.contains("region sync: snapshot applied"))
+        .count()
+}
+
+fn arm(c: &Cluster, i: usize, name: &str, actions: &str) {
+    tokio::task::block_in_place(|| c.admin(i).unwrap().failpoint(name, actions)).unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_paused_follower_resumes_a_restarted_one_resyncs_and_a_cut_snapshot_is_never_applied() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (mut c, first) = Cluster::start_led(
+        tmp.path(),
+        3,
+        "[election]\nlease_ttl_secs = 2\n",
+        Duration::from_secs(20),
+    )
+    .unwrap();
+    let addr = c.nodes[first].process().grpc_addr.clone().unwrap();
+    let (mut pd, cluster_id) =
+        connect_when_placement_loads(&addr, &c.trust(), Duration::from_secs(20))
+            .await
+            .unwrap();
+    let h = pd_header(cluster_id);
+    let (store, boot) = bootstrap_over_grpc(&mut pd, cluster_id).await.unwrap();
+    let mut splitter = Splitter {
+        cluster_id,
+        store: store.id,
+        right: boot.id,
+        start: Vec::new(),
+        version: 1,
+    };
+    splitter.split(&mut pd, 0..10).await;
+    let (paused, restarted) = ((first + 1) % 3, (first + 2) % 3);
+    let want = answers(&mut pd, &h).await;
+    converge(&c, paused, &h, &want).await;
+    converge(&c, restarted, &h, &want).await;
+
+    // Paused past the silence bound while the leader splits on: it refuses meanwhile (checked
+    // in follower_reads), then goes on from the log.
+    let before = snapshots(&c, paused);
+    c.nodes[paused].process().signal(libc::SIGSTOP).unwrap();
+    splitter.split(&mut pd, 10..20).await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    c.nodes[paused].process().signal(libc::SIGCONT).unwrap();
+    let want = answers(&mut pd, &h).await;
+    assert_ne!(want[15], Seen::NotFound);
+    converge(&c, paused, &h, &want).await;
+    assert_eq!(
+        snapshots(&c, paused),
+        before,
+        "the paused follower went on from the log"
+    );
+
+    // Every snapshot stream is cut before it is whole; a follower started again with no copy
+    // keeps asking and applies none of them.
+    arm(&c, first, points::SYNC_SNAPSHOT_END, "return(eio)");
+    let before = snapshots(&c, restarted);
+    c.nodes[restarted].kill().unwrap();
+    c.nodes[restarted].start().unwrap();
+    let cuts = |c: &Cluster| {
+        without_colours(&c.nodes[restarted].process().log_text())
+            .lines()
+            .filter(|l| {
+                l.contains("region sync with the leader stopped") && l.contains("snapshot cut")
+            })
+            .count()
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while cuts(&c) < 3 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the restarted follower did not retry its cut snapshot three times"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(
+        snapshots(&c, restarted),
+        before,
+        "a cut snapshot was applied"
+    );
+    let mut f = client(&c, restarted).await;
+    assert!(
+        answers(&mut f, &h)
+            .await
+            .iter()
+            .all(|s| *s == Seen::NotFound),
+        "a follower with no whole snapshot answered from its copy"
+    );
+
+    // Whole again: it takes one snapshot and answers as the leader does, splits made since
+    // included.
+    splitter.split(&mut pd, 20..30).await;
+    arm(&c, first, points::SYNC_SNAPSHOT_END, "");
+    let want = answers(&mut pd, &h).await;
+    converge(&c, restarted, &h, &want).await;
+    assert_eq!(snapshots(&c, restarted), before + 1);
+}
