@@ -5,6 +5,8 @@ mod frame;
 mod global_config;
 mod message;
 mod refusal;
+#[cfg(test)]
+mod wire_pin;
 
 pub use frame::{
     decode, encode, trim, trim_aligned, FrameDecoder, FrameError, StreamCode, FRAME_HEADER_LEN,
@@ -17,5 +19,6 @@ pub use message::{
 };
 pub use refusal::{ArchivedRefusal, Refusal};
 
-/// ALPN protocol id every connection must negotiate.
-pub const ALPN: &[u8] = b"meridian/1";
+/// ALPN protocol id every connection must negotiate. It names the wire layout: builds whose
+/// messages lay out differently must not talk, so a new layout gets a new number (`wire_pin`).
+pub const ALPN: &[u8] = b"meridian/2";
