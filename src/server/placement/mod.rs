@@ -58,7 +58,7 @@ pub use persist::{abandon_term, serve_term};
 pub use request::{follower_read, handle, PlacementOp};
 pub use resolved_ts::ResolvedTsOp;
 pub use resource_groups::{ResourceGroups, WriteError as ResourceGroupWriteError};
-pub use routing::{locate_many, RouteOp};
+pub use routing::{locate_many, locate_many_from_copy, RouteOp};
 pub use shard_task::run_shard;
 pub use splits::SplitOp;
 pub use state::PlacementState;

@@ -60,6 +60,29 @@ pub fn locate_many(shared: &Shared, keys: &[Vec<u8>]) -> Result<Vec<Option<Regio
     if !state.serves_bootstrapped() {
         return Err(ErrorReply::NotBootstrapped);
     }
+    from_snapshot(state, keys)
+}
+
+/// [`locate_many`] from a follower's copy of the index while it serves reads
+/// (`sync_status`); on the leader, `locate_many` itself.
+pub fn locate_many_from_copy(
+    shared: &Shared,
+    keys: &[Vec<u8>],
+) -> Result<Vec<Option<Region>>, ErrorReply> {
+    let state = &*shared.placement;
+    if state.is_ready() {
+        return locate_many(shared, keys);
+    }
+    if !state.sync.serves_reads(state.clock.now_ms()) {
+        return Err(shared.membership.not_serving());
+    }
+    from_snapshot(state, keys)
+}
+
+fn from_snapshot(
+    state: &PlacementState,
+    keys: &[Vec<u8>],
+) -> Result<Vec<Option<Region>>, ErrorReply> {
     if let Some(e) = keys
         .iter()
         .find_map(|k| state.limits.check_key("key", k).err())

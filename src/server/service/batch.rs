@@ -155,6 +155,24 @@ pub async fn execute_batch(
     }
 }
 
+/// GetRegion lookups a follower may answer (PD's follower handle), from one snapshot of this
+/// member's index: the leader's, or a follower's copy while it is in sync. Each counts as a
+/// placement request, as in a batch.
+pub fn locate_many_from_copy(
+    shared: &Shared,
+    keys: &[Vec<u8>],
+    metrics: &CoreMetrics,
+) -> Result<Vec<Option<crate::placement::Region>>, ErrorReply> {
+    for _ in keys {
+        metrics.request(RequestKind::Placement);
+    }
+    let found = placement::locate_many_from_copy(shared, keys);
+    if let Err(e) = &found {
+        metrics.error(e);
+    }
+    found
+}
+
 /// Whether an item is one of the two kinds served together.
 fn groups(item: &Result<Op, ErrorReply>) -> bool {
     matches!(

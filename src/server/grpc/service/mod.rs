@@ -50,7 +50,9 @@ use crate::proto::{
 };
 use crate::server::placement::push::PushStream;
 use crate::server::placement::{PlacementOp, RouteOp};
-use crate::server::service::{admit as admit_store, execute, execute_batch, BatchRoom, Op};
+use crate::server::service::{
+    admit as admit_store, execute, execute_batch, locate_many_from_copy, BatchRoom, Op,
+};
 use crate::server::Shared;
 use crate::tso::{Timestamp, MAX_COUNT};
 

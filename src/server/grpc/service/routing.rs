@@ -225,8 +225,6 @@ impl PdService {
             // and reconnects).
             return Ok(self.query_refused(self.region_not_found()));
         }
-        // The leader's lookups stay placement's own, so the batch below runs them together
-        // (`locate_many`) whatever key the caller sent.
         let sorted = |op: RouteOp| {
             let op = Op::Placement(PlacementOp::Routing(op));
             if by_follower {
@@ -237,24 +235,39 @@ impl PdService {
         };
         // The keys from one snapshot, then the previous keys, through the service's batch;
         // placement that does not serve reads says why in each answer (PD's leader answers a
-        // cluster not bootstrapped with NOT_BOOTSTRAPPED).
-        let mut lookups: Vec<_> = req
-            .keys
-            .iter()
-            .map(|k| RouteOp::Region(k.clone()))
-            .chain(req.prev_keys.iter().map(|k| RouteOp::PrevRegion(k.clone())))
-            .map(|op| Ok(sorted(op)))
-            .collect();
-        let mut found = Vec::with_capacity(lookups.len());
-        execute_batch(
-            &mut lookups,
-            &mut found,
-            &mut BatchRoom::default(),
-            &self.shared,
-            None,
-            self.metrics(),
-        )
-        .await;
+        // cluster not bootstrapped with NOT_BOOTSTRAPPED). A follower searches its copy for
+        // the keys together too (`locate_many_from_copy`), so that its CPU per lookup is the
+        // leader's.
+        let mut found = Vec::with_capacity(req.keys.len() + req.prev_keys.len());
+        if by_follower {
+            match locate_many_from_copy(&self.shared, &req.keys, self.metrics()) {
+                Ok(regions) => {
+                    found.extend(regions.into_iter().map(|r| Response::Ok(Reply::Region(r))))
+                }
+                Err(e) => found.push(Response::Err(e)),
+            }
+            for k in &req.prev_keys {
+                let op = sorted(RouteOp::PrevRegion(k.clone()));
+                found.push(execute(op, &self.shared, self.metrics()).await);
+            }
+        } else {
+            let mut lookups: Vec<_> = req
+                .keys
+                .iter()
+                .map(|k| RouteOp::Region(k.clone()))
+                .chain(req.prev_keys.iter().map(|k| RouteOp::PrevRegion(k.clone())))
+                .map(|op| Ok(sorted(op)))
+                .collect();
+            execute_batch(
+                &mut lookups,
+                &mut found,
+                &mut BatchRoom::default(),
+                &self.shared,
+                None,
+                self.metrics(),
+            )
+            .await;
+        }
         let mut out = pdpb::QueryRegionResponse {
             header: self.header(),
             key_id_map: Vec::with_capacity(req.keys.len()),
