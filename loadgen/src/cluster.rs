@@ -178,7 +178,20 @@ impl Share {
         client: &Client,
         fleet: Option<&Fleet>,
     ) -> bool {
-        match split(client, &self.regions[i], &keys).await {
+        let made = split(client, &self.regions[i], &keys).await;
+        self.split_made(i, keys, made, fleet)
+    }
+
+    /// Takes in a split of region `i` at `keys` (`made`, as `split` returned it): the parent
+    /// keeps the rest, the new regions join the share, all reported at once.
+    fn split_made(
+        &mut self,
+        i: usize,
+        keys: Vec<Vec<u8>>,
+        made: anyhow::Result<(Region, Vec<Region>)>,
+        fleet: Option<&Fleet>,
+    ) -> bool {
+        match made {
             Ok((rest, new)) => {
                 if let Some(fleet) = fleet {
                     fleet.record(&Change::Split(keys));
@@ -200,27 +213,58 @@ impl Share {
         }
     }
 
-    /// Splits the next region in turn (from `next`) that has a leader, just past its start
-    /// key (the smallest key inside it); false when none could be split.
-    async fn split_next(
-        &mut self,
-        next: &mut usize,
-        client: &Client,
-        fleet: Option<&Fleet>,
-    ) -> bool {
+    /// The next region in turn (from `next`) that has a leader and is not in `taken`, and the
+    /// key just past its start (the smallest key inside it).
+    fn next_to_split(&self, next: &mut usize, taken: &[usize]) -> Option<(usize, Vec<u8>)> {
         let n = self.regions.len();
         for _ in 0..n {
             let i = *next % n;
             *next = (i + 1) % n;
             let region = &self.regions[i];
-            let mut key = region.start_key.clone();
-            key.push(0);
-            if self.frames[i].is_empty() || (!region.end_key.is_empty() && key >= region.end_key) {
-                continue;
+            let key = [region.start_key.as_slice(), &[0]].concat();
+            let inside = region.end_key.is_empty() || key < region.end_key;
+            if !self.frames[i].is_empty() && inside && !taken.contains(&i) {
+                return Some((i, key));
             }
-            return self.split(i, vec![key], client, fleet).await;
         }
-        false
+        None
+    }
+
+    /// Makes `due` splits at once (each its own round trips) and takes them in: how many were
+    /// made and how many refused.
+    async fn split_due(
+        &mut self,
+        due: usize,
+        next: &mut usize,
+        client: &Client,
+        fleet: Option<&Fleet>,
+    ) -> (u64, u64) {
+        let mut picked: Vec<usize> = Vec::with_capacity(due);
+        let mut tasks = tokio::task::JoinSet::new();
+        while picked.len() < due {
+            let Some((i, key)) = self.next_to_split(next, &picked) else {
+                break;
+            };
+            picked.push(i);
+            let (client, region) = (client.clone(), self.regions[i].clone());
+            tasks.spawn(async move {
+                let made = split(&client, &region, std::slice::from_ref(&key)).await;
+                (i, key, made)
+            });
+        }
+        let (mut made, mut refused) = (0, (due - picked.len()) as u64);
+        while let Some(done) = tasks.join_next().await {
+            let Ok((i, key, result)) = done else {
+                refused += 1;
+                continue;
+            };
+            if self.split_made(i, vec![key], result, fleet) {
+                made += 1;
+            } else {
+                refused += 1;
+            }
+        }
+        (made, refused)
     }
 }
 
@@ -332,21 +376,21 @@ async fn drive(
     let ended = || fleet.as_ref().is_some_and(|f| f.is_ended());
     while Instant::now() < deadline && !share.regions.is_empty() && !ended() {
         if let Some(rate) = pace.splits {
-            // The splits due by now, a few at a time so that heartbeats go on between them.
-            let mut made = 0;
-            while made < 16
+            // The splits due by now, made together (at most 64 at once, so that heartbeats go
+            // on between them).
+            let mut due = 0;
+            while due < 64
                 && start + Duration::from_secs_f64(splits as f64 / rate) <= Instant::now()
             {
                 splits += 1;
-                made += 1;
-                if share
-                    .split_next(&mut split_at, &client, fleet.as_deref())
-                    .await
-                {
-                    counters.splits.fetch_add(1, Relaxed);
-                } else {
-                    counters.errors.fetch_add(1, Relaxed);
-                }
+                due += 1;
+            }
+            if due > 0 {
+                let (made, refused) = share
+                    .split_due(due, &mut split_at, &client, fleet.as_deref())
+                    .await;
+                counters.splits.fetch_add(made, Relaxed);
+                counters.errors.fetch_add(refused, Relaxed);
             }
         }
         if let Some(f) = &fleet {
