@@ -230,30 +230,49 @@ impl Share {
         None
     }
 
-    /// Makes `due` splits at once (each its own round trips) and takes them in: how many were
-    /// made and how many refused.
-    async fn split_due(
+    /// Starts `due` splits, each on a task of its own (a split is acknowledged once it is
+    /// durable, which takes far longer than a heartbeat's round trip); a region being split
+    /// is not heartbeated until its split is taken in (`take_splits`). Returns how many could
+    /// not start (no region left to split).
+    fn start_splits(
         &mut self,
         due: usize,
         next: &mut usize,
         client: &Client,
-        fleet: Option<&Fleet>,
-    ) -> (u64, u64) {
-        let mut picked: Vec<usize> = Vec::with_capacity(due);
-        let mut tasks = tokio::task::JoinSet::new();
-        while picked.len() < due {
-            let Some((i, key)) = self.next_to_split(next, &picked) else {
-                break;
+        tasks: &mut SplitTasks,
+    ) -> u64 {
+        for started in 0..due {
+            let Some((i, key)) = self.next_to_split(next, &[]) else {
+                return (due - started) as u64;
             };
-            picked.push(i);
+            self.frames[i].clear();
             let (client, region) = (client.clone(), self.regions[i].clone());
             tasks.spawn(async move {
                 let made = split(&client, &region, std::slice::from_ref(&key)).await;
                 (i, key, made)
             });
         }
-        let (mut made, mut refused) = (0, (due - picked.len()) as u64);
-        while let Some(done) = tasks.join_next().await {
+        0
+    }
+
+    /// Takes in the splits that are done (all of them, waiting, when `wait`): how many were
+    /// made and how many refused. A refused split's region reports again as it was.
+    async fn take_splits(
+        &mut self,
+        tasks: &mut SplitTasks,
+        wait: bool,
+        fleet: Option<&Fleet>,
+    ) -> (u64, u64) {
+        let (mut made, mut refused) = (0, 0);
+        loop {
+            let done = if wait {
+                tasks.join_next().await
+            } else {
+                tasks.try_join_next()
+            };
+            let Some(done) = done else {
+                return (made, refused);
+            };
             let Ok((i, key, result)) = done else {
                 refused += 1;
                 continue;
@@ -261,12 +280,15 @@ impl Share {
             if self.split_made(i, vec![key], result, fleet) {
                 made += 1;
             } else {
+                self.changed(i, false);
                 refused += 1;
             }
         }
-        (made, refused)
     }
 }
+
+/// Splits on their way: the region, the key, and what the cluster answered.
+type SplitTasks = tokio::task::JoinSet<(usize, Vec<u8>, anyhow::Result<(Region, Vec<Region>)>)>;
 
 /// Splits `region` at `keys` (inside it, in order) as TiKV does: new ids from the cluster,
 /// each new region takes the range left of its key with the parent's stores and roles, the
@@ -373,25 +395,23 @@ async fn drive(
     let mut picked: Vec<usize> = Vec::with_capacity(depth);
     let mut stops_seen = 0;
     let (mut splits, mut split_at) = (0u64, 0usize);
+    let mut in_flight = SplitTasks::new();
     let ended = || fleet.as_ref().is_some_and(|f| f.is_ended());
     while Instant::now() < deadline && !share.regions.is_empty() && !ended() {
         if let Some(rate) = pace.splits {
-            // The splits due by now, made together (at most 64 at once, so that heartbeats go
-            // on between them).
+            // The splits due by now start; those done are taken in. Neither waits, so the
+            // heartbeats keep their pace.
             let mut due = 0;
-            while due < 64
-                && start + Duration::from_secs_f64(splits as f64 / rate) <= Instant::now()
-            {
+            while start + Duration::from_secs_f64(splits as f64 / rate) <= Instant::now() {
                 splits += 1;
                 due += 1;
             }
-            if due > 0 {
-                let (made, refused) = share
-                    .split_due(due, &mut split_at, &client, fleet.as_deref())
-                    .await;
-                counters.splits.fetch_add(made, Relaxed);
-                counters.errors.fetch_add(refused, Relaxed);
-            }
+            let not_started = share.start_splits(due, &mut split_at, &client, &mut in_flight);
+            let (made, refused) = share
+                .take_splits(&mut in_flight, false, fleet.as_deref())
+                .await;
+            counters.splits.fetch_add(made, Relaxed);
+            counters.errors.fetch_add(refused + not_started, Relaxed);
         }
         if let Some(f) = &fleet {
             if f.stops() != stops_seen {
@@ -471,6 +491,12 @@ async fn drive(
         }
         sent += count as u64;
     }
+    // Splits still on their way are waited for: each is counted, made or refused.
+    let (made, refused) = share
+        .take_splits(&mut in_flight, true, fleet.as_deref())
+        .await;
+    counters.splits.fetch_add(made, Relaxed);
+    counters.errors.fetch_add(refused, Relaxed);
     Some(gaps.finish((Instant::now().min(deadline) - run_start).as_nanos() as u64))
 }
 
