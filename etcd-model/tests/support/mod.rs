@@ -275,6 +275,9 @@ where
     Fut: Future<Output = Vec<String>>,
 {
     let (real, model) = tokio::join!(against_etcd(&script), against_model(&script));
+    if std::env::var_os("CONFORMANCE_SHOW").is_some() {
+        eprintln!("--- etcd ---\n{}\n--- model ---\n{}", real.join("\n"), model.join("\n"));
+    }
     if real != model {
         let first = real
             .iter()
