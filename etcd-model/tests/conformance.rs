@@ -5,8 +5,8 @@
 mod support;
 
 use etcd_client::{
-    Client, Compare, CompareOp, DeleteOptions, GetOptions, PutOptions, SortOrder, SortTarget,
-    Txn, TxnOp, WatchOptions,
+    Client, Compare, CompareOp, DeleteOptions, GetOptions, PutOptions, SortOrder, SortTarget, Txn,
+    TxnOp, WatchOptions,
 };
 use support::{conform, Transcript};
 
@@ -48,7 +48,11 @@ async fn campaign(mut c: Client) -> Vec<String> {
     // MetaStore::create: put-if-absent, else the value that is there.
     for value in ["first", "second"] {
         let txn = Txn::new()
-            .when([Compare::create_revision("/meridian/id", CompareOp::Equal, 0)])
+            .when([Compare::create_revision(
+                "/meridian/id",
+                CompareOp::Equal,
+                0,
+            )])
             .and_then([TxnOp::put("/meridian/id", value, None)])
             .or_else([TxnOp::get("/meridian/id", None)]);
         let r = c.txn(txn).await;
@@ -78,7 +82,11 @@ async fn campaign(mut c: Client) -> Vec<String> {
     t.outcome("leader now", r, |t, r| t.kvs(r.kvs()));
     // A campaign on a free key with a lease that does not exist.
     let txn = Txn::new()
-        .when([Compare::create_revision("/other/leader", CompareOp::Equal, 0)])
+        .when([Compare::create_revision(
+            "/other/leader",
+            CompareOp::Equal,
+            0,
+        )])
         .and_then([TxnOp::put(
             "/other/leader",
             "x",
@@ -128,20 +136,53 @@ async fn guarded_writes(mut c: Client) -> Vec<String> {
     t.outcome("a after", r, |t, r| t.kvs(r.kvs()));
     let a_mod = c.get("/d/a", None).await.expect("get").kvs()[0].mod_revision();
     let compares = [
-        ("version > 1", Compare::version("/d/a", CompareOp::Greater, 1)),
+        (
+            "version > 1",
+            Compare::version("/d/a", CompareOp::Greater, 1),
+        ),
         ("version < 1", Compare::version("/d/a", CompareOp::Less, 1)),
-        ("mod == a's", Compare::mod_revision("/d/a", CompareOp::Equal, a_mod)),
-        ("mod != a's", Compare::mod_revision("/d/a", CompareOp::NotEqual, a_mod)),
-        ("create < mod", Compare::create_revision("/d/a", CompareOp::Less, a_mod)),
+        (
+            "mod == a's",
+            Compare::mod_revision("/d/a", CompareOp::Equal, a_mod),
+        ),
+        (
+            "mod != a's",
+            Compare::mod_revision("/d/a", CompareOp::NotEqual, a_mod),
+        ),
+        (
+            "create < mod",
+            Compare::create_revision("/d/a", CompareOp::Less, a_mod),
+        ),
         ("lease == 0", Compare::lease("/d/a", CompareOp::Equal, 0)),
         ("value > 0", Compare::value("/d/a", CompareOp::Greater, "0")),
-        ("value != 1", Compare::value("/d/a", CompareOp::NotEqual, "1")),
-        ("missing value == ''", Compare::value("/d/none", CompareOp::Equal, "")),
-        ("missing version == 0", Compare::version("/d/none", CompareOp::Equal, 0)),
-        ("missing create == 0", Compare::create_revision("/d/none", CompareOp::Equal, 0)),
-        ("prefix version > 0", Compare::version("/d/", CompareOp::Greater, 0).with_prefix()),
-        ("prefix value == 1", Compare::value("/d/", CompareOp::Equal, "1").with_prefix()),
-        ("range mod > a's", Compare::mod_revision("/d/a", CompareOp::Greater, a_mod).with_range("/d/c")),
+        (
+            "value != 1",
+            Compare::value("/d/a", CompareOp::NotEqual, "1"),
+        ),
+        (
+            "missing value == ''",
+            Compare::value("/d/none", CompareOp::Equal, ""),
+        ),
+        (
+            "missing version == 0",
+            Compare::version("/d/none", CompareOp::Equal, 0),
+        ),
+        (
+            "missing create == 0",
+            Compare::create_revision("/d/none", CompareOp::Equal, 0),
+        ),
+        (
+            "prefix version > 0",
+            Compare::version("/d/", CompareOp::Greater, 0).with_prefix(),
+        ),
+        (
+            "prefix value == 1",
+            Compare::value("/d/", CompareOp::Equal, "1").with_prefix(),
+        ),
+        (
+            "range mod > a's",
+            Compare::mod_revision("/d/a", CompareOp::Greater, a_mod).with_range("/d/c"),
+        ),
     ];
     for (what, compare) in compares {
         let txn = Txn::new()
@@ -169,15 +210,28 @@ async fn guarded_writes(mut c: Client) -> Vec<String> {
     ]);
     let r = c.txn(put_deleted).await;
     t.outcome("a key put and deleted", r, |t, r| t.txn(&r));
-    let r = c.put("/d/none", "", Some(PutOptions::new().with_ignore_value())).await;
+    let r = c
+        .put("/d/none", "", Some(PutOptions::new().with_ignore_value()))
+        .await;
     t.outcome("ignore_value on a missing key", r, |_, _| "ok".into());
-    let r = c.put("/d/a", "", Some(PutOptions::new().with_ignore_value().with_prev_key())).await;
+    let r = c
+        .put(
+            "/d/a",
+            "",
+            Some(PutOptions::new().with_ignore_value().with_prev_key()),
+        )
+        .await;
     t.outcome("ignore_value", r, |t, r| {
-        format!("prev {}", r.prev_key().map(|kv| t.kv(kv)).unwrap_or_default())
+        format!(
+            "prev {}",
+            r.prev_key().map(|kv| t.kv(kv)).unwrap_or_default()
+        )
     });
     let r = c.get("/d/a", None).await;
     t.outcome("a after ignore_value", r, |t, r| t.kvs(r.kvs()));
-    let r = c.put("/d/a", "9", Some(PutOptions::new().with_prev_key())).await;
+    let r = c
+        .put("/d/a", "9", Some(PutOptions::new().with_prev_key()))
+        .await;
     t.outcome("put with prev", r, |t, r| {
         format!(
             "rev {} prev {}",
@@ -204,7 +258,11 @@ async fn paged_ranges(mut c: Client) -> Vec<String> {
         let options = GetOptions::new().with_range("/list0").with_limit(3);
         let page = c.get(from.clone(), Some(options)).await.expect("page");
         let kvs = t.kvs(page.kvs());
-        t.line(format!("page {kvs} count {} more {}", page.count(), page.more()));
+        t.line(format!(
+            "page {kvs} count {} more {}",
+            page.count(),
+            page.more()
+        ));
         match page.kvs().last() {
             Some(last) if page.more() => {
                 from = last.key().to_vec();
@@ -214,19 +272,63 @@ async fn paged_ranges(mut c: Client) -> Vec<String> {
         }
     }
     let gets = [
-        ("keys only", GetOptions::new().with_prefix().with_keys_only().with_limit(2)),
-        ("count only", GetOptions::new().with_prefix().with_count_only()),
-        ("at an old revision", GetOptions::new().with_prefix().with_revision(t.base() + 3)),
-        ("descending", GetOptions::new().with_prefix().with_sort(SortTarget::Key, SortOrder::Descend).with_limit(2)),
-        ("by mod, descending", GetOptions::new().with_prefix().with_sort(SortTarget::Mod, SortOrder::Descend).with_limit(3)),
-        ("by value", GetOptions::new().with_prefix().with_sort(SortTarget::Value, SortOrder::None).with_limit(2)),
-        ("min mod", GetOptions::new().with_prefix().with_min_mod_revision(t.base() + 8)),
+        (
+            "keys only",
+            GetOptions::new()
+                .with_prefix()
+                .with_keys_only()
+                .with_limit(2),
+        ),
+        (
+            "count only",
+            GetOptions::new().with_prefix().with_count_only(),
+        ),
+        (
+            "at an old revision",
+            GetOptions::new().with_prefix().with_revision(t.base() + 3),
+        ),
+        (
+            "descending",
+            GetOptions::new()
+                .with_prefix()
+                .with_sort(SortTarget::Key, SortOrder::Descend)
+                .with_limit(2),
+        ),
+        (
+            "by mod, descending",
+            GetOptions::new()
+                .with_prefix()
+                .with_sort(SortTarget::Mod, SortOrder::Descend)
+                .with_limit(3),
+        ),
+        (
+            "by value",
+            GetOptions::new()
+                .with_prefix()
+                .with_sort(SortTarget::Value, SortOrder::None)
+                .with_limit(2),
+        ),
+        (
+            "min mod",
+            GetOptions::new()
+                .with_prefix()
+                .with_min_mod_revision(t.base() + 8),
+        ),
         ("from key", GetOptions::new().with_from_key().with_limit(20)),
-        ("future revision", GetOptions::new().with_prefix().with_revision(t.base() + 1000)),
+        (
+            "future revision",
+            GetOptions::new()
+                .with_prefix()
+                .with_revision(t.base() + 1000),
+        ),
         ("an empty range", GetOptions::new().with_range("/list/")),
     ];
     for (what, options) in gets {
-        let key = if what == "from key" { "/list/07" } else { "/list/" };
+        let key = if what == "from key" {
+            "/list/07"
+        } else {
+            "/list/"
+        };
         let r = c.get(key, Some(options)).await;
         t.outcome(what, r, |t, r| {
             format!("{} count {} more {}", t.kvs(r.kvs()), r.count(), r.more())
@@ -250,24 +352,42 @@ async fn paged_ranges(mut c: Client) -> Vec<String> {
             t.rev(r.header().map(|h| h.revision()).unwrap_or_default())
         )
     });
-    let r = c.get("/list/", Some(GetOptions::new().with_prefix().with_keys_only())).await;
-    t.outcome("after", r, |t, r| format!("{} count {}", t.kvs(r.kvs()), r.count()));
-    let before = GetOptions::new().with_prefix().with_keys_only().with_revision(t.base() + 11);
+    let r = c
+        .get(
+            "/list/",
+            Some(GetOptions::new().with_prefix().with_keys_only()),
+        )
+        .await;
+    t.outcome("after", r, |t, r| {
+        format!("{} count {}", t.kvs(r.kvs()), r.count())
+    });
+    let before = GetOptions::new()
+        .with_prefix()
+        .with_keys_only()
+        .with_revision(t.base() + 11);
     let r = c.get("/list/", Some(before)).await;
-    t.outcome("before the delete", r, |_, r| format!("count {}", r.count()));
+    t.outcome("before the delete", r, |_, r| {
+        format!("count {}", r.count())
+    });
     t.lines
 }
 
 async fn lease_expiry(mut c: Client) -> Vec<String> {
     let mut t = Transcript::start(&mut c).await;
     let short = c.lease_grant(1, None).await;
-    t.outcome("grant 1 s", short, |t, r| format!("{} ttl {}", t.lease(r.id()), r.ttl()));
+    t.outcome("grant 1 s", short, |t, r| {
+        format!("{} ttl {}", t.lease(r.id()), r.ttl())
+    });
     let lease = c.lease_grant(2, None).await.expect("grant").id();
     let name = t.lease(lease);
     t.line(format!("lease {name}"));
     for key in ["/lease/b", "/lease/a"] {
-        let r = c.put(key, "held", Some(PutOptions::new().with_lease(lease))).await;
-        t.outcome(key, r, |t, r| t.rev(r.header().map(|h| h.revision()).unwrap_or_default()));
+        let r = c
+            .put(key, "held", Some(PutOptions::new().with_lease(lease)))
+            .await;
+        t.outcome(key, r, |t, r| {
+            t.rev(r.header().map(|h| h.revision()).unwrap_or_default())
+        });
     }
     let mut watch = c
         .watch("/lease/", Some(WatchOptions::new().with_prefix()))
@@ -281,9 +401,18 @@ async fn lease_expiry(mut c: Client) -> Vec<String> {
         let r = r.expect("an answer");
         format!("{} ttl {}", t.lease(r.id()), r.ttl())
     });
-    let r = c.lease_time_to_live(lease, Some(etcd_client::LeaseTimeToLiveOptions::new().with_keys())).await;
+    let r = c
+        .lease_time_to_live(
+            lease,
+            Some(etcd_client::LeaseTimeToLiveOptions::new().with_keys()),
+        )
+        .await;
     t.outcome("time to live", r, |_, r| {
-        let keys: Vec<String> = r.keys().iter().map(|k| String::from_utf8_lossy(k).into_owned()).collect();
+        let keys: Vec<String> = r
+            .keys()
+            .iter()
+            .map(|k| String::from_utf8_lossy(k).into_owned())
+            .collect();
         let mut keys = keys;
         keys.sort();
         format!(
@@ -301,12 +430,18 @@ async fn lease_expiry(mut c: Client) -> Vec<String> {
         format!("{} ttl {}", t.lease(r.id()), r.ttl())
     });
     let r = c.lease_time_to_live(lease, None).await;
-    t.outcome("time to live after expiry", r, |_, r| format!("ttl {}", r.ttl()));
+    t.outcome("time to live after expiry", r, |_, r| {
+        format!("ttl {}", r.ttl())
+    });
     let r = c.lease_keep_alive(lease).await;
     t.outcome("a new keep-alive stream", r, |_, _| "ok".into());
-    let r = c.put("/lease/c", "x", Some(PutOptions::new().with_lease(lease))).await;
+    let r = c
+        .put("/lease/c", "x", Some(PutOptions::new().with_lease(lease)))
+        .await;
     t.outcome("put with the expired lease", r, |_, _| "ok".into());
-    let r = c.get("/lease/", Some(GetOptions::new().with_prefix())).await;
+    let r = c
+        .get("/lease/", Some(GetOptions::new().with_prefix()))
+        .await;
     t.outcome("keys left", r, |t, r| t.kvs(r.kvs()));
     let r = c.lease_revoke(lease).await;
     t.outcome("revoke the expired lease", r, |_, _| "ok".into());
@@ -332,7 +467,10 @@ async fn watch_history(mut c: Client) -> Vec<String> {
     let options = WatchOptions::new()
         .with_start_revision(base + 5)
         .with_filters([etcd_client::WatchFilterType::NoDelete]);
-    watch.watch("/w/b", Some(options)).await.expect("second watch");
+    watch
+        .watch("/w/b", Some(options))
+        .await
+        .expect("second watch");
     t.watch_control("second", &mut watch).await;
     t.watch_events("second", &mut watch, 1).await;
     watch.cancel(first).await.expect("cancel");
@@ -343,21 +481,50 @@ async fn watch_history(mut c: Client) -> Vec<String> {
     // Physical: etcd compacts in the background otherwise, and the watch from the
     // compaction below would race it.
     let r = c
-        .compact(base + 4, Some(etcd_client::CompactionOptions::new().with_physical()))
+        .compact(
+            base + 4,
+            Some(etcd_client::CompactionOptions::new().with_physical()),
+        )
         .await;
-    t.outcome("compact", r, |t, r| t.rev(r.header().map(|h| h.revision()).unwrap_or_default()));
-    let r = c.get("/w/", Some(GetOptions::new().with_prefix().with_revision(base + 2))).await;
+    t.outcome("compact", r, |t, r| {
+        t.rev(r.header().map(|h| h.revision()).unwrap_or_default())
+    });
+    let r = c
+        .get(
+            "/w/",
+            Some(GetOptions::new().with_prefix().with_revision(base + 2)),
+        )
+        .await;
     t.outcome("read below the compaction", r, |t, r| t.kvs(r.kvs()));
-    let r = c.get("/w/", Some(GetOptions::new().with_prefix().with_revision(base + 4))).await;
+    let r = c
+        .get(
+            "/w/",
+            Some(GetOptions::new().with_prefix().with_revision(base + 4)),
+        )
+        .await;
     t.outcome("read at the compaction", r, |t, r| t.kvs(r.kvs()));
     let mut old = c
-        .watch("/w/", Some(WatchOptions::new().with_prefix().with_start_revision(base + 2)))
+        .watch(
+            "/w/",
+            Some(
+                WatchOptions::new()
+                    .with_prefix()
+                    .with_start_revision(base + 2),
+            ),
+        )
         .await
         .expect("watch");
     t.watch_control("from below the compaction", &mut old).await;
     t.watch_control("from below the compaction", &mut old).await;
     let mut at = c
-        .watch("/w/", Some(WatchOptions::new().with_prefix().with_start_revision(base + 4)))
+        .watch(
+            "/w/",
+            Some(
+                WatchOptions::new()
+                    .with_prefix()
+                    .with_start_revision(base + 4),
+            ),
+        )
         .await
         .expect("watch");
     t.watch_control("from the compaction", &mut at).await;
@@ -385,7 +552,9 @@ async fn revoke(mut c: Client) -> Vec<String> {
         .expect("watch");
     t.watch_control("watch", &mut watch).await;
     let r = c.lease_revoke(lease).await;
-    t.outcome("revoke", r, |t, r| t.rev(r.header().map(|h| h.revision()).unwrap_or_default()));
+    t.outcome("revoke", r, |t, r| {
+        t.rev(r.header().map(|h| h.revision()).unwrap_or_default())
+    });
     t.watch_events("revoked", &mut watch, 3).await;
     let r = c.get("/r/", Some(GetOptions::new().with_prefix())).await;
     t.outcome("left", r, |t, r| t.kvs(r.kvs()));
@@ -399,20 +568,47 @@ async fn revoke(mut c: Client) -> Vec<String> {
     t.outcome("leases", r, |_, r| format!("{}", r.leases().len()));
     // A chosen id, taken twice; a key moved off its lease.
     let chosen = 0x0777_0000;
-    let r = c.lease_grant(30, Some(etcd_client::LeaseGrantOptions::new().with_id(chosen))).await;
-    t.outcome("grant a chosen id", r, |_, r| format!("{:x} ttl {}", r.id(), r.ttl()));
-    let r = c.lease_grant(30, Some(etcd_client::LeaseGrantOptions::new().with_id(chosen))).await;
+    let r = c
+        .lease_grant(
+            30,
+            Some(etcd_client::LeaseGrantOptions::new().with_id(chosen)),
+        )
+        .await;
+    t.outcome("grant a chosen id", r, |_, r| {
+        format!("{:x} ttl {}", r.id(), r.ttl())
+    });
+    let r = c
+        .lease_grant(
+            30,
+            Some(etcd_client::LeaseGrantOptions::new().with_id(chosen)),
+        )
+        .await;
     t.outcome("grant it again", r, |_, _| "ok".into());
-    c.put("/r/d", "2", Some(PutOptions::new().with_lease(chosen))).await.expect("put");
-    c.put("/r/e", "2", Some(PutOptions::new().with_lease(chosen))).await.expect("put");
+    c.put("/r/d", "2", Some(PutOptions::new().with_lease(chosen)))
+        .await
+        .expect("put");
+    c.put("/r/e", "2", Some(PutOptions::new().with_lease(chosen)))
+        .await
+        .expect("put");
     c.put("/r/d", "3", None).await.expect("put");
-    let r = c.lease_time_to_live(chosen, Some(etcd_client::LeaseTimeToLiveOptions::new().with_keys())).await;
+    let r = c
+        .lease_time_to_live(
+            chosen,
+            Some(etcd_client::LeaseTimeToLiveOptions::new().with_keys()),
+        )
+        .await;
     t.outcome("keys of the chosen lease", r, |_, r| {
-        let keys: Vec<String> = r.keys().iter().map(|k| String::from_utf8_lossy(k).into_owned()).collect();
+        let keys: Vec<String> = r
+            .keys()
+            .iter()
+            .map(|k| String::from_utf8_lossy(k).into_owned())
+            .collect();
         format!("{keys:?}")
     });
     let r = c.lease_revoke(chosen).await;
-    t.outcome("revoke the chosen", r, |t, r| t.rev(r.header().map(|h| h.revision()).unwrap_or_default()));
+    t.outcome("revoke the chosen", r, |t, r| {
+        t.rev(r.header().map(|h| h.revision()).unwrap_or_default())
+    });
     t.watch_events("moved key stays", &mut watch, 4).await;
     t.lines
 }

@@ -40,11 +40,14 @@ async fn a_follower_takes_over_when_the_model_revokes_the_leaders_lease() {
     let first = Election::new(connect().await, key.clone(), member("m1", 1), 3, 100);
     let (leader1, _) = watch::channel(None);
     let mut shutdown1 = shutdown.clone();
-    let term = timeout(Duration::from_secs(5), first.campaign(&leader1, &mut shutdown1))
-        .await
-        .expect("m1 campaigns in time")
-        .expect("no etcd error")
-        .expect("m1 wins an empty election");
+    let term = timeout(
+        Duration::from_secs(5),
+        first.campaign(&leader1, &mut shutdown1),
+    )
+    .await
+    .expect("m1 campaigns in time")
+    .expect("no etcd error")
+    .expect("m1 wins an empty election");
     assert!(term.holds(mono_ms()), "a fresh term holds its lease");
 
     let second = Election::new(connect().await, key.clone(), member("m2", 2), 3, 100);
@@ -65,7 +68,9 @@ async fn a_follower_takes_over_when_the_model_revokes_the_leaders_lease() {
     .expect("m2's campaign is running");
 
     let before = model.revision();
-    let after = model.revoke_lease(term.lease_id).expect("m1's lease exists");
+    let after = model
+        .revoke_lease(term.lease_id)
+        .expect("m1's lease exists");
     assert_eq!(after, before + 1, "the revocation deletes the leader key");
     let lease2 = timeout(Duration::from_secs(10), follower)
         .await

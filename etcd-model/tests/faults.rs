@@ -43,7 +43,10 @@ async fn failures_before_and_after_apply_and_a_dropped_reply() {
     let e = c.put("a", "1", None).await.expect_err("the fault");
     assert_eq!(
         code(e),
-        (tonic::Code::Unavailable, "etcdserver: request timed out".into())
+        (
+            tonic::Code::Unavailable,
+            "etcdserver: request timed out".into()
+        )
     );
     assert_eq!(model.revision(), start, "nothing applied");
 

@@ -4,13 +4,19 @@
 
 use std::ops::Bound;
 
+/// A range's lower and upper bound, as `BTreeMap::range` takes them.
+pub type Bounds<'a> = (Bound<&'a [u8]>, Bound<&'a [u8]>);
+
 /// Keys named by a request.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum KeyRange {
     /// Exactly one key.
     Single(Vec<u8>),
     /// `[start, end)`, or every key from `start` on when `end` is `None`.
-    Span { start: Vec<u8>, end: Option<Vec<u8>> },
+    Span {
+        start: Vec<u8>,
+        end: Option<Vec<u8>>,
+    },
 }
 
 impl KeyRange {
@@ -41,9 +47,11 @@ impl KeyRange {
 
     /// The bounds for a `BTreeMap::range`, or `None` when the range holds no key at all (an
     /// end at or before the start), which `BTreeMap::range` would refuse.
-    pub fn bounds(&self) -> Option<(Bound<&[u8]>, Bound<&[u8]>)> {
+    pub fn bounds(&self) -> Option<Bounds<'_>> {
         match self {
-            KeyRange::Single(k) => Some((Bound::Included(k.as_slice()), Bound::Included(k.as_slice()))),
+            KeyRange::Single(k) => {
+                Some((Bound::Included(k.as_slice()), Bound::Included(k.as_slice())))
+            }
             KeyRange::Span { start, end: None } => {
                 Some((Bound::Included(start.as_slice()), Bound::Unbounded))
             }

@@ -17,8 +17,7 @@ pub(super) fn check_range_request(r: &RangeRequest) -> Result<(), EtcdError> {
     if r.key.is_empty() {
         return Err(EtcdError::EmptyKey);
     }
-    if SortOrder::try_from(r.sort_order).is_err() || SortTarget::try_from(r.sort_target).is_err()
-    {
+    if SortOrder::try_from(r.sort_order).is_err() || SortTarget::try_from(r.sort_target).is_err() {
         return Err(EtcdError::InvalidSortOption);
     }
     Ok(())

@@ -37,10 +37,11 @@ impl Store {
         range: &KeyRange,
         revision: i64,
     ) -> impl Iterator<Item = &'a KeyValue> + 'a {
-        let entries: Box<dyn Iterator<Item = (&'a Vec<u8>, &'a Vec<Entry>)> + 'a> = match range.bounds() {
-            None => Box::new(std::iter::empty()),
-            Some(bounds) => Box::new(self.keys.range::<[u8], _>(bounds)),
-        };
+        let entries: Box<dyn Iterator<Item = (&'a Vec<u8>, &'a Vec<Entry>)> + 'a> =
+            match range.bounds() {
+                None => Box::new(std::iter::empty()),
+                Some(bounds) => Box::new(self.keys.range::<[u8], _>(bounds)),
+            };
         entries.filter_map(move |(_, history)| Self::at(history, revision))
     }
 

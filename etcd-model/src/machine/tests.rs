@@ -101,7 +101,11 @@ fn writes_take_one_revision_each_and_reads_none() {
     // A txn of two puts is one revision; the read inside sees the first put.
     let t = TxnRequest {
         compare: vec![],
-        success: vec![op_put(put("b", "1")), op_get(get("b")), op_put(put("c", "1"))],
+        success: vec![
+            op_put(put("b", "1")),
+            op_get(get("b")),
+            op_put(put("c", "1")),
+        ],
         failure: vec![],
     };
     let r = etcd.txn(&t, 0).unwrap();
@@ -135,7 +139,11 @@ fn campaign_wins_once_and_the_loser_reads_the_winner() {
     assert!(won.succeeded);
     let lost = etcd.txn(&campaign("leader", "m2", 0), 0).unwrap();
     assert!(!lost.succeeded);
-    assert_eq!(revision_of(&lost.header), 2, "a lost campaign writes nothing");
+    assert_eq!(
+        revision_of(&lost.header),
+        2,
+        "a lost campaign writes nothing"
+    );
     match &lost.responses[0].response {
         Some(Response::ResponseRange(r)) => {
             assert_eq!(r.kvs[0].value, b"m1");
@@ -201,8 +209,14 @@ fn paged_range_with_limit_more_and_count() {
         ..prefix("p/")
     };
     assert_eq!(etcd.range(&future, 0), Err(EtcdError::FutureRev));
-    etcd.compact(&CompactionRequest { revision: 5, physical: false }, 0)
-        .unwrap();
+    etcd.compact(
+        &CompactionRequest {
+            revision: 5,
+            physical: false,
+        },
+        0,
+    )
+    .unwrap();
     assert_eq!(etcd.range(&at, 0), Err(EtcdError::Compacted));
 }
 
@@ -214,13 +228,31 @@ fn leases_expire_to_the_millisecond_and_delete_their_keys() {
         .unwrap();
     assert_eq!(grant.ttl, 2, "raised to the minimum TTL");
     assert_eq!(
-        etcd.put(&PutRequest { lease: 12345, ..put("x", "1") }, 1_000),
+        etcd.put(
+            &PutRequest {
+                lease: 12345,
+                ..put("x", "1")
+            },
+            1_000
+        ),
         Err(EtcdError::LeaseNotFound)
     );
-    etcd.put(&PutRequest { lease: grant.id, ..put("k/1", "1") }, 1_000)
-        .unwrap();
-    etcd.put(&PutRequest { lease: grant.id, ..put("k/2", "1") }, 1_000)
-        .unwrap();
+    etcd.put(
+        &PutRequest {
+            lease: grant.id,
+            ..put("k/1", "1")
+        },
+        1_000,
+    )
+    .unwrap();
+    etcd.put(
+        &PutRequest {
+            lease: grant.id,
+            ..put("k/2", "1")
+        },
+        1_000,
+    )
+    .unwrap();
     let stream = etcd.open_watch_stream();
     let create = WatchRequest {
         request_union: Some(RequestUnion::CreateRequest(WatchCreateRequest {
@@ -232,7 +264,10 @@ fn leases_expire_to_the_millisecond_and_delete_their_keys() {
     etcd.watch_request(stream, &create, 1_000);
     let keep = LeaseKeepAliveRequest { id: grant.id };
     assert_eq!(etcd.lease_keep_alive(&keep, 2_500).ttl, 2);
-    let ttl = LeaseTimeToLiveRequest { id: grant.id, keys: true };
+    let ttl = LeaseTimeToLiveRequest {
+        id: grant.id,
+        keys: true,
+    };
     let left = etcd.lease_time_to_live(&ttl, 3_000);
     assert_eq!((left.ttl, left.keys.len()), (1, 2));
     etcd.advance(4_499);
@@ -248,7 +283,13 @@ fn leases_expire_to_the_millisecond_and_delete_their_keys() {
         .1
         .events
         .iter()
-        .map(|e| (e.r#type, e.kv.as_ref().unwrap().key.clone(), e.kv.as_ref().unwrap().mod_revision))
+        .map(|e| {
+            (
+                e.r#type,
+                e.kv.as_ref().unwrap().key.clone(),
+                e.kv.as_ref().unwrap().mod_revision,
+            )
+        })
         .collect();
     assert_eq!(
         deletes,
@@ -283,11 +324,22 @@ fn watch_from_the_past_replays_and_a_compacted_start_is_refused() {
     let responses = etcd.take_watch_responses();
     let revisions: Vec<Vec<i64>> = responses
         .iter()
-        .map(|(_, r)| r.events.iter().map(|e| e.kv.as_ref().unwrap().mod_revision).collect())
+        .map(|(_, r)| {
+            r.events
+                .iter()
+                .map(|e| e.kv.as_ref().unwrap().mod_revision)
+                .collect()
+        })
         .collect();
     assert_eq!(revisions, vec![vec![], vec![2, 4], vec![5]]);
-    etcd.compact(&CompactionRequest { revision: 4, physical: false }, 0)
-        .unwrap();
+    etcd.compact(
+        &CompactionRequest {
+            revision: 4,
+            physical: false,
+        },
+        0,
+    )
+    .unwrap();
     etcd.watch_request(stream, &create(3), 0);
     let responses = etcd.take_watch_responses();
     assert!(responses[0].1.created);

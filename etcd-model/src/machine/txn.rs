@@ -66,7 +66,11 @@ impl Etcd {
 
     /// What the branch taken needs of the store before anything is applied.
     fn check_txn(&self, t: &TxnRequest, path: &Path) -> Result<(), EtcdError> {
-        let ops = if path.succeeded { &t.success } else { &t.failure };
+        let ops = if path.succeeded {
+            &t.success
+        } else {
+            &t.failure
+        };
         let mut nested = path.nested.iter();
         for op in ops {
             match &op.request {
@@ -93,7 +97,11 @@ impl Etcd {
     }
 
     fn execute(&mut self, batch: &mut Batch, t: &TxnRequest, path: &Path) -> TxnResponse {
-        let ops = if path.succeeded { &t.success } else { &t.failure };
+        let ops = if path.succeeded {
+            &t.success
+        } else {
+            &t.failure
+        };
         let mut nested = path.nested.iter();
         let mut responses = Vec::with_capacity(ops.len());
         for op in ops {
@@ -103,7 +111,9 @@ impl Etcd {
                     self.range_at(r, batch.read_revision())
                         .unwrap_or_else(|_| RangeResponse::default()),
                 )),
-                Some(Request::RequestPut(p)) => Some(Response::ResponsePut(self.apply_put(batch, p))),
+                Some(Request::RequestPut(p)) => {
+                    Some(Response::ResponsePut(self.apply_put(batch, p)))
+                }
                 Some(Request::RequestDeleteRange(d)) => {
                     Some(Response::ResponseDeleteRange(self.apply_delete(batch, d)))
                 }

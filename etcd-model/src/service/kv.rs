@@ -22,7 +22,8 @@ impl Kv for EtcdModel {
 
     async fn put(&self, request: Request<PutRequest>) -> Result<Response<PutResponse>, Status> {
         let r = request.into_inner();
-        self.unary(Rpc::Put, move |etcd, now| etcd.put(&r, now)).await
+        self.unary(Rpc::Put, move |etcd, now| etcd.put(&r, now))
+            .await
     }
 
     async fn delete_range(
@@ -30,13 +31,16 @@ impl Kv for EtcdModel {
         request: Request<DeleteRangeRequest>,
     ) -> Result<Response<DeleteRangeResponse>, Status> {
         let r = request.into_inner();
-        self.unary(Rpc::DeleteRange, move |etcd, now| etcd.delete_range(&r, now))
-            .await
+        self.unary(Rpc::DeleteRange, move |etcd, now| {
+            etcd.delete_range(&r, now)
+        })
+        .await
     }
 
     async fn txn(&self, request: Request<TxnRequest>) -> Result<Response<TxnResponse>, Status> {
         let r = request.into_inner();
-        self.unary(Rpc::Txn, move |etcd, now| etcd.txn(&r, now)).await
+        self.unary(Rpc::Txn, move |etcd, now| etcd.txn(&r, now))
+            .await
     }
 
     async fn compact(

@@ -35,8 +35,10 @@ impl Lease for EtcdModel {
         request: Request<LeaseRevokeRequest>,
     ) -> Result<Response<LeaseRevokeResponse>, Status> {
         let r = request.into_inner();
-        self.unary(Rpc::LeaseRevoke, move |etcd, now| etcd.lease_revoke(&r, now))
-            .await
+        self.unary(Rpc::LeaseRevoke, move |etcd, now| {
+            etcd.lease_revoke(&r, now)
+        })
+        .await
     }
 
     type LeaseKeepAliveStream = KeepAliveStream;
@@ -99,7 +101,10 @@ impl Lease for EtcdModel {
         &self,
         _request: Request<LeaseLeasesRequest>,
     ) -> Result<Response<LeaseLeasesResponse>, Status> {
-        self.unary(Rpc::LeaseLeases, move |etcd, now| Ok(etcd.lease_leases(now)))
-            .await
+        self.unary(
+            Rpc::LeaseLeases,
+            move |etcd, now| Ok(etcd.lease_leases(now)),
+        )
+        .await
     }
 }

@@ -182,7 +182,10 @@ impl Transcript {
             Ok(Ok(Some(message))) => {
                 self.watch_marks(what, &message);
                 if !message.events().is_empty() {
-                    self.line(format!("{what}: {} unexpected events", message.events().len()));
+                    self.line(format!(
+                        "{what}: {} unexpected events",
+                        message.events().len()
+                    ));
                 }
                 message.watch_id()
             }
@@ -276,7 +279,11 @@ where
 {
     let (real, model) = tokio::join!(against_etcd(&script), against_model(&script));
     if std::env::var_os("CONFORMANCE_SHOW").is_some() {
-        eprintln!("--- etcd ---\n{}\n--- model ---\n{}", real.join("\n"), model.join("\n"));
+        eprintln!(
+            "--- etcd ---\n{}\n--- model ---\n{}",
+            real.join("\n"),
+            model.join("\n")
+        );
     }
     if real != model {
         let first = real
