@@ -42,8 +42,11 @@ pub mod points {
     /// The region syncer's leader end, before the message that says a snapshot is whole: a
     /// failure here cuts the stream mid-snapshot.
     pub const SYNC_SNAPSHOT_END: &str = "region_sync::snapshot_end";
+    /// A term that took over its syncer's copy, before it reads the store's regions to
+    /// reconcile the copy with them.
+    pub const RECONCILE: &str = "placement::reconcile";
 
-    pub const ALL: [&str; 12] = [
+    pub const ALL: [&str; 13] = [
         WAL_WRITE,
         WAL_FSYNC,
         SNAPSHOT_WRITE,
@@ -56,6 +59,7 @@ pub mod points {
         PERSIST_FLUSH,
         PLACEMENT_LOAD,
         SYNC_SNAPSHOT_END,
+        RECONCILE,
     ];
 }
 

@@ -329,7 +329,11 @@ pub async fn run(args: &NemesisArgs) -> anyhow::Result<NemesisReport> {
     report.ids = ids.len() as u64;
     report.duplicate_ids = count_duplicates(ids);
     report.splits_acknowledged = acknowledged.len() as u64;
-    // The map as the leader holds it after every fault, read back in full.
+    // The map as the leader holds it after every fault, read back in full once it is ready:
+    // a new leader that took over its syncer's copy serves routing from the copy while it
+    // reconciles it with the store, a state an earlier leader held, which may predate the
+    // last splits acknowledged; durability is what is checked here.
+    wait_ready(&cluster).await;
     let map = crate::cluster::scan_all(&client).await?;
     report.lost_splits = lost_splits(&acknowledged, &map).len() as u64;
     report.coverage_errors = coverage_errors(&map);
@@ -343,6 +347,23 @@ pub async fn run(args: &NemesisArgs) -> anyhow::Result<NemesisReport> {
 
 fn lock(cluster: &Mutex<Cluster>) -> std::sync::MutexGuard<'_, Cluster> {
     cluster.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Waits (up to 20 s) until the leader's `/ready` says yes: placement loaded and reconciled.
+async fn wait_ready(cluster: &Arc<Mutex<Cluster>>) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while Instant::now() < deadline {
+        if let Some(leader) = leader_within(cluster, None, Duration::from_secs(5)) {
+            let ready = tokio::task::block_in_place(|| {
+                let admin = lock(cluster).admin(leader).ok()?;
+                admin.get_json("/ready").ok()
+            });
+            if ready.is_some_and(|(code, _)| code == 200) {
+                return;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
 
 fn leader_within(cluster: &Mutex<Cluster>, except: Option<usize>, t: Duration) -> Option<usize> {

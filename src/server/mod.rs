@@ -243,7 +243,7 @@ fn admin_state(
         allocator: shared.allocator.clone(),
         placement_ready: {
             let placement = shared.placement.clone();
-            Arc::new(move || placement.is_ready())
+            Arc::new(move || placement.is_ready() && placement.is_reconciled())
         },
         control,
         clock: opts.config.debug.clock_injection.then(|| clock.clone()),

@@ -174,3 +174,89 @@ async fn a_paused_follower_resumes_a_restarted_one_resyncs_and_a_cut_snapshot_is
     converge(&c, restarted, &h, &want).await;
     assert_eq!(snapshots(&c, restarted), before + 1);
 }
+
+/// What a member answers an empty split report: the refusal's words, from a status or a header.
+async fn empty_split_report(pd: &mut PdClient<Channel>, h: &Option<pdpb::RequestHeader>) -> String {
+    match pd
+        .report_batch_split(pdpb::ReportBatchSplitRequest {
+            header: h.clone(),
+            regions: Vec::new(),
+        })
+        .await
+    {
+        Ok(r) => format!("{:?}", r.into_inner().header),
+        Err(status) => status.message().to_string(),
+    }
+}
+
+/// A leader that took over its syncer's copy serves routing from it at once, while it holds
+/// region writes and says it is not ready until the copy is reconciled with the store: a
+/// write applied to the copy before then could mix two states no leader held.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_copy_taken_over_holds_region_writes_until_it_is_reconciled() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (mut c, first) = Cluster::start_led(
+        tmp.path(),
+        3,
+        "[election]\nlease_ttl_secs = 2\n",
+        Duration::from_secs(20),
+    )
+    .unwrap();
+    let addr = c.nodes[first].process().grpc_addr.clone().unwrap();
+    let (mut pd, cluster_id) =
+        connect_when_placement_loads(&addr, &c.trust(), Duration::from_secs(20))
+            .await
+            .unwrap();
+    let h = pd_header(cluster_id);
+    let (store, boot) = bootstrap_over_grpc(&mut pd, cluster_id).await.unwrap();
+    let mut splitter = Splitter {
+        cluster_id,
+        store: store.id,
+        right: boot.id,
+        start: Vec::new(),
+        version: 1,
+    };
+    splitter.split(&mut pd, 0..5).await;
+    let want = answers(&mut pd, &h).await;
+    let followers: Vec<usize> = (0..3).filter(|i| *i != first).collect();
+    for &f in &followers {
+        converge(&c, f, &h, &want).await;
+        arm(&c, f, points::RECONCILE, "return(hang)");
+    }
+    c.nodes[first].kill().unwrap();
+    let next = super::on_etcd::leader(&c, Some(first));
+    let mut pd = client(&c, next).await;
+    // Routing from the copy as soon as the term serves.
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while answers(&mut pd, &h).await != want {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no routing from the copy"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let ready = |c: &Cluster| {
+        tokio::task::block_in_place(|| c.admin(next).unwrap().get_json("/ready").unwrap())
+    };
+    let (code, body) = ready(&c);
+    assert_eq!(code, 503, "{body}");
+    let refused = empty_split_report(&mut pd, &h).await;
+    assert!(refused.contains("reconciling"), "{refused}");
+
+    // Reconciled: ready, and the same report reaches the split checks.
+    arm(&c, next, points::RECONCILE, "");
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while ready(&c).0 != 200 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "not ready after the reconciliation"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let checked = empty_split_report(&mut pd, &h).await;
+    assert!(
+        checked.contains("0 regions in one split report"),
+        "{checked}"
+    );
+    splitter.split(&mut pd, 5..8).await;
+}

@@ -8,7 +8,7 @@ use tokio::sync::oneshot;
 use super::answer::{unavailable, WAIT};
 use super::messages::{beat_response, Beat, BeatReply, Beats, ShardMsg};
 use super::shard_task::heartbeat_local;
-use super::state::PlacementState;
+use super::state::{PlacementState, RECONCILING};
 use crate::placement::{Region, RegionStats};
 use crate::proto::{ErrorReply, Response};
 
@@ -41,6 +41,10 @@ pub async fn batch(
     items: Vec<Beat>,
     out: &mut Vec<Response>,
 ) {
+    if !state.writes_open().await {
+        out.extend(items.iter().map(|_| unavailable(RECONCILING)));
+        return;
+    }
     let n = state.shards.len();
     let mut slots = Vec::with_capacity(items.len());
     let mut local = Vec::new();

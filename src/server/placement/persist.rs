@@ -67,6 +67,8 @@ pub async fn serve_term<M: MetaStore + Clone>(
                 }
             }
         };
+        // A copy's region writes wait for the reconciliation below.
+        state.set_reconciled(!from_copy);
         state.set_ready(true);
         drop(_syncer_out);
         // Routing is served from the copy at once, but nothing is flushed until the store's
@@ -76,7 +78,10 @@ pub async fn serve_term<M: MetaStore + Clone>(
         if from_copy {
             loop {
                 match reconcile(&state, &store, &keys).await {
-                    Ok(()) => break,
+                    Ok(()) => {
+                        state.set_reconciled(true);
+                        break;
+                    }
                     Err(MetaError::NotLeader) => return Err(MetaError::NotLeader),
                     Err(e) => {
                         tracing::warn!(
@@ -158,6 +163,7 @@ pub async fn serve_term<M: MetaStore + Clone>(
     }
     .await;
     state.set_ready(false);
+    state.set_reconciled(true);
     clear(&state).await;
     state.dirty.clear();
     state.publish_gauges(0);
@@ -432,6 +438,7 @@ async fn reconcile<M: MetaStore>(
     keys: &Keys,
 ) -> Result<(), MetaError> {
     let started = std::time::Instant::now();
+    failpoint::step(points::RECONCILE).await?;
     let (regions, _) = scan_regions(store, keys).await?;
     let scanned = regions.len();
     let _gate = state.sync.gate.lock().await;

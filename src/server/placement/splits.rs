@@ -64,6 +64,9 @@ async fn ask_batch_split(state: &PlacementState, region: Region, count: u32) -> 
 }
 
 async fn report_batch_split(state: &PlacementState, regions: Vec<Region>) -> Response {
+    if !state.writes_open().await {
+        return unavailable(super::state::RECONCILING);
+    }
     if regions.is_empty() || regions.len() > MAX_BATCH_SPLIT as usize + 1 {
         return invalid(format!("{} regions in one split report", regions.len()));
     }

@@ -26,6 +26,13 @@ use crate::placement::{
 /// Ids per persisted block; a new block is persisted when half of one is left.
 pub const ID_BLOCK: u64 = 100_000;
 
+/// The longest a region write waits for a term's reconciliation before it is refused
+/// `Unavailable` (the store retries): reading 1M regions from etcd takes about a second.
+pub const RECONCILE_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Why a region write is refused while the term reconciles its copy.
+pub const RECONCILING: &str = "placement is reconciling its synced copy with the store; retry";
+
 pub struct PlacementState {
     pub index: RangeIndex,
     stores: Mutex<StoreMap>,
@@ -35,6 +42,9 @@ pub struct PlacementState {
     pub in_flight: InFlight,
     pub ids: IdService,
     ready: AtomicBool,
+    /// False while a term that took over its syncer's copy reconciles it with the store:
+    /// routing is served from the copy meanwhile, and region writes wait (`writes_open`).
+    reconciled: AtomicBool,
     pub bootstrapped: AtomicBool,
     /// One bounded queue per core's shard.
     pub shards: Vec<mpsc::Sender<ShardMsg>>,
@@ -121,6 +131,7 @@ impl PlacementState {
             in_flight: InFlight::default(),
             ids: IdService::default(),
             ready: AtomicBool::new(false),
+            reconciled: AtomicBool::new(true),
             bootstrapped: AtomicBool::new(false),
             shards: senders,
             persist,
@@ -174,6 +185,30 @@ impl PlacementState {
 
     pub fn set_ready(&self, ready: bool) {
         self.ready.store(ready, Ordering::Release);
+    }
+
+    /// Whether this term's index holds what the store holds (always, but while a term that
+    /// took over its syncer's copy reconciles it).
+    pub fn is_reconciled(&self) -> bool {
+        self.reconciled.load(Ordering::Acquire)
+    }
+
+    pub fn set_reconciled(&self, done: bool) {
+        self.reconciled.store(done, Ordering::Release);
+    }
+
+    /// Waits, up to [`RECONCILE_WAIT`], until region writes are open. A heartbeat or split
+    /// applied to a copy the store's regions are not in yet would mix two states into one no
+    /// leader held (a split's right half moved on, its left half not there: a gap).
+    pub async fn writes_open(&self) -> bool {
+        let deadline = tokio::time::Instant::now() + RECONCILE_WAIT;
+        while !self.is_reconciled() {
+            if tokio::time::Instant::now() >= deadline {
+                return false;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+        true
     }
 
     /// The shard owning region `id`.
