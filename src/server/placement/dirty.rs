@@ -18,8 +18,20 @@ pub struct DirtySet {
     inner: Mutex<Inner>,
     /// Wakes the persister after a mark.
     pub wake: Notify,
-    /// The latest generation whose marks are all durable.
-    durable: watch::Sender<u64>,
+    /// What is durable, as waiters read it.
+    durable: watch::Sender<Durable>,
+}
+
+/// The latest generation whose marks are all durable, and where the current term's
+/// generations start: a mark of an earlier term is durable only if it was before that term
+/// ended, never by a later term's flush, which writes that term's own index (a change the old
+/// term applied and never wrote may not be in it).
+#[derive(Debug, Clone, Copy, Default)]
+struct Durable {
+    generation: u64,
+    term_floor: u64,
+    /// `generation` when the current term began.
+    before_floor: u64,
 }
 
 #[derive(Default)]
@@ -45,7 +57,7 @@ impl Default for DirtySet {
                 ..Inner::default()
             }),
             wake: Notify::new(),
-            durable: watch::Sender::new(0),
+            durable: watch::Sender::new(Durable::default()),
         }
     }
 }
@@ -104,17 +116,24 @@ impl DirtySet {
     /// `generation` was written.
     pub fn durable(&self, generation: u64) {
         self.durable.send_if_modified(|d| {
-            let newer = generation > *d;
-            *d = (*d).max(generation);
+            let newer = generation > d.generation;
+            d.generation = d.generation.max(generation);
             newer
         });
     }
 
-    /// Waits until every mark of `generation` is durable; false after `timeout`.
+    /// Waits until every mark of `generation` is durable; false after `timeout`, or at once
+    /// when its term ended before it was written.
     pub async fn wait(&self, generation: u64, timeout: Duration) -> bool {
         let mut rx = self.durable.subscribe();
         let reached = tokio::time::timeout(timeout, async {
-            rx.wait_for(|d| *d >= generation).await.is_ok()
+            match rx
+                .wait_for(|d| generation < d.term_floor || d.generation >= generation)
+                .await
+            {
+                Ok(d) => generation >= d.term_floor || generation <= d.before_floor,
+                Err(_) => false,
+            }
         })
         .await;
         reached.unwrap_or(false)
@@ -126,17 +145,43 @@ impl DirtySet {
         inner.regions.len() + inner.stores.len()
     }
 
-    /// Forgets what is marked (a new term reloads everything).
+    /// Forgets what is marked (a term ended, or a new one reloads everything): the marks
+    /// made so far are durable only if they already were, and generations start again past
+    /// them.
     pub fn clear(&self) {
         let mut inner = self.inner();
         inner.regions.clear();
         inner.stores.clear();
+        inner.next += 1;
+        let floor = inner.next;
+        self.durable.send_modify(|d| {
+            d.before_floor = d.generation;
+            d.term_floor = floor;
+        });
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A change acknowledged only once durable must not be acknowledged by the flush of a later
+    /// term, which writes that term's own index: a term that ends fails its waiters, unless
+    /// their generation was written before it ended.
+    #[tokio::test]
+    async fn a_later_terms_flush_does_not_make_an_earlier_terms_marks_durable() {
+        let d = DirtySet::default();
+        let written = d.region(1);
+        d.durable(d.take().unwrap().generation);
+        let unwritten = d.region(2);
+        d.clear();
+        let next_term = d.region(3);
+        assert!(next_term > unwritten);
+        d.durable(d.take().unwrap().generation);
+        assert!(!d.wait(unwritten, Duration::from_millis(10)).await);
+        assert!(d.wait(written, Duration::from_millis(10)).await);
+        assert!(d.wait(next_term, Duration::from_millis(10)).await);
+    }
 
     #[tokio::test]
     async fn marks_coalesce_and_are_durable_once_their_generation_is_written() {
