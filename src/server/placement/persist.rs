@@ -441,11 +441,24 @@ async fn reconcile<M: MetaStore>(
     failpoint::step(points::RECONCILE).await?;
     let (regions, _) = scan_regions(store, keys).await?;
     let scanned = regions.len();
+    let stored: std::collections::HashMap<u64, crate::placement::Epoch> =
+        regions.iter().map(|r| (r.id, r.epoch)).collect();
     let _gate = state.sync.gate.lock().await;
     let applied = state.index.apply_newer(regions);
+    // The copy also holds what the old leader published and never made durable (the syncer
+    // streams a change as soon as it is in the index): a route the store does not hold at its
+    // epoch is this term's to write, or a later term that loads from the store loses it.
+    let mut unwritten = 0usize;
+    for route in state.index.snapshot().iter() {
+        if stored.get(&route.id()) != Some(&route.epoch()) {
+            state.dirty.region(route.id());
+            unwritten += 1;
+        }
+    }
     tracing::info!(
         scanned,
         applied,
+        unwritten,
         elapsed_ms = started.elapsed().as_millis() as u64,
         "placement reconciled the synced copy with the store"
     );
