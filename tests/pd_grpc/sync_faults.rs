@@ -80,15 +80,19 @@ fn snapshots(c: &Cluster, i: usize) -> usize {
         .count()
 }
 
-fn arm(c: &Cluster, i: usize, name: &str, actions: &str) {
-    tokio::task::block_in_place(|| c.admin(i).unwrap().failpoint(name, actions)).unwrap();
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_paused_follower_resumes_a_restarted_one_resyncs_and_a_cut_snapshot_is_never_applied() {
-    let tmp = tempfile::tempdir().unwrap();
-    let (mut c, first) = Cluster::start_led(
-        tmp.path(),
+/// Three members on etcd (lease 2 s), bootstrapped through the leader: the cluster, the
+/// leader, a client of it, the request header and a splitter of the one region.
+async fn bootstrapped(
+    dir: &std::path::Path,
+) -> (
+    Cluster,
+    usize,
+    PdClient<Channel>,
+    Option<pdpb::RequestHeader>,
+    Splitter,
+) {
+    let (c, first) = Cluster::start_led(
+        dir,
         3,
         "[election]\nlease_ttl_secs = 2\n",
         Duration::from_secs(20),
@@ -99,15 +103,25 @@ async fn a_paused_follower_resumes_a_restarted_one_resyncs_and_a_cut_snapshot_is
         connect_when_placement_loads(&addr, &c.trust(), Duration::from_secs(20))
             .await
             .unwrap();
-    let h = pd_header(cluster_id);
     let (store, boot) = bootstrap_over_grpc(&mut pd, cluster_id).await.unwrap();
-    let mut splitter = Splitter {
+    let splitter = Splitter {
         cluster_id,
         store: store.id,
         right: boot.id,
         start: Vec::new(),
         version: 1,
     };
+    (c, first, pd, pd_header(cluster_id), splitter)
+}
+
+fn arm(c: &Cluster, i: usize, name: &str, actions: &str) {
+    tokio::task::block_in_place(|| c.admin(i).unwrap().failpoint(name, actions)).unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_paused_follower_resumes_a_restarted_one_resyncs_and_a_cut_snapshot_is_never_applied() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (mut c, first, mut pd, h, mut splitter) = bootstrapped(tmp.path()).await;
     splitter.split(&mut pd, 0..10).await;
     let (paused, restarted) = ((first + 1) % 3, (first + 2) % 3);
     let want = answers(&mut pd, &h).await;
@@ -195,27 +209,7 @@ async fn empty_split_report(pd: &mut PdClient<Channel>, h: &Option<pdpb::Request
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_copy_taken_over_holds_region_writes_until_it_is_reconciled() {
     let tmp = tempfile::tempdir().unwrap();
-    let (mut c, first) = Cluster::start_led(
-        tmp.path(),
-        3,
-        "[election]\nlease_ttl_secs = 2\n",
-        Duration::from_secs(20),
-    )
-    .unwrap();
-    let addr = c.nodes[first].process().grpc_addr.clone().unwrap();
-    let (mut pd, cluster_id) =
-        connect_when_placement_loads(&addr, &c.trust(), Duration::from_secs(20))
-            .await
-            .unwrap();
-    let h = pd_header(cluster_id);
-    let (store, boot) = bootstrap_over_grpc(&mut pd, cluster_id).await.unwrap();
-    let mut splitter = Splitter {
-        cluster_id,
-        store: store.id,
-        right: boot.id,
-        start: Vec::new(),
-        version: 1,
-    };
+    let (mut c, first, mut pd, h, mut splitter) = bootstrapped(tmp.path()).await;
     splitter.split(&mut pd, 0..5).await;
     let want = answers(&mut pd, &h).await;
     let followers: Vec<usize> = (0..3).filter(|i| *i != first).collect();
