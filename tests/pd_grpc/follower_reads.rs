@@ -70,6 +70,19 @@ pub(super) async fn split(
     (right, start, version): (u64, &[u8], u64),
     at: &[u8],
 ) -> [Seen; 2] {
+    let (request, made) = split_report(pd, cluster_id, store, (right, start, version), at).await;
+    report(pd, request).await;
+    made
+}
+
+/// The report of the split [`split`] makes, with fresh ids, and the regions it makes.
+pub(super) async fn split_report(
+    pd: &mut PdClient<Channel>,
+    cluster_id: u64,
+    store: u64,
+    (right, start, version): (u64, &[u8], u64),
+    at: &[u8],
+) -> (pdpb::ReportBatchSplitRequest, [Seen; 2]) {
     let left_id = harness::alloc_id(pd, cluster_id).await.unwrap();
     let left_peer = harness::alloc_id(pd, cluster_id).await.unwrap();
     let right_peer = harness::alloc_id(pd, cluster_id).await.unwrap();
@@ -87,19 +100,21 @@ pub(super) async fn split(
         (1, version + 1),
         vec![peer(right_peer, store)],
     );
-    let r = pd
-        .report_batch_split(pdpb::ReportBatchSplitRequest {
-            header: pd_header(cluster_id),
-            regions: vec![left, right_half],
-        })
-        .await
-        .unwrap()
-        .into_inner();
-    assert_eq!(error_type(&r.header), None, "{:?}", r.header);
-    [
+    let request = pdpb::ReportBatchSplitRequest {
+        header: pd_header(cluster_id),
+        regions: vec![left, right_half],
+    };
+    let made = [
         Seen::Region(left_id, start.to_vec(), at.to_vec(), version + 1),
         Seen::Region(right, at.to_vec(), Vec::new(), version + 1),
-    ]
+    ];
+    (request, made)
+}
+
+/// Sends a split report and requires it acknowledged.
+pub(super) async fn report(pd: &mut PdClient<Channel>, request: pdpb::ReportBatchSplitRequest) {
+    let r = pd.report_batch_split(request).await.unwrap().into_inner();
+    assert_eq!(error_type(&r.header), None, "{:?}", r.header);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -3,12 +3,14 @@
 //! leader's change log, with no new snapshot, and answers what the leader made meanwhile. A
 //! follower killed (SIGKILL) and started again keeps no copy: it takes a snapshot. A stream
 //! cut before its snapshot is whole applies none of it: the follower answers nothing from
-//! its copy and syncs again, and answers once a whole snapshot has arrived.
+//! its copy and syncs again, and answers once a whole snapshot has arrived. A leader that
+//! dies before writing a split it streamed leaves it to the follower that takes over, which
+//! writes it: a member that loads the store later still has it.
 
 use meridian::failpoint::points;
 use meridian::harness::{bootstrap_over_grpc, Cluster};
 
-use super::follower_reads::{get, split, without_colours, Seen};
+use super::follower_reads::{get, report, split, split_report, without_colours, Seen};
 use super::on_etcd::client;
 use super::*;
 
@@ -253,4 +255,94 @@ async fn a_copy_taken_over_holds_region_writes_until_it_is_reconciled() {
         "{checked}"
     );
     splitter.split(&mut pd, 5..8).await;
+}
+
+/// Waits until member `i` serves and says it is ready.
+fn wait_ready(c: &Cluster, i: usize) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let ready = tokio::task::block_in_place(|| c.admin(i).unwrap().get_json("/ready"));
+        if matches!(ready, Ok((200, _))) {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "member {i} not ready: {ready:?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The syncer streams a split once it is in the leader's index, before the leader has
+/// written it. A leader that dies before the write leaves the split in its followers' copies
+/// and not in the store; the follower that takes over must write it, or the next member to
+/// load from the store serves a map that lost it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_copy_taken_over_writes_the_splits_its_old_leader_never_wrote() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (mut c, first, mut pd, h, mut splitter) = bootstrapped(tmp.path()).await;
+    splitter.split(&mut pd, 0..3).await;
+    let before = answers(&mut pd, &h).await;
+
+    let (request, _) = split_report(
+        &mut pd,
+        splitter.cluster_id,
+        splitter.store,
+        (splitter.right, &splitter.start, splitter.version),
+        b"k0003",
+    )
+    .await;
+
+    // From here the leader's writes hang: the split reaches its index and its syncer's
+    // stream, never the store, and is never acknowledged.
+    arm(&c, first, points::PERSIST_FLUSH, "return(hang)");
+    let report_once = {
+        let (mut pd, request) = (pd.clone(), request.clone());
+        tokio::spawn(async move { pd.report_batch_split(request).await })
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let want = loop {
+        let now = answers(&mut pd, &h).await;
+        if now != before {
+            break now;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the leader's index never held the split"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert!(
+        !report_once.is_finished(),
+        "a split acknowledged before it was written"
+    );
+    let followers: Vec<usize> = (0..3).filter(|i| *i != first).collect();
+    for &f in &followers {
+        converge(&c, f, &h, &want).await;
+    }
+
+    c.nodes[first].kill().unwrap();
+    report_once.abort();
+    let next = super::on_etcd::leader(&c, Some(first));
+    wait_ready(&c, next);
+    let mut pd = client(&c, next).await;
+    assert_eq!(answers(&mut pd, &h).await, want);
+    // The store reports its split again, as it does until it hears Done: the new leader
+    // already holds it, and acknowledges it only once it is written.
+    report(&mut pd, request).await;
+
+    // Every member stopped, one started again: it has no copy and loads the store.
+    for &f in &followers {
+        c.nodes[f].kill().unwrap();
+    }
+    let last = followers[0];
+    c.nodes[last].start().unwrap();
+    assert_eq!(super::on_etcd::leader(&c, None), last);
+    wait_ready(&c, last);
+    let mut pd = client(&c, last).await;
+    assert_eq!(
+        answers(&mut pd, &h).await,
+        want,
+        "a split the copy held was not written"
+    );
 }

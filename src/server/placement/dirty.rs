@@ -139,6 +139,25 @@ impl DirtySet {
         reached.unwrap_or(false)
     }
 
+    /// The generation to wait for before acknowledging something already applied that a
+    /// change marked earlier may still hold unwritten (a report that repeats a change, found
+    /// at its epoch): every mark made so far is durable once it is. 0 when nothing marked in
+    /// this term is unwritten.
+    pub fn settled(&self) -> u64 {
+        let inner = self.inner();
+        if !inner.regions.is_empty() || !inner.stores.is_empty() {
+            return inner.next;
+        }
+        // Nothing waits to be taken; the last generation taken may still be in flight.
+        let taken = inner.next - 1;
+        let d = *self.durable.borrow();
+        if taken < d.term_floor || taken <= d.generation {
+            0
+        } else {
+            taken
+        }
+    }
+
     /// Entries not yet written.
     pub fn len(&self) -> usize {
         let inner = self.inner();
@@ -181,6 +200,34 @@ mod tests {
         assert!(!d.wait(unwritten, Duration::from_millis(10)).await);
         assert!(d.wait(written, Duration::from_millis(10)).await);
         assert!(d.wait(next_term, Duration::from_millis(10)).await);
+    }
+
+    /// A repeated change waits for whatever is marked and unwritten, in the set or in a flush
+    /// under way, and not at all once everything is written or its term has ended.
+    #[tokio::test]
+    async fn settled_covers_every_mark_made_so_far() {
+        let d = DirtySet::default();
+        assert_eq!(d.settled(), 0, "nothing marked");
+        let g = d.region(4);
+        assert_eq!(d.settled(), g, "marked, not taken");
+        let taken = d.take().unwrap();
+        assert_eq!(d.settled(), g, "taken, in flight");
+        assert!(!d.wait(d.settled(), Duration::from_millis(10)).await);
+        d.put_back(taken);
+        assert!(
+            d.settled() > g,
+            "a failed flush's marks wait for the next one"
+        );
+        let again = d.take().unwrap();
+        d.durable(again.generation);
+        assert_eq!(d.settled(), 0, "everything written");
+        d.region(5);
+        d.clear();
+        assert_eq!(
+            d.settled(),
+            0,
+            "an ended term's marks are not this term's to wait for"
+        );
     }
 
     #[tokio::test]

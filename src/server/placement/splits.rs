@@ -114,7 +114,10 @@ async fn report_batch_split(state: &PlacementState, regions: Vec<Region>) -> Res
     if !removed.is_empty() {
         forget_elsewhere(state, None, removed);
     }
-    // Acknowledged only once durable: a store that hears Done may forget its report.
+    // Acknowledged only once durable: a store that hears Done may forget its report. A report
+    // that changes nothing repeats a change that may itself be unwritten (a retry whose first
+    // try was applied, or one a term took over from its syncer's copy), so it waits too.
+    let durable_at = durable_at.max(state.dirty.settled());
     if durable_at > 0 && !state.dirty.wait(durable_at, WAIT).await {
         return unavailable("the split is applied but not yet durable; report it again");
     }
