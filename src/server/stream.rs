@@ -13,7 +13,7 @@ use crate::admin::RequestKind;
 use crate::auth::Caller;
 use crate::proto::{self, ErrorReply, FrameDecoder, StreamCode};
 
-use super::service::{admit, execute_batch, BatchRoom, Op};
+use super::service::{admit, execute_batch, BatchRoom, Op, Replies};
 use super::Shared;
 
 const READ_CHUNK: usize = 64 * 1024;
@@ -31,7 +31,6 @@ pub async fn serve_stream(
     let mut scratch = AlignedVec::new();
     let mut out = Vec::with_capacity(4096);
     let mut batch = Vec::new();
-    let mut responses = Vec::new();
     let mut room = BatchRoom::default();
     loop {
         let chunk = tokio::select! {
@@ -85,21 +84,24 @@ pub async fn serve_stream(
             }
         }
         let answered = batch.len() as u64;
+        let mut encoder = Encoder {
+            scratch: &mut scratch,
+            out: &mut out,
+            failed: None,
+        };
         execute_batch(
             &mut batch,
-            &mut responses,
+            &mut encoder,
             &mut room,
             &shared,
             Some(core),
             metrics,
         )
         .await;
-        for response in responses.drain(..) {
-            if let Err(e) = proto::encode(&response, &mut scratch, &mut out) {
-                tracing::error!(core, "encoding a response failed: {e}");
-                let _ = send.reset(StreamCode::Truncated.code().into());
-                return;
-            }
+        if let Some(e) = encoder.failed {
+            tracing::error!(core, "encoding a response failed: {e}");
+            let _ = send.reset(StreamCode::Truncated.code().into());
+            return;
         }
         if !out.is_empty() {
             if send.write_all(&out).await.is_err() {
@@ -116,6 +118,24 @@ pub async fn serve_stream(
             let _ = send.reset(StreamCode::FrameTooLarge.code().into());
             let _ = recv.stop(StreamCode::FrameTooLarge.code().into());
             return;
+        }
+    }
+}
+
+/// A batch's replies encoded onto the stream's write as they come; the first failure ends
+/// the stream, and nothing after it is encoded.
+struct Encoder<'a> {
+    scratch: &'a mut AlignedVec,
+    out: &'a mut Vec<u8>,
+    failed: Option<proto::FrameError>,
+}
+
+impl Replies for Encoder<'_> {
+    fn reply(&mut self, response: proto::Response) {
+        if self.failed.is_none() {
+            if let Err(e) = proto::encode(&response, self.scratch, self.out) {
+                self.failed = Some(e);
+            }
         }
     }
 }

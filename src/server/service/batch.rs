@@ -12,15 +12,29 @@ use crate::server::Shared;
 
 use super::{execute, Op};
 
-/// A request on its way to a reply.
+/// A request on its way to a reply. Two words: the two kinds served together are the many,
+/// the boxed rest the few, and a batch's list is written and read once per request.
 enum Pending {
     /// Refused by the front end (malformed, not permitted): answered as it is.
-    Now(Response),
-    Later(Op),
+    Now(Box<Response>),
+    Later(Box<Op>),
     /// The next of the batch's heartbeat replies.
     Beat,
     /// The next of the batch's lookups.
     Located,
+}
+
+/// Where a batch's replies go, in request order: a list (the gRPC adapters read them
+/// afterwards), or straight into a stream's encoder, so that a reply is never copied into a
+/// list only to be read back and encoded.
+pub trait Replies {
+    fn reply(&mut self, response: Response);
+}
+
+impl Replies for Vec<Response> {
+    fn reply(&mut self, response: Response) {
+        self.push(response);
+    }
 }
 
 /// Room a caller keeps between batches so that a stream's reads reuse it: a read of a few
@@ -44,13 +58,13 @@ enum Lookups {
     Alone,
 }
 
-/// Serves what `batch` holds, in order, pushing the replies onto `out` (these and `room` are
+/// Serves what `batch` holds, in order, handing the replies to `out` (these and `room` are
 /// the caller's, so a stream reuses their room read after read). `Err` items are the front end's refusals,
 /// answered as they are. `core` is the calling core (its own shard's heartbeats are handled
 /// inline), `None` from a thread that is no core.
 pub async fn execute_batch(
     batch: &mut Vec<Result<Op, ErrorReply>>,
-    out: &mut Vec<Response>,
+    out: &mut (impl Replies + Send),
     room: &mut BatchRoom,
     shared: &Shared,
     core: Option<usize>,
@@ -60,7 +74,7 @@ pub async fn execute_batch(
     if !(together && batch.iter().any(groups)) {
         // Nothing to serve together (a read of timestamps, say): one by one, in order.
         for item in batch.drain(..) {
-            out.push(match item {
+            out.reply(match item {
                 Err(reply) => {
                     metrics.error(&reply);
                     Response::Err(reply)
@@ -83,9 +97,9 @@ pub async fn execute_batch(
         pending.push(match item {
             Err(reply) => {
                 metrics.error(&reply);
-                Pending::Now(Response::Err(reply))
+                Pending::Now(Box::new(Response::Err(reply)))
             }
-            Ok(op) if !together => Pending::Later(op),
+            Ok(op) if !together => Pending::Later(Box::new(op)),
             Ok(Op::Placement(PlacementOp::Heartbeat(region, stats))) => {
                 metrics.request(RequestKind::RegionHeartbeat);
                 beats.push((region, stats));
@@ -96,7 +110,7 @@ pub async fn execute_batch(
                 keys.push(key);
                 Pending::Located
             }
-            Ok(op) => Pending::Later(op),
+            Ok(op) => Pending::Later(Box::new(op)),
         });
     }
     // The heartbeats are handed to the shards together (their own shard inline, the others
@@ -112,10 +126,10 @@ pub async fn execute_batch(
     let mut next_key = 0;
     for p in pending.drain(..) {
         let response = match p {
-            Pending::Now(r) => r,
+            Pending::Now(r) => *r,
             Pending::Later(op) => {
                 lookups = Lookups::Fresh;
-                execute(op, shared, metrics).await
+                execute(*op, shared, metrics).await
             }
             Pending::Beat => {
                 let r = beat_replies.next().unwrap_or_else(|| {
@@ -151,7 +165,7 @@ pub async fn execute_batch(
                 }
             }
         };
-        out.push(response);
+        out.reply(response);
     }
 }
 

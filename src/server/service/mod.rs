@@ -15,7 +15,7 @@ mod recovery;
 mod tso;
 pub mod views;
 
-pub use batch::{execute_batch, locate_many_from_copy, BatchRoom};
+pub use batch::{execute_batch, locate_many_from_copy, BatchRoom, Replies};
 pub use identity::admit;
 
 use crate::admin::{CoreMetrics, RequestKind};
