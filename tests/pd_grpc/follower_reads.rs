@@ -362,7 +362,7 @@ pub(super) fn without_colours(log: &str) -> String {
     out
 }
 
-fn get_request(h: &Option<pdpb::RequestHeader>, key: &[u8]) -> pdpb::GetRegionRequest {
+pub(super) fn get_request(h: &Option<pdpb::RequestHeader>, key: &[u8]) -> pdpb::GetRegionRequest {
     pdpb::GetRegionRequest {
         header: h.clone(),
         region_key: key.to_vec(),
