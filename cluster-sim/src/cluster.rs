@@ -1,0 +1,118 @@
+//! What the simulation's hosts and its driver share on their one thread: each member's
+//! running control side (while its process is up), each member's clock offset (kept across
+//! restarts, as a wrong system clock is), the checker and the trace. Owns this shared state
+//! and the questions asked of it; it must not run anything itself.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use meridian::config::Config;
+use meridian::server::sim::SimMember;
+
+use crate::check::Checker;
+use crate::trace::Trace;
+
+/// The members' host names, in index order.
+pub const MEMBERS: [&str; 5] = ["m1", "m2", "m3", "m4", "m5"];
+/// The etcd host's name.
+pub const ETCD: &str = "etcd";
+
+pub struct Cluster {
+    pub config: Config,
+    members: RefCell<Vec<Option<Rc<SimMember>>>>,
+    offsets: RefCell<Vec<i64>>,
+    pub checker: RefCell<Checker>,
+    trace: RefCell<Trace>,
+    /// Which members served after the last step, to trace only the changes.
+    serving: RefCell<Vec<String>>,
+}
+
+impl Cluster {
+    pub fn new(members: usize, config: Config) -> Cluster {
+        Cluster {
+            config,
+            members: RefCell::new(vec![None; members]),
+            offsets: RefCell::new(vec![0; members]),
+            checker: RefCell::default(),
+            trace: RefCell::default(),
+            serving: RefCell::default(),
+        }
+    }
+
+    pub fn size(&self) -> usize {
+        self.members.borrow().len()
+    }
+
+    /// Member `i`'s control side, if its process is up and has started.
+    pub fn member(&self, i: usize) -> Option<Rc<SimMember>> {
+        self.members.borrow().get(i).cloned().flatten()
+    }
+
+    /// Member `i` has started.
+    pub fn up(&self, i: usize, member: SimMember) {
+        self.members.borrow_mut()[i] = Some(Rc::new(member));
+    }
+
+    /// Member `i`'s process is gone: what it held in memory serves nothing any more (a request
+    /// it was answering never gets its answer).
+    pub fn down(&self, i: usize) {
+        if let Some(member) = self.members.borrow_mut()[i].take() {
+            member.shared.allocator.suspend();
+        }
+    }
+
+    /// Member `i`'s clock offset, which a restarted process keeps.
+    pub fn offset(&self, i: usize) -> i64 {
+        self.offsets.borrow()[i]
+    }
+
+    /// Moves member `i`'s wall clock by `delta_ms`, now and after any restart.
+    pub fn shift(&self, i: usize, delta_ms: i64) {
+        self.offsets.borrow_mut()[i] += delta_ms;
+        if let Some(member) = self.member(i) {
+            member.clock.shift(delta_ms);
+        }
+    }
+
+    /// The members (other than `except`) whose allocators hand out timestamps now.
+    pub fn serving_except(&self, except: Option<usize>) -> Vec<String> {
+        let members = self.members.borrow();
+        members
+            .iter()
+            .enumerate()
+            .filter(|(i, m)| Some(*i) != except && m.as_ref().is_some_and(|m| m.is_serving()))
+            .map(|(i, _)| MEMBERS[i].to_string())
+            .collect()
+    }
+
+    /// Checks who serves at `at_ms`, and traces a change.
+    pub fn observe_serving(&self, at_ms: u64) {
+        let now = self.serving_except(None);
+        self.checker.borrow_mut().serving(at_ms, &now);
+        let mut last = self.serving.borrow_mut();
+        if *last != now {
+            let who = if now.is_empty() {
+                "none".to_string()
+            } else {
+                now.join(",")
+            };
+            self.note(at_ms, format!("serving {who}"));
+            *last = now;
+        }
+    }
+
+    pub fn note(&self, at_ms: u64, event: impl AsRef<str>) {
+        self.trace.borrow_mut().at(at_ms, event);
+    }
+
+    pub fn take_trace(&self) -> Trace {
+        std::mem::take(&mut *self.trace.borrow_mut())
+    }
+}
+
+/// Simulated milliseconds on the current host.
+pub fn sim_ms() -> u64 {
+    turmoil::sim_elapsed()
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or_default()
+}
