@@ -16,10 +16,10 @@ pub mod config;
 pub mod ctl;
 /// QUIC datagram size: the UDP payload accepted and path MTU discovery's bound (`meridian-client`).
 pub use meridian_client::datagram;
-/// The server's random numbers: the OS's, or a seeded sequence in a simulation.
-pub mod entropy;
 /// Leadership on etcd: campaign, lease keepalive, lease proof (T4).
 pub mod election;
+/// The server's random numbers: the OS's, or a seeded sequence in a simulation.
+pub mod entropy;
 /// etcd's KV, Lease, Watch and Cluster types and services, generated from proto/etcd.
 pub mod etcdpb;
 /// Failpoints: named steps tests make fail, hang or kill the process (`failpoints` feature).

@@ -13,6 +13,8 @@ pub struct Checker {
     /// When the nemesis stopped, and when a member first served after that.
     quiet_at: Option<u64>,
     served_after_quiet: Option<u64>,
+    /// The members serving at once after the last step, if more than one.
+    overlap: Vec<String>,
 }
 
 impl Checker {
@@ -45,6 +47,16 @@ impl Checker {
 
     /// The members whose allocators serve at `at_ms` (checked after every step).
     pub fn serving(&mut self, at_ms: u64, serving: &[String]) {
+        // One violation per overlap, when it starts (not one per millisecond it lasts).
+        let overlap = if serving.len() > 1 {
+            serving.to_vec()
+        } else {
+            Vec::new()
+        };
+        if overlap == self.overlap {
+            return;
+        }
+        self.overlap = overlap;
         if serving.len() > 1 {
             self.violations.push(format!(
                 "at {at_ms} ms {} members served at once: {}",
@@ -101,8 +113,12 @@ mod tests {
         c.serving(5, &["m1".into()]);
         assert!(c.violations.is_empty());
         c.serving(6, &["m1".into(), "m2".into()]);
-        c.handed_out(6, "m1", 1, &["m2".into()]);
-        assert_eq!(c.violations.len(), 2, "{:?}", c.violations);
+        c.serving(7, &["m1".into(), "m2".into()]);
+        c.handed_out(7, "m1", 1, &["m2".into()]);
+        assert_eq!(c.violations.len(), 2, "one per overlap: {:?}", c.violations);
+        c.serving(8, &["m2".into()]);
+        c.serving(9, &["m1".into(), "m2".into()]);
+        assert_eq!(c.violations.len(), 3, "a new overlap: {:?}", c.violations);
     }
 
     #[test]

@@ -23,4 +23,5 @@ pub mod net;
 pub mod run;
 pub mod trace;
 
+pub use meridian::server::mutation::Mutation;
 pub use run::{run, Outcome, SimConfig};

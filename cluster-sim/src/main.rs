@@ -1,12 +1,13 @@
 //! `cluster-sim`: runs seeds of the cluster simulation from the command line.
-//! `cluster-sim --seeds N [--from S] [--no-faults]` runs seeds S..S+N and prints the first
-//! failing seed; `cluster-sim --seed S --trace F` runs one seed and writes its trace to F (the
-//! same seed writes the same file). Owns argument handling and printing only.
+//! `cluster-sim --seeds N [--from S] [--no-faults] [--mutation NAME]` runs seeds S..S+N and
+//! prints the first failing seed; `cluster-sim --seed S --trace F` runs one seed and writes its
+//! trace to F (the same seed writes the same file); `cluster-sim --list-mutations` prints the
+//! deliberate bugs, one name a line. Owns argument handling and printing only.
 
 use std::process::ExitCode;
 use std::time::Instant;
 
-use cluster_sim::{run, SimConfig};
+use cluster_sim::{run, Mutation, SimConfig};
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -20,7 +21,23 @@ fn main() -> ExitCode {
         Some(v) => v.parse::<u64>().map_err(|e| format!("{flag} {v}: {e}")),
         None => Ok(default),
     };
+    if args.iter().any(|a| a == "--list-mutations") {
+        for m in Mutation::ALL {
+            println!("{}", m.name());
+        }
+        return ExitCode::SUCCESS;
+    }
     let faults = !args.iter().any(|a| a == "--no-faults");
+    let mutation = match value("--mutation") {
+        None => None,
+        Some(name) => match Mutation::ALL.into_iter().find(|m| m.name() == name) {
+            Some(m) => Some(m),
+            None => {
+                eprintln!("no mutation named {name} (see --list-mutations)");
+                return ExitCode::from(2);
+            }
+        },
+    };
     let parsed = (|| -> Result<(u64, u64, Option<String>), String> {
         match value("--seed") {
             Some(_) => Ok((number("--seed", 0)?, 1, value("--trace"))),
@@ -43,6 +60,7 @@ fn main() -> ExitCode {
     for seed in from..from + count {
         let outcome = run(&SimConfig {
             faults,
+            mutation,
             ..SimConfig::seed(seed)
         });
         if let Some(path) = &trace {

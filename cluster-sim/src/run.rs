@@ -8,6 +8,7 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use meridian::config::Config;
+use meridian::server::mutation::{self, Mutation};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -26,6 +27,8 @@ pub struct SimConfig {
     pub faults: bool,
     /// When the nemesis stops; the run goes on for the liveness bound and a little more.
     pub quiet_ms: u64,
+    /// A deliberate bug switched on in the members, for showing the checks find it.
+    pub mutation: Option<Mutation>,
 }
 
 impl SimConfig {
@@ -35,6 +38,7 @@ impl SimConfig {
             members: 3,
             faults: true,
             quiet_ms: 15_000,
+            mutation: None,
         }
     }
 }
@@ -56,7 +60,9 @@ pub fn run(cfg: &SimConfig) -> Outcome {
     // The monotonic clock's epoch, before any of the simulation's runtimes exists.
     meridian::election::mono_ms();
     meridian::entropy::seed_this_thread(Some(cfg.seed));
+    mutation::set(cfg.mutation);
     let outcome = run_seeded(cfg);
+    mutation::set(None);
     meridian::entropy::seed_this_thread(None);
     outcome
 }

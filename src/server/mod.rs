@@ -13,6 +13,8 @@ pub(crate) mod grpc;
 mod handshake_rate;
 mod identity;
 mod leadership;
+// Deliberate bugs a simulation switches on (never on without the `sim` feature).
+pub mod mutation;
 mod node_tls;
 // `pub(crate)`: `crate::fuzzing` decodes fuzzed region buckets with `placement::persist`.
 pub(crate) mod placement;
