@@ -1,10 +1,14 @@
 //! What the simulation's hosts and its driver share on their one thread: each member's
 //! running control side (while its process is up), each member's clock offset (kept across
-//! restarts, as a wrong system clock is), the checker and the trace. Owns this shared state
+//! restarts, as a wrong system clock is), the etcd model's fault knobs, the checker and the
+//! trace. Owns this shared state
 //! and the questions asked of it; it must not run anything itself.
 
 use std::cell::RefCell;
 use std::rc::Rc;
+use std::time::Duration;
+
+use etcd_model::EtcdModel;
 
 use meridian::config::Config;
 use meridian::server::sim::SimMember;
@@ -21,6 +25,8 @@ pub struct Cluster {
     pub config: Config,
     members: RefCell<Vec<Option<Rc<SimMember>>>>,
     offsets: RefCell<Vec<i64>>,
+    /// The etcd model, once its host has started it.
+    etcd: RefCell<Option<EtcdModel>>,
     pub checker: RefCell<Checker>,
     trace: RefCell<Trace>,
     /// Which members served after the last step, to trace only the changes.
@@ -33,6 +39,7 @@ impl Cluster {
             config,
             members: RefCell::new(vec![None; members]),
             offsets: RefCell::new(vec![0; members]),
+            etcd: RefCell::default(),
             checker: RefCell::default(),
             trace: RefCell::default(),
             serving: RefCell::default(),
@@ -58,6 +65,18 @@ impl Cluster {
     pub fn down(&self, i: usize) {
         if let Some(member) = self.members.borrow_mut()[i].take() {
             member.shared.allocator.suspend();
+        }
+    }
+
+    /// The etcd host has started `model`.
+    pub fn etcd_up(&self, model: EtcdModel) {
+        *self.etcd.borrow_mut() = Some(model);
+    }
+
+    /// Delays every etcd request by `delay` (zero: etcd answers at once again).
+    pub fn etcd_delay(&self, delay: Duration) {
+        if let Some(model) = self.etcd.borrow().as_ref() {
+            model.set_delay(delay);
         }
     }
 

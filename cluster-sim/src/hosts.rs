@@ -20,9 +20,11 @@ use crate::net;
 /// The simulation's Unix time at its start: fixed, so timestamps are the same every run.
 pub const EPOCH_MS: u64 = 1_800_000_000_000;
 
-/// etcd: the model on port 2379. A fresh process starts empty (etcd is never crashed here).
-pub async fn etcd() -> turmoil::Result {
+/// etcd: the model on port 2379, its knobs handed to the driver. A fresh process starts empty
+/// (etcd is never crashed here).
+pub async fn etcd(cluster: Rc<Cluster>) -> turmoil::Result {
     let model = etcd_model::EtcdModel::new();
+    cluster.etcd_up(model.clone());
     let listener = turmoil::net::TcpListener::bind(("0.0.0.0", net::ETCD_PORT)).await?;
     model
         .router()

@@ -1,7 +1,7 @@
 //! The nemesis: a schedule of faults drawn from one seed before the run starts, then carried
 //! out on the simulation by the driver. Faults: a partition or a hold (a pause: messages
 //! queued, then delivered) between a member and etcd, a member crashed and later restarted or
-//! bounced at once, and a member's wall clock shifted. Each fault ends on its own, and at the
+//! bounced at once, a member's wall clock shifted, and etcd slow to answer every request. Each fault ends on its own, and at the
 //! quiet time everything is restored. Owns only the schedule (pure, from the seed); it must
 //! not touch the simulation itself.
 
@@ -24,6 +24,9 @@ pub enum Action {
     Bounce(usize),
     /// Moves member `m`'s wall clock by this many milliseconds.
     Shift(usize, i64),
+    /// etcd answers every request this many milliseconds late, until `EtcdFast`.
+    EtcdSlow(u64),
+    EtcdFast,
     /// Every fault ends: links repaired and released, members up, clocks as they were.
     Quiet,
 }
@@ -40,6 +43,8 @@ pub struct Plan {
     pub max_fault_ms: u64,
     /// The largest clock shift, either way.
     pub max_shift_ms: i64,
+    /// The longest etcd takes to answer while slow.
+    pub max_etcd_delay_ms: u64,
 }
 
 /// The schedule for one seed: actions in time order (ties in the order drawn).
@@ -47,6 +52,7 @@ pub fn schedule(plan: &Plan, rng: &mut ChaCha8Rng) -> Vec<(u64, Action)> {
     let mut out = Vec::new();
     // A member is in at most one fault at a time, so each fault's end undoes exactly it.
     let mut busy_until = vec![0u64; plan.members];
+    let mut etcd_busy_until = 0u64;
     let mut t = plan.start_ms;
     loop {
         t += rng.gen_range(100..1_500);
@@ -58,7 +64,7 @@ pub fn schedule(plan: &Plan, rng: &mut ChaCha8Rng) -> Vec<(u64, Action)> {
             continue;
         }
         let end = (t + rng.gen_range(200..=plan.max_fault_ms)).min(plan.quiet_ms);
-        match rng.gen_range(0..6) {
+        match rng.gen_range(0..7) {
             0 | 1 => {
                 out.push((t, Action::Partition(m)));
                 out.push((end, Action::Repair(m)));
@@ -75,6 +81,15 @@ pub fn schedule(plan: &Plan, rng: &mut ChaCha8Rng) -> Vec<(u64, Action)> {
                 busy_until[m] = end;
             }
             4 => out.push((t, Action::Bounce(m))),
+            5 if etcd_busy_until <= t => {
+                out.push((
+                    t,
+                    Action::EtcdSlow(rng.gen_range(10..=plan.max_etcd_delay_ms)),
+                ));
+                out.push((end, Action::EtcdFast));
+                etcd_busy_until = end;
+            }
+            5 => {}
             _ => {
                 let delta = rng.gen_range(-plan.max_shift_ms..=plan.max_shift_ms);
                 out.push((t, Action::Shift(m, delta)));
@@ -99,6 +114,7 @@ mod tests {
             quiet_ms: 15_000,
             max_fault_ms: 5_000,
             max_shift_ms: 2_000,
+            max_etcd_delay_ms: 1_500,
         }
     }
 
@@ -128,6 +144,15 @@ mod tests {
                     .count();
                 assert_eq!(opened, closed, "seed {seed} member {m}: {s:?}");
             }
+            let slow = s
+                .iter()
+                .filter(|(_, a)| matches!(a, Action::EtcdSlow(_)))
+                .count();
+            let fast = s
+                .iter()
+                .filter(|(_, a)| matches!(a, Action::EtcdFast))
+                .count();
+            assert_eq!(slow, fast, "seed {seed}: {s:?}");
         }
     }
 }

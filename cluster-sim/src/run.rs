@@ -81,6 +81,7 @@ fn run_seeded(cfg: &SimConfig) -> Outcome {
         quiet_ms: cfg.quiet_ms,
         max_fault_ms: 2 * ttl_ms,
         max_shift_ms: 2_000,
+        max_etcd_delay_ms: 1_500,
     };
     let schedule = if cfg.faults {
         nemesis::schedule(&plan, &mut rng)
@@ -98,7 +99,8 @@ fn run_seeded(cfg: &SimConfig) -> Outcome {
         .build();
 
     let cluster = Rc::new(Cluster::new(cfg.members, config));
-    sim.host(ETCD, hosts::etcd);
+    let etcd_cluster = cluster.clone();
+    sim.host(ETCD, move || hosts::etcd(etcd_cluster.clone()));
     for (i, name) in MEMBERS.iter().enumerate().take(cfg.members) {
         let cluster = cluster.clone();
         sim.host(*name, move || hosts::member(cluster.clone(), i));
@@ -171,6 +173,8 @@ fn apply(sim: &mut turmoil::Sim<'_>, cluster: &Cluster, members: usize, now: u64
             sim.bounce(MEMBERS[m]);
         }
         Action::Shift(m, delta) => cluster.shift(m, delta),
+        Action::EtcdSlow(ms) => cluster.etcd_delay(Duration::from_millis(ms)),
+        Action::EtcdFast => cluster.etcd_delay(Duration::ZERO),
         Action::Quiet => {
             for (m, name) in MEMBERS.iter().enumerate().take(members) {
                 sim.repair(*name, ETCD);
@@ -181,6 +185,7 @@ fn apply(sim: &mut turmoil::Sim<'_>, cluster: &Cluster, members: usize, now: u64
                 let offset = cluster.offset(m);
                 cluster.shift(m, -offset);
             }
+            cluster.etcd_delay(Duration::ZERO);
             cluster.checker.borrow_mut().quiet(now);
         }
     }
