@@ -9,6 +9,7 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use etcd_model::EtcdModel;
+use tokio::sync::Notify;
 
 use meridian::config::Config;
 use meridian::server::sim::SimMember;
@@ -25,6 +26,8 @@ pub struct Cluster {
     pub config: Config,
     members: RefCell<Vec<Option<Rc<SimMember>>>>,
     offsets: RefCell<Vec<i64>>,
+    /// Per member: a graceful stop asked for (its host shuts the member down and exits).
+    stops: RefCell<Vec<Rc<Notify>>>,
     /// The etcd model, once its host has started it.
     etcd: RefCell<Option<EtcdModel>>,
     pub checker: RefCell<Checker>,
@@ -39,6 +42,7 @@ impl Cluster {
             config,
             members: RefCell::new(vec![None; members]),
             offsets: RefCell::new(vec![0; members]),
+            stops: RefCell::new((0..members).map(|_| Rc::new(Notify::new())).collect()),
             etcd: RefCell::default(),
             checker: RefCell::default(),
             trace: RefCell::default(),
@@ -58,6 +62,22 @@ impl Cluster {
     /// Member `i` has started.
     pub fn up(&self, i: usize, member: SimMember) {
         self.members.borrow_mut()[i] = Some(Rc::new(member));
+    }
+
+    /// Asks member `i` to shut down gracefully, as SIGTERM does.
+    pub fn request_stop(&self, i: usize) {
+        self.stops.borrow()[i].notify_one();
+    }
+
+    /// What member `i`'s host waits on for a graceful stop.
+    pub fn stop_signal(&self, i: usize) -> Rc<Notify> {
+        self.stops.borrow()[i].clone()
+    }
+
+    /// Member `i`'s process is started afresh: a stop asked of the one before is not its.
+    pub fn restarting(&self, i: usize) {
+        self.down(i);
+        self.stops.borrow_mut()[i] = Rc::new(Notify::new());
     }
 
     /// Member `i`'s process is gone: what it held in memory serves nothing any more (a request

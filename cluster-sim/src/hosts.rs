@@ -63,8 +63,16 @@ pub async fn member(cluster: Rc<Cluster>, i: usize) -> turmoil::Result {
         sim_ms(),
         format!("{name} up id={}", member.shared.membership.me.id),
     );
+    let stop = cluster.stop_signal(i);
     cluster.up(i, member);
-    std::future::pending::<()>().await;
+    // Runs until crashed, or until a graceful stop: then it shuts down as on SIGTERM (the
+    // allocator suspended, a leader resigning) and the process exits.
+    stop.notified().await;
+    if let Some(member) = cluster.member(i) {
+        member.shut_down().await;
+        cluster.down(i);
+        cluster.note(sim_ms(), format!("{name} stopped"));
+    }
     Ok(())
 }
 

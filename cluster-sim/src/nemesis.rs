@@ -1,7 +1,8 @@
 //! The nemesis: a schedule of faults drawn from one seed before the run starts, then carried
 //! out on the simulation by the driver. Faults: a partition or a hold (a pause: messages
 //! queued, then delivered) between a member and etcd, a member crashed and later restarted or
-//! bounced at once, a member's wall clock shifted, and etcd slow to answer every request. Each fault ends on its own, and at the
+//! bounced at once, stopped gracefully (a leader resigns) and later restarted, a member's wall
+//! clock shifted, and etcd slow to answer every request. Each fault ends on its own, and at the
 //! quiet time everything is restored. Owns only the schedule (pure, from the seed); it must
 //! not touch the simulation itself.
 
@@ -19,7 +20,9 @@ pub enum Action {
     Release(usize),
     /// Kills member `m`'s process: its tasks and memory are gone.
     Crash(usize),
-    /// Starts member `m` again (after a crash, or as a crash and restart at once).
+    /// Shuts member `m` down gracefully (as SIGTERM does: a leader resigns).
+    Stop(usize),
+    /// Starts member `m` again (after a crash or a stop, or as a crash and restart at once).
     Restart(usize),
     Bounce(usize),
     /// Moves member `m`'s wall clock by this many milliseconds.
@@ -64,7 +67,7 @@ pub fn schedule(plan: &Plan, rng: &mut ChaCha8Rng) -> Vec<(u64, Action)> {
             continue;
         }
         let end = (t + rng.gen_range(200..=plan.max_fault_ms)).min(plan.quiet_ms);
-        match rng.gen_range(0..7) {
+        match rng.gen_range(0..8) {
             0 | 1 => {
                 out.push((t, Action::Partition(m)));
                 out.push((end, Action::Repair(m)));
@@ -90,6 +93,11 @@ pub fn schedule(plan: &Plan, rng: &mut ChaCha8Rng) -> Vec<(u64, Action)> {
                 etcd_busy_until = end;
             }
             5 => {}
+            6 => {
+                out.push((t, Action::Stop(m)));
+                out.push((end, Action::Restart(m)));
+                busy_until[m] = end;
+            }
             _ => {
                 let delta = rng.gen_range(-plan.max_shift_ms..=plan.max_shift_ms);
                 out.push((t, Action::Shift(m, delta)));
@@ -136,7 +144,7 @@ mod tests {
             for m in 0..3 {
                 let opened = s
                     .iter()
-                    .filter(|(_, a)| matches!(a, Action::Partition(x) | Action::Hold(x) | Action::Crash(x) if *x == m))
+                    .filter(|(_, a)| matches!(a, Action::Partition(x) | Action::Hold(x) | Action::Crash(x) | Action::Stop(x) if *x == m))
                     .count();
                 let closed = s
                     .iter()

@@ -167,9 +167,13 @@ fn apply(sim: &mut turmoil::Sim<'_>, cluster: &Cluster, members: usize, now: u64
             cluster.down(m);
             sim.crash(MEMBERS[m]);
         }
-        Action::Restart(m) => sim.bounce(MEMBERS[m]),
+        Action::Stop(m) => cluster.request_stop(m),
+        Action::Restart(m) => {
+            cluster.restarting(m);
+            sim.bounce(MEMBERS[m]);
+        }
         Action::Bounce(m) => {
-            cluster.down(m);
+            cluster.restarting(m);
             sim.bounce(MEMBERS[m]);
         }
         Action::Shift(m, delta) => cluster.shift(m, delta),
@@ -180,6 +184,7 @@ fn apply(sim: &mut turmoil::Sim<'_>, cluster: &Cluster, members: usize, now: u64
                 sim.repair(*name, ETCD);
                 sim.release(*name, ETCD);
                 if !sim.is_host_running(*name) {
+                    cluster.restarting(m);
                     sim.bounce(*name);
                 }
                 let offset = cluster.offset(m);

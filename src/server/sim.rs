@@ -30,7 +30,8 @@ pub struct SimMember {
     pub admin: AdminControl,
     pub cluster_id: u64,
     stop: watch::Sender<bool>,
-    task: JoinHandle<()>,
+    /// The leadership loop, until a shutdown waits for it.
+    task: std::sync::Mutex<Option<JoinHandle<()>>>,
 }
 
 impl SimMember {
@@ -74,7 +75,7 @@ impl SimMember {
             admin,
             cluster_id,
             stop,
-            task: control.task,
+            task: std::sync::Mutex::new(Some(control.task)),
         })
     }
 
@@ -94,10 +95,13 @@ impl SimMember {
     }
 
     /// Shuts down as `serve` does: the allocator suspended, then the control side stopped
-    /// (a leader resigns).
-    pub async fn shut_down(self) {
+    /// (a leader resigns). Later calls return at once.
+    pub async fn shut_down(&self) {
         let _ = self.stop.send(true);
         self.shared.allocator.suspend();
-        let _ = self.task.await;
+        let task = self.task.lock().ok().and_then(|mut t| t.take());
+        if let Some(task) = task {
+            let _ = task.await;
+        }
     }
 }
