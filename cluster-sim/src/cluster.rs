@@ -4,7 +4,7 @@
 //! trace. Owns this shared state
 //! and the questions asked of it; it must not run anything itself.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -30,6 +30,10 @@ pub struct Cluster {
     stops: RefCell<Vec<Rc<Notify>>>,
     /// The etcd model, once its host has started it.
     etcd: RefCell<Option<EtcdModel>>,
+    /// etcd's delay in force, and when the last request delayed by an earlier one is answered
+    /// at the latest: a slow spell lasts, for what was sent during it, past its end.
+    etcd_delay_ms: Cell<u64>,
+    etcd_drained_at: Cell<u64>,
     pub checker: RefCell<Checker>,
     trace: RefCell<Trace>,
     /// Which members served after the last step, to trace only the changes.
@@ -44,6 +48,8 @@ impl Cluster {
             offsets: RefCell::new(vec![0; members]),
             stops: RefCell::new((0..members).map(|_| Rc::new(Notify::new())).collect()),
             etcd: RefCell::default(),
+            etcd_delay_ms: Cell::new(0),
+            etcd_drained_at: Cell::new(0),
             checker: RefCell::default(),
             trace: RefCell::default(),
             serving: RefCell::default(),
@@ -93,11 +99,19 @@ impl Cluster {
         *self.etcd.borrow_mut() = Some(model);
     }
 
-    /// Delays every etcd request by `delay` (zero: etcd answers at once again).
-    pub fn etcd_delay(&self, delay: Duration) {
+    /// From `now`, delays every etcd request by `delay` (zero: etcd answers at once again).
+    pub fn etcd_delay(&self, now_ms: u64, delay: Duration) {
+        let before = self.etcd_delay_ms.replace(delay.as_millis() as u64);
+        self.etcd_drained_at
+            .set(self.etcd_drained_at.get().max(now_ms + before));
         if let Some(model) = self.etcd.borrow().as_ref() {
             model.set_delay(delay);
         }
+    }
+
+    /// When every request a slow spell delayed has been answered.
+    pub fn etcd_drained_at(&self) -> u64 {
+        self.etcd_drained_at.get()
     }
 
     /// Member `i`'s clock offset, which a restarted process keeps.

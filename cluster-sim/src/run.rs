@@ -72,7 +72,9 @@ fn run_seeded(cfg: &SimConfig) -> Outcome {
     let config = Config::default();
     let ttl_ms = config.election.lease_ttl_secs as u64 * 1_000;
     let liveness_ms = ttl_ms + 1_000;
-    let end_ms = cfg.quiet_ms + liveness_ms + 1_000;
+    let max_etcd_delay_ms = 1_500;
+    // Faults stop at the quiet, or once the requests a slow etcd delayed are answered.
+    let end_ms = cfg.quiet_ms + max_etcd_delay_ms + liveness_ms + 1_000;
 
     let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed);
     let plan = Plan {
@@ -81,7 +83,7 @@ fn run_seeded(cfg: &SimConfig) -> Outcome {
         quiet_ms: cfg.quiet_ms,
         max_fault_ms: 2 * ttl_ms,
         max_shift_ms: 2_000,
-        max_etcd_delay_ms: 1_500,
+        max_etcd_delay_ms,
     };
     let schedule = if cfg.faults {
         nemesis::schedule(&plan, &mut rng)
@@ -177,8 +179,8 @@ fn apply(sim: &mut turmoil::Sim<'_>, cluster: &Cluster, members: usize, now: u64
             sim.bounce(MEMBERS[m]);
         }
         Action::Shift(m, delta) => cluster.shift(m, delta),
-        Action::EtcdSlow(ms) => cluster.etcd_delay(Duration::from_millis(ms)),
-        Action::EtcdFast => cluster.etcd_delay(Duration::ZERO),
+        Action::EtcdSlow(ms) => cluster.etcd_delay(now, Duration::from_millis(ms)),
+        Action::EtcdFast => cluster.etcd_delay(now, Duration::ZERO),
         Action::Quiet => {
             for (m, name) in MEMBERS.iter().enumerate().take(members) {
                 sim.repair(*name, ETCD);
@@ -190,8 +192,12 @@ fn apply(sim: &mut turmoil::Sim<'_>, cluster: &Cluster, members: usize, now: u64
                 let offset = cluster.offset(m);
                 cluster.shift(m, -offset);
             }
-            cluster.etcd_delay(Duration::ZERO);
-            cluster.checker.borrow_mut().quiet(now);
+            cluster.etcd_delay(now, Duration::ZERO);
+            // Faults stop once the last request etcd delayed is answered: a keep-alive sent
+            // in a slow spell renews its lease when it is applied, after the spell.
+            let stopped = now.max(cluster.etcd_drained_at());
+            cluster.note(now, format!("faults stopped at {stopped}"));
+            cluster.checker.borrow_mut().quiet(stopped);
         }
     }
 }
