@@ -18,6 +18,8 @@ pub mod ctl;
 pub use meridian_client::datagram;
 /// Leadership on etcd: campaign, lease keepalive, lease proof (T4).
 pub mod election;
+/// The server's random numbers: the OS's, or a seeded sequence in a simulation.
+pub mod entropy;
 /// etcd's KV, Lease, Watch and Cluster types and services, generated from proto/etcd.
 pub mod etcdpb;
 /// Failpoints: named steps tests make fail, hang or kill the process (`failpoints` feature).

@@ -17,10 +17,15 @@ use crate::meta::{LeaderGuard, MetaError};
 use crate::proto::MemberInfo;
 
 /// Milliseconds of a monotonic clock (since the first call in this process). Lease proofs are
-/// timed with it, never with the wall clock, which may jump.
+/// timed with it, never with the wall clock, which may jump. It reads tokio's clock, which is
+/// the system's monotonic clock in a real runtime and simulated time in a paused one (a
+/// simulation calls this once before it builds its runtimes, so none starts before the epoch).
 pub fn mono_ms() -> u64 {
     static EPOCH: OnceLock<Instant> = OnceLock::new();
-    EPOCH.get_or_init(Instant::now).elapsed().as_millis() as u64
+    let epoch = tokio::time::Instant::from_std(*EPOCH.get_or_init(Instant::now));
+    tokio::time::Instant::now()
+        .saturating_duration_since(epoch)
+        .as_millis() as u64
 }
 
 fn io(e: etcd_client::Error) -> MetaError {

@@ -103,6 +103,15 @@ impl EtcdStore {
         })
     }
 
+    /// A store on a client made elsewhere (a simulation builds one over its own connection);
+    /// unlike `connect_with`, nothing is read to check it.
+    pub fn from_client(client: etcd_client::Client) -> EtcdStore {
+        EtcdStore {
+            client,
+            guard: None,
+        }
+    }
+
     /// A handle on the same connection whose writes apply only while `guard` holds.
     pub fn guarded(&self, guard: LeaderGuard) -> EtcdStore {
         EtcdStore {

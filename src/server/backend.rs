@@ -49,7 +49,7 @@ impl Backend {
     }
 }
 
-async fn ids<M: MetaStore>(store: &M, name: &str) -> anyhow::Result<(u64, u64)> {
+pub(super) async fn ids<M: MetaStore>(store: &M, name: &str) -> anyhow::Result<(u64, u64)> {
     let cluster_id = super::identity::cluster_id(store).await?;
     let member_id = super::identity::member_id(store, &Keys::new(cluster_id), name).await?;
     Ok((cluster_id, member_id))
@@ -82,7 +82,7 @@ pub async fn start(backend: Backend, opts: &ServeOptions, d: Driven) -> anyhow::
     let tick = Duration::from_millis(opts.config.server.tick_interval_ms);
     match backend {
         Backend::Local(store) => start_local(store, opts, d, tick).await,
-        Backend::Etcd(store) => start_etcd(*store, opts, d, tick).await,
+        Backend::Etcd(store) => start_etcd(*store, &opts.config, d, tick).await,
     }
 }
 
@@ -122,9 +122,9 @@ async fn start_local(
     Ok(Control { task, admin: None })
 }
 
-async fn start_etcd(
+pub(super) async fn start_etcd(
     store: EtcdStore,
-    opts: &ServeOptions,
+    config: &crate::config::Config,
     d: Driven,
     tick: Duration,
 ) -> anyhow::Result<Control> {
@@ -142,8 +142,8 @@ async fn start_etcd(
         store.client(),
         d.keys.leader(),
         d.me.clone(),
-        opts.config.election.lease_ttl_secs,
-        opts.config.election.safety_margin_ms,
+        config.election.lease_ttl_secs,
+        config.election.safety_margin_ms,
     )
     .with_removed_flag(d.membership.removed_flag());
     tokio::spawn(watch_registry(
@@ -156,14 +156,14 @@ async fn start_etcd(
         election,
         store,
         keys: d.keys,
-        cfg: opts.config.tso,
+        cfg: config.tso,
         tick,
         allocator: d.allocator,
         metrics: d.metrics,
         leader: d.leader,
         commands,
         clock: d.clock,
-        sit_out: Duration::from_secs(opts.config.election.lease_ttl_secs.max(1) as u64),
+        sit_out: Duration::from_secs(config.election.lease_ttl_secs.max(1) as u64),
         placement: d.placement,
     };
     let task = tokio::spawn(leadership.run(d.stop));

@@ -112,7 +112,9 @@ impl<M: MetaStore + Clone> TsoControl<M> {
                 _ = shutdown.wait_for(|stop| *stop) => break Ended::Shutdown,
             }
             // T4: stop serving the moment the lease can no longer be proven.
-            if term.as_ref().is_some_and(|t| !t.holds(mono_ms())) {
+            if term.as_ref().is_some_and(|t| !t.holds(mono_ms()))
+                && !super::mutation::on(super::mutation::Mutation::ServeBeforeLeaseProof)
+            {
                 allocator.suspend();
                 tracing::warn!("lease no longer provable: stopped serving timestamps");
                 break Ended::LeadershipLost;

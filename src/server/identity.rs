@@ -1,21 +1,11 @@
 //! This node's identity: the cluster id (created once with the data, never re-created while it
 //! exists) and the member id, both kept in the meta store.
 
-use std::hash::{BuildHasher, Hasher};
-
 use crate::meta::{Keys, MetaError, MetaStore};
 
-/// A random non-zero id. `RandomState` is seeded from the OS's randomness, which is all an id
-/// needs; no extra crate for it.
+/// A random non-zero id (seeded in a simulation, see `crate::entropy`).
 fn random_id() -> u64 {
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u128(
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or(0),
-    );
-    h.finish().max(1)
+    crate::entropy::random_u64().max(1)
 }
 
 async fn load_or_create<M: MetaStore>(store: &M, key: &[u8]) -> Result<u64, MetaError> {

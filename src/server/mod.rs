@@ -13,6 +13,8 @@ pub(crate) mod grpc;
 mod handshake_rate;
 mod identity;
 mod leadership;
+// Deliberate bugs a simulation switches on (never on without the `sim` feature).
+pub mod mutation;
 mod node_tls;
 // `pub(crate)`: `crate::fuzzing` decodes fuzzed region buckets with `placement::persist`.
 pub(crate) mod placement;
@@ -20,6 +22,9 @@ pub(crate) mod placement;
 pub(crate) mod service;
 mod socket;
 mod steering;
+// A member's control side started with no sockets, for the cluster simulation.
+#[cfg(feature = "sim")]
+pub mod sim;
 mod stream;
 
 use std::net::SocketAddr;
@@ -104,12 +109,13 @@ async fn serve(opts: ServeOptions) -> anyhow::Result<()> {
     let me = member_info(&opts, member_id, &bound.addrs);
     let (stop, stopped) = watch::channel(false);
     let parts = Parts::new(
-        &opts,
+        &opts.config,
         cores,
         cluster_id,
         me,
         tls.client_auth.clone(),
         stopped,
+        Arc::new(WallClock::default()),
     );
     let control = backend::start(backend, &opts, parts.driven()).await?;
     let listeners = Listeners {
@@ -144,33 +150,33 @@ struct Parts {
 
 impl Parts {
     fn new(
-        opts: &ServeOptions,
+        config: &Config,
         cores: usize,
         cluster_id: u64,
         me: MemberInfo,
         client_auth: tls::ClientAuth,
         stopped: watch::Receiver<bool>,
+        clock: Arc<WallClock>,
     ) -> Parts {
         let keys = Keys::new(cluster_id);
-        let clock = Arc::new(WallClock::default());
         // One metrics slot per core, and one for the gRPC front end.
         let metrics = Arc::new(Metrics::new(cores + 1));
         let (leader, leader_rx) = watch::channel(None);
         let (placement, shard_queues) = placement::PlacementState::new(
             cluster_id,
             cores,
-            opts.config.schedule.clone(),
-            opts.config.limits.clone(),
+            config.schedule.clone(),
+            config.limits.clone(),
             clock.clone(),
             keys.clone(),
             metrics.clone(),
         );
         let shared = Arc::new(Shared {
-            allocator: Arc::new(Allocator::new(opts.config.tso.max_lead_ms)),
+            allocator: Arc::new(Allocator::new(config.tso.max_lead_ms)),
             placement,
             metrics,
             membership: Membership::new(cluster_id, me, leader_rx),
-            config: opts.config.clone(),
+            config: config.clone(),
             shutdown: stopped,
             client_auth,
         });

@@ -548,11 +548,10 @@ async fn clear(state: &PlacementState) {
     }
 }
 
-/// A number for a new change log, random (std's per-process random hash keys) so that two
-/// terms' logs, of this member or another, are told apart.
+/// A number for a new change log, random (the OS's randomness, or a simulation's seed) so that
+/// two terms' logs, of this member or another, are told apart.
 fn new_log_stream() -> u64 {
-    use std::hash::BuildHasher;
-    std::collections::hash_map::RandomState::new().hash_one(std::time::SystemTime::now())
+    crate::entropy::random_u64()
 }
 
 /// Ids per persisted bucket of regions (region, store and peer ids share one space, so a

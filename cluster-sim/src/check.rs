@@ -1,0 +1,141 @@
+//! The promises checked while a seed runs, as a pure recorder of observations: timestamps are
+//! strictly increasing across members and terms (a request that starts after another ended
+//! gets a larger one), at most one member serves TSO at any instant of simulated time, and a
+//! leader serves within the liveness bound once faults stop. Owns the verdicts only; the
+//! driver decides when to observe.
+
+/// What the checks have seen, and every violation found.
+#[derive(Debug, Default)]
+pub struct Checker {
+    last: Option<(u64, String, u64)>,
+    pub handed_out: u64,
+    pub violations: Vec<String>,
+    /// When the nemesis stopped, and when a member first served after that.
+    quiet_at: Option<u64>,
+    served_after_quiet: Option<u64>,
+    /// The members serving at once after the last step, if more than one.
+    overlap: Vec<String>,
+}
+
+impl Checker {
+    /// A timestamp `ts` that `member` handed out at `at_ms`, with the members (other than
+    /// it) whose allocators serve at that same instant.
+    pub fn handed_out(&mut self, at_ms: u64, member: &str, ts: u64, others_serving: &[String]) {
+        self.handed_out += 1;
+        if let Some((prev_at, prev_member, prev)) = &self.last {
+            if ts <= *prev {
+                self.violations.push(format!(
+                    "at {at_ms} ms {member} handed out {ts}, not above {prev} from {prev_member} at {prev_at} ms"
+                ));
+            }
+        }
+        if !others_serving.is_empty() {
+            self.violations.push(format!(
+                "at {at_ms} ms {member} handed out a timestamp while {} also served",
+                others_serving.join(",")
+            ));
+        }
+        if self.last.as_ref().is_none_or(|(_, _, prev)| ts > *prev) {
+            self.last = Some((at_ms, member.to_string(), ts));
+        }
+        if let Some(quiet) = self.quiet_at {
+            if at_ms >= quiet && self.served_after_quiet.is_none() {
+                self.served_after_quiet = Some(at_ms);
+            }
+        }
+    }
+
+    /// The members whose allocators serve at `at_ms` (checked after every step).
+    pub fn serving(&mut self, at_ms: u64, serving: &[String]) {
+        // One violation per overlap, when it starts (not one per millisecond it lasts).
+        let overlap = if serving.len() > 1 {
+            serving.to_vec()
+        } else {
+            Vec::new()
+        };
+        if overlap == self.overlap {
+            return;
+        }
+        self.overlap = overlap;
+        if serving.len() > 1 {
+            self.violations.push(format!(
+                "at {at_ms} ms {} members served at once: {}",
+                serving.len(),
+                serving.join(",")
+            ));
+        }
+    }
+
+    /// The nemesis stopped at `at_ms`: every fault repaired, every member up.
+    pub fn quiet(&mut self, at_ms: u64) {
+        self.quiet_at = Some(at_ms);
+    }
+
+    /// When a member first served after the faults stopped, if one has.
+    pub fn served_after_quiet(&self) -> Option<u64> {
+        self.served_after_quiet
+    }
+
+    /// At the end of a seed: a leader must have served within `bound_ms` of the quiet.
+    pub fn finish(&mut self, bound_ms: u64) {
+        let Some(quiet) = self.quiet_at else {
+            return;
+        };
+        match self.served_after_quiet {
+            Some(at) if at <= quiet + bound_ms => {}
+            Some(at) => self.violations.push(format!(
+                "liveness: faults stopped at {quiet} ms, the first timestamp came at {at} ms (bound {bound_ms} ms)"
+            )),
+            None => self.violations.push(format!(
+                "liveness: faults stopped at {quiet} ms and no member served since (bound {bound_ms} ms)"
+            )),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_timestamp_not_above_the_last_is_a_violation() {
+        let mut c = Checker::default();
+        c.handed_out(1, "m1", 10, &[]);
+        c.handed_out(2, "m2", 11, &[]);
+        assert!(c.violations.is_empty());
+        c.handed_out(3, "m3", 11, &[]);
+        assert_eq!(c.violations.len(), 1, "{:?}", c.violations);
+    }
+
+    #[test]
+    fn two_serving_members_are_a_violation() {
+        let mut c = Checker::default();
+        c.serving(5, &["m1".into()]);
+        assert!(c.violations.is_empty());
+        c.serving(6, &["m1".into(), "m2".into()]);
+        c.serving(7, &["m1".into(), "m2".into()]);
+        c.handed_out(7, "m1", 1, &["m2".into()]);
+        assert_eq!(c.violations.len(), 2, "one per overlap: {:?}", c.violations);
+        c.serving(8, &["m2".into()]);
+        c.serving(9, &["m1".into(), "m2".into()]);
+        assert_eq!(c.violations.len(), 3, "a new overlap: {:?}", c.violations);
+    }
+
+    #[test]
+    fn liveness_holds_only_within_the_bound() {
+        let mut c = Checker::default();
+        c.quiet(1_000);
+        c.handed_out(5_500, "m1", 1, &[]);
+        c.finish(4_000);
+        assert_eq!(c.violations.len(), 1, "{:?}", c.violations);
+        let mut c = Checker::default();
+        c.quiet(1_000);
+        c.handed_out(4_900, "m1", 1, &[]);
+        c.finish(4_000);
+        assert!(c.violations.is_empty());
+        let mut c = Checker::default();
+        c.quiet(1_000);
+        c.finish(4_000);
+        assert_eq!(c.violations.len(), 1);
+    }
+}

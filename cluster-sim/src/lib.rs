@@ -1,0 +1,27 @@
+//! A deterministic simulation of a whole Meridian cluster on turmoil: one etcd (the
+//! `etcd-model` crate, served over gRPC), three to five members each running the real control
+//! side (election, keepalive, TSO control loop, placement persister) on the real
+//! `etcd-client`, and a client asking members for timestamps through their request path, all
+//! on one thread with simulated time and network, from one seed. A nemesis partitions and
+//! holds links to etcd, crashes and bounces members and shifts their clocks; checks run on
+//! every step (docs/deterministic-simulation.md says why this means and not others).
+//!
+//! A crate of its own rather than a module of `sim/`: `sim/` is the pure scheduling simulator
+//! and builds nothing of the server's I/O, while this needs turmoil, tonic, the etcd model and
+//! the server's `sim` feature, and for full determinism a build with `--cfg tokio_unstable`
+//! (tokio seeds its `select!` and scheduler randomness only then), which belongs in its own
+//! target directory and CI job rather than in `sim/`'s fast tests.
+//!
+//! Owns the harness: hosts, nemesis, checks and trace. It must not change how the server
+//! behaves; it reaches it only through `meridian::server::sim` and the `sim` seams.
+
+pub mod check;
+pub mod cluster;
+pub mod hosts;
+pub mod nemesis;
+pub mod net;
+pub mod run;
+pub mod trace;
+
+pub use meridian::server::mutation::Mutation;
+pub use run::{run, Outcome, SimConfig};
