@@ -257,14 +257,7 @@ async fn a_copy_taken_over_holds_region_writes_until_it_is_reconciled() {
 
     // Reconciled: ready, and the same report reaches the split checks.
     arm(&c, next, points::RECONCILE, "");
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    while ready(&c).0 != 200 {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "not ready after the reconciliation"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    wait_ready(&c, next);
     let checked = empty_split_report(&mut pd, &h).await;
     assert!(
         checked.contains("0 regions in one split report"),
