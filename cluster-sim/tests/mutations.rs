@@ -58,6 +58,15 @@ fn keeping_an_old_lease_alive_is_found() {
 }
 
 #[test]
+fn a_transfer_before_the_old_leader_stops_is_found() {
+    found_as(
+        Mutation::TransferBeforeStopping,
+        10,
+        &["served at once", "also served"],
+    );
+}
+
+#[test]
 fn trusting_the_clock_after_it_jumped_back_is_found() {
     found_as(Mutation::TrustClockAfterBackwardJump, 10, &["not above"]);
 }
