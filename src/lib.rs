@@ -39,6 +39,8 @@ pub mod harness;
 pub mod kvproto;
 /// Durable metadata behind the `MetaStore` trait; the embedded `local` backend.
 pub mod meta;
+/// Deliberate bugs a simulation switches on (never on without the `sim` feature).
+pub mod mutation;
 /// A tonic client of kvproto's PD service, for loadgen's `--protocol grpc` and the tests.
 pub mod pd_grpc;
 /// Stores and regions: the region map and the heartbeat rules (pure).

@@ -1,8 +1,11 @@
 //! The promises checked while a seed runs, as a pure recorder of observations: timestamps are
 //! strictly increasing across members and terms (a request that starts after another ended
-//! gets a larger one), at most one member serves TSO at any instant of simulated time, and a
-//! leader serves within the liveness bound once faults stop. Owns the verdicts only; the
-//! driver decides when to observe.
+//! gets a larger one), no timestamp is handed out at or above the limit persisted in etcd at
+//! that moment (T2), no id is handed out twice by any members, at most one member serves TSO
+//! at any instant of simulated time, and a leader serves within the liveness bound once faults
+//! stop. Owns the verdicts only; the driver decides when to observe.
+
+use std::collections::BTreeMap;
 
 /// What the checks have seen, and every violation found.
 #[derive(Debug, Default)]
@@ -15,6 +18,9 @@ pub struct Checker {
     served_after_quiet: Option<u64>,
     /// The members serving at once after the last step, if more than one.
     overlap: Vec<String>,
+    /// Every id handed out: who handed it out, and when.
+    ids: BTreeMap<u64, (String, u64)>,
+    pub ids_handed_out: u64,
 }
 
 impl Checker {
@@ -42,6 +48,39 @@ impl Checker {
             if at_ms >= quiet && self.served_after_quiet.is_none() {
                 self.served_after_quiet = Some(at_ms);
             }
+        }
+    }
+
+    /// T2: a timestamp whose physical part is `physical_ms`, handed out by `member` at
+    /// `at_ms`, when etcd held `persisted_limit_ms` (`None`: no limit persisted at all). The
+    /// allocator's ceiling is exclusive, so the physical part must lie below the limit.
+    pub fn within_limit(
+        &mut self,
+        at_ms: u64,
+        member: &str,
+        physical_ms: u64,
+        persisted_limit_ms: Option<u64>,
+    ) {
+        match persisted_limit_ms {
+            Some(limit) if physical_ms < limit => {}
+            Some(limit) => self.violations.push(format!(
+                "at {at_ms} ms {member} handed out physical {physical_ms} ms, not below the persisted limit {limit} ms"
+            )),
+            None => self.violations.push(format!(
+                "at {at_ms} ms {member} handed out physical {physical_ms} ms with no limit persisted"
+            )),
+        }
+    }
+
+    /// An id `member` handed out at `at_ms`: no member may ever hand it out again.
+    pub fn id(&mut self, at_ms: u64, member: &str, id: u64) {
+        self.ids_handed_out += 1;
+        if let Some((first_member, first_at)) = self.ids.get(&id) {
+            self.violations.push(format!(
+                "at {at_ms} ms {member} handed out id {id}, already handed out by {first_member} at {first_at} ms"
+            ));
+        } else {
+            self.ids.insert(id, (member.to_string(), at_ms));
         }
     }
 
@@ -119,6 +158,27 @@ mod tests {
         c.serving(8, &["m2".into()]);
         c.serving(9, &["m1".into(), "m2".into()]);
         assert_eq!(c.violations.len(), 3, "a new overlap: {:?}", c.violations);
+    }
+
+    #[test]
+    fn a_timestamp_at_or_above_the_persisted_limit_is_a_violation() {
+        let mut c = Checker::default();
+        c.within_limit(1, "m1", 999, Some(1_000));
+        assert!(c.violations.is_empty());
+        c.within_limit(2, "m1", 1_000, Some(1_000));
+        c.within_limit(3, "m1", 5, None);
+        assert_eq!(c.violations.len(), 2, "{:?}", c.violations);
+    }
+
+    #[test]
+    fn an_id_handed_out_twice_is_a_violation() {
+        let mut c = Checker::default();
+        c.id(1, "m1", 7);
+        c.id(2, "m2", 8);
+        assert!(c.violations.is_empty());
+        c.id(3, "m2", 7);
+        assert_eq!(c.violations.len(), 1, "{:?}", c.violations);
+        assert!(c.violations[0].contains("already handed out by m1"));
     }
 
     #[test]

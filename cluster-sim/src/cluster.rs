@@ -114,6 +114,15 @@ impl Cluster {
         self.etcd_drained_at.get()
     }
 
+    /// The TSO limit etcd holds now for cluster `cluster_id`, read from the model's state as
+    /// last applied (what a new leader would read); `None` if none is persisted or the value
+    /// is not a number.
+    pub fn persisted_limit(&self, cluster_id: u64) -> Option<u64> {
+        let key = meridian::meta::Keys::new(cluster_id).tso_limit();
+        let value = self.etcd.borrow().as_ref()?.value(&key)?;
+        std::str::from_utf8(&value).ok()?.parse().ok()
+    }
+
     /// Member `i`'s clock offset, which a restarted process keeps.
     pub fn offset(&self, i: usize) -> i64 {
         self.offsets.borrow()[i]
@@ -125,6 +134,12 @@ impl Cluster {
         if let Some(member) = self.member(i) {
             member.clock.shift(delta_ms);
         }
+    }
+
+    /// The member that serves now, if any (the lowest index if several do), and its handle:
+    /// whom the nemesis asks to transfer or resign, as an operator would ask the leader.
+    pub fn leader(&self) -> Option<(usize, Rc<SimMember>)> {
+        (0..self.size()).find_map(|i| self.member(i).filter(|m| m.is_serving()).map(|m| (i, m)))
     }
 
     /// The members (other than `except`) whose allocators hand out timestamps now.

@@ -1,6 +1,6 @@
 //! The software each simulated host runs: etcd (the model, served over turmoil TCP), a member
-//! (its real control side on a real etcd client), and the client that asks members for
-//! timestamps through their request path and reports each answer to the checker. Owns the
+//! (its real control side on a real etcd client), and the clients that ask members for
+//! timestamps and ids through their request path and report each answer to the checker. Owns the
 //! hosts' programs; faults are the driver's, verdicts the checker's.
 
 use std::rc::Rc;
@@ -11,6 +11,7 @@ use meridian::clock::WallClock;
 use meridian::meta::EtcdStore;
 use meridian::proto::{Reply, Response};
 use meridian::server::sim::SimMember;
+use meridian::tso::Timestamp;
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
@@ -89,11 +90,36 @@ pub async fn client(cluster: Rc<Cluster>, mut rng: ChaCha8Rng, until_ms: u64) ->
         if let Response::Ok(Reply::Tso { first, .. }) = response {
             let at = sim_ms();
             let others = cluster.serving_except(Some(i));
-            cluster
-                .checker
-                .borrow_mut()
-                .handed_out(at, MEMBERS[i], first, &others);
+            // Read in the same poll as the answer: nothing else ran in between.
+            let limit = cluster.persisted_limit(member.cluster_id);
+            let physical = Timestamp::from_u64(first).physical_ms();
+            let mut checker = cluster.checker.borrow_mut();
+            checker.handed_out(at, MEMBERS[i], first, &others);
+            checker.within_limit(at, MEMBERS[i], physical, limit);
+            drop(checker);
             cluster.note(at, format!("{} ts {first}", MEMBERS[i]));
+        }
+    }
+    Ok(())
+}
+
+/// A second client: until `until_ms`, every few tens of milliseconds asks a member drawn from
+/// `rng` for an id (`AllocId`), and reports each id handed out to the checker.
+pub async fn id_client(
+    cluster: Rc<Cluster>,
+    mut rng: ChaCha8Rng,
+    until_ms: u64,
+) -> turmoil::Result {
+    while sim_ms() < until_ms {
+        tokio::time::sleep(Duration::from_millis(rng.gen_range(10..=100))).await;
+        let i = rng.gen_range(0..cluster.size());
+        let Some(member) = cluster.member(i) else {
+            continue;
+        };
+        if let Response::Ok(Reply::Id(id)) = member.alloc_id().await {
+            let at = sim_ms();
+            cluster.checker.borrow_mut().id(at, MEMBERS[i], id);
+            cluster.note(at, format!("{} id {id}", MEMBERS[i]));
         }
     }
     Ok(())

@@ -1,6 +1,6 @@
 //! `cluster-sim`: runs seeds of the cluster simulation from the command line.
-//! `cluster-sim --seeds N [--from S] [--no-faults] [--mutation NAME]` runs seeds S..S+N and
-//! prints the first failing seed; `cluster-sim --seed S --trace F` runs one seed and writes its
+//! `cluster-sim --seeds N [--from S] [--members 3|5] [--no-faults] [--mutation NAME]` runs seeds
+//! S..S+N and prints the first failing seed; `cluster-sim --seed S --trace F` runs one seed and writes its
 //! trace to F (the same seed writes the same file); `cluster-sim --list-mutations` prints the
 //! deliberate bugs, one name a line. Owns argument handling and printing only.
 
@@ -55,12 +55,24 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    let members = match number("--members", 3) {
+        Ok(n) if (1..=5).contains(&n) => n as usize,
+        Ok(n) => {
+            eprintln!("--members {n}: from 1 to 5");
+            return ExitCode::from(2);
+        }
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::from(2);
+        }
+    };
     let started = Instant::now();
     let mut violations = 0usize;
     for seed in from..from + count {
         let outcome = run(&SimConfig {
             faults,
             mutation,
+            members,
             ..SimConfig::seed(seed)
         });
         if let Some(path) = &trace {

@@ -2,8 +2,9 @@
 //! out on the simulation by the driver. Faults: a partition or a hold (a pause: messages
 //! queued, then delivered) between a member and etcd, a member crashed and later restarted or
 //! bounced at once, stopped gracefully (a leader resigns) and later restarted, a member's wall
-//! clock shifted, and etcd slow to answer every request. Each fault ends on its own, and at the
-//! quiet time everything is restored. Owns only the schedule (pure, from the seed); it must
+//! clock shifted, etcd slow to answer every request, and the leader asked (as through the
+//! admin API) to transfer leadership to a member or to resign. Each fault ends on its own, and
+//! at the quiet time everything is restored. Owns only the schedule (pure, from the seed); it must
 //! not touch the simulation itself.
 
 use rand::Rng;
@@ -30,6 +31,10 @@ pub enum Action {
     /// etcd answers every request this many milliseconds late, until `EtcdFast`.
     EtcdSlow(u64),
     EtcdFast,
+    /// Whoever serves then is asked to hand leadership over to member `m`.
+    Transfer(usize),
+    /// Whoever serves then is asked to resign.
+    Resign,
     /// Every fault ends: links repaired and released, members up, clocks as they were.
     Quiet,
 }
@@ -67,7 +72,7 @@ pub fn schedule(plan: &Plan, rng: &mut ChaCha8Rng) -> Vec<(u64, Action)> {
             continue;
         }
         let end = (t + rng.gen_range(200..=plan.max_fault_ms)).min(plan.quiet_ms);
-        match rng.gen_range(0..8) {
+        match rng.gen_range(0..10) {
             0 | 1 => {
                 out.push((t, Action::Partition(m)));
                 out.push((end, Action::Repair(m)));
@@ -98,10 +103,13 @@ pub fn schedule(plan: &Plan, rng: &mut ChaCha8Rng) -> Vec<(u64, Action)> {
                 out.push((end, Action::Restart(m)));
                 busy_until[m] = end;
             }
-            _ => {
+            7 => {
                 let delta = rng.gen_range(-plan.max_shift_ms..=plan.max_shift_ms);
                 out.push((t, Action::Shift(m, delta)));
             }
+            // Asked of the leader, not of `m`: `m` stays free for faults of its own.
+            8 => out.push((t, Action::Transfer(m))),
+            _ => out.push((t, Action::Resign)),
         }
     }
     out.push((plan.quiet_ms, Action::Quiet));

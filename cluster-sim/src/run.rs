@@ -50,6 +50,7 @@ pub struct Outcome {
     pub trace: Trace,
     pub violations: Vec<String>,
     pub handed_out: u64,
+    pub ids_handed_out: u64,
 }
 
 /// When the first faults may come: after the first leader has served for a while.
@@ -108,6 +109,8 @@ fn run_seeded(cfg: &SimConfig) -> Outcome {
         sim.host(*name, move || hosts::member(cluster.clone(), i));
     }
     sim.client("client", hosts::client(cluster.clone(), client_rng, end_ms));
+    let id_rng = ChaCha8Rng::seed_from_u64(rng.gen());
+    sim.client("ids", hosts::id_client(cluster.clone(), id_rng, end_ms));
 
     let mut actions = schedule.into_iter().peekable();
     loop {
@@ -136,13 +139,14 @@ fn run_seeded(cfg: &SimConfig) -> Outcome {
     checker.finish(liveness_ms);
     let Checker {
         handed_out,
+        ids_handed_out,
         violations,
         ..
     } = checker;
     cluster.note(
         end,
         format!(
-            "end handed_out={handed_out} violations={}",
+            "end handed_out={handed_out} ids={ids_handed_out} violations={}",
             violations.len()
         ),
     );
@@ -154,6 +158,7 @@ fn run_seeded(cfg: &SimConfig) -> Outcome {
         trace: cluster.take_trace(),
         violations,
         handed_out,
+        ids_handed_out,
     }
 }
 
@@ -181,6 +186,32 @@ fn apply(sim: &mut turmoil::Sim<'_>, cluster: &Cluster, members: usize, now: u64
         Action::Shift(m, delta) => cluster.shift(m, delta),
         Action::EtcdSlow(ms) => cluster.etcd_delay(now, Duration::from_millis(ms)),
         Action::EtcdFast => cluster.etcd_delay(now, Duration::ZERO),
+        Action::Transfer(target) => {
+            let asked = cluster
+                .leader()
+                .filter(|(l, _)| *l != target)
+                .map(|(l, m)| {
+                    let sent = m.request_transfer(MEMBERS[target]);
+                    format!(
+                        "{} asked to transfer to {} sent={sent}",
+                        MEMBERS[l], MEMBERS[target]
+                    )
+                });
+            cluster.note(
+                now,
+                asked.unwrap_or_else(|| "no transfer: no other leader".into()),
+            );
+        }
+        Action::Resign => {
+            let asked = cluster.leader().map(|(l, m)| {
+                let sent = m.request_resign();
+                format!("{} asked to resign sent={sent}", MEMBERS[l])
+            });
+            cluster.note(
+                now,
+                asked.unwrap_or_else(|| "no resignation: no leader".into()),
+            );
+        }
         Action::Quiet => {
             for (m, name) in MEMBERS.iter().enumerate().take(members) {
                 sim.repair(*name, ETCD);

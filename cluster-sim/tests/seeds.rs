@@ -1,6 +1,6 @@
 //! The cluster simulation end to end: a healthy cluster elects one leader and serves; seeds
 //! under the nemesis keep every promise; a seed replays byte for byte, in this process and in
-//! two separate ones.
+//! two separate ones; five-member clusters keep them too.
 
 use cluster_sim::{run, SimConfig};
 
@@ -22,6 +22,12 @@ fn a_healthy_cluster_elects_one_leader_and_serves() {
         outcome.handed_out > 500,
         "handed out {}",
         outcome.handed_out
+    );
+    // The id client asks every 55 ms on average, a third of the time the leader.
+    assert!(
+        outcome.ids_handed_out > 50,
+        "ids handed out {}",
+        outcome.ids_handed_out
     );
 }
 
@@ -83,4 +89,32 @@ fn a_seed_replays_byte_for_byte_in_two_processes() {
     let b = trace("b.trace");
     assert!(a.len() > 1_000);
     assert!(a == b, "two processes wrote different traces for seed 11");
+}
+
+#[test]
+fn five_member_seeds_keep_every_promise() {
+    for seed in 0..3 {
+        let outcome = run(&SimConfig {
+            members: 5,
+            ..SimConfig::seed(seed)
+        });
+        assert!(
+            outcome.violations.is_empty(),
+            "seed {seed}: {:?}\n{}",
+            outcome.violations,
+            outcome.trace.text()
+        );
+        let up = outcome
+            .trace
+            .lines()
+            .iter()
+            .filter(|l| l.contains(" up id="))
+            .count();
+        assert!(up >= 5, "every member starts:\n{}", outcome.trace.text());
+        assert!(
+            outcome.handed_out > 100,
+            "seed {seed}: {}",
+            outcome.handed_out
+        );
+    }
 }

@@ -14,6 +14,7 @@ use tokio::sync::watch;
 use super::lease::LeaseProof;
 use crate::failpoint::{self, points};
 use crate::meta::{LeaderGuard, MetaError};
+use crate::mutation::{self, Mutation};
 use crate::proto::MemberInfo;
 
 /// Milliseconds of a monotonic clock (since the first call in this process). Lease proofs are
@@ -39,6 +40,8 @@ pub struct Election {
     ttl_secs: i64,
     margin_ms: u64,
     removed: Arc<std::sync::atomic::AtomicBool>,
+    /// The lease of this member's last term (0: none yet), for a simulation's deliberate bug.
+    last_lease: std::sync::atomic::AtomicI64,
 }
 
 /// One term of leadership: valid while its lease is provably held and the key is ours.
@@ -97,6 +100,7 @@ impl Election {
             ttl_secs: ttl_secs.max(1),
             margin_ms,
             removed: Default::default(),
+            last_lease: Default::default(),
         }
     }
 
@@ -169,11 +173,16 @@ impl Election {
                     .kv_client()
                     .delete(self.transfer_key(), None)
                     .await;
+                let earlier = self
+                    .last_lease
+                    .swap(grant.id(), std::sync::atomic::Ordering::Relaxed);
+                let old_lease = mutation::on(Mutation::KeepaliveOldLease) && earlier != 0;
                 let keepalive = tokio::spawn(keep_alive(
                     self.client.clone(),
-                    grant.id(),
+                    if old_lease { earlier } else { grant.id() },
                     self.ttl_secs,
                     proof.clone(),
+                    old_lease,
                 ));
                 return Ok(Some(Term {
                     guard: LeaderGuard {
@@ -346,12 +355,14 @@ impl Election {
 }
 
 /// Renews the lease every TTL/3 and records, for each acknowledgement, the time its keepalive
-/// was sent. Failures are retried; if they last, the proof simply runs out.
+/// was sent. Failures are retried; if they last, the proof simply runs out. `trust_gone` is
+/// only ever set by a simulation's deliberate bug: it takes "the lease is gone" as a renewal.
 async fn keep_alive(
     client: etcd_client::Client,
     id: i64,
     ttl_secs: i64,
     proof: Arc<Mutex<LeaseProof>>,
+    trust_gone: bool,
 ) {
     let interval = Duration::from_millis((ttl_secs as u64 * 1000 / 3).max(100));
     loop {
@@ -377,6 +388,11 @@ async fn keep_alive(
                 Ok(Ok(Some(ack))) if ack.ttl() > 0 => {
                     if let Ok(mut p) = proof.lock() {
                         p.acknowledged(sent, ack.ttl() as u64 * 1000);
+                    }
+                }
+                Ok(Ok(Some(_))) if trust_gone => {
+                    if let Ok(mut p) = proof.lock() {
+                        p.acknowledged(sent, ttl_secs as u64 * 1000);
                     }
                 }
                 Ok(Ok(Some(_))) => {

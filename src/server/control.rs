@@ -15,6 +15,7 @@ use crate::clock::WallClock;
 use crate::election::{mono_ms, Term};
 use crate::failpoint::{self, points};
 use crate::meta::{load_decimal, Keys, MetaError, MetaStore};
+use crate::mutation::{self, Mutation};
 use crate::tso::{Allocator, WindowConfig, WindowPlan};
 
 pub async fn load_limit<M: MetaStore>(store: &M, keys: &Keys) -> Result<Option<u64>, MetaError> {
@@ -77,7 +78,13 @@ impl<M: MetaStore + Clone> TsoControl<M> {
             ),
             None => None,
         };
-        let plan = self.cfg.plan_start(now, last);
+        // The mutation trusts the clock alone, as if nothing had been handed out before.
+        let after = if mutation::on(Mutation::TrustClockAfterBackwardJump) {
+            None
+        } else {
+            last
+        };
+        let plan = self.cfg.plan_start(now, after);
         save_limit(&self.store, &self.keys, plan.limit_ms).await?;
         self.allocator.begin(plan.start_ms, plan.limit_ms, now);
         tracing::info!(start_ms = plan.start_ms, limit_ms = plan.limit_ms, last_limit_ms = ?last, "tso serving");
@@ -113,7 +120,7 @@ impl<M: MetaStore + Clone> TsoControl<M> {
             }
             // T4: stop serving the moment the lease can no longer be proven.
             if term.as_ref().is_some_and(|t| !t.holds(mono_ms()))
-                && !super::mutation::on(super::mutation::Mutation::ServeBeforeLeaseProof)
+                && !mutation::on(Mutation::ServeBeforeLeaseProof)
             {
                 allocator.suspend();
                 tracing::warn!("lease no longer provable: stopped serving timestamps");
@@ -177,10 +184,14 @@ impl<M: MetaStore + Clone> TsoControl<M> {
                     cfg.plan_renewal(now, allocator.current().physical_ms(), limit_ms)
                 {
                     let (store, keys) = (store.clone(), keys.clone());
+                    let persist = !mutation::on(Mutation::SkipWindowPersist);
                     renewal = Some((
                         target,
                         tokio::spawn(async move {
                             failpoint::step(points::WINDOW_RENEW).await?;
+                            if !persist {
+                                return Ok(());
+                            }
                             save_limit(&store, &keys, target).await
                         }),
                     ));

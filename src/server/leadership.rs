@@ -12,6 +12,7 @@ use crate::admin::Metrics;
 use crate::clock::WallClock;
 use crate::election::{Command, Election};
 use crate::meta::{EtcdStore, Keys, MetaError};
+use crate::mutation::{self, Mutation};
 use crate::proto::MemberInfo;
 use crate::tso::{Allocator, WindowConfig};
 
@@ -120,7 +121,10 @@ impl Leadership {
                 }
             };
             // Stop serving before the key goes: two nodes must never serve at once.
-            self.allocator.suspend();
+            let handing_over = matches!(step, Step::Command(Command::Transfer(..)));
+            if !(handing_over && mutation::on(Mutation::TransferBeforeStopping)) {
+                self.allocator.suspend();
+            }
             self.placement.set_ready(false);
             let _ = term_stop.send(true);
             if !placement.is_finished()
@@ -178,6 +182,10 @@ impl Leadership {
                         Ok(()) => self.await_leader(&target).await,
                         Err(e) => Err(e.to_string()),
                     };
+                    if mutation::on(Mutation::TransferBeforeStopping) {
+                        // The mutation left the old leader serving until now.
+                        self.allocator.suspend();
+                    }
                     let _ = reply.send(result);
                 }
             }

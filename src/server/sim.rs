@@ -2,7 +2,8 @@
 //! registers itself, campaigns, and once elected runs the TSO control loop and the placement
 //! persister exactly as `serve` does, on an etcd client the simulation hands it. No bind, no
 //! cores, no front ends (QUIC, gRPC, admin HTTP): requests reach the member through
-//! [`SimMember::tso`], which takes the dispatch every front end calls.
+//! [`SimMember::tso`] and [`SimMember::alloc_id`], which take the dispatch every front end
+//! calls, and transfers and resignations through the admin API's command channel.
 //!
 //! Owns only this wiring. It must not change how `serve` starts a node, and it runs no shard
 //! tasks: their thread-local shard would be shared by every member a one-thread simulation
@@ -19,8 +20,9 @@ use super::{Parts, Shared};
 use crate::admin::AdminControl;
 use crate::clock::WallClock;
 use crate::config::Config;
+use crate::election::Command;
 use crate::meta::EtcdStore;
-use crate::proto::{MemberInfo, Response};
+use crate::proto::{MemberInfo, Request, Response};
 
 /// One running member's control side, and the handles a simulation drives and inspects.
 pub struct SimMember {
@@ -87,6 +89,30 @@ impl SimMember {
     /// `count` timestamps through the member's request path.
     pub async fn tso(&self, count: u32) -> Response {
         self.execute(Op::Tso(count)).await
+    }
+
+    /// One id through the member's request path (`AllocId`).
+    pub async fn alloc_id(&self) -> Response {
+        self.execute(Op::of(Request::AllocId)).await
+    }
+
+    /// Asks the leadership loop to hand over to member `target`, on the channel the admin
+    /// API's transfer route sends on (the route's own checks, that this member leads and
+    /// `target` is registered, are the caller's). The outcome is not awaited. `false` if the
+    /// loop is gone or busy.
+    pub fn request_transfer(&self, target: &str) -> bool {
+        let (reply, _) = tokio::sync::oneshot::channel();
+        self.admin
+            .commands
+            .try_send(Command::Transfer(target.to_string(), reply))
+            .is_ok()
+    }
+
+    /// Asks the leadership loop to resign, as the admin API's resign route does; see
+    /// [`SimMember::request_transfer`].
+    pub fn request_resign(&self) -> bool {
+        let (reply, _) = tokio::sync::oneshot::channel();
+        self.admin.commands.try_send(Command::Resign(reply)).is_ok()
     }
 
     /// Whether this member's allocator hands out timestamps now.

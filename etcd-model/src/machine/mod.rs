@@ -119,6 +119,14 @@ impl Etcd {
         self.revision
     }
 
+    /// The key's value now, as a reader outside etcd would check it: no time passes and
+    /// nothing expires.
+    pub fn value(&self, key: &[u8]) -> Option<&[u8]> {
+        self.store
+            .get(key, self.revision)
+            .map(|kv| kv.value.as_slice())
+    }
+
     /// The revision of the last compaction (-1 before any).
     pub fn compacted_revision(&self) -> i64 {
         self.compacted

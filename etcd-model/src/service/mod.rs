@@ -121,6 +121,12 @@ impl EtcdModel {
         result
     }
 
+    /// The key's value as last applied, for a checker: unlike a request it moves no time
+    /// and expires no lease, so looking changes nothing in the run.
+    pub fn value(&self, key: &[u8]) -> Option<Vec<u8>> {
+        lock(&self.shared.state).etcd.value(key).map(<[u8]>::to_vec)
+    }
+
     /// The store's revision.
     pub fn revision(&self) -> i64 {
         self.with_etcd(|etcd, _| etcd.revision())
