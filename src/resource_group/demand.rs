@@ -35,11 +35,11 @@ impl Demand {
             None => rate,
             Some(before) => {
                 let decay = (-std::f64::consts::LN_2 / HALF_LIFE_S * secs).exp();
-                let now = decay * before + (1.0 - decay) * rate;
-                if now < MIN_PER_SEC {
+                let average = decay * before + (1.0 - decay) * rate;
+                if average < MIN_PER_SEC {
                     0.0
                 } else {
-                    now
+                    average
                 }
             }
         });
