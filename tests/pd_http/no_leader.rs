@@ -25,13 +25,19 @@ async fn a_member_that_knows_no_leader_answers_pds_503_until_one_is_elected() {
     let survivor = 1 - leader;
     let trust = c.trust();
     let at = c.nodes[survivor].process().client_addr.clone();
-    let path = "/pd/api/v1/stores";
+    let path = "/pd/api/v1/members";
     // With a leader, the survivor sends the request on and answers with the leader's answer.
     let deadline = std::time::Instant::now() + Duration::from_secs(20);
     while get(&at, &trust, Proto::H1, path).await.status != StatusCode::OK {
         assert!(std::time::Instant::now() < deadline, "sent on within 20 s");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+
+    // Node 0 holds the CA; it may be the leader about to go.
+    let admin = c.nodes[0]
+        .process()
+        .role_cert(meridian::tls::cert::Role::Admin, "admin")
+        .unwrap();
 
     c.proxies[survivor].set(LinkFault::Delay(Duration::from_secs(2)));
     c.nodes[leader].kill().unwrap();
@@ -68,10 +74,6 @@ async fn a_member_that_knows_no_leader_answers_pds_503_until_one_is_elected() {
 
     // The same over HTTP/2, and for a change (an admin's) as for a read; `/leader` too is the
     // redirector's before it is the handler's.
-    let admin = c.nodes[survivor]
-        .process()
-        .role_cert(meridian::tls::cert::Role::Admin, "admin")
-        .unwrap();
     let asked = [
         (Proto::H2, Method::GET, "/pd/api/v1/leader", &trust),
         (Proto::H1, Method::DELETE, "/pd/api/v1/operators", &admin),
