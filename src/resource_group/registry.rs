@@ -4,7 +4,8 @@
 //! (`put`, `modify`, `delete`) makes it visible. `acquire` serves one AcquireTokenBuckets
 //! message as PD does: requests for a keyspace or group that does not exist are skipped, a
 //! background request only reports consumption, and each RU item gets a grant from the
-//! group's bucket. Pure: time is an argument, no I/O.
+//! group's bucket, shared among the clients asking it (each message names its client). Pure:
+//! time is an argument, no I/O.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -16,7 +17,7 @@ use super::error::GroupError;
 use super::group::{
     check_keyspace, default_group, new_record, null_keyspace, patched, ru_settings, DEFAULT_GROUP,
 };
-use super::limit::Limit;
+use super::limit::{Limit, MODERATED_BURST};
 use super::state::GroupState;
 use crate::kvproto::resource_manager::{
     token_bucket_request, Consumption, GrantedRuTokenBucket, RequestUnitType, ResourceGroup,
@@ -314,6 +315,7 @@ impl Registry {
         &mut self,
         request: &TokenBucketRequest,
         target_period_ms: u64,
+        client: u64,
         now: Duration,
     ) -> Option<TokenBucketResponse> {
         check_keyspace(request.keyspace_id.as_ref()).ok()?;
@@ -334,7 +336,6 @@ impl Registry {
         else {
             return Some(response);
         };
-        let burst_limit = Limit::granted_burst(settings.fill_rate, settings.burst_limit);
         let items = match &request.request {
             Some(token_bucket_request::Request::RuItems(ru)) => ru.request_r_u.as_slice(),
             // Raw mode is not served (PD logs and skips it too).
@@ -344,7 +345,14 @@ impl Registry {
             if item.r#type != RequestUnitType::Ru as i32 {
                 continue;
             }
-            let grant = bucket.request(now, item.value, target_period_ms);
+            let grant = bucket.request(now, item.value, target_period_ms, client);
+            // PD tells a client its slot's burst limit: its part of the capacity in the
+            // limited and moderated modes, the group's setting otherwise.
+            let shared = settings.burst_limit > 0 || settings.burst_limit == MODERATED_BURST;
+            let burst_limit = match bucket.share_of(client) {
+                Some((_, burst)) if shared => burst as i64,
+                _ => Limit::granted_burst(settings.fill_rate, settings.burst_limit),
+            };
             response.granted_r_u_tokens.push(GrantedRuTokenBucket {
                 r#type: RequestUnitType::Ru as i32,
                 granted_tokens: Some(TokenBucketPb {
@@ -458,7 +466,7 @@ mod tests {
         let m = r.plan_modify(&ru_group("rg1", 1000, -1)).unwrap();
         r.modify(m, T0);
         assert_eq!(
-            granted(&r.acquire(&ask("rg1", 1e9), 5000, T0).unwrap()),
+            granted(&r.acquire(&ask("rg1", 1e9), 5000, 1, T0).unwrap()),
             (1e9, 0)
         );
         assert_eq!(
@@ -470,10 +478,44 @@ mod tests {
         assert!(r.get("rg1", false).is_err());
     }
 
+    fn burst_told(r: &TokenBucketResponse) -> i64 {
+        r.granted_r_u_tokens[0]
+            .granted_tokens
+            .as_ref()
+            .and_then(|t| t.settings.as_ref())
+            .map_or(i64::MIN, |s| s.burst_limit)
+    }
+
+    /// Two clients of one group (PD's slots, by `client_unique_id`): each is told its half of
+    /// the burst limit in the limited and moderated modes, the group's setting in the others.
+    #[test]
+    fn clients_of_one_group_are_told_their_share_of_the_burst() {
+        let mut r = Registry::new(
+            vec![
+                ru_group("limited", 100, 1000),
+                ru_group("moderated", 100, -2),
+                ru_group("rate", 100, 0),
+            ],
+            T0,
+        );
+        for (name, alone, shared) in [
+            ("limited", 1000, 500),
+            ("moderated", 10_100, 5050),
+            ("rate", 0, 0),
+        ] {
+            let first = r.acquire(&ask(name, 1.0), 5000, 7, T0).unwrap();
+            assert_eq!(burst_told(&first), alone, "{name}");
+            let second = r.acquire(&ask(name, 1.0), 5000, 8, T0).unwrap();
+            assert_eq!(burst_told(&second), shared, "{name}");
+            let again = r.acquire(&ask(name, 1.0), 5000, 7, T0).unwrap();
+            assert_eq!(burst_told(&again), shared, "{name}");
+        }
+    }
+
     #[test]
     fn grants_follow_the_bucket_and_skips_follow_pd() {
         let mut r = Registry::new(vec![ru_group("slow", 100, 200)], T0);
-        let first = r.acquire(&ask("slow", 150.0), 5000, T0).unwrap();
+        let first = r.acquire(&ask("slow", 150.0), 5000, 1, T0).unwrap();
         assert_eq!(granted(&first), (150.0, 0));
         assert_eq!(
             first.granted_r_u_tokens[0]
@@ -488,22 +530,22 @@ mod tests {
         );
         // 50 held and 100 lent (PD's first round, 200/s): trickled over 150 / 200 s.
         assert_eq!(
-            granted(&r.acquire(&ask("slow", 150.0), 5000, T0).unwrap()),
+            granted(&r.acquire(&ask("slow", 150.0), 5000, 1, T0).unwrap()),
             (150.0, 750)
         );
         // Half a second repays 50 of the 100 owed; lent again, over the whole period.
         let later = T0 + Duration::from_millis(500);
         assert_eq!(
-            granted(&r.acquire(&ask("slow", 150.0), 5000, later).unwrap()),
+            granted(&r.acquire(&ask("slow", 150.0), 5000, 1, later).unwrap()),
             (150.0, 5000)
         );
         // Unknown group, other keyspace, background: skipped, consumption still counted.
-        assert!(r.acquire(&ask("nope", 1.0), 5000, later).is_none());
+        assert!(r.acquire(&ask("nope", 1.0), 5000, 1, later).is_none());
         let mut other = ask("slow", 1.0);
         other.keyspace_id = Some(KeyspaceIdValue {
             keyspace: Some(keyspace_id_value::Keyspace::Value(3)),
         });
-        assert!(r.acquire(&other, 5000, later).is_none());
+        assert!(r.acquire(&other, 5000, 1, later).is_none());
         let mut background = ask("slow", 1.0);
         background.is_background = true;
         background.consumption_since_last_request = Some(Consumption {
@@ -511,12 +553,12 @@ mod tests {
             w_r_u: f64::NAN,
             ..Default::default()
         });
-        assert!(r.acquire(&background, 5000, later).is_none());
+        assert!(r.acquire(&background, 5000, 1, later).is_none());
         let stats = r.get("slow", true).unwrap().ru_stats.unwrap();
         assert_eq!((stats.r_r_u, stats.w_r_u), (2.5, 0.0));
         // The default group is unlimited.
         assert_eq!(
-            granted(&r.acquire(&ask("default", 1e12), 5000, later).unwrap()),
+            granted(&r.acquire(&ask("default", 1e12), 5000, 1, later).unwrap()),
             (1e12, 0)
         );
     }
@@ -534,7 +576,7 @@ mod tests {
             ..Default::default()
         });
         assert_eq!(
-            granted(&r.acquire(&drain, 5000, T0).unwrap()),
+            granted(&r.acquire(&drain, 5000, 1, T0).unwrap()),
             (10_000.0, 0)
         );
         let later = T0 + Duration::from_secs(2);

@@ -9,6 +9,7 @@
 //! report (`sizes`).
 
 mod follower;
+mod no_leader;
 mod operators;
 mod roles;
 mod routes;

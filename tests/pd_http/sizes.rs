@@ -59,7 +59,8 @@ async fn a_regions_reported_sizes_show_on_every_region_route() {
         keys_written: 640,
         ..Default::default()
     };
-    let _stream = heartbeats(&mut n, beat).await;
+    let beat0 = beat.clone();
+    let (tx, _replies) = heartbeats(&mut n, beat).await;
 
     let path = format!("/pd/api/v1/region/id/{left}");
     let by_id = until(&addr, &trust, &path, |v| v["approximate_size"] != 0).await;
@@ -104,6 +105,37 @@ async fn a_regions_reported_sizes_show_on_every_region_route() {
         assert_eq!(regions[1]["id"], r, "{path}");
         assert_eq!(fields(&regions[1]), unreported, "{path}");
     }
+
+    // PD's size rules (`RegionFromHeartbeat`, `Inherit`): a report of size 0 (not measured
+    // yet) keeps the size and keys before it; any data under 1 MiB shows as 1; whole MiB
+    // round down.
+    for (bytes, keys, written, shown) in [
+        (0, 0, 1024, (96, 960_000)),
+        (100, 3, 2048, (1, 3)),
+        ((2 << 20) - 1, 5, 4096, (1, 5)),
+        (0, 0, 8192, (1, 5)),
+    ] {
+        let mut again = beat0.clone();
+        again.approximate_size = bytes;
+        again.approximate_keys = keys;
+        again.bytes_written = written;
+        tx.send(again).await.unwrap();
+        let v = until(&addr, &trust, &path, |v| v["written_bytes"] == written).await;
+        assert_eq!(
+            (v["approximate_size"].clone(), v["approximate_keys"].clone()),
+            (json!(shown.0), json!(shown.1)),
+            "{bytes} bytes reported"
+        );
+    }
+    let mut again = beat0.clone();
+    again.approximate_size = (96 << 20) + 4096;
+    again.approximate_keys = 960_000;
+    again.bytes_written = 64 << 10;
+    tx.send(again).await.unwrap();
+    assert_eq!(
+        until(&addr, &trust, &path, |v| v["written_bytes"] == 64 << 10).await,
+        by_id
+    );
 
     // Any role reads the sizes; a certificate with none reads nothing.
     let store = holder(&data, "store", &[Role::Store]);

@@ -156,7 +156,7 @@ impl Shard {
                     leader_store: p.leader_store,
                     created_ms: p.created_ms,
                     deadline_ms: p.deadline_ms,
-                    size_mib: u64::from(e.sizes.size_kib) / 1024,
+                    size_mib: e.sizes.mib(),
                 })
             })
             .collect();

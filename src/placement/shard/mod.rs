@@ -54,7 +54,7 @@ impl Entry {
         RegionInput {
             region,
             pending_peers,
-            size_mib: u64::from(self.sizes.size_kib) / 1024,
+            size_mib: self.sizes.mib(),
         }
     }
 }
@@ -62,6 +62,8 @@ impl Entry {
 /// A region's reported sizes in half the bytes of [`RegionStats`]: one of these per region
 /// at 1M regions counts against the goal of ~300 B per region. Sizes in KiB and
 /// counts saturating at `u32::MAX` (4 TiB, 4 billion keys) keep what balancing by size needs.
+/// The size is kept in whole KiB rounded down, except that any data at all is at least 1 KiB,
+/// so that 0 means only "not measured" and whole MiB read back as PD computes them.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 struct Sizes {
     size_kib: u32,
@@ -70,11 +72,48 @@ struct Sizes {
     written_keys: u32,
 }
 
+/// PD's size of a region whose size is not known: what a first report of size 0 counts as
+/// (PD's `EmptyRegionApproximateSize`, 1 MiB).
+const EMPTY_REGION_KIB: u32 = 1024;
+
+impl Sizes {
+    /// The size in whole MiB as PD's `RegionFromHeartbeat` computes it: the bytes over 1 MiB,
+    /// rounded down, with a region that has data but less than 1 MiB counted as 1.
+    fn mib(&self) -> u64 {
+        match self.size_kib {
+            0 => 0,
+            kib => (u64::from(kib) / 1024).max(1),
+        }
+    }
+
+    /// What a heartbeat's `stats` leave of a region's sizes, with PD's `RegionInfo.Inherit`:
+    /// TiKV reports a size of 0 when it has not measured the region yet (a new leader's first
+    /// report, or after a range was destroyed), never for an empty region. Such a report keeps
+    /// the size and keys last reported (`previous`), or counts as 1 MiB and no keys for a
+    /// region with no report before it. The flow figures are always the heartbeat's own.
+    fn reported(stats: RegionStats, previous: Option<Sizes>) -> Sizes {
+        let mut s = Sizes::from(stats);
+        if s.size_kib == 0 {
+            match previous {
+                Some(p) => {
+                    s.size_kib = p.size_kib;
+                    s.keys = p.keys;
+                }
+                None => s.size_kib = EMPTY_REGION_KIB,
+            }
+        }
+        s
+    }
+}
+
 impl From<RegionStats> for Sizes {
     fn from(s: RegionStats) -> Sizes {
         let narrow = |v: u64| u32::try_from(v).unwrap_or(u32::MAX);
         Sizes {
-            size_kib: narrow(s.approximate_size.div_ceil(1024)),
+            size_kib: match s.approximate_size {
+                0 => 0,
+                bytes => narrow(bytes / 1024).max(1),
+            },
             keys: narrow(s.approximate_keys),
             written_kib: narrow(s.written_bytes.div_ceil(1024)),
             written_keys: narrow(s.written_keys),
@@ -84,7 +123,7 @@ impl From<RegionStats> for Sizes {
 
 /// A region's sizes as its leader last reported them, as PD's HTTP API shows a region's:
 /// the size in whole MiB (a region with data but under 1 MiB counts as 1, as PD's
-/// `RegionFromHeartbeat` rounds it), keys, and the bytes and keys written in the last
+/// `RegionFromHeartbeat` rounds it, and a report of 0 keeps the size before it), keys, and the bytes and keys written in the last
 /// interval. Kept in KiB here, so bytes written read back in whole KiB.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ReportedSizes {
@@ -96,9 +135,8 @@ pub struct ReportedSizes {
 
 impl From<Sizes> for ReportedSizes {
     fn from(s: Sizes) -> ReportedSizes {
-        let mib = u64::from(s.size_kib) / 1024;
         ReportedSizes {
-            approximate_size_mib: if s.size_kib > 0 { mib.max(1) } else { 0 },
+            approximate_size_mib: s.mib(),
             approximate_keys: u64::from(s.keys),
             written_bytes: u64::from(s.written_kib) * 1024,
             written_keys: u64::from(s.written_keys),
@@ -292,6 +330,9 @@ impl Shard {
         }
         let id = region.id;
         let mut outcome = Outcome::default();
+        // What PD calls the origin: this region as this shard last knew it, whose size an
+        // unmeasured report keeps.
+        let previous = self.regions.get(&id).map(|e| e.sizes);
         let unchanged = self
             .regions
             .get(&region.id)
@@ -350,7 +391,7 @@ impl Shard {
         let Some(entry) = self.regions.get_mut(&id) else {
             return Ok(outcome);
         };
-        entry.sizes = stats.into();
+        entry.sizes = Sizes::reported(stats, previous);
         let entry = &*entry;
         let caught_up = catch_up(&mut self.catching_up, id, region, stats);
         let pending = self.catching_up.get(&id).map_or(&[][..], |p| &p[..]);
@@ -407,7 +448,7 @@ impl Shard {
             }
             entry.route.region_into(&mut region);
             let (small, keys, split_s, idle) = (
-                u64::from(entry.sizes.size_kib) / 1024 <= c.cfg.max_merge_region_size_mib,
+                entry.sizes.mib() <= c.cfg.max_merge_region_size_mib,
                 u64::from(entry.sizes.keys),
                 entry.split_s,
                 !self.in_flight.busy(id),

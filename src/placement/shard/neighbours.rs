@@ -27,7 +27,7 @@ pub(super) fn neighbours(
         }
         Some(Neighbour {
             region: route.region(),
-            size_mib: u64::from(e.sizes.size_kib) / 1024,
+            size_mib: e.sizes.mib(),
             keys: u64::from(e.sizes.keys),
             busy: in_flight.busy(route.id()),
         })

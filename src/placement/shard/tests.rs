@@ -7,9 +7,9 @@ use crate::placement::schedule::{up_stores, Groups, TestCluster, SCATTER_DESC};
 use crate::placement::{Epoch, OpKind, Peer, PeerRole, ScheduleConfig, StoreStats};
 
 #[test]
-fn sizes_round_up_to_kib_and_saturate() {
+fn sizes_keep_whole_kib_and_saturate() {
     let s = Sizes::from(RegionStats {
-        approximate_size: 96 * 1024 * 1024 + 1,
+        approximate_size: 96 * 1024 * 1024 + 1023,
         approximate_keys: 1 << 40,
         written_bytes: 1,
         written_keys: 7,
@@ -18,26 +18,30 @@ fn sizes_round_up_to_kib_and_saturate() {
     assert_eq!(
         s,
         Sizes {
-            size_kib: 96 * 1024 + 1,
+            size_kib: 96 * 1024,
             keys: u32::MAX,
             written_kib: 1,
             written_keys: 7,
         }
     );
     assert_eq!(Sizes::from(RegionStats::default()), Sizes::default());
-    assert_eq!(
+    // Any data at all is kept apart from "not measured" (0).
+    let tiny = |bytes| {
         Sizes::from(RegionStats {
-            approximate_size: u64::MAX,
+            approximate_size: bytes,
             ..RegionStats::default()
         })
-        .size_kib,
-        u32::MAX
-    );
+        .size_kib
+    };
+    assert_eq!(tiny(1), 1);
+    assert_eq!(tiny(u64::MAX), u32::MAX);
 }
 
-/// PD's HTTP API shows whole MiB, with a region that has data but less than 1 MiB as 1.
+/// PD's HTTP API and scheduler read whole MiB, rounded down (PD's `RegionFromHeartbeat`:
+/// `approximate_size / units.MiB`), with a region that has data but less than 1 MiB as 1
+/// (`EmptyRegionApproximateSize`).
 #[test]
-fn reported_sizes_read_in_mib_as_pd_shows_them() {
+fn reported_sizes_read_in_mib_as_pd_computes_them() {
     let shown = |bytes: u64| {
         ReportedSizes::from(Sizes::from(RegionStats {
             approximate_size: bytes,
@@ -45,11 +49,26 @@ fn reported_sizes_read_in_mib_as_pd_shows_them() {
         }))
         .approximate_size_mib
     };
-    assert_eq!(shown(0), 0);
-    assert_eq!(shown(1), 1);
-    assert_eq!(shown((1 << 20) - 4096), 1);
-    assert_eq!(shown(96 << 20), 96);
-    assert_eq!(shown((96 << 20) + (512 << 10)), 96);
+    let pd = |bytes: u64| match bytes / (1 << 20) {
+        0 if bytes > 0 => 1,
+        mib => mib,
+    };
+    for bytes in [
+        0,
+        1,
+        1023,
+        1024,
+        (1 << 20) - 1,
+        1 << 20,
+        (1 << 20) + 1,
+        (2 << 20) - 1,
+        2 << 20,
+        (96 << 20) + (512 << 10),
+        (97 << 20) - 1,
+        (4u64 << 40) - 1,
+    ] {
+        assert_eq!(shown(bytes), pd(bytes), "{bytes} bytes");
+    }
     let r = ReportedSizes::from(Sizes::from(RegionStats {
         approximate_size: 3 << 20,
         approximate_keys: 30_000,
@@ -66,6 +85,52 @@ fn reported_sizes_read_in_mib_as_pd_shows_them() {
             written_keys: 12,
         }
     );
+}
+
+/// PD's `RegionInfo.Inherit`: a report of size 0 (TiKV has not measured the region) keeps the
+/// size and keys reported before it, or counts as 1 MiB for a region never reported; the
+/// flow figures are the report's own. The scheduler reads the same sizes the HTTP API shows.
+#[test]
+fn an_unmeasured_report_keeps_the_size_before_it_or_counts_as_one_mib() {
+    let stores = view(&[(1, 0), (2, 0), (3, 0)]);
+    let index = RangeIndex::new();
+    let mut shard = Shard::new();
+    let mut ids = 900..;
+    let stats = |bytes: u64, keys: u64, written: u64| RegionStats {
+        approximate_size: bytes,
+        approximate_keys: keys,
+        written_bytes: written,
+        ..RegionStats::default()
+    };
+    let a = region(1, b"", b"m", 1, &[1, 2, 3]);
+    let mut beat = |s: RegionStats| {
+        shard
+            .heartbeat(&a, s, &stores.at(0), &index, &mut || ids.next())
+            .unwrap();
+        let sizes = shard.regions.get(&1).unwrap().sizes;
+        let shown = shard.report(1).unwrap().sizes;
+        assert_eq!(sizes.mib(), shown.approximate_size_mib);
+        shown
+    };
+    let first = beat(stats(0, 0, 4096));
+    assert_eq!((first.approximate_size_mib, first.approximate_keys), (1, 0));
+    assert_eq!(first.written_bytes, 4096);
+    let measured = beat(stats((96 << 20) + 5, 960_000, 0));
+    assert_eq!(
+        (measured.approximate_size_mib, measured.approximate_keys),
+        (96, 960_000)
+    );
+    let unmeasured = beat(stats(0, 0, 8192));
+    assert_eq!(
+        unmeasured,
+        ReportedSizes {
+            written_bytes: 8192,
+            ..measured
+        }
+    );
+    // A truly empty region is reported with a size of 1 byte and no keys: 1 MiB, 0 keys.
+    let empty = beat(stats(1, 0, 0));
+    assert_eq!((empty.approximate_size_mib, empty.approximate_keys), (1, 0));
 }
 
 fn view(loads: &[(u64, u64)]) -> TestCluster {

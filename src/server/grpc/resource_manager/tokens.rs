@@ -64,7 +64,14 @@ fn answer(
         message
             .requests
             .iter()
-            .filter_map(|r| registry.acquire(r, message.target_request_period_ms, now))
+            .filter_map(|r| {
+                registry.acquire(
+                    r,
+                    message.target_request_period_ms,
+                    message.client_unique_id,
+                    now,
+                )
+            })
             .collect()
     })?;
     Ok(TokenBucketsResponse {
