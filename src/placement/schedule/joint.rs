@@ -68,7 +68,7 @@ pub fn joint_steps(region: &Region, steps: Vec<Step>) -> Vec<Step> {
     let origin = |p: &Peer| region.peers.iter().find(|q| q.id == p.id);
     // PD's count of changes: an added peer, a removed one, an existing learner promoted.
     let promoted_learners = promote.iter().filter(|p| origin(p).is_some()).count();
-    let target_peers = region.peers.len() + add.len() - remove.len();
+    let target_peers = (region.peers.len() + add.len()).saturating_sub(remove.len());
     let single = add.len() + remove.len() + promoted_learners <= 1;
     if conf == 0 || (single && !(remove.len() == 1 && target_peers == 1)) {
         return steps;
