@@ -335,6 +335,36 @@ mod tests {
         }
     }
 
+    /// PD's `ChangePeerV2Enter` and `ChangePeerV2Leave` strings, and the brief of the move.
+    #[test]
+    fn a_joint_move_reads_as_pds_steps() {
+        let new = peer(100, 4, PeerRole::Learner);
+        let joint = crate::placement::schedule::Joint {
+            promote: vec![new.clone()],
+            demote: vec![peer(11, 1, PeerRole::Voter)],
+        };
+        let o = op(vec![
+            Step::AddLearner(new),
+            Step::TransferLeader(peer(12, 2, PeerRole::Voter)),
+            Step::JointEnter(Box::new(joint.clone())),
+            Step::JointLeave(Box::new(joint)),
+            Step::RemovePeer(peer(11, 1, PeerRole::Voter)),
+        ]);
+        assert_eq!(brief(&o), "mv peer: store [1] to [4]");
+        assert_eq!(
+            step_texts(&o),
+            [
+                "add learner peer 100 on store 4",
+                "transfer leader from store 1 to store 2",
+                "use joint consensus, promote learner peer 100 on store 4 to voter, \
+                 demote voter peer 11 on store 1 to learner",
+                "leave joint state, promote learner peer 100 on store 4 to voter, \
+                 demote voter peer 11 on store 1 to learner",
+                "remove peer on store 1",
+            ]
+        );
+    }
+
     #[test]
     fn a_move_reads_as_pds_operator_string() {
         let new = peer(100, 4, PeerRole::Learner);
