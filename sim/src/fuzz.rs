@@ -92,6 +92,7 @@ pub fn scenario(seed: u64, stores: u32, regions: u64) -> Scenario {
         goal: Goal::Healed,
         // Past the last event, a Down mark and a repair of everything it held.
         max_sim_s: last + 10 * hour,
+        enable_joint_consensus: true,
     }
 }
 

@@ -30,6 +30,14 @@ pub struct Scenario {
     pub goal: Goal,
     /// The run stops here, converged or not.
     pub max_sim_s: u64,
+    /// PD's `enable-joint-consensus` (on by default, as in PD): a replica move is one joint
+    /// change (`ChangePeerV2`) rather than a promotion and a removal.
+    #[serde(default = "default_joint")]
+    pub enable_joint_consensus: bool,
+}
+
+fn default_joint() -> bool {
+    true
 }
 
 fn default_size() -> u64 {
@@ -147,6 +155,7 @@ pub fn named(name: &str, stores: u32, regions: u64) -> Option<Scenario> {
         trigger_delay_s,
         goal,
         max_sim_s,
+        enable_joint_consensus: default_joint(),
     };
     let hour = 3600;
     Some(match name {

@@ -29,6 +29,26 @@ fn every_scenario_converges_safely_at_a_small_size() {
     }
 }
 
+/// With joint consensus off, every move is made one peer at a time, as PD makes it then: the
+/// scenarios converge as safely.
+#[test]
+fn every_scenario_converges_safely_without_joint_consensus() {
+    for name in NAMES {
+        let mut scn = named(name, 10, 1_000).expect("a named scenario");
+        scn.enable_joint_consensus = false;
+        let r = run(scn, 7);
+        assert!(
+            r.converged && r.violations == 0,
+            "{name}: converged {} after {:?} s, {} violations: {:?}",
+            r.converged,
+            r.converged_after_s,
+            r.violations,
+            r.violation_samples
+        );
+        assert_eq!(r.repairs_during_loss, 0, "{name}");
+    }
+}
+
 #[test]
 fn one_seed_gives_a_byte_identical_report() {
     for name in NAMES {

@@ -25,7 +25,12 @@ pub fn region_json(r: &Region) -> Value {
         "peers": r.peers.iter().map(|p| json!({
             "id": p.id,
             "store_id": p.store_id,
-            "role": match p.role { PeerRole::Voter => "voter", PeerRole::Learner => "learner" },
+            "role": match p.role {
+                PeerRole::Voter => "voter",
+                PeerRole::Learner => "learner",
+                PeerRole::IncomingVoter => "incoming-voter",
+                PeerRole::DemotingVoter => "demoting-voter",
+            },
         })).collect::<Vec<_>>(),
         "leader": r.leader_peer().map(|p| json!({"id": p.id, "store_id": p.store_id})),
     })

@@ -21,6 +21,70 @@ pub enum Step {
     Split(Box<SplitStep>),
     /// The region merges into another (PD's `MergeRegion`); boxed, being rare.
     Merge(Box<MergeStep>),
+    /// Enter the joint state (PD's `ChangePeerV2Enter`): the learners become incoming voters
+    /// and the voters demoting ones, in one conf change.
+    JointEnter(Box<Joint>),
+    /// Leave the joint state (PD's `ChangePeerV2Leave`): the incoming voters become voters and
+    /// the demoting ones learners.
+    JointLeave(Box<Joint>),
+}
+
+/// The peers a joint-consensus change promotes (learners to voters) and demotes (voters to
+/// learners), each as it was before the change.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Joint {
+    pub promote: Vec<Peer>,
+    pub demote: Vec<Peer>,
+}
+
+impl Joint {
+    /// The changes as the wire carries them: each peer with the role it goes to.
+    fn changes(&self) -> Vec<Peer> {
+        let to = |p: &Peer, role| Peer { role, ..p.clone() };
+        self.promote
+            .iter()
+            .map(|p| to(p, PeerRole::Voter))
+            .chain(self.demote.iter().map(|p| to(p, PeerRole::Learner)))
+            .collect()
+    }
+
+    /// The role `region` gives the peer with `id` on `store` (PD matches a step's peers by
+    /// store, then checks the id).
+    fn role_of(region: &Region, p: &Peer) -> Option<PeerRole> {
+        region
+            .peers
+            .iter()
+            .find(|q| q.store_id == p.store_id && q.id == p.id)
+            .map(|q| q.role)
+    }
+
+    /// PD's `ChangePeerV2Enter.IsFinish`: every promoted peer votes in the incoming
+    /// configuration, every demoted one no longer does (a single change TiKV applies at once,
+    /// so the final roles count too).
+    fn entered(&self, region: &Region) -> bool {
+        self.promote
+            .iter()
+            .all(|p| Joint::role_of(region, p).is_some_and(PeerRole::votes_incoming))
+            && self.demote.iter().all(|p| {
+                matches!(
+                    Joint::role_of(region, p),
+                    Some(PeerRole::Learner | PeerRole::DemotingVoter)
+                )
+            })
+    }
+
+    /// PD's `ChangePeerV2Leave.IsFinish`: the promoted peers are voters, the demoted ones
+    /// learners (or gone), and no peer is left in a joint role.
+    fn left(&self, region: &Region) -> bool {
+        self.promote
+            .iter()
+            .all(|p| Joint::role_of(region, p) == Some(PeerRole::Voter))
+            && self
+                .demote
+                .iter()
+                .all(|p| matches!(Joint::role_of(region, p), None | Some(PeerRole::Learner)))
+            && !region.peers.iter().any(|p| p.role.is_joint())
+    }
 }
 
 /// A merge as both its regions' operators carry it. The source's step is sent (as PD's, to
@@ -63,6 +127,8 @@ impl Step {
                     && (region.start_key != m.target.start_key
                         || region.end_key != m.target.end_key)
             }
+            Step::JointEnter(j) => j.entered(region),
+            Step::JointLeave(j) => j.left(region),
         }
     }
 
@@ -81,6 +147,9 @@ impl Step {
             Step::TransferLeader(p) => Operator::TransferLeader(p.clone()),
             Step::Split(s) => Operator::Split(Box::new(s.keys.clone())),
             Step::Merge(m) => Operator::Merge(Box::new(m.target.clone())),
+            Step::JointEnter(j) => Operator::ChangePeerV2(Box::new(j.changes())),
+            // As PD's: an empty change list, which TiKV reads as "leave the joint state".
+            Step::JointLeave(_) => Operator::ChangePeerV2(Box::default()),
         }
     }
 
@@ -91,7 +160,7 @@ impl Step {
             | Step::PromoteLearner(p)
             | Step::RemovePeer(p)
             | Step::TransferLeader(p) => Some(p),
-            Step::Split(_) | Step::Merge(_) => None,
+            Step::Split(_) | Step::Merge(_) | Step::JointEnter(_) | Step::JointLeave(_) => None,
         }
     }
 }
@@ -256,5 +325,45 @@ mod tests {
             (op.adds_to(), op.removes_from(), op.leader_to()),
             (Some(4), Some(3), Some(2))
         );
+    }
+
+    #[test]
+    fn a_joint_change_is_entered_then_left_as_the_reports_show() {
+        let joint = Joint {
+            promote: vec![peer(4, 4, PeerRole::Learner)],
+            demote: vec![peer(3, 3, PeerRole::Voter)],
+        };
+        let enter = Step::JointEnter(Box::new(joint.clone()));
+        let leave = Step::JointLeave(Box::new(joint));
+        // As PD sends them: AddNode for the learner, AddLearnerNode for the voter; then none.
+        assert_eq!(
+            enter.wire(),
+            Operator::ChangePeerV2(Box::new(vec![
+                peer(4, 4, PeerRole::Voter),
+                peer(3, 3, PeerRole::Learner)
+            ]))
+        );
+        assert_eq!(leave.wire(), Operator::ChangePeerV2(Box::default()));
+        let mut r = region(
+            vec![
+                peer(1, 1, PeerRole::Voter),
+                peer(3, 3, PeerRole::Voter),
+                peer(4, 4, PeerRole::Learner),
+            ],
+            1,
+        );
+        assert!(!enter.is_done(&r, &[]) && !leave.is_done(&r, &[]));
+        r.peers[1].role = PeerRole::DemotingVoter;
+        r.peers[2].role = PeerRole::IncomingVoter;
+        assert!(enter.is_done(&r, &[]), "in the joint state");
+        assert!(!leave.is_done(&r, &[]), "still in the joint state");
+        assert!(enter.wire().is_done(&r) && !leave.wire().is_done(&r));
+        r.peers[1].role = PeerRole::Learner;
+        r.peers[2].role = PeerRole::Voter;
+        assert!(enter.is_done(&r, &[]) && leave.is_done(&r, &[]));
+        assert!(leave.wire().is_done(&r));
+        // A peer of the change in the wrong role is not done.
+        r.peers[2].role = PeerRole::Learner;
+        assert!(!enter.is_done(&r, &[]) && !leave.is_done(&r, &[]));
     }
 }

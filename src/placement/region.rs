@@ -18,7 +18,8 @@ pub enum RegionError {
 /// The shape rules, as a method of the region (which the client crate defines).
 pub trait RegionShape {
     /// Rejects shapes no store can report: an empty or inverted range, no peers, too many,
-    /// two peers on one store or with one id, a leader that is not a voter of the region.
+    /// two peers on one store or with one id, a leader that is not a voter of the region (in a
+    /// joint state, an incoming or a demoting voter leads too).
     fn validate(&self) -> Result<(), RegionError>;
 }
 
@@ -53,7 +54,7 @@ impl RegionShape for Region {
                 if !self
                     .peers
                     .iter()
-                    .any(|p| p.id == leader && p.role == PeerRole::Voter) =>
+                    .any(|p| p.id == leader && p.role != PeerRole::Learner) =>
             {
                 bad("leader is not a voter of the region")
             }

@@ -65,6 +65,8 @@ impl Route {
             bytes.push(match p.role {
                 PeerRole::Voter => 0,
                 PeerRole::Learner => 1,
+                PeerRole::IncomingVoter => 2,
+                PeerRole::DemotingVoter => 3,
             });
         }
         let end = end_prefix(&region.end_key);
@@ -120,10 +122,11 @@ impl Route {
             .map(|p| Peer {
                 id: u64::from_le_bytes(p[0..8].try_into().unwrap_or_default()),
                 store_id: u64::from_le_bytes(p[8..16].try_into().unwrap_or_default()),
-                role: if p[16] == 0 {
-                    PeerRole::Voter
-                } else {
-                    PeerRole::Learner
+                role: match p[16] {
+                    0 => PeerRole::Voter,
+                    2 => PeerRole::IncomingVoter,
+                    3 => PeerRole::DemotingVoter,
+                    _ => PeerRole::Learner,
                 },
             })
     }

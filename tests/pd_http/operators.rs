@@ -2,7 +2,8 @@
 //! is listed (`GET /operators`, by kind, as objects), shown by region, reaches the region's
 //! leader on its heartbeat stream as PD's `RegionHeartbeatResponse`, refuses a second one and
 //! is cancelled by `DELETE` (and then found in `/operators/records`); bad input gets PD's
-//! status and words; only `admin` may change anything.
+//! status and words; only `admin` may change anything. A replica move reaches the leader as
+//! PD's joint-consensus `change_peer_v2` steps.
 
 use super::*;
 use meridian::harness::{metapb_peer as peer, metapb_region, metapb_store as store};
@@ -521,6 +522,113 @@ async fn operators_are_created_listed_sent_to_the_leader_and_cancelled_as_in_pd(
     assert_eq!(
         get_json(&addr, &admin, "/pd/api/v1/operators").await,
         json!([])
+    );
+
+    // transfer-peer 3 -> 4: a replica move, made with joint consensus as PD's default has it.
+    // The learner first (AddLearnerNode), then one ChangePeerV2 promoting it and demoting
+    // peer 13, then an empty ChangePeerV2 to leave the joint state, then peer 13 removed.
+    let body =
+        json!({"name": "transfer-peer", "region_id": 10, "from_store_id": 3, "to_store_id": 4});
+    created(&addr, &admin, body).await;
+    let listed = get_json(&addr, &admin, OPERATORS).await;
+    let shown = listed[0].as_str().unwrap();
+    // The new peer's id, from the first step's words (earlier operators' pushes may still be
+    // queued on the stream).
+    let new: u64 = shown
+        .split("0:{add learner peer ")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|id| id.parse().ok())
+        .unwrap_or_else(|| panic!("{shown}"));
+    tx.send(beat.clone()).await.unwrap();
+    let sent = leader_gets(&mut replies, |r| {
+        r.change_peer
+            .as_ref()
+            .and_then(|c| c.peer.as_ref())
+            .is_some_and(|p| p.id == new)
+    })
+    .await;
+    let learner = sent.change_peer.unwrap();
+    assert_eq!(
+        (learner.change_type, learner.peer.unwrap().store_id),
+        (eraftpb::ConfChangeType::AddLearnerNode as i32, 4)
+    );
+    let enter = format!(
+        "use joint consensus, promote learner peer {new} on store 4 to voter, \
+         demote voter peer 13 on store 3 to learner"
+    );
+    let leave = format!(
+        "leave joint state, promote learner peer {new} on store 4 to voter, \
+         demote voter peer 13 on store 3 to learner"
+    );
+    let steps = format!(
+        "steps:[0:{{add learner peer {new} on store 4}}, 1:{{{enter}}}, 2:{{{leave}}}, \
+         3:{{remove peer on store 3}}]"
+    );
+    assert!(shown.contains(&steps), "{shown}");
+    let role = |p: metapb::Peer, role: metapb::PeerRole| metapb::Peer {
+        role: role as i32,
+        ..p
+    };
+    let report = |conf_ver, peers| pdpb::RegionHeartbeatRequest {
+        region: Some(metapb_region(10, b"", b"", (conf_ver, 1), peers)),
+        ..beat.clone()
+    };
+    let learning = role(peer(new, 4), metapb::PeerRole::Learner);
+    tx.send(report(
+        4,
+        vec![peer(11, 1), peer(12, 2), peer(13, 3), learning],
+    ))
+    .await
+    .unwrap();
+    let sent = leader_gets(&mut replies, |r| r.change_peer_v2.is_some()).await;
+    let changes: Vec<(i32, u64, u64)> = sent
+        .change_peer_v2
+        .unwrap()
+        .changes
+        .into_iter()
+        .map(|c| {
+            let p = c.peer.unwrap();
+            (c.change_type, p.id, p.store_id)
+        })
+        .collect();
+    assert_eq!(
+        changes,
+        vec![
+            (eraftpb::ConfChangeType::AddNode as i32, new, 4),
+            (eraftpb::ConfChangeType::AddLearnerNode as i32, 13, 3),
+        ]
+    );
+    let joint = vec![
+        peer(11, 1),
+        peer(12, 2),
+        role(peer(13, 3), metapb::PeerRole::DemotingVoter),
+        role(peer(new, 4), metapb::PeerRole::IncomingVoter),
+    ];
+    tx.send(report(6, joint)).await.unwrap();
+    let leaving = |r: &pdpb::RegionHeartbeatResponse| {
+        r.change_peer_v2
+            .as_ref()
+            .is_some_and(|c| c.changes.is_empty())
+    };
+    leader_gets(&mut replies, leaving).await;
+    let left = vec![
+        peer(11, 1),
+        peer(12, 2),
+        role(peer(13, 3), metapb::PeerRole::Learner),
+        peer(new, 4),
+    ];
+    tx.send(report(8, left)).await.unwrap();
+    let sent = leader_gets(&mut replies, |r| {
+        r.change_peer
+            .as_ref()
+            .is_some_and(|c| c.change_type == eraftpb::ConfChangeType::RemoveNode as i32)
+    })
+    .await;
+    let change = sent.change_peer.unwrap();
+    assert_eq!(
+        (change.change_type, change.peer.unwrap().id),
+        (eraftpb::ConfChangeType::RemoveNode as i32, 13)
     );
 
     alive.abort();

@@ -359,6 +359,8 @@ async fn every_route_answers_in_pds_shapes_over_both_http_versions_beside_grpc()
     let schedule = get_json(&addr, &trust, "/pd/api/v1/config/schedule").await;
     assert_eq!(schedule["max-store-down-time"], "30m0s");
     assert_eq!(schedule["leader-schedule-limit"], 4);
+    // PD's default, written as PD's `,string` boolean.
+    assert_eq!(schedule["enable-joint-consensus"], "true");
     let config = get_json(&addr, &trust, "/pd/api/v1/config").await;
     assert_eq!(config["replication"], replicate);
     assert_eq!(config["schedule"], schedule);

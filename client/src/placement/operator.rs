@@ -2,7 +2,7 @@
 
 use rkyv::{Archive, Deserialize, Serialize};
 
-use super::region::{Peer, Region};
+use super::region::{Peer, PeerRole, Region};
 
 #[derive(Archive, Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
 pub enum Operator {
@@ -15,6 +15,10 @@ pub enum Operator {
     /// Merge this region into `target` (PD's `Merge`, sent to the source region only): the
     /// target as PD last saw it, whose epoch TiKV checks before it merges.
     Merge(Box<Region>),
+    /// A joint-consensus membership change (PD's `ChangePeerV2`): each peer with the role it
+    /// goes to (`Voter` promotes a learner, `Learner` demotes a voter). With changes, the
+    /// region enters the joint state; with none, it leaves it. Boxed, as `Split`.
+    ChangePeerV2(Box<Vec<Peer>>),
 }
 
 impl Operator {
@@ -34,6 +38,20 @@ impl Operator {
             Operator::Merge(target) => {
                 region.id == target.id && region.epoch.version > target.epoch.version
             }
+            // Entering: every change shows, in the joint state or past it (a single change
+            // is applied at once). Leaving: no peer is left in a joint role.
+            Operator::ChangePeerV2(changes) if changes.is_empty() => {
+                !region.peers.iter().any(|p| p.role.is_joint())
+            }
+            Operator::ChangePeerV2(changes) => changes.iter().all(|c| {
+                region.peers.iter().any(|p| {
+                    p.id == c.id
+                        && match c.role {
+                            PeerRole::Voter => p.role.votes_incoming(),
+                            _ => matches!(p.role, PeerRole::Learner | PeerRole::DemotingVoter),
+                        }
+                })
+            }),
         }
     }
 

@@ -25,6 +25,31 @@ impl Epoch {
 pub enum PeerRole {
     Voter,
     Learner,
+    /// A learner being promoted in a joint-consensus change (kvproto's `IncomingVoter`): it
+    /// votes in the incoming configuration only, until the region leaves the joint state.
+    IncomingVoter,
+    /// A voter being demoted in a joint-consensus change (kvproto's `DemotingVoter`): it votes
+    /// in the outgoing configuration only, until the region leaves the joint state.
+    DemotingVoter,
+}
+
+impl PeerRole {
+    /// Whether the peer votes in the configuration a region is entering (the only one outside
+    /// a joint state).
+    pub fn votes_incoming(self) -> bool {
+        matches!(self, PeerRole::Voter | PeerRole::IncomingVoter)
+    }
+
+    /// Whether the peer votes in the configuration a region in a joint state is leaving (the
+    /// only one outside it).
+    pub fn votes_outgoing(self) -> bool {
+        matches!(self, PeerRole::Voter | PeerRole::DemotingVoter)
+    }
+
+    /// Whether the role exists only in a joint state.
+    pub fn is_joint(self) -> bool {
+        matches!(self, PeerRole::IncomingVoter | PeerRole::DemotingVoter)
+    }
 }
 
 #[derive(Archive, Serialize, Deserialize, Debug, Clone, PartialEq, Eq, Hash)]

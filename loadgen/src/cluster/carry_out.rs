@@ -1,5 +1,6 @@
 //! A simulated region leader carrying out one operator step as TiKV does: a conf change
-//! (add a learner or a voter, promote a learner, remove a peer) bumps `conf_ver`; a leader
+//! (add a learner or a voter, promote a learner, remove a peer; with `ChangePeerV2`, enter a
+//! joint state promoting learners and demoting voters at once, then leave it) bumps `conf_ver`; a leader
 //! transfer moves the leader to a voter whose store is live; a split names the keys that fall
 //! inside the region (the caller asks the cluster for the new ids). A step already made (PD
 //! sends a pending step again until it sees it done) changes nothing. Checks each step against
@@ -15,6 +16,9 @@ pub enum Change {
     None,
     Added(Peer),
     Promoted(Peer),
+    /// A joint-consensus change: the region entered a joint state (or made one change at
+    /// once), or left it. Roles change; no peer comes or goes.
+    Joint,
     Removed(Peer),
     /// The leader moved between these stores (a transfer, or an election after the old
     /// leader's store stopped).
@@ -57,13 +61,17 @@ impl Applied {
     }
 }
 
-/// Voters on live stores: the ones a quorum can count on.
+/// Voters on live stores: the ones a quorum can count on. In a joint state a change needs a
+/// quorum of the incoming voters and one of the outgoing ones: the fewer of the two counts.
 pub fn healthy_voters(region: &Region, live: &dyn Fn(u64) -> bool) -> usize {
-    region
-        .peers
-        .iter()
-        .filter(|p| p.role == PeerRole::Voter && live(p.store_id))
-        .count()
+    let count = |votes: fn(PeerRole) -> bool| {
+        region
+            .peers
+            .iter()
+            .filter(|p| votes(p.role) && live(p.store_id))
+            .count()
+    };
+    count(PeerRole::votes_incoming).min(count(PeerRole::votes_outgoing))
 }
 
 fn leader_store(region: &Region) -> Option<u64> {
@@ -96,6 +104,77 @@ pub fn carry_out(region: &mut Region, op: &Operator, live: &dyn Fn(u64) -> bool)
         // This cluster's regions never merge: the step is left unmade, as TiKV leaves a merge
         // it refuses, and the scheduler's operator times out.
         Operator::Merge(_) => Applied::ok(Change::None),
+        Operator::ChangePeerV2(changes) => change_v2(region, changes, live),
+    }
+}
+
+/// TiKV's `ChangePeerV2`: no change leaves the joint state (refused while the leader is
+/// demoting: raft cannot leave with it); one change is made at once; more enter a joint
+/// state, learners becoming incoming voters and voters demoting ones. Each change must start
+/// from the role it changes (a learner to promote, a voter to demote); sent again once made,
+/// it changes nothing.
+fn change_v2(region: &mut Region, changes: &[Peer], live: &dyn Fn(u64) -> bool) -> Applied {
+    let joint = region.peers.iter().any(|p| p.role.is_joint());
+    let before = healthy_voters(region, live);
+    if changes.is_empty() {
+        if !joint {
+            return Applied::ok(Change::None);
+        }
+        if region
+            .leader_peer()
+            .is_some_and(|l| l.role == PeerRole::DemotingVoter)
+        {
+            return Applied::refused(format!(
+                "region {}: leaving a joint state that demotes the leader",
+                region.id
+            ));
+        }
+        let changed = region.peers.iter().filter(|p| p.role.is_joint()).count() as u64;
+        for q in &mut region.peers {
+            q.role = match q.role {
+                PeerRole::IncomingVoter => PeerRole::Voter,
+                PeerRole::DemotingVoter => PeerRole::Learner,
+                role => role,
+            };
+        }
+        region.epoch.conf_ver += changed;
+    } else {
+        let from_ok = changes.iter().all(|c| {
+            region.peers.iter().any(|q| {
+                q.id == c.id
+                    && if c.role == PeerRole::Voter {
+                        q.role == PeerRole::Learner
+                    } else {
+                        q.role == PeerRole::Voter
+                    }
+            })
+        });
+        if joint || !from_ok {
+            return Applied::ok(Change::None);
+        }
+        let simple = changes.len() == 1;
+        for c in changes {
+            if let Some(q) = region.peers.iter_mut().find(|q| q.id == c.id) {
+                q.role = match (c.role == PeerRole::Voter, simple) {
+                    (true, true) => PeerRole::Voter,
+                    (true, false) => PeerRole::IncomingVoter,
+                    (false, true) => PeerRole::Learner,
+                    (false, false) => PeerRole::DemotingVoter,
+                };
+            }
+        }
+        region.epoch.conf_ver += changes.len() as u64;
+    }
+    let after = healthy_voters(region, live);
+    let violation = (before >= 2 && after < 2).then(|| {
+        format!(
+            "region {}: a joint change left {after} healthy voter(s) of {before} in a configuration",
+            region.id
+        )
+    });
+    Applied {
+        change: Change::Joint,
+        violation,
     }
 }
 
@@ -156,7 +235,7 @@ fn transfer(region: &mut Region, p: &Peer, live: &dyn Fn(u64) -> bool) -> Applie
     let to = region
         .peers
         .iter()
-        .find(|q| q.id == p.id && q.role == PeerRole::Voter && live(q.store_id))
+        .find(|q| q.id == p.id && q.role != PeerRole::Learner && live(q.store_id))
         .map(|q| q.store_id);
     match (to, leader_store(region)) {
         (Some(to), Some(from)) => {
@@ -177,18 +256,21 @@ pub fn elect(region: &mut Region, live: &dyn Fn(u64) -> bool) -> Change {
     if live(from) {
         return Change::None;
     }
-    let voters = region
-        .peers
-        .iter()
-        .filter(|p| p.role == PeerRole::Voter)
-        .count();
-    if healthy_voters(region, live) < voters / 2 + 1 {
+    // A quorum of each configuration (both are the voters outside a joint state).
+    let quorum = |votes: fn(PeerRole) -> bool| {
+        let all = region.peers.iter().filter(|p| votes(p.role));
+        let (n, up) = all.fold((0, 0), |(n, up), p| {
+            (n + 1, up + usize::from(live(p.store_id)))
+        });
+        up >= n / 2 + 1
+    };
+    if !quorum(PeerRole::votes_incoming) || !quorum(PeerRole::votes_outgoing) {
         return Change::None;
     }
     let Some(next) = region
         .peers
         .iter()
-        .find(|p| p.role == PeerRole::Voter && live(p.store_id))
+        .find(|p| p.role != PeerRole::Learner && live(p.store_id))
     else {
         return Change::None;
     };
@@ -334,5 +416,42 @@ mod tests {
         );
         let outside = Operator::Split(Box::new(vec![b"b".to_vec()]));
         assert_eq!(carry_out(&mut r, &outside, &all_live).change, Change::None);
+    }
+
+    #[test]
+    fn a_joint_change_is_entered_then_left_and_never_with_the_leader_demoted() {
+        let mut r = region();
+        carry_out(
+            &mut r,
+            &Operator::AddPeer(peer(14, 4, PeerRole::Learner)),
+            &all_live,
+        );
+        let enter = Operator::ChangePeerV2(Box::new(vec![
+            peer(14, 4, PeerRole::Voter),
+            peer(13, 3, PeerRole::Learner),
+        ]));
+        let a = carry_out(&mut r, &enter, &all_live);
+        assert_eq!(a, Applied::ok(Change::Joint));
+        assert_eq!(r.peers[2].role, PeerRole::DemotingVoter);
+        assert_eq!(r.peers[3].role, PeerRole::IncomingVoter);
+        assert_eq!(carry_out(&mut r, &enter, &all_live).change, Change::None);
+        let leave = Operator::ChangePeerV2(Box::default());
+        // Store 3 stops: the outgoing voters {11, 12, 13} still have two of three.
+        let live = |s: u64| s != 3;
+        assert_eq!(healthy_voters(&r, &live), 2);
+        let mut demoted_leader = r.clone();
+        demoted_leader.leader = Some(13);
+        assert!(carry_out(&mut demoted_leader, &leave, &all_live)
+            .violation
+            .is_some());
+        assert_eq!(carry_out(&mut r, &leave, &live), Applied::ok(Change::Joint));
+        assert_eq!(r.peers[2].role, PeerRole::Learner);
+        assert_eq!(r.peers[3].role, PeerRole::Voter);
+        let rm = carry_out(
+            &mut r,
+            &Operator::RemovePeer(peer(13, 3, PeerRole::Learner)),
+            &live,
+        );
+        assert_eq!(rm.violation, None);
     }
 }

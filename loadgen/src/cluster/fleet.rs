@@ -152,7 +152,7 @@ impl Fleet {
         match change {
             Change::None => return,
             Change::Added(p) => add(p.store_id, 1, 0),
-            Change::Promoted(_) => {}
+            Change::Promoted(_) | Change::Joint => {}
             Change::Removed(p) => add(p.store_id, -1, 0),
             Change::Leader { from, to } => {
                 add(*from, 0, -1);

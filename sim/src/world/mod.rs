@@ -86,6 +86,7 @@ pub fn schedule_config(scn: &Scenario) -> ScheduleConfig {
         max_store_down_time_ms: scn.max_store_down_s * 1000,
         patrol_interval_ms: scn.timing.patrol_tick_ms,
         patrol_period_ms: scn.timing.patrol_period_ms,
+        enable_joint_consensus: scn.enable_joint_consensus,
         ..ScheduleConfig::default()
     }
 }

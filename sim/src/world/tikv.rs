@@ -240,11 +240,73 @@ impl Sim {
                     },
                 );
             }
+            Operator::ChangePeerV2(changes) => self.change_peers_v2(i, &changes),
             // The scheduler never asks for a split; only SplitRegions does, which the
             // simulator does not drive.
             Operator::Split(_) => {}
             Operator::Merge(target) => self.prepare_merge(i, &target),
         }
+    }
+
+    /// A joint-consensus change, as TiKV applies `ChangePeerV2`: no change leaves the joint
+    /// state (refused while the leader is demoting); one change is made at once; more enter
+    /// the joint state, learners becoming incoming voters and voters demoting ones (refused
+    /// unless every peer is there in the role the change starts from, or a joint state is on).
+    fn change_peers_v2(&mut self, i: usize, changes: &[Peer]) {
+        let r = &self.regions[i].region;
+        let joint = r.peers.iter().any(|p| p.role.is_joint());
+        if changes.is_empty() {
+            let leader_demoting = r
+                .leader_peer()
+                .is_some_and(|l| l.role == PeerRole::DemotingVoter);
+            if !joint || leader_demoting {
+                return;
+            }
+            // TiKV counts each peer that leaves a joint role in the epoch, as PD expects.
+            let changed = r.peers.iter().filter(|p| p.role.is_joint()).count() as u64;
+            self.change(i, |r| {
+                for q in &mut r.region.peers {
+                    q.role = match q.role {
+                        PeerRole::IncomingVoter => PeerRole::Voter,
+                        PeerRole::DemotingVoter => PeerRole::Learner,
+                        role => role,
+                    };
+                }
+                r.region.epoch.conf_ver += changed;
+            });
+            self.beat_now(i);
+            return;
+        }
+        let from_ok = changes.iter().all(|c| {
+            r.peers.iter().any(|q| {
+                q.id == c.id
+                    && match c.role {
+                        PeerRole::Voter => q.role == PeerRole::Learner,
+                        _ => q.role == PeerRole::Voter,
+                    }
+            })
+        });
+        if joint || !from_ok {
+            // Sent again while in progress, or done: nothing new.
+            return;
+        }
+        let simple = changes.len() == 1;
+        let promoted = changes.iter().filter(|c| c.role == PeerRole::Voter).count() as u64;
+        self.change(i, |r| {
+            for c in changes {
+                if let Some(q) = r.region.peers.iter_mut().find(|q| q.id == c.id) {
+                    q.role = match (c.role, simple) {
+                        (PeerRole::Voter, true) => PeerRole::Voter,
+                        (PeerRole::Voter, false) => PeerRole::IncomingVoter,
+                        (_, true) => PeerRole::Learner,
+                        (_, false) => PeerRole::DemotingVoter,
+                    };
+                }
+            }
+            r.region.epoch.conf_ver += changes.len() as u64;
+        });
+        self.moves += promoted;
+        self.beat_now(i);
     }
 
     pub(super) fn leader_moved(&mut self, i: usize, peer: u64) {
@@ -255,7 +317,7 @@ impl Sim {
         let Some(to) = r
             .peers
             .iter()
-            .find(|p| p.id == peer && p.role == PeerRole::Voter)
+            .find(|p| p.id == peer && p.role != PeerRole::Learner)
             .map(|p| p.store_id)
         else {
             return;
@@ -284,21 +346,21 @@ impl Sim {
         if self.leader_alive(i) || self.regions[i].gone {
             return;
         }
-        let live: Vec<u64> = self.regions[i]
-            .region
-            .peers
+        let peers = &self.regions[i].region.peers;
+        let alive = |p: &Peer| self.stores[(p.store_id - 1) as usize].alive;
+        let live: Vec<u64> = peers
             .iter()
-            .filter(|p| p.role == PeerRole::Voter && self.stores[(p.store_id - 1) as usize].alive)
+            .filter(|p| p.role != PeerRole::Learner && alive(p))
             .map(|p| p.id)
             .collect();
-        // A majority of voters must be alive to elect.
-        let voters = self.regions[i]
-            .region
-            .peers
-            .iter()
-            .filter(|p| p.role == PeerRole::Voter)
-            .count();
-        if live.len() < voters / 2 + 1 {
+        // A majority of voters must be alive to elect; in a joint state, a majority of the
+        // incoming voters and one of the outgoing ones.
+        let quorum = |votes: fn(PeerRole) -> bool| {
+            let all = peers.iter().filter(|p| votes(p.role));
+            let (n, up) = all.fold((0, 0), |(n, up), p| (n + 1, up + usize::from(alive(p))));
+            up >= n / 2 + 1
+        };
+        if !quorum(PeerRole::votes_incoming) || !quorum(PeerRole::votes_outgoing) {
             return;
         }
         let peer = live[self.rng.gen_range(0..live.len())];

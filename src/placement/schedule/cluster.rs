@@ -51,9 +51,9 @@ impl<'a> RegionInput<'a> {
         self.region.peers.iter().find(|p| p.id == id)
     }
 
-    /// A voter that serves and has caught up.
+    /// A voter (of either configuration, in a joint state) that serves and has caught up.
     pub fn is_healthy(&self, c: &Cluster, p: &Peer) -> bool {
-        p.role == PeerRole::Voter
+        p.role != PeerRole::Learner
             && c.health(p.store_id).is_serving()
             && !self.pending_peers.contains(&p.id)
     }

@@ -54,6 +54,10 @@ pub struct ScheduleConfig {
     pub patrol_interval_ms: u64,
     /// The patrol passes over every region within this.
     pub patrol_period_ms: u64,
+    /// A membership change of more than one peer goes through joint consensus
+    /// (`ChangePeerV2`), as PD's `enable-joint-consensus` (on by default); off, it is made one
+    /// peer at a time.
+    pub enable_joint_consensus: bool,
 }
 
 impl Default for ScheduleConfig {
@@ -80,6 +84,7 @@ impl Default for ScheduleConfig {
             patrol_batch: 64,
             patrol_interval_ms: 100,
             patrol_period_ms: 10_000,
+            enable_joint_consensus: true,
         }
     }
 }

@@ -16,6 +16,8 @@
 //!   /operators`: transfer-leader, transfer-region, transfer-peer, add-peer, add-learner,
 //!   remove-peer, split-region), checked and planned as PD's handler and operator builder do.
 //! - `scatter`: PD's region scatterer (ScatterRegion), spreading a group's peers and leaders.
+//! - `joint`: PD's operator builder with joint consensus, reordering a plan's membership change
+//!   into `ChangePeerV2` enter and leave steps when `enable_joint_consensus` is on.
 //! - `scheduler`: the entry points; starts plans within budget, runs operators step by step.
 //! - `settings`: what an operator changes while the cluster runs (evict-leader's stores,
 //!   per-store limits) and PD's check before a store is decommissioned.
@@ -28,6 +30,7 @@ mod balance;
 mod budget;
 mod cluster;
 mod config;
+mod joint;
 mod location;
 mod merge;
 mod plan;
@@ -48,6 +51,7 @@ pub use admin::{admin_plan, AdminAsk, AdminPlan, AdminRefused, AskedRole};
 pub use budget::{capacity, influence, InFlight, StoreBudget, REGION_INFLUENCE};
 pub use cluster::{Cluster, RegionInput};
 pub use config::ScheduleConfig;
+pub use joint::joint_steps;
 pub use location::{distinct_score, isolated};
 pub use merge::{peers_match, Adjacent, MergeInput, MergePlan, Neighbour, Neighbours, Side};
 pub use plan::{Plan, NEW_PEER};
@@ -58,4 +62,4 @@ pub use settings::{check_decommission, LimitType, Settings, SettingsError, Store
 pub(crate) use test_cluster::{up_stores, TestCluster};
 pub use view::{Health, StoreLoad, StoreView};
 
-pub use crate::placement::operator::{OpKind, Pending, Progress, Step};
+pub use crate::placement::operator::{Joint, OpKind, Pending, Progress, Step};

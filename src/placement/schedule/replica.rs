@@ -1,6 +1,6 @@
 //! The replica and location checkers (PD's `ReplicaChecker` and its location replacement):
 //! keep `max_replicas` voters, on stores that serve, as well separated as the stores allow.
-//! In order: an orphaned learner is promoted or removed; a voter on a Down, Tombstone,
+//! In order: a region left in a joint state leaves it (PD's joint state checker); an orphaned learner is promoted or removed; a voter on a Down, Tombstone,
 //! unknown or Offline store is replaced; a missing voter is added; an extra one is removed;
 //! the worst-placed voter moves where its distinct score is higher. Every plan keeps two
 //! healthy voters and never removes the leader's peer without moving the leader first. A
@@ -10,7 +10,7 @@
 use super::cluster::{Cluster, RegionInput};
 use super::plan::Plan;
 use super::select::{best_score, leader_target, score_of, store_to_add};
-use crate::placement::operator::OpKind;
+use crate::placement::operator::{Joint, OpKind, Step};
 use crate::placement::region::{Peer, PeerRole};
 
 const KIND: OpKind = OpKind::Replica;
@@ -18,6 +18,9 @@ const KIND: OpKind = OpKind::Replica;
 /// The repair `r` needs, if any.
 /// `thorough` adds the location checker, whose search costs a pass over the stores.
 pub fn check(c: &Cluster, r: &RegionInput, thorough: bool) -> Option<Plan> {
+    if r.region.peers.iter().any(|p| p.role.is_joint()) {
+        return leave_joint(c, r);
+    }
     let max = c.cfg.max_replicas;
     let voters = r.voters().count();
     // Without a quorum of healthy voters no conf change can commit: nothing to do.
@@ -109,6 +112,31 @@ fn replacement(
 }
 
 /// Whether removing `p` leaves at least two healthy voters (or `p` is not one).
+/// PD's joint state checker: a region left in a joint state (its operator lost, say to a
+/// leader change) leaves it, its leader first moved off a demoting voter to a serving
+/// incoming-config voter, since TiKV cannot leave with its leader demoted.
+fn leave_joint(c: &Cluster, r: &RegionInput) -> Option<Plan> {
+    let peers = &r.region.peers;
+    let of = |role: PeerRole| peers.iter().filter(move |p| p.role == role).cloned();
+    let joint = Joint {
+        promote: of(PeerRole::IncomingVoter).collect(),
+        demote: of(PeerRole::DemotingVoter).collect(),
+    };
+    let mut steps = Vec::with_capacity(2);
+    if r.leader()
+        .is_some_and(|l| l.role == PeerRole::DemotingVoter)
+    {
+        let to = peers.iter().find(|p| {
+            p.role.votes_incoming()
+                && c.health(p.store_id).is_serving()
+                && !r.pending_peers.contains(&p.id)
+        })?;
+        steps.push(Step::TransferLeader(to.clone()));
+    }
+    steps.push(Step::JointLeave(Box::new(joint)));
+    Some(Plan { kind: KIND, steps })
+}
+
 pub fn may_remove(c: &Cluster, r: &RegionInput, p: &Peer) -> bool {
     !r.is_healthy(c, p) || r.healthy_voters(c) > 2
 }

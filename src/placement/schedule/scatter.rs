@@ -472,6 +472,8 @@ mod tests {
                 Step::RemovePeer(_) => "remove",
                 Step::Split(_) => "split",
                 Step::Merge(_) => "merge",
+                Step::JointEnter(_) => "enter",
+                Step::JointLeave(_) => "leave",
             })
             .collect();
         assert_eq!(

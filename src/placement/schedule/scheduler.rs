@@ -10,10 +10,11 @@
 use super::balance::{balance_leader, balance_region, evict_leader, is_settled, Sources};
 use super::budget::influence;
 use super::cluster::{Cluster, RegionInput};
+use super::joint::joint_steps;
 use super::merge::{self, MergeInput, MergePlan};
 use super::plan::{Plan, NEW_PEER};
 use super::replica::{self, may_remove};
-use crate::placement::operator::{OpKind, Operator, Pending, Progress, Step};
+use crate::placement::operator::{Joint, OpKind, Operator, Pending, Progress, Step};
 use crate::placement::region::PeerRole;
 
 /// What one call did to a region's operator.
@@ -110,6 +111,11 @@ pub fn patrol(
     let plan = room(c, OpKind::Replica)
         .then(|| replica::check(c, r, true))
         .flatten();
+    // A region in a joint state waits for the replica checker to take it out: no merge or
+    // balance plans over roles that are changing.
+    if plan.is_none() && r.region.peers.iter().any(|p| p.role.is_joint()) {
+        return d;
+    }
     if plan.is_none() {
         if let Some(m) = merge.filter(|_| room(c, OpKind::Merge)) {
             if let Some(mp) = merge::check(c, r, m) {
@@ -259,11 +265,13 @@ fn check_step(c: &Cluster, r: &RegionInput, step: &Step) -> Verdict {
                 Verdict::Cancel
             }
         }
+        // An incoming voter may take the lead inside a joint state, as PD moves it there.
         Step::TransferLeader(p) => {
             let ok = peers
                 .iter()
-                .any(|q| q.id == p.id && q.role == PeerRole::Voter)
-                && r.is_healthy(c, p);
+                .any(|q| q.id == p.id && q.role.votes_incoming())
+                && c.health(p.store_id).is_serving()
+                && !r.pending_peers.contains(&p.id);
             if ok {
                 Verdict::Send
             } else {
@@ -287,6 +295,12 @@ fn check_step(c: &Cluster, r: &RegionInput, step: &Step) -> Verdict {
                 Verdict::Send
             }
         }
+        Step::JointEnter(j) => check_enter(c, r, j),
+        // TiKV refuses to leave a joint state that demotes its leader: the leader moves first.
+        Step::JointLeave(_) => match r.leader() {
+            Some(l) if l.role == PeerRole::DemotingVoter => Verdict::Cancel,
+            _ => Verdict::Send,
+        },
         Step::RemovePeer(p) => {
             if Some(p.id) == r.region.leader {
                 Verdict::Cancel
@@ -296,6 +310,47 @@ fn check_step(c: &Cluster, r: &RegionInput, step: &Step) -> Verdict {
                 Verdict::Send
             }
         }
+    }
+}
+
+/// Entering a joint state: the learners to promote are there and caught up, the voters to
+/// demote are voters, and the incoming configuration keeps two healthy voters where the
+/// region had two (the outgoing one is the region's voters as they are).
+fn check_enter(c: &Cluster, r: &RegionInput, j: &Joint) -> Verdict {
+    let peers = &r.region.peers;
+    let role = |p: &crate::placement::region::Peer| {
+        peers
+            .iter()
+            .find(|q| q.id == p.id && q.store_id == p.store_id)
+            .map(|q| q.role)
+    };
+    let promotable = j
+        .promote
+        .iter()
+        .all(|p| matches!(role(p), Some(PeerRole::Learner | PeerRole::IncomingVoter)));
+    let demotable = j
+        .demote
+        .iter()
+        .all(|p| matches!(role(p), Some(PeerRole::Voter | PeerRole::DemotingVoter)));
+    if !promotable || !demotable {
+        return Verdict::Cancel;
+    }
+    let healthy = |p: &crate::placement::region::Peer| {
+        c.health(p.store_id).is_serving() && !r.pending_peers.contains(&p.id)
+    };
+    let incoming = peers
+        .iter()
+        .filter(|p| {
+            let promoted = j.promote.iter().any(|q| q.id == p.id);
+            let demoted = j.demote.iter().any(|q| q.id == p.id);
+            promoted || (p.role.votes_incoming() && !demoted)
+        })
+        .filter(|p| healthy(p))
+        .count();
+    if r.healthy_voters(c) >= 2 && incoming < 2 {
+        Verdict::Hold
+    } else {
+        Verdict::Send
     }
 }
 
@@ -378,7 +433,11 @@ fn start(
             }
         }
     }
-    draft.steps = plan.steps;
+    draft.steps = if c.cfg.enable_joint_consensus {
+        joint_steps(r.region, plan.steps)
+    } else {
+        plan.steps
+    };
     charge(c, &draft, 1);
     *slot = Some(Box::new(draft));
     // An operator cancelled by its first check started and ended here: to the caller it never
@@ -421,9 +480,14 @@ pub fn start_admin_plan(
     if plan.needs_new_peer() || !c.in_flight.try_start(plan.kind, c.cfg.cap(plan.kind)) {
         return d;
     }
+    let steps = if c.cfg.enable_joint_consensus {
+        joint_steps(r.region, plan.steps)
+    } else {
+        plan.steps
+    };
     let op = Pending {
         kind: plan.kind,
-        steps: plan.steps,
+        steps,
         at: 0,
         leader_store,
         created_ms: c.now_ms,

@@ -52,6 +52,8 @@ fn event() -> impl Strategy<Value = Event> {
 struct World {
     stores: Vec<(u8, Fate)>,
     isolated: bool,
+    /// `enable_joint_consensus`.
+    joint: bool,
     regions: Vec<Vec<(usize, bool)>>,
     events: Vec<Event>,
 }
@@ -75,11 +77,13 @@ fn world() -> impl Strategy<Value = World> {
                 regions,
                 any::<bool>(),
                 proptest::collection::vec(event(), 1..120),
+                any::<bool>(),
             )
         })
-        .prop_map(|(stores, regions, isolated, events)| World {
+        .prop_map(|(stores, regions, isolated, events, joint)| World {
             stores,
             isolated,
+            joint,
             regions,
             events,
         })
@@ -91,6 +95,7 @@ fn fixed(stores: &[(u8, Fate)], regions: Vec<Vec<(usize, bool)>>, isolated: bool
     Sim::new(&World {
         stores: stores.to_vec(),
         isolated,
+        joint: true,
         regions,
         events: vec![],
     })
@@ -131,6 +136,7 @@ impl Sim {
             store_limit_remove_per_min: 3.0,
             operator_timeout_ms: 30_000,
             max_store_down_time_ms: 60_000,
+            enable_joint_consensus: w.joint,
             ..ScheduleConfig::default()
         };
         let mut map = StoreMap::new();
@@ -260,7 +266,7 @@ impl Sim {
     }
 
     fn healthy(&self, p: &Peer) -> bool {
-        p.role == PeerRole::Voter && self.cluster().health(p.store_id).is_serving()
+        p.role != PeerRole::Learner && self.cluster().health(p.store_id).is_serving()
     }
 
     /// Checks the step, applies it as TiKV would, and checks the limits of what started.
@@ -429,7 +435,8 @@ fn a_down_peer_is_replaced_by_learner_promotion_then_removal() {
         true,
     );
     let mut steps = Vec::new();
-    for _ in 0..4 {
+    // Joint consensus (the default) adds an enter and a leave step to the move.
+    for _ in 0..6 {
         sim.step(&Event::Heartbeat(0));
         if let Some(p) = &sim.slots[0] {
             steps.push(p.current().cloned());
@@ -508,7 +515,8 @@ fn evict_leader_empties_the_store() {
 
 /// A leader on a store being drained is replaced as PD's operator builder orders it: the leader
 /// moves to a healthy follower first, so the learner's snapshot does not come from the store
-/// that leaves; then the learner is added, promoted, and the old peer removed.
+/// that leaves; then the learner is added, promoted as the old peer is demoted (one joint
+/// change), and the old peer removed.
 #[test]
 fn a_draining_leader_moves_before_its_replacement_is_added() {
     let mut sim = fixed(
@@ -540,12 +548,16 @@ fn a_draining_leader_moves_before_its_replacement_is_added() {
     assert!(
         matches!(
             steps.as_slice(),
+            // Joint consensus is on by default: the learner is promoted and the old voter
+            // demoted in one joint change.
             [
                 Step::TransferLeader(to),
                 Step::AddLearner(add),
-                Step::PromoteLearner(_),
+                Step::JointEnter(enter),
+                Step::JointLeave(_),
                 Step::RemovePeer(old),
             ] if to.store_id != 1 && add.store_id == 4 && old.store_id == 1
+                && enter.promote.len() == 1 && enter.demote.len() == 1
         ),
         "{steps:?}"
     );

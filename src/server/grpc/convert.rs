@@ -18,10 +18,11 @@ fn malformed(why: impl Into<String>) -> Malformed {
 }
 
 pub fn peer_from(p: &metapb::Peer) -> Result<Peer, Malformed> {
-    // A joint-consensus voter (incoming or demoting) still votes: Meridian keeps it a voter.
     let role = match metapb::PeerRole::try_from(p.role) {
+        Ok(metapb::PeerRole::Voter) => PeerRole::Voter,
         Ok(metapb::PeerRole::Learner) => PeerRole::Learner,
-        Ok(_) => PeerRole::Voter,
+        Ok(metapb::PeerRole::IncomingVoter) => PeerRole::IncomingVoter,
+        Ok(metapb::PeerRole::DemotingVoter) => PeerRole::DemotingVoter,
         Err(_) => return Err(malformed(format!("peer {}: unknown role {}", p.id, p.role))),
     };
     Ok(Peer {
@@ -38,6 +39,8 @@ pub fn peer_to(p: &Peer) -> metapb::Peer {
         role: match p.role {
             PeerRole::Voter => metapb::PeerRole::Voter,
             PeerRole::Learner => metapb::PeerRole::Learner,
+            PeerRole::IncomingVoter => metapb::PeerRole::IncomingVoter,
+            PeerRole::DemotingVoter => metapb::PeerRole::DemotingVoter,
         } as i32,
         ..Default::default()
     }
@@ -218,6 +221,14 @@ pub fn buckets_to(b: &Buckets) -> metapb::Buckets {
     }
 }
 
+/// The conf change that gives a peer `role`: a voter's is AddNode, a learner's AddLearnerNode.
+fn change_type(role: PeerRole) -> eraftpb::ConfChangeType {
+    match role {
+        PeerRole::Voter | PeerRole::IncomingVoter => eraftpb::ConfChangeType::AddNode,
+        PeerRole::Learner | PeerRole::DemotingVoter => eraftpb::ConfChangeType::AddLearnerNode,
+    }
+}
+
 /// The heartbeat reply that asks `region`'s leader to carry out `op`, as PD words it.
 pub fn operator_to(region: &Region, op: &Operator) -> pdpb::RegionHeartbeatResponse {
     let mut resp = pdpb::RegionHeartbeatResponse {
@@ -233,10 +244,20 @@ pub fn operator_to(region: &Region, op: &Operator) -> pdpb::RegionHeartbeatRespo
         Operator::AddPeer(p) => {
             resp.change_peer = Some(pdpb::ChangePeer {
                 peer: Some(peer_to(p)),
-                change_type: match p.role {
-                    PeerRole::Voter => eraftpb::ConfChangeType::AddNode,
-                    PeerRole::Learner => eraftpb::ConfChangeType::AddLearnerNode,
-                } as i32,
+                change_type: change_type(p.role) as i32,
+            })
+        }
+        // As PD's `ChangePeerV2Enter`/`Leave`: AddNode promotes a learner, AddLearnerNode
+        // demotes a voter, each peer with its final role; no change leaves the joint state.
+        Operator::ChangePeerV2(changes) => {
+            resp.change_peer_v2 = Some(pdpb::ChangePeerV2 {
+                changes: changes
+                    .iter()
+                    .map(|p| pdpb::ChangePeer {
+                        peer: Some(peer_to(p)),
+                        change_type: change_type(p.role) as i32,
+                    })
+                    .collect(),
             })
         }
         Operator::RemovePeer(p) => {

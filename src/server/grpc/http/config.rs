@@ -16,6 +16,7 @@ fn schedule_json(api: &Api) -> Value {
         "max-store-down-time": go_duration_ms(s.max_store_down_time_ms),
         "leader-schedule-limit": s.leader_schedule_limit,
         "replica-schedule-limit": s.replica_schedule_limit,
+        "enable-joint-consensus": s.enable_joint_consensus.to_string(),
     })
 }
 

@@ -7,6 +7,7 @@ use serde::Serialize;
 
 use super::json::{go_duration_ms, hex_key};
 use crate::placement::schedule::AdminRefused;
+use crate::placement::schedule::Joint;
 use crate::placement::{OpRecord, OpStatus, RunningOp, Step};
 
 /// PD's operator kind flags, by bit (`pkg/schedule/operator/kind.go`).
@@ -80,8 +81,29 @@ pub fn step_texts(op: &RunningOp) -> Vec<String> {
             }
             Step::Split(_) => "split region with policy USEKEY".to_string(),
             Step::Merge(m) => format!("merge region {} into region {}", m.source.id, m.target.id),
+            Step::JointEnter(j) => joint_text("use joint consensus", j),
+            Step::JointLeave(j) => joint_text("leave joint state", j),
         })
         .collect()
+}
+
+/// PD's `ChangePeerV2Enter` and `ChangePeerV2Leave` strings: the head, then each promotion
+/// and each demotion.
+fn joint_text(head: &str, j: &Joint) -> String {
+    let mut text = head.to_string();
+    for p in &j.promote {
+        text += &format!(
+            ", promote learner peer {} on store {} to voter",
+            p.id, p.store_id
+        );
+    }
+    for p in &j.demote {
+        text += &format!(
+            ", demote voter peer {} on store {} to learner",
+            p.id, p.store_id
+        );
+    }
+    text
 }
 
 /// PD's brief (the operator builder's, or the splitter's).
@@ -109,6 +131,16 @@ pub fn brief(op: &RunningOp) -> String {
             Step::Merge(m) => {
                 return format!("merge: region {} to {}", m.source.id, m.target.id);
             }
+            // The joint steps carry the adds and removes written elsewhere in the operator;
+            // an existing learner's promotion is one of its own.
+            Step::JointEnter(j) => {
+                for p in &j.promote {
+                    if !adds.contains(&p.store_id) && !promotes.contains(&p.store_id) {
+                        promotes.push(p.store_id);
+                    }
+                }
+            }
+            Step::JointLeave(_) => {}
         }
     }
     match (adds.is_empty(), removes.is_empty(), promotes.is_empty()) {
@@ -301,6 +333,36 @@ mod tests {
             deadline_ms: 1_795_741_323_450 + 600_000,
             size_mib: 96,
         }
+    }
+
+    /// PD's `ChangePeerV2Enter` and `ChangePeerV2Leave` strings, and the brief of the move.
+    #[test]
+    fn a_joint_move_reads_as_pds_steps() {
+        let new = peer(100, 4, PeerRole::Learner);
+        let joint = crate::placement::schedule::Joint {
+            promote: vec![new.clone()],
+            demote: vec![peer(11, 1, PeerRole::Voter)],
+        };
+        let o = op(vec![
+            Step::AddLearner(new),
+            Step::TransferLeader(peer(12, 2, PeerRole::Voter)),
+            Step::JointEnter(Box::new(joint.clone())),
+            Step::JointLeave(Box::new(joint)),
+            Step::RemovePeer(peer(11, 1, PeerRole::Voter)),
+        ]);
+        assert_eq!(brief(&o), "mv peer: store [1] to [4]");
+        assert_eq!(
+            step_texts(&o),
+            [
+                "add learner peer 100 on store 4",
+                "transfer leader from store 1 to store 2",
+                "use joint consensus, promote learner peer 100 on store 4 to voter, \
+                 demote voter peer 11 on store 1 to learner",
+                "leave joint state, promote learner peer 100 on store 4 to voter, \
+                 demote voter peer 11 on store 1 to learner",
+                "remove peer on store 1",
+            ]
+        );
     }
 
     #[test]
