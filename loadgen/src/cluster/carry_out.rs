@@ -262,7 +262,7 @@ pub fn elect(region: &mut Region, live: &dyn Fn(u64) -> bool) -> Change {
         let (n, up) = all.fold((0, 0), |(n, up), p| {
             (n + 1, up + usize::from(live(p.store_id)))
         });
-        up >= n / 2 + 1
+        up > n / 2
     };
     if !quorum(PeerRole::votes_incoming) || !quorum(PeerRole::votes_outgoing) {
         return Change::None;

@@ -358,7 +358,7 @@ impl Sim {
         let quorum = |votes: fn(PeerRole) -> bool| {
             let all = peers.iter().filter(|p| votes(p.role));
             let (n, up) = all.fold((0, 0), |(n, up), p| (n + 1, up + usize::from(alive(p))));
-            up >= n / 2 + 1
+            up > n / 2
         };
         if !quorum(PeerRole::votes_incoming) || !quorum(PeerRole::votes_outgoing) {
             return;
