@@ -320,6 +320,32 @@ mod tests {
         Limit::Limited { rate, capacity }
     }
 
+    /// Over every window `[grants[i].0, grants[j].0]`, both ends included, a bucket grants at
+    /// most its rate over the window plus its capacity plus the debt it is left with.
+    /// `grants` holds (when in ms, granted, the debt after it).
+    fn window_bound_holds(
+        grants: &[(u64, f64, f64)],
+        rate: f64,
+        capacity: f64,
+    ) -> Result<(), TestCaseError> {
+        for i in 0..grants.len() {
+            let mut sum = 0.0;
+            for (t, tokens, debt) in &grants[i..] {
+                sum += tokens;
+                let window = (t - grants[i].0) as f64 / 1000.0;
+                let bound = rate * window + capacity + debt;
+                prop_assert!(
+                    sum <= bound * (1.0 + 1e-9) + 1e-6,
+                    "{} granted over {}s, bound {}",
+                    sum,
+                    window,
+                    bound
+                );
+            }
+        }
+        Ok(())
+    }
+
     #[test]
     fn grants_what_it_holds_then_lends_as_pd_does() {
         let mut b = TokenBucket::new(limited(100.0, 50.0), 1e9, ms(0));
@@ -433,19 +459,7 @@ mod tests {
                 );
                 grants.push((now, g.tokens, debt));
             }
-            // Every window [grants[i].0, grants[j].0], both ends included.
-            for i in 0..grants.len() {
-                let mut sum = 0.0;
-                for (t, tokens, debt) in &grants[i..] {
-                    sum += tokens;
-                    let window = (t - grants[i].0) as f64 / 1000.0;
-                    let bound = rate * window + capacity + debt;
-                    prop_assert!(
-                        sum <= bound * (1.0 + 1e-9) + 1e-6,
-                        "{} granted over {}s, bound {}", sum, window, bound
-                    );
-                }
-            }
+            window_bound_holds(&grants, rate, capacity)?;
         }
 
         #[test]
@@ -572,18 +586,7 @@ mod tests {
                 prop_assert!(g.trickle_ms >= 0 && g.trickle_ms as u64 <= period);
                 grants.push((now, g.tokens, (-b.tokens()).max(0.0)));
             }
-            for i in 0..grants.len() {
-                let mut sum = 0.0;
-                for (t, tokens, debt) in &grants[i..] {
-                    sum += tokens;
-                    let window = (t - grants[i].0) as f64 / 1000.0;
-                    let bound = rate * window + capacity + debt;
-                    prop_assert!(
-                        sum <= bound * (1.0 + 1e-9) + 1e-6,
-                        "{} granted over {}s, bound {}", sum, window, bound
-                    );
-                }
-            }
+            window_bound_holds(&grants, rate, capacity)?;
         }
 
         /// N clients asking the same amount at the same pace: once each has asked twice (PD
