@@ -188,12 +188,60 @@ impl Stores {
             stores.dedup();
             assert_eq!(stores.len(), r.peers.len(), "two peers on a store: {r:?}");
         }
-        if let Some(t) = reply.transfer_leader {
-            let to = t.peer.unwrap();
-            let voter = r
+        if let Some(v2) = reply.change_peer_v2 {
+            // As raftstore applies it: a list enters the joint state (AddNode makes a learner an
+            // incoming voter, AddLearnerNode a voter a demoting one), an empty list leaves it.
+            let (voter, learner) = (
+                metapb::PeerRole::Voter as i32,
+                metapb::PeerRole::Learner as i32,
+            );
+            let (incoming, demoting) = (
+                metapb::PeerRole::IncomingVoter as i32,
+                metapb::PeerRole::DemotingVoter as i32,
+            );
+            let joint = r
                 .peers
                 .iter()
-                .any(|p| p.id == to.id && p.role == metapb::PeerRole::Voter as i32);
+                .any(|p| p.role == incoming || p.role == demoting);
+            let mut changed = 0;
+            if v2.changes.is_empty() {
+                for p in r.peers.iter_mut() {
+                    if p.role == incoming || p.role == demoting {
+                        assert!(
+                            !(p.role == demoting && p.id == *leader),
+                            "a joint state is never left with its leader demoted: {p:?}"
+                        );
+                        p.role = if p.role == incoming { voter } else { learner };
+                        changed += 1;
+                    }
+                }
+            } else if !joint {
+                for cp in &v2.changes {
+                    let p = cp.peer.as_ref().unwrap();
+                    let kind = ConfChangeType::try_from(cp.change_type).unwrap();
+                    let q = r
+                        .peers
+                        .iter_mut()
+                        .find(|q| q.id == p.id)
+                        .expect("a joint change names peers the region has");
+                    q.role = match (kind, q.role) {
+                        (ConfChangeType::AddNode, role) if role == learner => incoming,
+                        (ConfChangeType::AddLearnerNode, role) if role == voter => demoting,
+                        other => panic!("no joint change {other:?} for {p:?}"),
+                    };
+                    changed += 1;
+                }
+            }
+            // Otherwise already done: the reply was sent before the report showed it.
+            r.region_epoch.as_mut().unwrap().conf_ver += changed;
+        }
+        if let Some(t) = reply.transfer_leader {
+            let to = t.peer.unwrap();
+            let voter = r.peers.iter().any(|p| {
+                p.id == to.id
+                    && (p.role == metapb::PeerRole::Voter as i32
+                        || p.role == metapb::PeerRole::IncomingVoter as i32)
+            });
             assert!(voter, "leadership goes to a voter: {to:?} in {r:?}");
             *leader = to.id;
         }
