@@ -47,9 +47,10 @@ pub struct RouteArgs {
     /// percentile distribution.
     #[arg(long, value_name = "FILE.svg")]
     pub plot: Option<std::path::PathBuf>,
-    /// Spread the gRPC lookups over every member given in `--endpoints` (caller i asks member
-    /// i mod n), each marked as a read a follower may answer (PD's
-    /// `pd-allow-follower-handle`); without it every lookup goes to the leader.
+    /// Spread the lookups over every member given in `--endpoints`, each marked as a read a
+    /// follower may answer: over gRPC caller i asks member i mod n with PD's
+    /// `pd-allow-follower-handle`; over QUIC stream i is opened on member i mod n and marked
+    /// with `AllowFollowerHandle`. Without it every lookup goes to the leader.
     #[arg(long)]
     pub follower_reads: bool,
 }
@@ -202,15 +203,26 @@ async fn drive_grpc(
     Ok(gaps)
 }
 
+/// One QUIC stream's pipelined lookups: on the leader, or (`member`) on that member alone,
+/// the stream marked as one whose routing reads a follower may answer.
 async fn drive(
-    target: TargetArgs,
-    depth: usize,
+    mut target: TargetArgs,
+    (depth, member): (usize, Option<usize>),
     seed: u64,
     (run_start, deadline): (Instant, Instant),
     c: Arc<Counters>,
 ) -> anyhow::Result<CallerGaps> {
+    if let Some(i) = member {
+        target.endpoints = vec![target.endpoints[i % target.endpoints.len()].clone()];
+    }
     let client = target.connect().await?;
     let mut stream = client.open_stream().await?;
+    if member.is_some() {
+        match stream.call(&Request::AllowFollowerHandle).await? {
+            Response::Ok(Reply::Done) => {}
+            other => anyhow::bail!("marking a stream for follower reads: {other:?}"),
+        }
+    }
     let recorder = c.latencies.recorder();
     let since_start = || run_start.elapsed().as_nanos() as u64;
     let mut gaps = Gaps::starting_at(since_start());
@@ -277,7 +289,10 @@ impl Load {
             let seed = 0x9E37_79B9_7F4A_7C15u64.wrapping_mul((conn * self.streams + s + 1) as u64);
             let (target, c) = (self.target.clone(), self.counters.clone());
             match self.protocol {
-                Protocol::Quic => tasks.spawn(drive(target, self.depth, seed, self.window, c)),
+                Protocol::Quic => {
+                    let member = self.follower_reads.then_some(conn * self.streams + s);
+                    tasks.spawn(drive(target, (self.depth, member), seed, self.window, c))
+                }
                 Protocol::Grpc => tasks.spawn(drive_grpc(
                     target,
                     (self.depth, self.rpc, self.follower_reads),
@@ -296,9 +311,6 @@ impl Load {
 }
 
 pub async fn run(args: &RouteArgs) -> anyhow::Result<RouteReport> {
-    if args.follower_reads && args.protocol != Protocol::Grpc {
-        anyhow::bail!("--follower-reads asks PD's gRPC follower handle: pass --protocol grpc");
-    }
     if args.rpc != Rpc::GetRegion && args.protocol != Protocol::Grpc {
         anyhow::bail!(
             "--rpc get-members and --rpc query-region are gRPC calls: pass --protocol grpc"

@@ -527,34 +527,44 @@ async fn route_with_follower_reads_is_answered_by_every_member() {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }
-    let before = served(&c);
-    let report = loadgen::route::run(&loadgen::route::RouteArgs {
-        target: loadgen::target::TargetArgs {
-            endpoints: every_member(&c),
-            ca: Some(c.ca.clone()),
-            insecure: false,
-        },
-        duration: Duration::from_secs(2),
-        connections: 1,
-        streams: 1,
-        depth: 6,
-        json: None,
-        protocol: loadgen::args::Protocol::Grpc,
-        rpc: loadgen::route::Rpc::QueryRegion,
-        plot: None,
-        follower_reads: true,
-    })
-    .await
-    .unwrap();
-    assert_eq!(report.errors, 0, "{report:?}");
-    assert_eq!(report.misses, 0, "one region holds every key: {report:?}");
-    assert!(report.lookups > 0);
-    let after = served(&c);
-    for i in 0..3 {
-        let share = after[i] - before[i];
-        assert!(
-            share > 0.0,
-            "member {i} (leader {first}) answered no lookup: {before:?} -> {after:?}"
-        );
+    // Over gRPC (PD's metadata key), then over QUIC (three streams, one per member, each
+    // marked with `AllowFollowerHandle`).
+    for (protocol, streams) in [
+        (loadgen::args::Protocol::Grpc, 1),
+        (loadgen::args::Protocol::Quic, 3),
+    ] {
+        let before = served(&c);
+        let report = loadgen::route::run(&loadgen::route::RouteArgs {
+            target: loadgen::target::TargetArgs {
+                endpoints: every_member(&c),
+                ca: Some(c.ca.clone()),
+                insecure: false,
+            },
+            duration: Duration::from_secs(2),
+            connections: 1,
+            streams,
+            depth: 6,
+            json: None,
+            protocol,
+            rpc: match protocol {
+                loadgen::args::Protocol::Grpc => loadgen::route::Rpc::QueryRegion,
+                loadgen::args::Protocol::Quic => loadgen::route::Rpc::GetRegion,
+            },
+            plot: None,
+            follower_reads: true,
+        })
+        .await
+        .unwrap();
+        assert_eq!(report.errors, 0, "{protocol:?}: {report:?}");
+        assert_eq!(report.misses, 0, "one region holds every key: {report:?}");
+        assert!(report.lookups > 0);
+        let after = served(&c);
+        for i in 0..3 {
+            let share = after[i] - before[i];
+            assert!(
+                share > 0.0,
+                "{protocol:?}: member {i} (leader {first}) answered no lookup: {before:?} -> {after:?}"
+            );
+        }
     }
 }

@@ -29,6 +29,8 @@ pub enum Call {
     Tso,
     GetMembers,
     GetClusterInfo,
+    /// Marking a QUIC stream's routing reads as reads a follower may answer.
+    AllowFollowerHandle,
     IsBootstrapped,
     Bootstrap,
     AllocId,
@@ -142,9 +144,9 @@ pub fn need_of(call: Call) -> Need {
         ScatterRegion | SplitRegions | SplitAndScatterRegions => Need::Role(Role::Client),
         GetOperator => Need::AnyRole,
         SyncRegions => Need::Role(Role::Member),
-        Ping | Tso | GetMembers | GetClusterInfo | IsBootstrapped | GetStore | GetAllStores
-        | GetRegion | GetPrevRegion | GetRegionById | ScanRegions | QueryRegion
-        | GetGcSafePoint | GetGcState | AdminProbe | AdminRead => Need::AnyRole,
+        Ping | Tso | GetMembers | GetClusterInfo | AllowFollowerHandle | IsBootstrapped
+        | GetStore | GetAllStores | GetRegion | GetPrevRegion | GetRegionById | ScanRegions
+        | QueryRegion | GetGcSafePoint | GetGcState | AdminProbe | AdminRead => Need::AnyRole,
         Bootstrap | AllocId | PutStore | StoreHeartbeat | RegionHeartbeat | AskBatchSplit
         | ReportBatchSplit => Need::Role(Role::Store),
         UpdateGcSafePoint | UpdateServiceGcSafePoint => Need::Role(Role::Client),
@@ -214,6 +216,7 @@ impl RequestCall for Request {
             Request::StoreGlobalConfig { .. } => Call::StoreGlobalConfig,
             Request::LoadGlobalConfig { .. } => Call::LoadGlobalConfig,
             Request::WatchGlobalConfig { .. } => Call::WatchGlobalConfig,
+            Request::AllowFollowerHandle => Call::AllowFollowerHandle,
         }
     }
 }

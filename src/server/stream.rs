@@ -32,6 +32,9 @@ pub async fn serve_stream(
     let mut out = Vec::with_capacity(4096);
     let mut batch = Vec::new();
     let mut room = BatchRoom::default();
+    // Set by `AllowFollowerHandle`: the stream's routing reads after it may be answered by a
+    // follower in sync, as a gRPC call carrying PD's `pd-allow-follower-handle` may.
+    let mut follower_handle = false;
     loop {
         let chunk = tokio::select! {
             biased;
@@ -67,7 +70,15 @@ pub async fn serve_stream(
                     Ok((call, op)) => call
                         .permitted(caller.grants)
                         .map_err(|denied| ErrorReply::PermissionDenied(denied.to_string()))
-                        .and_then(|()| admit(op, &caller, &shared)),
+                        .and_then(|()| {
+                            follower_handle |= matches!(op, Op::AllowFollowerHandle);
+                            let op = if follower_handle {
+                                op.allowing_follower()
+                            } else {
+                                op
+                            };
+                            admit(op, &caller, &shared)
+                        }),
                     Err(e) => {
                         metrics.request(RequestKind::Malformed);
                         Err(ErrorReply::InvalidArgument(format!("request: {e}")))

@@ -7,7 +7,7 @@
 //! versions, min resolved ts, the cluster record, single splits, external timestamps, buckets,
 //! global config), a TiKV store's life emulated from TiKV's code (`tikv_store`), on etcd and
 //! across a leader's SIGKILL (`on_etcd`), follower reads of routing from the region syncer's
-//! copy (`follower_reads`), and on a data dir of the previous release (`previous_release`).
+//! copy (`follower_reads`, and over QUIC `quic_follower_reads`), and on a data dir of the previous release (`previous_release`).
 
 mod buckets;
 mod cluster_config;
@@ -20,6 +20,7 @@ mod global_config;
 mod on_etcd;
 mod previous_release;
 mod query;
+mod quic_follower_reads;
 mod resolved_ts;
 mod rpcs;
 mod scan;

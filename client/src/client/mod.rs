@@ -6,6 +6,7 @@
 
 mod connector;
 mod error;
+mod follower_reads;
 mod placement;
 mod region_cache;
 mod rpc;
@@ -16,6 +17,7 @@ use std::time::Duration;
 
 pub use connector::Connector;
 pub use error::ClientError;
+use follower_reads::FollowerReads;
 pub use rpc::RpcStream;
 pub use tso::BatchHook;
 
@@ -41,6 +43,12 @@ pub struct ClientOptions {
     /// Sees each batch of timestamps once, as it arrives and before its callers wake
     /// (`tso/batch_hook.rs`); `None` for ordinary clients.
     pub tso_batch_hook: Option<BatchHook>,
+    /// Spreads routing reads (`get_region_uncached`, `get_prev_region`, `get_region_by_id`,
+    /// `scan_regions`) over every member in turn, as PD's clients do with
+    /// `pd-allow-follower-handle`: a follower in sync answers from its copy of the leader's
+    /// index, which may be a little older than the leader's (never a region the leader did
+    /// not have); a follower out of sync refuses and the leader answers. Off by default.
+    pub follower_reads: bool,
 }
 
 impl ClientOptions {
@@ -52,6 +60,7 @@ impl ClientOptions {
             retry_budget: Duration::from_secs(10),
             silence_timeout: Duration::from_millis(2500),
             tso_batch_hook: None,
+            follower_reads: false,
         }
     }
 }
@@ -59,26 +68,34 @@ impl ClientOptions {
 /// How often a client asks for the member list again (PD's clients refresh theirs too).
 const MEMBER_REFRESH: Duration = Duration::from_secs(5);
 
-/// Adds every member the cluster lists to the connector's targets.
-async fn learn_members(connector: &Arc<Connector>) {
+/// Adds every member the cluster lists to the connector's targets (and to the members routing
+/// reads are spread over, with follower reads on).
+async fn learn_members(connector: &Arc<Connector>, followers: Option<&FollowerReads>) {
     let Ok(mut stream) = RpcStream::open(connector.clone()).await else {
         return;
     };
     if let Ok(Reply::Members(members)) = stream.call_with_retry(&Request::GetMembers).await {
         for m in members.members.iter().chain(members.leader.as_ref()) {
             connector.learn(&m.client_url).await;
+            if let Some(followers) = followers {
+                followers.learn(&m.client_url).await;
+            }
         }
     }
 }
 
 /// `learn_members` every [`MEMBER_REFRESH`] while the client lives.
-async fn refresh_members(connector: std::sync::Weak<Connector>) {
+async fn refresh_members(
+    connector: std::sync::Weak<Connector>,
+    followers: Option<std::sync::Weak<FollowerReads>>,
+) {
     loop {
         tokio::time::sleep(MEMBER_REFRESH).await;
         let Some(connector) = connector.upgrade() else {
             return;
         };
-        learn_members(&connector).await;
+        let followers = followers.as_ref().and_then(|f| f.upgrade());
+        learn_members(&connector, followers.as_deref()).await;
     }
 }
 
@@ -96,6 +113,8 @@ pub struct Client {
     /// server will not grant.
     calls: Arc<tokio::sync::Semaphore>,
     regions: Arc<region_cache::RegionCache>,
+    /// With `ClientOptions::follower_reads`: the members routing reads are spread over.
+    followers: Option<Arc<FollowerReads>>,
 }
 
 impl Client {
@@ -118,11 +137,17 @@ impl Client {
             streams: Default::default(),
             calls: Arc::new(tokio::sync::Semaphore::new(MAX_CALL_STREAMS)),
             regions: Default::default(),
+            followers: opts
+                .follower_reads
+                .then(|| Arc::new(FollowerReads::new(opts.trust.clone(), opts.silence_timeout))),
         };
         // Learn every member, so the client survives the loss of the ones it was given, and
         // keep learning: a member that joined after this call is a place to go too.
-        learn_members(&client.connector).await;
-        tokio::spawn(refresh_members(Arc::downgrade(&client.connector)));
+        learn_members(&client.connector, client.followers.as_deref()).await;
+        tokio::spawn(refresh_members(
+            Arc::downgrade(&client.connector),
+            client.followers.as_ref().map(Arc::downgrade),
+        ));
         Ok(client)
     }
 

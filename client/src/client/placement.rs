@@ -33,6 +33,17 @@ impl Client {
         result
     }
 
+    /// A routing read: with follower reads on, answered by the next member in turn when it
+    /// can, else (and always without them) by the leader.
+    async fn route(&self, req: Request) -> Result<Reply, ClientError> {
+        if let Some(followers) = &self.followers {
+            if let Some(reply) = followers.read(&req).await {
+                return Ok(reply);
+            }
+        }
+        self.call(req).await
+    }
+
     pub async fn bootstrap(&self, store: Store, region: Region) -> Result<(), ClientError> {
         match self.call(Request::Bootstrap { store, region }).await? {
             Reply::Done => Ok(()),
@@ -136,9 +147,9 @@ impl Client {
         Ok(found)
     }
 
-    /// The region holding `key`, asked of the leader.
+    /// The region holding `key`, asked of the leader (or, with follower reads, of a member).
     pub async fn get_region_uncached(&self, key: &[u8]) -> Result<Option<Region>, ClientError> {
-        match self.call(Request::GetRegion { key: key.to_vec() }).await? {
+        match self.route(Request::GetRegion { key: key.to_vec() }).await? {
             Reply::Region(r) => Ok(r),
             other => Err(unexpected("GetRegion", other)),
         }
@@ -146,7 +157,7 @@ impl Client {
 
     pub async fn get_prev_region(&self, key: &[u8]) -> Result<Option<Region>, ClientError> {
         match self
-            .call(Request::GetPrevRegion { key: key.to_vec() })
+            .route(Request::GetPrevRegion { key: key.to_vec() })
             .await?
         {
             Reply::Region(r) => Ok(r),
@@ -155,7 +166,7 @@ impl Client {
     }
 
     pub async fn get_region_by_id(&self, id: u64) -> Result<Option<Region>, ClientError> {
-        match self.call(Request::GetRegionById { id }).await? {
+        match self.route(Request::GetRegionById { id }).await? {
             Reply::Region(r) => Ok(r),
             other => Err(unexpected("GetRegionById", other)),
         }
@@ -172,7 +183,7 @@ impl Client {
             end: end.to_vec(),
             limit,
         };
-        match self.call(req).await? {
+        match self.route(req).await? {
             Reply::Regions(r) => Ok(r),
             other => Err(unexpected("ScanRegions", other)),
         }

@@ -133,6 +133,12 @@ pub enum Request {
         revision: i64,
         wait_ms: u32,
     },
+    /// Marks the rest of this stream's routing reads (`GetRegion`, `GetPrevRegion`,
+    /// `GetRegionById`, `ScanRegions`) as reads a follower may answer, as PD's
+    /// `pd-allow-follower-handle` marks a gRPC call: a follower in sync answers them from its
+    /// copy of the leader's index (possibly older, never invented), one that is not refuses
+    /// with `NotLeader`. Answered with `Done` by every member.
+    AllowFollowerHandle,
 }
 
 #[derive(Archive, Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]

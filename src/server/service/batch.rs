@@ -105,7 +105,11 @@ pub async fn execute_batch(
                 beats.push((region, stats));
                 Pending::Beat
             }
-            Ok(Op::Placement(PlacementOp::Routing(RouteOp::Region(key)))) => {
+            // On the leader a lookup a follower could have answered is the same lookup.
+            Ok(
+                Op::Placement(PlacementOp::Routing(RouteOp::Region(key)))
+                | Op::FollowerRead(RouteOp::Region(key)),
+            ) => {
                 metrics.request(RequestKind::Placement);
                 keys.push(key);
                 Pending::Located
@@ -191,8 +195,9 @@ pub fn locate_many_from_copy(
 fn groups(item: &Result<Op, ErrorReply>) -> bool {
     matches!(
         item,
-        Ok(Op::Placement(
-            PlacementOp::Heartbeat(..) | PlacementOp::Routing(RouteOp::Region(_))
-        ))
+        Ok(
+            Op::Placement(PlacementOp::Heartbeat(..) | PlacementOp::Routing(RouteOp::Region(_)))
+                | Op::FollowerRead(RouteOp::Region(_))
+        )
     )
 }

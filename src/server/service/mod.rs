@@ -44,6 +44,9 @@ pub enum Op {
     /// A routing read the caller lets a follower answer (PD's `pd-allow-follower-handle`):
     /// a follower in sync answers from its copy of the index, the leader as always.
     FollowerRead(RouteOp),
+    /// From here on, this QUIC stream's routing reads are ones a follower may answer
+    /// ([`Op::allowing_follower`]); the stream keeps the mark, the answer is `Done`.
+    AllowFollowerHandle,
     /// A placement request by a certificate bound to no store yet, for the store it is to be
     /// bound to (bind-store-identity): the binding is made durable, then the request served.
     Claim {
@@ -70,6 +73,7 @@ impl Op {
             Request::Ping => return Op::Ping,
             Request::Tso { count } => return Op::Tso(count),
             Request::GetMembers => return Op::Members,
+            Request::AllowFollowerHandle => return Op::AllowFollowerHandle,
             Request::IsSnapshotRecovering => return Op::SnapshotRecovering,
             Request::ReportMinResolvedTs {
                 store_id,
@@ -183,6 +187,7 @@ impl Op {
             Op::Ping => RequestKind::Ping,
             Op::Tso(_) => RequestKind::Tso,
             Op::Members => RequestKind::GetMembers,
+            Op::AllowFollowerHandle => RequestKind::Ping,
             Op::SnapshotRecovering | Op::SetExternalTs(_) | Op::Claim { .. } => {
                 RequestKind::Placement
             }
@@ -197,6 +202,7 @@ pub async fn execute(op: Op, shared: &Shared, metrics: &CoreMetrics) -> Response
     metrics.request(op.kind());
     let response = match op {
         Op::Ping => return Response::Ok(Reply::Pong),
+        Op::AllowFollowerHandle => return Response::Ok(Reply::Done),
         Op::Members => return Response::Ok(Reply::Members(shared.membership.reply())),
         Op::SnapshotRecovering => {
             return Response::Ok(Reply::SnapshotRecovering(recovery::is_marked()))

@@ -1,0 +1,185 @@
+//! Follower reads of routing over QUIC, on a cluster of three on etcd: a stream marked with
+//! `AllowFollowerHandle` (the QUIC spelling of PD's `pd-allow-follower-handle`) has its routing
+//! reads answered by a follower in sync from its copy; an unmarked stream is refused with
+//! `NotLeader`, as before. The Rust client with `follower_reads` spreads its routing reads
+//! over every member, each answer a region the leader had, and the followers serve a share.
+//! The routing changes are made through the leader's gRPC (`follower_reads::split`).
+
+use std::collections::HashSet;
+
+use meridian::client::{Client, ClientOptions};
+use meridian::harness::{bootstrap_over_grpc, Cluster};
+use meridian::placement::Region;
+use meridian::proto::{ErrorReply, Reply, Request, Response};
+
+use super::follower_reads::{split, Seen};
+use super::*;
+
+fn seen(r: &Region) -> Seen {
+    Seen::Region(
+        r.id,
+        r.start_key.clone(),
+        r.end_key.clone(),
+        r.epoch.version,
+    )
+}
+
+/// The count of `meridian_requests_total{kind="placement"}` on member `i`.
+fn placement_requests_on(c: &Cluster, i: usize) -> u64 {
+    let text = c
+        .admin(i)
+        .unwrap()
+        .send("GET", "/metrics", None)
+        .unwrap()
+        .body;
+    text.lines()
+        .find(|l| l.starts_with("meridian_requests_total{kind=\"placement\"}"))
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
+}
+
+/// A client of member `i` alone, which it asks first.
+async fn client_of(c: &Cluster, i: usize, follower_reads: bool) -> Client {
+    let mut opts = ClientOptions::new(vec![c.nodes[i].process().client_addr.clone()], c.trust());
+    opts.follower_reads = follower_reads;
+    Client::connect(opts).await.unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_marked_quic_stream_is_answered_by_a_follower_in_sync() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (c, first) = Cluster::start_led(
+        tmp.path(),
+        3,
+        "[election]\nlease_ttl_secs = 2\n",
+        Duration::from_secs(20),
+    )
+    .unwrap();
+    let addr = c.nodes[first].process().grpc_addr.clone().unwrap();
+    let (mut pd, cluster_id) =
+        connect_when_placement_loads(&addr, &c.trust(), Duration::from_secs(20))
+            .await
+            .unwrap();
+    let (store, boot) = bootstrap_over_grpc(&mut pd, cluster_id).await.unwrap();
+    let follower = (0..3).find(|i| *i != first).unwrap();
+
+    let mut had: HashSet<Seen> = HashSet::new();
+    had.insert(Seen::Region(boot.id, Vec::new(), Vec::new(), 1));
+    let (mut right_start, mut version) = (Vec::new(), 1u64);
+    let mut make_splits = async |n: std::ops::Range<u32>, had: &mut HashSet<Seen>| {
+        for n in n {
+            let at = format!("k{n:04}").into_bytes();
+            let made = split(
+                &mut pd,
+                cluster_id,
+                store.id,
+                (boot.id, &right_start, version),
+                &at,
+            )
+            .await;
+            had.extend(made);
+            right_start = at;
+            version += 1;
+        }
+    };
+    make_splits(0..10, &mut had).await;
+
+    // Unmarked, the follower refuses a routing read with NotLeader, as it always did.
+    let direct = client_of(&c, follower, false).await;
+    let mut stream = direct.open_stream().await.unwrap();
+    let get = |key: &[u8]| Request::GetRegion { key: key.to_vec() };
+    match stream.call(&get(b"k0003")).await.unwrap() {
+        Response::Err(ErrorReply::NotLeader { .. }) => {}
+        other => panic!("an unmarked read was answered by a follower: {other:?}"),
+    }
+
+    // Marked, the same stream's reads are answered from the follower's copy once it is in
+    // sync; every answer is a region the leader had, never one it did not.
+    assert_eq!(
+        stream.call(&Request::AllowFollowerHandle).await.unwrap(),
+        Response::Ok(Reply::Done)
+    );
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let answered = loop {
+        match stream.call(&get(b"k0003")).await.unwrap() {
+            Response::Ok(Reply::Region(Some(r))) => break r,
+            Response::Err(ErrorReply::NotLeader { .. }) if std::time::Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(20)).await
+            }
+            other => panic!("a marked read on a follower: {other:?}"),
+        }
+    };
+    assert!(had.contains(&seen(&answered)), "invented: {answered:?}");
+    let before = placement_requests_on(&c, follower);
+    make_splits(10..30, &mut had).await;
+    for key in [&b""[..], b"k0005", b"k0020", b"zz"] {
+        for req in [get(key), Request::GetPrevRegion { key: key.to_vec() }] {
+            match stream.call(&req).await.unwrap() {
+                Response::Ok(Reply::Region(Some(r))) => {
+                    assert!(had.contains(&seen(&r)), "invented: {r:?}")
+                }
+                Response::Ok(Reply::Region(None)) => {}
+                other => panic!("{req:?} on a follower in sync: {other:?}"),
+            }
+        }
+    }
+    match stream
+        .call(&Request::ScanRegions {
+            start: Vec::new(),
+            end: Vec::new(),
+            limit: 0,
+        })
+        .await
+        .unwrap()
+    {
+        Response::Ok(Reply::Regions(rs)) => {
+            assert!(!rs.is_empty());
+            for r in &rs {
+                assert!(had.contains(&seen(r)), "invented: {r:?}");
+            }
+        }
+        other => panic!("a scan on a follower in sync: {other:?}"),
+    }
+    assert!(
+        placement_requests_on(&c, follower) >= before + 9,
+        "the follower served the marked reads itself"
+    );
+    // A write on a marked stream is still the leader's: the follower refuses it.
+    match stream.call(&Request::AllocId).await.unwrap() {
+        Response::Err(ErrorReply::NotLeader { .. }) => {}
+        other => panic!("a follower answered AllocId: {other:?}"),
+    }
+
+    // The client spreads its routing reads: every member serves some, every answer is a
+    // region the leader had, and once the copies caught up each answer is the leader's.
+    let spread = client_of(&c, first, true).await;
+    let leader_client = client_of(&c, first, false).await;
+    let served_before: Vec<u64> = (0..3).map(|i| placement_requests_on(&c, i)).collect();
+    let keys: Vec<Vec<u8>> = (0..30u32)
+        .map(|n| format!("k{n:04}").into_bytes())
+        .collect();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let mut same = true;
+        for k in &keys {
+            let got = spread.get_region_uncached(k).await.unwrap().unwrap();
+            assert!(had.contains(&seen(&got)), "invented: {got:?}");
+            let want = leader_client.get_region_uncached(k).await.unwrap().unwrap();
+            same &= got == want;
+        }
+        if same {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the copies did not catch up"
+        );
+    }
+    for i in (0..3).filter(|i| *i != first) {
+        assert!(
+            placement_requests_on(&c, i) > served_before[i] + 5,
+            "member {i} served none of the spread reads"
+        );
+    }
+}
