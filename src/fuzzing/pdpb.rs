@@ -139,7 +139,13 @@ pub(super) fn pdpb_to_requests(kind: usize, body: &[u8]) -> Option<(Call, Vec<Re
             let store = store_from(r.store.as_ref()?)?;
             let region_pb = r.region.as_ref()?;
             let region = region_from(region_pb, region_pb.peers.first())?;
-            (Call::Bootstrap, vec![Request::Bootstrap { store, region }])
+            (
+                Call::Bootstrap,
+                vec![Request::Bootstrap {
+                    store: Box::new(store),
+                    region,
+                }],
+            )
         }
         "is_bootstrapped" => {
             decode::<pdpb::IsBootstrappedRequest>(body)?;
@@ -156,7 +162,12 @@ pub(super) fn pdpb_to_requests(kind: usize, body: &[u8]) -> Option<(Call, Vec<Re
         "put_store" => {
             let r = decode::<pdpb::PutStoreRequest>(body)?;
             let store = store_from(r.store.as_ref()?)?;
-            (Call::PutStore, vec![Request::PutStore { store }])
+            (
+                Call::PutStore,
+                vec![Request::PutStore {
+                    store: Box::new(store),
+                }],
+            )
         }
         "get_all_stores" => {
             decode::<pdpb::GetAllStoresRequest>(body)?;

@@ -121,13 +121,18 @@ pub fn seeds() -> Vec<Seed> {
         (
             "bootstrap",
             Request::Bootstrap {
-                store: whole_store,
+                store: Box::new(whole_store),
                 region: first,
             },
         ),
         ("is_bootstrapped", Request::IsBootstrapped),
         ("alloc_id", Request::AllocId),
-        ("put_store", Request::PutStore { store: store(4) }),
+        (
+            "put_store",
+            Request::PutStore {
+                store: Box::new(store(4)),
+            },
+        ),
         ("get_store", Request::GetStore { id: 4 }),
         ("get_all_stores", Request::GetAllStores { after_id: 0 }),
         (

@@ -45,7 +45,13 @@ impl Client {
     }
 
     pub async fn bootstrap(&self, store: Store, region: Region) -> Result<(), ClientError> {
-        match self.call(Request::Bootstrap { store, region }).await? {
+        match self
+            .call(Request::Bootstrap {
+                store: Box::new(store),
+                region,
+            })
+            .await?
+        {
             Reply::Done => Ok(()),
             other => Err(unexpected("Bootstrap", other)),
         }
@@ -66,7 +72,12 @@ impl Client {
     }
 
     pub async fn put_store(&self, store: Store) -> Result<(), ClientError> {
-        match self.call(Request::PutStore { store }).await? {
+        match self
+            .call(Request::PutStore {
+                store: Box::new(store),
+            })
+            .await?
+        {
             Reply::Done => Ok(()),
             other => Err(unexpected("PutStore", other)),
         }
@@ -74,7 +85,7 @@ impl Client {
 
     pub async fn get_store(&self, id: u64) -> Result<Option<StoreStatus>, ClientError> {
         match self.call(Request::GetStore { id }).await? {
-            Reply::Store(s) => Ok(s),
+            Reply::Store(s) => Ok(s.map(|s| *s)),
             other => Err(unexpected("GetStore", other)),
         }
     }

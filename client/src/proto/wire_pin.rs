@@ -15,7 +15,7 @@ use crate::placement::{
 
 /// The ALPN id and the digest of the layout it names. When the digest changes, the layout did:
 /// give the ALPN id a new number and pin both.
-const PINNED: (&[u8], u64) = (b"meridian/2", 0x7e1a_3281_dd15_82a8);
+const PINNED: (&[u8], u64) = (b"meridian/3", 0x1631_944b_e1ac_ec6f);
 
 /// FNV-1a, 64 bits: enough to notice a change, with no dependency.
 fn fnv1a(bytes: &[u8], mut hash: u64) -> u64 {
@@ -74,7 +74,9 @@ fn digest() -> u64 {
         Request::Tso { count: 3 },
         Request::GetMembers,
         Request::IsBootstrapped,
-        Request::PutStore { store: store() },
+        Request::PutStore {
+            store: Box::new(store()),
+        },
         Request::StoreHeartbeat {
             store_id: 1,
             stats: StoreStats::default(),

@@ -27,7 +27,9 @@ pub enum StoreOp {
 pub async fn serve(state: &PlacementState, op: StoreOp) -> Response {
     match op {
         StoreOp::Put(store) => put_store(state, store).await,
-        StoreOp::Get(id) => Response::Ok(Reply::Store(state.stores().get(id).cloned())),
+        StoreOp::Get(id) => {
+            Response::Ok(Reply::Store(state.stores().get(id).cloned().map(Box::new)))
+        }
         StoreOp::GetAll { after_id } => {
             let map = state.stores();
             let after: Vec<_> = map.iter().filter(|s| s.store.id > after_id).collect();

@@ -2,8 +2,10 @@
 //! what one gRPC stream message asks for. Two kinds gain from company and are served
 //! together while placement serves a bootstrapped cluster: region heartbeats (fanned out by
 //! owning core, `placement::heartbeats`) and GetRegion lookups (from one snapshot,
-//! `placement::locate_many`). Everything else goes through [`execute`] one by one, as does
-//! every request while placement cannot serve, so that each reply says why.
+//! `placement::locate_many`). GetRegion lookups a follower may answer are served together
+//! on any member (`placement::locate_many_from_copy`: a follower's copy while it is in sync).
+//! Everything else goes through [`execute`] one by one, as does every request while placement
+//! cannot serve, so that each reply says why.
 
 use crate::admin::{CoreMetrics, RequestKind};
 use crate::proto::{ErrorReply, Response};
@@ -20,8 +22,8 @@ enum Pending {
     Later(Box<Op>),
     /// The next of the batch's heartbeat replies.
     Beat,
-    /// The next of the batch's lookups.
-    Located,
+    /// The next of the batch's lookups; `true` for one a follower may answer.
+    Located(bool),
 }
 
 /// Where a batch's replies go, in request order: a list (the gRPC adapters read them
@@ -51,8 +53,9 @@ pub struct BatchRoom {
 enum Lookups {
     /// A snapshot is taken at the next lookup.
     Fresh,
-    /// Answers for the lookups from here on, from one snapshot.
-    From(std::vec::IntoIter<Option<crate::placement::Region>>),
+    /// Answers for the lookups from here on, from one snapshot (of a follower's copy when
+    /// the flag is set).
+    From(std::vec::IntoIter<Option<crate::placement::Region>>, bool),
     /// The snapshot was refused (a key over the limit, placement stopped): each lookup is
     /// answered alone, which says why.
     Alone,
@@ -71,7 +74,7 @@ pub async fn execute_batch(
     metrics: &CoreMetrics,
 ) {
     let together = shared.placement.serves_bootstrapped();
-    if !(together && batch.iter().any(groups)) {
+    if !batch.iter().any(|item| groups(item, together)) {
         // Nothing to serve together (a read of timestamps, say): one by one, in order.
         for item in batch.drain(..) {
             out.reply(match item {
@@ -99,20 +102,21 @@ pub async fn execute_batch(
                 metrics.error(&reply);
                 Pending::Now(Box::new(Response::Err(reply)))
             }
-            Ok(op) if !together => Pending::Later(Box::new(op)),
-            Ok(Op::Placement(PlacementOp::Heartbeat(region, stats))) => {
+            Ok(Op::Placement(PlacementOp::Heartbeat(region, stats))) if together => {
                 metrics.request(RequestKind::RegionHeartbeat);
                 beats.push((region, stats));
                 Pending::Beat
             }
-            // On the leader a lookup a follower could have answered is the same lookup.
-            Ok(
-                Op::Placement(PlacementOp::Routing(RouteOp::Region(key)))
-                | Op::FollowerRead(RouteOp::Region(key)),
-            ) => {
+            Ok(Op::Placement(PlacementOp::Routing(RouteOp::Region(key)))) if together => {
                 metrics.request(RequestKind::Placement);
                 keys.push(key);
-                Pending::Located
+                Pending::Located(false)
+            }
+            // On the leader the same lookup as any; on a follower, from its copy.
+            Ok(Op::FollowerRead(RouteOp::Region(key))) => {
+                metrics.request(RequestKind::Placement);
+                keys.push(key);
+                Pending::Located(true)
             }
             Ok(op) => Pending::Later(Box::new(op)),
         });
@@ -144,23 +148,38 @@ pub async fn execute_batch(
                 }
                 r
             }
-            Pending::Located => {
+            Pending::Located(from_copy) => {
+                // A snapshot serves the lookups of its own kind; one of the other kind (a
+                // batch that mixes them) takes a snapshot of its own.
+                if matches!(lookups, Lookups::From(_, copy) if copy != from_copy) {
+                    lookups = Lookups::Fresh;
+                }
                 if let Lookups::Fresh = lookups {
-                    lookups = match placement::locate_many(shared, &keys[next_key..]) {
-                        Ok(found) => Lookups::From(found.into_iter()),
+                    let rest = &keys[next_key..];
+                    let found = if from_copy {
+                        placement::locate_many_from_copy(shared, rest)
+                    } else {
+                        placement::locate_many(shared, rest)
+                    };
+                    lookups = match found {
+                        Ok(found) => Lookups::From(found.into_iter(), from_copy),
                         Err(_) => Lookups::Alone,
                     };
                 }
                 let key = std::mem::take(&mut keys[next_key]);
                 next_key += 1;
                 match &mut lookups {
-                    Lookups::From(found) => match found.next() {
+                    Lookups::From(found, _) => match found.next() {
                         Some(region) => Response::Ok(crate::proto::Reply::Region(region)),
                         None => Response::Err(ErrorReply::Internal("a lookup went missing".into())),
                     },
                     Lookups::Fresh | Lookups::Alone => {
-                        let op = PlacementOp::Routing(RouteOp::Region(key));
-                        let r = placement::handle(op, shared).await;
+                        let r = if from_copy {
+                            placement::follower_read(RouteOp::Region(key), shared).await
+                        } else {
+                            let op = PlacementOp::Routing(RouteOp::Region(key));
+                            placement::handle(op, shared).await
+                        };
                         if let Response::Err(e) = &r {
                             metrics.error(e);
                         }
@@ -191,13 +210,14 @@ pub fn locate_many_from_copy(
     found
 }
 
-/// Whether an item is one of the two kinds served together.
-fn groups(item: &Result<Op, ErrorReply>) -> bool {
-    matches!(
-        item,
-        Ok(
-            Op::Placement(PlacementOp::Heartbeat(..) | PlacementOp::Routing(RouteOp::Region(_)))
-                | Op::FollowerRead(RouteOp::Region(_))
-        )
-    )
+/// Whether an item is one of the kinds served together: heartbeats and lookups where
+/// placement serves (`together`), lookups a follower may answer anywhere.
+fn groups(item: &Result<Op, ErrorReply>, together: bool) -> bool {
+    match item {
+        Ok(Op::Placement(
+            PlacementOp::Heartbeat(..) | PlacementOp::Routing(RouteOp::Region(_)),
+        )) => together,
+        Ok(Op::FollowerRead(RouteOp::Region(_))) => true,
+        _ => false,
+    }
 }

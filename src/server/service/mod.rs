@@ -112,10 +112,10 @@ impl Op {
             Request::IsBootstrapped => P::Cluster(ClusterOp::IsBootstrapped),
             Request::AllocId => P::Cluster(ClusterOp::AllocId),
             Request::Bootstrap { store, region } => P::Cluster(ClusterOp::Bootstrap {
-                store,
+                store: *store,
                 region: Box::new(region),
             }),
-            Request::PutStore { store } => P::Stores(StoreOp::Put(store)),
+            Request::PutStore { store } => P::Stores(StoreOp::Put(*store)),
             Request::GetStore { id } => P::Stores(StoreOp::Get(id)),
             Request::GetAllStores { after_id } => P::Stores(StoreOp::GetAll { after_id }),
             Request::StoreHeartbeat { store_id, stats } => {

@@ -28,7 +28,13 @@ impl PdService {
             ),
             Ok(Reply::Bootstrapped(false)) => {
                 match self
-                    .placement_as(&caller, Request::Bootstrap { store, region })
+                    .placement_as(
+                        &caller,
+                        Request::Bootstrap {
+                            store: Box::new(store),
+                            region,
+                        },
+                    )
                     .await?
                 {
                     Ok(_) => self.header(),
@@ -128,7 +134,7 @@ impl PdService {
                     .as_ref()
                     .ok_or_else(|| Status::invalid_argument("no store"))?;
                 Ok(Request::PutStore {
-                    store: convert::store_from(store).map_err(bad)?,
+                    store: Box::new(convert::store_from(store).map_err(bad)?),
                 })
             },
             |_, _| Ok(pdpb::PutStoreResponse::default()),
