@@ -47,3 +47,44 @@ fn found_as(mutation: Mutation, budget: u64, shows: &[&str]) {
 fn serving_past_the_persisted_window_is_found() {
     found_as(Mutation::SkipWindowPersist, 10, &["persisted limit"]);
 }
+
+/// Asserts `seed`, the first seed known to find `mutation` (so the test costs two seeds, not a
+/// search), finds it with a first violation containing one of `shows`, and that the same seed
+/// without the mutation keeps every promise: what is found is the bug, not the schedule.
+fn found_by(mutation: Mutation, seed: u64, shows: &[&str]) {
+    let mutated = run(&SimConfig {
+        mutation: Some(mutation),
+        ..SimConfig::seed(seed)
+    });
+    let first = mutated.violations.first();
+    assert!(
+        first.is_some_and(|v| shows.iter().any(|s| v.contains(s))),
+        "seed {seed} with {} should first show {shows:?}: {:?}",
+        mutation.name(),
+        mutated.violations
+    );
+    let shipped = run(&SimConfig::seed(seed));
+    assert!(
+        shipped.violations.is_empty(),
+        "seed {seed} without {}: {:?}\n{}",
+        mutation.name(),
+        shipped.violations,
+        shipped.trace.text()
+    );
+}
+
+/// A new term trusting its clock after a jump back hands out timestamps below earlier ones (T3).
+#[test]
+fn trusting_the_clock_after_a_backward_jump_is_found() {
+    found_by(Mutation::TrustClockAfterBackwardJump, 15, &["not above"]);
+}
+
+/// A leader handing over before it stops serving serves beside its target.
+#[test]
+fn transferring_before_stopping_is_found() {
+    found_by(
+        Mutation::TransferBeforeStopping,
+        14,
+        &["also served", "served at once"],
+    );
+}
