@@ -315,8 +315,8 @@ impl EtcdModel {
         match *change {
             LeaderChange::None => None,
             LeaderChange::Asked { gap, extend } => {
-                let now = self.now_ms();
-                lock(&self.shared.state).etcd.lose_leader(now);
+                // Through `apply`: what expired until now is revoked and its watchers told.
+                self.apply(|etcd, now| etcd.lose_leader(now));
                 let at = Instant::now() + gap;
                 *change = LeaderChange::Electing { at, extend };
                 Some(at)
