@@ -21,6 +21,9 @@ use crate::trace::Trace;
 pub const MEMBERS: [&str; 5] = ["m1", "m2", "m3", "m4", "m5"];
 /// The etcd host's name.
 pub const ETCD: &str = "etcd";
+/// etcd's default election timeout (`--election-timeout`, 1 s): a new leader lengthens every
+/// lease by it.
+pub const ETCD_ELECTION_TIMEOUT: Duration = Duration::from_secs(1);
 
 pub struct Cluster {
     pub config: Config,
@@ -34,6 +37,9 @@ pub struct Cluster {
     /// at the latest: a slow spell lasts, for what was sent during it, past its end.
     etcd_delay_ms: Cell<u64>,
     etcd_drained_at: Cell<u64>,
+    /// When the last change of etcd's leader stops showing: its election, plus the election
+    /// timeout by which the new leader lengthened every lease.
+    etcd_settled_at: Cell<u64>,
     pub checker: RefCell<Checker>,
     trace: RefCell<Trace>,
     /// Which members served after the last step, to trace only the changes.
@@ -50,6 +56,7 @@ impl Cluster {
             etcd: RefCell::default(),
             etcd_delay_ms: Cell::new(0),
             etcd_drained_at: Cell::new(0),
+            etcd_settled_at: Cell::new(0),
             checker: RefCell::default(),
             trace: RefCell::default(),
             serving: RefCell::default(),
@@ -112,6 +119,36 @@ impl Cluster {
     /// When every request a slow spell delayed has been answered.
     pub fn etcd_drained_at(&self) -> u64 {
         self.etcd_drained_at.get()
+    }
+
+    /// From `now`, etcd has no leader for `gap`; the next one lengthens every lease by
+    /// etcd's election timeout.
+    pub fn etcd_leader_change(&self, now_ms: u64, gap: Duration) {
+        let settled = now_ms + gap.as_millis() as u64 + ETCD_ELECTION_TIMEOUT.as_millis() as u64;
+        self.etcd_settled_at
+            .set(self.etcd_settled_at.get().max(settled));
+        if let Some(model) = self.etcd.borrow().as_ref() {
+            model.change_leader(gap, ETCD_ELECTION_TIMEOUT);
+        }
+    }
+
+    /// From now, etcd loses `per_mille` of every thousand requests, picked from `seed`.
+    pub fn etcd_loss(&self, per_mille: u32, seed: u64) {
+        if let Some(model) = self.etcd.borrow().as_ref() {
+            model.set_loss(per_mille, seed);
+        }
+    }
+
+    /// etcd elects a leader at once if it has none.
+    pub fn etcd_elect_now(&self) {
+        if let Some(model) = self.etcd.borrow().as_ref() {
+            model.elect_now();
+        }
+    }
+
+    /// When the last change of etcd's leader stops showing in leases' expiries.
+    pub fn etcd_settled_at(&self) -> u64 {
+        self.etcd_settled_at.get()
     }
 
     /// The TSO limit etcd holds now for cluster `cluster_id`, read from the model's state as

@@ -2,8 +2,11 @@
 //! out on the simulation by the driver. Faults: a partition or a hold (a pause: messages
 //! queued, then delivered) between a member and etcd, a member crashed and later restarted or
 //! bounced at once, stopped gracefully (a leader resigns) and later restarted, a member's wall
-//! clock shifted, etcd slow to answer every request, and the leader asked (as through the
-//! admin API) to transfer leadership to a member or to resign. Each fault ends on its own, and
+//! clock shifted, etcd slow to answer every request, etcd's own leader changing (an election
+//! during which no lease expires and writes are refused, after which every lease runs its TTL
+//! again), etcd losing a share of requests (each refused before it applies, or applied with its
+//! answer lost), and the leader asked (as through the admin API) to transfer leadership to a
+//! member or to resign. Each fault ends on its own, and
 //! at the quiet time everything is restored. Owns only the schedule (pure, from the seed); it must
 //! not touch the simulation itself.
 
@@ -31,6 +34,12 @@ pub enum Action {
     /// etcd answers every request this many milliseconds late, until `EtcdFast`.
     EtcdSlow(u64),
     EtcdFast,
+    /// etcd's leader steps down; the next is elected this many milliseconds later.
+    EtcdLeaderChange(u64),
+    /// etcd loses this many of every thousand requests, picked by a stream from this seed,
+    /// until `EtcdReliable`.
+    EtcdLossy(u32, u64),
+    EtcdReliable,
     /// Whoever serves then is asked to hand leadership over to member `m`.
     Transfer(usize),
     /// Whoever serves then is asked to resign.
@@ -53,6 +62,13 @@ pub struct Plan {
     pub max_shift_ms: i64,
     /// The longest etcd takes to answer while slow.
     pub max_etcd_delay_ms: u64,
+    /// The longest etcd goes without a leader.
+    pub max_etcd_election_ms: u64,
+    /// The most requests etcd loses per thousand while lossy.
+    pub max_etcd_loss_per_mille: u32,
+    /// Whether etcd's leader changes and lossy spells are drawn too (off: the schedules every
+    /// recorded seed ran, drawn exactly as before these faults existed).
+    pub etcd_faults: bool,
 }
 
 /// The schedule for one seed: actions in time order (ties in the order drawn).
@@ -61,6 +77,7 @@ pub fn schedule(plan: &Plan, rng: &mut ChaCha8Rng) -> Vec<(u64, Action)> {
     // A member is in at most one fault at a time, so each fault's end undoes exactly it.
     let mut busy_until = vec![0u64; plan.members];
     let mut etcd_busy_until = 0u64;
+    let mut lossy_until = 0u64;
     let mut t = plan.start_ms;
     loop {
         t += rng.gen_range(100..1_500);
@@ -72,7 +89,8 @@ pub fn schedule(plan: &Plan, rng: &mut ChaCha8Rng) -> Vec<(u64, Action)> {
             continue;
         }
         let end = (t + rng.gen_range(200..=plan.max_fault_ms)).min(plan.quiet_ms);
-        match rng.gen_range(0..10) {
+        let kinds = if plan.etcd_faults { 11 } else { 10 };
+        match rng.gen_range(0..kinds) {
             0 | 1 => {
                 out.push((t, Action::Partition(m)));
                 out.push((end, Action::Repair(m)));
@@ -89,13 +107,20 @@ pub fn schedule(plan: &Plan, rng: &mut ChaCha8Rng) -> Vec<(u64, Action)> {
                 busy_until[m] = end;
             }
             4 => out.push((t, Action::Bounce(m))),
-            5 if etcd_busy_until <= t => {
+            // One fault of etcd's at a time: slow, or between leaders.
+            5 if etcd_busy_until <= t && (!plan.etcd_faults || rng.gen_bool(0.5)) => {
                 out.push((
                     t,
                     Action::EtcdSlow(rng.gen_range(10..=plan.max_etcd_delay_ms)),
                 ));
                 out.push((end, Action::EtcdFast));
                 etcd_busy_until = end;
+            }
+            5 if plan.etcd_faults && etcd_busy_until <= t => {
+                let elected =
+                    (t + rng.gen_range(100..=plan.max_etcd_election_ms)).min(plan.quiet_ms);
+                out.push((t, Action::EtcdLeaderChange(elected - t)));
+                etcd_busy_until = elected;
             }
             5 => {}
             6 => {
@@ -109,7 +134,14 @@ pub fn schedule(plan: &Plan, rng: &mut ChaCha8Rng) -> Vec<(u64, Action)> {
             }
             // Asked of the leader, not of `m`: `m` stays free for faults of its own.
             8 => out.push((t, Action::Transfer(m))),
-            _ => out.push((t, Action::Resign)),
+            9 => out.push((t, Action::Resign)),
+            _ if lossy_until <= t => {
+                let per_mille = rng.gen_range(10..=plan.max_etcd_loss_per_mille);
+                out.push((t, Action::EtcdLossy(per_mille, rng.gen())));
+                out.push((end, Action::EtcdReliable));
+                lossy_until = end;
+            }
+            _ => {}
         }
     }
     out.push((plan.quiet_ms, Action::Quiet));
@@ -131,6 +163,9 @@ mod tests {
             max_fault_ms: 5_000,
             max_shift_ms: 2_000,
             max_etcd_delay_ms: 1_500,
+            max_etcd_election_ms: 2_000,
+            max_etcd_loss_per_mille: 250,
+            etcd_faults: true,
         }
     }
 
@@ -169,6 +204,70 @@ mod tests {
                 .filter(|(_, a)| matches!(a, Action::EtcdFast))
                 .count();
             assert_eq!(slow, fast, "seed {seed}: {s:?}");
+            let lossy = s
+                .iter()
+                .filter(|(_, a)| matches!(a, Action::EtcdLossy(..)))
+                .count();
+            let reliable = s
+                .iter()
+                .filter(|(_, a)| matches!(a, Action::EtcdReliable))
+                .count();
+            assert_eq!(lossy, reliable, "seed {seed}: {s:?}");
+            for (at, a) in &s {
+                if let Action::EtcdLeaderChange(gap) = a {
+                    assert!(
+                        at + gap <= 15_000,
+                        "seed {seed}: elected by the quiet: {s:?}"
+                    );
+                }
+            }
         }
+    }
+
+    #[test]
+    fn without_etcd_faults_neither_leader_changes_nor_losses_are_drawn() {
+        let plan = Plan {
+            etcd_faults: false,
+            ..plan()
+        };
+        for seed in 0..50 {
+            let s = schedule(&plan, &mut ChaCha8Rng::seed_from_u64(seed));
+            assert!(
+                s.iter().all(|(_, a)| !matches!(
+                    a,
+                    Action::EtcdLeaderChange(_) | Action::EtcdLossy(..) | Action::EtcdReliable
+                )),
+                "seed {seed}: {s:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn etcd_faults_do_not_overlap_and_leader_changes_are_drawn() {
+        let mut changes = 0;
+        for seed in 0..50 {
+            let s = schedule(&plan(), &mut ChaCha8Rng::seed_from_u64(seed));
+            let mut busy_until = 0;
+            for (at, a) in &s {
+                let until = match a {
+                    Action::EtcdLeaderChange(gap) => {
+                        changes += 1;
+                        at + gap
+                    }
+                    Action::EtcdSlow(_) => u64::MAX,
+                    Action::EtcdFast => {
+                        busy_until = *at;
+                        continue;
+                    }
+                    _ => continue,
+                };
+                assert!(
+                    *at >= busy_until,
+                    "seed {seed}: two etcd faults at once: {s:?}"
+                );
+                busy_until = until;
+            }
+        }
+        assert!(changes >= 20, "only {changes} leader changes in 50 seeds");
     }
 }

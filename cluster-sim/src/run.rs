@@ -29,6 +29,9 @@ pub struct SimConfig {
     pub quiet_ms: u64,
     /// A deliberate bug switched on in the members, for showing the checks find it.
     pub mutation: Option<Mutation>,
+    /// Whether the nemesis also changes etcd's leader and makes etcd lose requests (off: the
+    /// schedules of every seed recorded so far).
+    pub etcd_faults: bool,
 }
 
 impl SimConfig {
@@ -39,6 +42,7 @@ impl SimConfig {
             faults: true,
             quiet_ms: 15_000,
             mutation: None,
+            etcd_faults: false,
         }
     }
 }
@@ -85,6 +89,9 @@ fn run_seeded(cfg: &SimConfig) -> Outcome {
         max_fault_ms: 2 * ttl_ms,
         max_shift_ms: 2_000,
         max_etcd_delay_ms,
+        max_etcd_election_ms: 2_000,
+        max_etcd_loss_per_mille: 250,
+        etcd_faults: cfg.etcd_faults,
     };
     let schedule = if cfg.faults {
         nemesis::schedule(&plan, &mut rng)
@@ -186,6 +193,11 @@ fn apply(sim: &mut turmoil::Sim<'_>, cluster: &Cluster, members: usize, now: u64
         Action::Shift(m, delta) => cluster.shift(m, delta),
         Action::EtcdSlow(ms) => cluster.etcd_delay(now, Duration::from_millis(ms)),
         Action::EtcdFast => cluster.etcd_delay(now, Duration::ZERO),
+        Action::EtcdLeaderChange(gap) => {
+            cluster.etcd_leader_change(now, Duration::from_millis(gap))
+        }
+        Action::EtcdLossy(per_mille, seed) => cluster.etcd_loss(per_mille, seed),
+        Action::EtcdReliable => cluster.etcd_loss(0, 0),
         Action::Transfer(target) => {
             let asked = cluster
                 .leader()
@@ -224,9 +236,14 @@ fn apply(sim: &mut turmoil::Sim<'_>, cluster: &Cluster, members: usize, now: u64
                 cluster.shift(m, -offset);
             }
             cluster.etcd_delay(now, Duration::ZERO);
-            // Faults stop once the last request etcd delayed is answered: a keep-alive sent
-            // in a slow spell renews its lease when it is applied, after the spell.
-            let stopped = now.max(cluster.etcd_drained_at());
+            cluster.etcd_elect_now();
+            cluster.etcd_loss(0, 0);
+            // Faults stop once the last request etcd delayed is answered (a keep-alive sent
+            // in a slow spell renews its lease when it is applied, after the spell) and once
+            // the leases etcd's last new leader lengthened run on their own TTL again.
+            let stopped = now
+                .max(cluster.etcd_drained_at())
+                .max(cluster.etcd_settled_at());
             cluster.note(now, format!("faults stopped at {stopped}"));
             cluster.checker.borrow_mut().quiet(stopped);
         }

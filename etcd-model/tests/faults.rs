@@ -119,3 +119,44 @@ async fn a_dropped_keepalive_reply_still_renews_and_revoke_and_compact_act_at_on
     );
     server.abort();
 }
+
+/// Puts 200 keys with `per_mille` of requests lost from `seed`: for each, whether the client
+/// was answered and whether the put applied.
+async fn puts_under_loss(per_mille: u32, seed: u64) -> Vec<(bool, bool)> {
+    let (model, mut c, server) = serve().await;
+    model.set_loss(per_mille, seed);
+    let mut outcomes = Vec::new();
+    for i in 0..200 {
+        let before = model.revision();
+        let answered = c.put(format!("k{i}"), "v", None).await.is_ok();
+        outcomes.push((answered, model.revision() > before));
+    }
+    model.set_loss(0, 0);
+    c.put("after", "v", None)
+        .await
+        .expect("nothing lost any more");
+    server.abort();
+    outcomes
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_share_of_requests_is_lost_before_or_after_applying_as_the_seed_picks() {
+    let outcomes = puts_under_loss(400, 7).await;
+    let count = |o: (bool, bool)| outcomes.iter().filter(|x| **x == o).count();
+    // 20% refused before applying, 20% applied with the answer lost, 60% answered.
+    let (answered, before, after) = (
+        count((true, true)),
+        count((false, false)),
+        count((false, true)),
+    );
+    assert_eq!(count((true, false)), 0, "an answered put applied");
+    assert!((90..=150).contains(&answered), "{answered} answered");
+    assert!((15..=70).contains(&before), "{before} lost before applying");
+    assert!((15..=70).contains(&after), "{after} lost after applying");
+    assert_eq!(puts_under_loss(400, 7).await, outcomes, "the seed picks");
+    assert_ne!(
+        puts_under_loss(400, 8).await,
+        outcomes,
+        "another seed, others"
+    );
+}

@@ -45,7 +45,7 @@ impl Etcd {
         })
     }
 
-    fn expiry(&self, ttl_secs: i64) -> u64 {
+    pub(super) fn expiry(&self, ttl_secs: i64) -> u64 {
         self.now_ms
             .saturating_add((ttl_secs.max(0) as u64).saturating_mul(1000))
     }

@@ -71,6 +71,9 @@ pub struct Etcd {
     store: store::Store,
     lessor: lessor::Lessor,
     watch: watch::Watchers,
+    /// Between a leader stepping down and the next being elected: no lease expires (a demoted
+    /// lessor sets every expiry to forever, and only a leader revokes).
+    leaderless: bool,
 }
 
 /// The writes of one revision being made: its events, in the order applied.
@@ -111,6 +114,7 @@ impl Etcd {
             now_ms: 0,
             store: store::Store::default(),
             watch: watch::Watchers::default(),
+            leaderless: false,
         }
     }
 
@@ -138,9 +142,13 @@ impl Etcd {
     }
 
     /// Moves time to `now_ms` (an earlier time is ignored) and revokes every lease that has
-    /// expired by then, earliest first, each as its own write.
+    /// expired by then, earliest first, each as its own write; while there is no leader,
+    /// nothing expires.
     pub fn advance(&mut self, now_ms: u64) {
         self.now_ms = self.now_ms.max(now_ms);
+        if self.leaderless {
+            return;
+        }
         while let Some((expiry, id)) = self.lessor.first_expiry() {
             if expiry > self.now_ms {
                 break;
@@ -149,9 +157,45 @@ impl Etcd {
         }
     }
 
-    /// When the next lease expires, in milliseconds, if any lease is live.
+    /// When the next lease expires, in milliseconds, if any lease is live and a leader would
+    /// revoke it.
     pub fn next_expiry(&self) -> Option<u64> {
+        if self.leaderless {
+            return None;
+        }
         self.lessor.first_expiry().map(|(at, _)| at)
+    }
+
+    /// etcd's leader steps down at `now_ms`, after revoking what had expired by then. Until
+    /// [`Etcd::elect_leader`] no lease expires: etcd's demoted lessor sets every expiry to
+    /// forever, and only a leader revokes. Refusing or holding requests meanwhile is the
+    /// caller's (the shell's) part, as etcd's front end does it.
+    pub fn lose_leader(&mut self, now_ms: u64) {
+        self.advance(now_ms);
+        self.leaderless = true;
+    }
+
+    /// A new leader is elected at `now_ms`: the raft term moves on, and as etcd's
+    /// `lessor.Promote(extend)` does, every lease is refreshed to expire `extend_ms` plus its
+    /// whole TTL from now (no remaining TTL is checkpointed: etcd's default). A leader change
+    /// therefore only ever lengthens a lease; then expiry resumes.
+    pub fn elect_leader(&mut self, now_ms: u64, extend_ms: u64) {
+        self.now_ms = self.now_ms.max(now_ms);
+        self.leaderless = false;
+        self.config.raft_term += 1;
+        let ids: Vec<i64> = self.lessor.ids().collect();
+        for id in ids {
+            let ttl = self.lessor.get(id).map_or(0, |l| l.ttl);
+            let expiry = self.expiry(ttl).saturating_add(extend_ms);
+            if let Some(lease) = self.lessor.get_mut(id) {
+                lease.expiry_ms = expiry;
+            }
+        }
+    }
+
+    /// Whether etcd is between leaders.
+    pub fn is_leaderless(&self) -> bool {
+        self.leaderless
     }
 
     /// The header of a top-level response: who answers, and at which revision.

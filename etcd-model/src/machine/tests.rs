@@ -378,3 +378,55 @@ fn a_txn_that_writes_a_key_twice_is_refused() {
     assert_eq!(etcd.txn(&t, 0), Err(EtcdError::DuplicateKey));
     assert_eq!(etcd.revision(), 1);
 }
+
+#[test]
+fn no_lease_expires_between_leaders_and_a_new_leader_lengthens_every_lease() {
+    let mut etcd = Etcd::default();
+    let short = etcd
+        .lease_grant(&LeaseGrantRequest { ttl: 2, id: 0 }, 0)
+        .unwrap();
+    let long = etcd
+        .lease_grant(&LeaseGrantRequest { ttl: 10, id: 0 }, 0)
+        .unwrap();
+    etcd.put(
+        &PutRequest {
+            lease: short.id,
+            ..put("leader", "m1")
+        },
+        0,
+    )
+    .unwrap();
+    let term = etcd
+        .range(&get("leader"), 0)
+        .unwrap()
+        .header
+        .unwrap()
+        .raft_term;
+    etcd.lose_leader(1_000);
+    assert!(etcd.is_leaderless());
+    assert_eq!(
+        etcd.next_expiry(),
+        None,
+        "nothing to revoke without a leader"
+    );
+    // Well past the short lease's expiry at 2 s: still there, and its key too.
+    etcd.advance(2_500);
+    assert_eq!(etcd.range(&get("leader"), 2_500).unwrap().kvs.len(), 1);
+    // Elected at 3 s with an election timeout of 1 s: each lease runs its whole TTL from 4 s.
+    etcd.elect_leader(3_000, 1_000);
+    assert!(!etcd.is_leaderless());
+    let header = etcd.range(&get("leader"), 3_000).unwrap().header.unwrap();
+    assert_eq!(header.raft_term, term + 1, "a new term");
+    assert_eq!(etcd.next_expiry(), Some(6_000));
+    etcd.advance(5_999);
+    assert_eq!(etcd.range(&get("leader"), 5_999).unwrap().kvs.len(), 1);
+    etcd.advance(6_000);
+    assert!(etcd.range(&get("leader"), 6_000).unwrap().kvs.is_empty());
+    let keep = LeaseKeepAliveRequest { id: long.id };
+    assert_eq!(
+        etcd.lease_keep_alive(&keep, 6_000).ttl,
+        10,
+        "the long one lives on"
+    );
+    assert_eq!(etcd.next_expiry(), Some(16_000));
+}

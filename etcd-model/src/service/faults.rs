@@ -1,6 +1,7 @@
 //! The faults a simulation puts into the model's answers: a delay before each request of a
-//! kind, and one-shot faults queued per kind (fail before applying, apply then fail, apply
-//! and never answer). Owns the knobs only; the services consult them per request.
+//! kind, one-shot faults queued per kind (fail before applying, apply then fail, apply and
+//! never answer), and a share of all requests lost at random (half before they apply, half
+//! applied with the answer lost). Owns the knobs only; the services consult them per request.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;
@@ -61,6 +62,9 @@ pub(super) struct Faults {
     delay: Duration,
     delays: BTreeMap<Rpc, Duration>,
     queued: BTreeMap<Rpc, VecDeque<Fault>>,
+    /// Requests lost per thousand, and the state of the stream that picks them.
+    loss_per_mille: u32,
+    loss_state: u64,
 }
 
 impl Faults {
@@ -76,6 +80,21 @@ impl Faults {
         self.queued.entry(rpc).or_default().push_back(fault);
     }
 
+    pub(super) fn set_loss(&mut self, per_mille: u32, seed: u64) {
+        self.loss_per_mille = per_mille.min(1_000);
+        self.loss_state = seed;
+    }
+
+    /// One draw in 0..2000 from a SplitMix64 stream: the same seed and the same order of
+    /// requests lose the same requests.
+    fn draw(&mut self) -> u64 {
+        self.loss_state = self.loss_state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.loss_state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        (z ^ (z >> 31)) % 2_000
+    }
+
     pub(super) fn clear(&mut self) {
         *self = Faults::default();
     }
@@ -83,7 +102,18 @@ impl Faults {
     /// The delay and the fault (if one is queued) for the next request of kind `rpc`.
     pub(super) fn next(&mut self, rpc: Rpc) -> (Duration, Option<Fault>) {
         let delay = self.delay + self.delays.get(&rpc).copied().unwrap_or_default();
-        let fault = self.queued.get_mut(&rpc).and_then(VecDeque::pop_front);
+        let mut fault = self.queued.get_mut(&rpc).and_then(VecDeque::pop_front);
+        if fault.is_none() && self.loss_per_mille > 0 {
+            let draw = self.draw();
+            let lost = u64::from(self.loss_per_mille);
+            fault = if draw < lost {
+                Some(Fault::timeout_before_apply())
+            } else if draw < 2 * lost {
+                Some(Fault::timeout_after_apply())
+            } else {
+                None
+            };
+        }
         (delay, fault)
     }
 }

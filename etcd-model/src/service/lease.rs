@@ -1,6 +1,7 @@
 //! `etcdserverpb.Lease` over the core. Grant, revoke, time-to-live and the list are unary;
 //! keep-alive is a stream on which each message is answered on its own (TTL 0 for a lease
-//! that is gone), with the keep-alive faults applied per message.
+//! that is gone), with the keep-alive faults applied per message, and held while etcd has no
+//! leader.
 
 use std::pin::Pin;
 
@@ -68,6 +69,8 @@ impl Lease for EtcdModel {
                     let _ = tx.send(Err(Status::new(code, message))).await;
                     return;
                 }
+                // Renewals go to the leader: without one, etcd holds them until it is elected.
+                model.leader().await;
                 let response = model.with_etcd(|etcd, now| etcd.lease_keep_alive(&r, now));
                 let sent = match fault {
                     Some(Fault::DropReply) => continue,

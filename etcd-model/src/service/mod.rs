@@ -48,6 +48,21 @@ impl State {
     }
 }
 
+/// A change of etcd's leader, as asked by a simulation and carried out by the expiry task on
+/// the model's own clock (whoever asks may run outside the model's runtime, with no clock).
+#[derive(Debug, Default, Clone, Copy)]
+enum LeaderChange {
+    #[default]
+    None,
+    /// Asked: the leader steps down, and the next is elected `gap` later; leases are
+    /// refreshed by `extend` (etcd's election timeout) on election.
+    Asked { gap: Duration, extend: Duration },
+    /// Stepped down; the next leader is elected at `at`.
+    Electing { at: Instant, extend: Duration },
+    /// Stepped down; the next leader is to be elected at once.
+    ElectNow { extend: Duration },
+}
+
 struct Shared {
     state: Mutex<State>,
     faults: Mutex<faults::Faults>,
@@ -55,6 +70,9 @@ struct Shared {
     epoch: Instant,
     /// Wakes the expiry task when leases may have changed.
     wake: Arc<Notify>,
+    leader_change: Mutex<LeaderChange>,
+    /// Wakes the keep-alives held while there is no leader.
+    elected: Notify,
 }
 
 impl Drop for Shared {
@@ -94,6 +112,8 @@ impl EtcdModel {
             faults: Mutex::new(Default::default()),
             epoch: Instant::now(),
             wake: wake.clone(),
+            leader_change: Mutex::new(LeaderChange::None),
+            elected: Notify::new(),
         });
         tokio::spawn(expire_leases(Arc::downgrade(&shared), wake));
         EtcdModel { shared }
@@ -148,6 +168,14 @@ impl EtcdModel {
         lock(&self.shared.faults).inject(rpc, fault);
     }
 
+    /// From now, loses `per_mille` of every thousand requests (keep-alive messages and watch
+    /// openings too) at random, picked by a stream seeded with `seed`: half are refused with
+    /// etcd's "request timed out" before they apply, half apply and are answered with it
+    /// (the answer lost). A queued fault comes first. 0 loses none.
+    pub fn set_loss(&self, per_mille: u32, seed: u64) {
+        lock(&self.shared.faults).set_loss(per_mille, seed);
+    }
+
     /// Removes every delay and queued fault.
     pub fn clear_faults(&self) {
         lock(&self.shared.faults).clear();
@@ -159,6 +187,49 @@ impl EtcdModel {
             etcd.lease_revoke(&LeaseRevokeRequest { id }, now)
                 .map(|r| r.header.map(|h| h.revision).unwrap_or_default())
         })
+    }
+
+    /// etcd's leader steps down now and the next is elected `gap` later (an election), at
+    /// which every lease is refreshed to `extend` plus its TTL, as etcd's new leader does with
+    /// its election timeout. Meanwhile no lease expires, unary requests are refused with
+    /// etcd's "leader changed" (nothing applied), and keep-alives wait for the new leader, as
+    /// etcd forwards them to a leader once there is one. Needs no clock of the caller's: the
+    /// model's own task carries it out.
+    pub fn change_leader(&self, gap: Duration, extend: Duration) {
+        *lock(&self.shared.leader_change) = LeaderChange::Asked { gap, extend };
+        self.shared.wake.notify_one();
+    }
+
+    /// Ends an election under way at once (a leader is elected now); nothing if etcd leads.
+    pub fn elect_now(&self) {
+        let mut change = lock(&self.shared.leader_change);
+        *change = match *change {
+            LeaderChange::None => LeaderChange::None,
+            LeaderChange::Asked { extend, .. } | LeaderChange::Electing { extend, .. } => {
+                LeaderChange::ElectNow { extend }
+            }
+            now @ LeaderChange::ElectNow { .. } => now,
+        };
+        drop(change);
+        self.shared.wake.notify_one();
+    }
+
+    /// Whether etcd has no leader now.
+    pub fn is_leaderless(&self) -> bool {
+        lock(&self.shared.state).etcd.is_leaderless()
+    }
+
+    /// Returns once etcd has a leader.
+    async fn leader(&self) {
+        loop {
+            let elected = self.shared.elected.notified();
+            tokio::pin!(elected);
+            elected.as_mut().enable();
+            if !self.is_leaderless() {
+                return;
+            }
+            elected.await;
+        }
     }
 
     /// Compacts the history to `revision`.
@@ -223,11 +294,42 @@ impl EtcdModel {
         if let Some(Fault::FailBeforeApply { code, message }) = fault {
             return Err(Status::new(code, message));
         }
+        if self.is_leaderless() {
+            // A proposal or a linearizable read finds no leader to serve it.
+            return Err(Status::unavailable("etcdserver: leader changed"));
+        }
         let result = self.with_etcd(apply);
         match fault {
             Some(Fault::DropReply) => std::future::pending().await,
             Some(Fault::FailAfterApply { code, message }) => Err(Status::new(code, message)),
             _ => result.map(Response::new).map_err(EtcdError::status),
+        }
+    }
+}
+
+impl EtcdModel {
+    /// Steps down or elects as asked and as due; returns when an election is due, if one is
+    /// under way.
+    fn carry_out_leader_change(&self) -> Option<Instant> {
+        let mut change = lock(&self.shared.leader_change);
+        match *change {
+            LeaderChange::None => None,
+            LeaderChange::Asked { gap, extend } => {
+                // Through `apply`: what expired until now is revoked and its watchers told.
+                self.apply(|etcd, now| etcd.lose_leader(now));
+                let at = Instant::now() + gap;
+                *change = LeaderChange::Electing { at, extend };
+                Some(at)
+            }
+            LeaderChange::Electing { at, .. } if Instant::now() < at => Some(at),
+            LeaderChange::Electing { extend, .. } | LeaderChange::ElectNow { extend } => {
+                *change = LeaderChange::None;
+                drop(change);
+                let extend = extend.as_millis() as u64;
+                self.apply(|etcd, now| etcd.elect_leader(now, extend));
+                self.shared.elected.notify_waiters();
+                None
+            }
         }
     }
 }
@@ -239,15 +341,21 @@ impl Default for EtcdModel {
 }
 
 /// Revokes each lease when its time comes, so expiry deletes keys (and wakes watchers) with
-/// no request to prompt it. Ends when the model is dropped.
+/// no request to prompt it, and carries out leader changes. Ends when the model is dropped.
 async fn expire_leases(shared: Weak<Shared>, wake: Arc<Notify>) {
     loop {
         let deadline = {
             let Some(shared) = shared.upgrade() else {
                 return;
             };
-            let next = lock(&shared.state).etcd.next_expiry();
-            next.map(|ms| shared.epoch + Duration::from_millis(ms))
+            let model = EtcdModel { shared };
+            let electing = model.carry_out_leader_change();
+            let next = lock(&model.shared.state).etcd.next_expiry();
+            let next = next.map(|ms| model.shared.epoch + Duration::from_millis(ms));
+            match (next, electing) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            }
         };
         match deadline {
             Some(at) => {
