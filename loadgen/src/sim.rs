@@ -19,7 +19,8 @@ pub struct SimArgs {
     #[arg(long, conflicts_with = "fuzz")]
     pub scenario_file: Option<PathBuf>,
     /// Runs this many random mixed scenarios (stores lost and returned, decommissions,
-    /// scale-outs), seeds `--seed` onwards, and counts their safety violations.
+    /// scale-outs, key-range deletes), with joint consensus on, seeds `--seed` onwards, and
+    /// counts their safety violations.
     #[arg(long)]
     pub fuzz: Option<u64>,
     #[arg(long, default_value_t = 1)]
@@ -129,13 +130,14 @@ fn fuzz(args: &SimArgs, seeds: u64) -> anyhow::Result<u64> {
     }
     summary.wall_s = started.elapsed().as_secs_f64();
     println!(
-        "fuzz: {} seeds from {}, {stores} stores, {regions} regions: violations {}, healed {} of {}, operators {}; {:.1} s",
+        "fuzz: {} seeds from {}, {stores} stores, {regions} regions: violations {}, healed {} of {}, operators {}, merges {}; {:.1} s",
         summary.seeds,
         args.seed,
         summary.violations,
         summary.converged,
         summary.seeds,
         summary.operators,
+        summary.merges,
         summary.wall_s,
     );
     if let Some(path) = &args.json {

@@ -1,8 +1,9 @@
 //! Violations, checked on every simulated step: rules 1 to 3 on each step TiKV carries out
 //! (`schedule::safety`, independent of the scheduler's own guards), rule 4 on each operator
 //! that starts (operators in flight per kind against their cap; each store's adds and charged
-//! removes in any trailing minute against what its token bucket can give: one bucket's
-//! capacity plus a minute's refill).
+//! removes in any trailing minute, every one an operator makes (a merge's alignment may make
+//! several), against what its token bucket can give: one bucket's capacity plus a minute's
+//! refill).
 
 use std::collections::VecDeque;
 
@@ -71,8 +72,8 @@ impl Checker {
         cfg: &ScheduleConfig,
         kind: OpKind,
         live: usize,
-        add: Option<(usize, f64)>,
-        remove: Option<(usize, f64)>,
+        adds: &[(usize, f64)],
+        removes: &[(usize, f64)],
     ) {
         if live > cfg.cap(kind) {
             self.record(
@@ -82,32 +83,31 @@ impl Checker {
             );
         }
         let mut breaches = Vec::new();
-        for (log, charge, rate, what) in [
-            (&mut self.adds, add, cfg.store_limit_add_per_min, "add"),
+        for (log, charges, rate, what) in [
+            (&mut self.adds, adds, cfg.store_limit_add_per_min, "add"),
             (
                 &mut self.removes,
-                remove,
+                removes,
                 cfg.store_limit_remove_per_min,
                 "remove",
             ),
         ] {
-            let Some((store, cost)) = charge else {
-                continue;
-            };
-            if log.len() <= store {
-                log.resize_with(store + 1, VecDeque::new);
-            }
-            let window = &mut log[store];
-            while window.front().is_some_and(|(t, _)| *t + 60_000 <= now_ms) {
-                window.pop_front();
-            }
-            window.push_back((now_ms, cost));
-            let spent: f64 = window.iter().map(|e| e.1).sum();
-            let bound = capacity(rate) + rate * REGION_INFLUENCE + 1e-6;
-            if spent > bound {
-                breaches.push(format!(
-                    "store index {store}: {what} {spent} in a minute, bound {bound}"
-                ));
+            for &(store, cost) in charges {
+                if log.len() <= store {
+                    log.resize_with(store + 1, VecDeque::new);
+                }
+                let window = &mut log[store];
+                while window.front().is_some_and(|(t, _)| *t + 60_000 <= now_ms) {
+                    window.pop_front();
+                }
+                window.push_back((now_ms, cost));
+                let spent: f64 = window.iter().map(|e| e.1).sum();
+                let bound = capacity(rate) + rate * REGION_INFLUENCE + 1e-6;
+                if spent > bound {
+                    breaches.push(format!(
+                        "store index {store}: {what} {spent} in a minute, bound {bound}"
+                    ));
+                }
             }
         }
         for b in breaches {

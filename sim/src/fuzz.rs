@@ -1,12 +1,13 @@
 //! Random mixed scenarios, for `loadgen sim --fuzz`: from one seed, a cluster of the given size
 //! and a few events at random times in its first two hours: stores lost (some return later),
-//! stores decommissioned, stores added. Each starting store has at most one event, every zone
+//! stores decommissioned, stores added, the keys of a run of regions deleted (so the merge
+//! checker runs amid the faults, once split-merge-interval allows it). Each starting store has at most one event, every zone
 //! keeps at least two of its starting stores untouched, and the stores lost are all in one zone
 //! (with isolation at zone level a region has one replica there, so no region loses its
 //! quorum: two zones down at once would lose regions for good, which no scheduler can heal).
 //! So a run can always heal; what a run must never do is break a safety rule, whatever the
 //! schedule of events. The run is judged healed after the last event, as the named scenarios
-//! are.
+//! are (after a deletion, not before the merge checker has passed once over every region).
 //!
 //! Owns: the making of such scenarios and the summary of many runs. Must not: run the
 //! cluster (the world does) or decide anything the scheduler decides.
@@ -47,7 +48,7 @@ pub fn scenario(seed: u64, stores: u32, regions: u64) -> Scenario {
     let mut actions = Vec::new();
     for _ in 0..rng.gen_range(1..=5) {
         let at_s = rng.gen_range(60..=2 * hour);
-        match rng.gen_range(0..4) {
+        match rng.gen_range(0..5) {
             0 | 1 => {
                 let Some(store) = losable.pop() else { continue };
                 actions.push(Action::Kill { at_s, store });
@@ -61,6 +62,17 @@ pub fn scenario(seed: u64, stores: u32, regions: u64) -> Scenario {
                     continue;
                 };
                 actions.push(Action::Decommission { at_s, store });
+            }
+            3 => {
+                // From a twentieth to half of the regions, anywhere in the key space.
+                let n = regions.max(1);
+                let len = rng.gen_range((n / 20).max(1)..=(n / 2).max(1));
+                let from = rng.gen_range(1..=n - len + 1);
+                actions.push(Action::DeleteRange {
+                    at_s,
+                    from,
+                    to: from + len - 1,
+                });
             }
             _ => {
                 let mut per_zone: Vec<u32> = zones.iter().map(|_| rng.gen_range(0..=1)).collect();
@@ -109,6 +121,8 @@ pub struct Summary {
     /// The seeds whose run did not heal before its end.
     pub not_converged: Vec<u64>,
     pub operators: u64,
+    /// Regions merged away, in all runs.
+    pub merges: u64,
     pub wall_s: f64,
 }
 
@@ -126,6 +140,7 @@ impl Summary {
             self.not_converged.push(seed);
         }
         self.operators += r.operators;
+        self.merges += r.merges;
     }
 }
 
@@ -134,9 +149,11 @@ mod tests {
     use super::*;
 
     /// Every scenario is valid, touches each starting store at most once, leaves two untouched
-    /// in every zone and loses stores of one zone only, and one seed always makes the same one.
+    /// in every zone and loses stores of one zone only, deletes keys of regions that exist, and
+    /// one seed always makes the same one; some delete keys.
     #[test]
     fn scenarios_are_valid_and_leave_every_zone_healable() {
+        let mut deleting = 0;
         for seed in 0..500 {
             let s = scenario(seed, 12, 100);
             assert_eq!(s, scenario(seed, 12, 100));
@@ -167,6 +184,11 @@ mod tests {
                 .collect();
             lost.sort_unstable();
             lost.dedup();
+            for a in &s.actions {
+                if let Action::DeleteRange { from, to, .. } = *a {
+                    assert!(1 <= from && from <= to && to <= s.regions, "{s:?}");
+                }
+            }
             assert!(lost.len() <= 1, "stores lost in two zones: {s:?}");
             let n = touched.len();
             touched.sort_unstable();
@@ -180,6 +202,9 @@ mod tests {
                 assert!(untouched >= 2, "{s:?}");
                 first += u64::from(size);
             }
+            let deletes = |a: &Action| matches!(a, Action::DeleteRange { .. });
+            deleting += usize::from(s.actions.iter().any(deletes));
         }
+        assert!(deleting > 100, "{deleting} of 500 scenarios delete keys");
     }
 }

@@ -107,6 +107,11 @@ impl Scenario {
                 {
                     return bad(&format!("no zone {zone}"));
                 }
+                Action::DeleteRange { from, to, .. }
+                    if *from == 0 || from > to || *to > s.regions =>
+                {
+                    return bad(&format!("no regions {from} to {to}"));
+                }
                 Action::AddStores { per_zone, .. } if per_zone.len() > s.zones.len() => {
                     return bad("stores added to a zone that does not exist");
                 }

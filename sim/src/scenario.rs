@@ -89,6 +89,13 @@ pub enum Action {
     DeleteHalf {
         at_s: u64,
     },
+    /// The keys of the starting regions `from` to `to` (ids, both included) are deleted:
+    /// each region loses the share of its size that lies in that range.
+    DeleteRange {
+        at_s: u64,
+        from: u64,
+        to: u64,
+    },
 }
 
 impl Action {
@@ -101,7 +108,8 @@ impl Action {
             | Action::KillZone { at_s, .. }
             | Action::ReviveZone { at_s, .. }
             | Action::RollingRestart { at_s, .. }
-            | Action::DeleteHalf { at_s } => *at_s,
+            | Action::DeleteHalf { at_s }
+            | Action::DeleteRange { at_s, .. } => *at_s,
         }
     }
 }

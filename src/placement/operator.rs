@@ -248,6 +248,23 @@ impl Pending {
         })
     }
 
+    /// Every store a peer is added to: one for a replica move, several when a merge first
+    /// moves the source's peers to the target's stores.
+    pub fn adds(&self) -> impl Iterator<Item = u64> + '_ {
+        self.steps.iter().filter_map(|s| match s {
+            Step::AddLearner(p) => Some(p.store_id),
+            _ => None,
+        })
+    }
+
+    /// Every store a peer is removed from.
+    pub fn removes(&self) -> impl Iterator<Item = u64> + '_ {
+        self.steps.iter().filter_map(|s| match s {
+            Step::RemovePeer(p) => Some(p.store_id),
+            _ => None,
+        })
+    }
+
     /// Where the leader goes, if the operator moves it.
     pub fn leader_to(&self) -> Option<u64> {
         self.steps.iter().rev().find_map(|s| match s {

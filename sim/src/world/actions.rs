@@ -68,6 +68,7 @@ impl Sim {
                 self.roll();
             }
             Action::DeleteHalf { .. } => self.delete_half(),
+            Action::DeleteRange { from, to, .. } => self.delete_range(from, to),
         }
         self.recount();
         if n == self.scn.trigger {

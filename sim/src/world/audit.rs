@@ -32,7 +32,13 @@ impl Sim {
         if self.now < trigger {
             return;
         }
-        let quiet = self.now.saturating_sub(self.last_op_ms) >= self.scn.timing.patrol_period_ms;
+        let period = self.scn.timing.patrol_period_ms;
+        // After a deletion, quiet means the merge checker, once allowed to act, has passed
+        // over every region and found nothing more to merge.
+        if self.keys_deleted && self.now < self.cfg.split_merge_interval_ms + period {
+            return;
+        }
+        let quiet = self.now.saturating_sub(self.last_op_ms) >= period;
         if quiet && self.holds() {
             self.converged_ms = Some(self.now);
         }

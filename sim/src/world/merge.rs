@@ -1,7 +1,8 @@
 //! PD's side of merging: the region map PD keeps from the leaders' reports (the server's own
 //! range index, which drops a region once a newer report covers its range, as it drops a
 //! merge's source on the target's report), the neighbours the merge checker reads from it,
-//! the target's operator of a merge pair, and the floor a merge scenario is measured against.
+//! the target's operator of a merge pair, the keys a scenario deletes (which shrink regions)
+//! and the floor a merge scenario is measured against.
 //!
 //! Must not: carry out a merge (that is TiKV's side, in `tikv_merge`), or decide one (the
 //! scheduler does).
@@ -98,9 +99,9 @@ impl Sim {
     /// split-merge-interval from the scheduler's start.
     pub(super) fn delete_half(&mut self) {
         let half = self.regions.len() / 2;
+        self.delete_range(1, half as u64);
         let mut differing = 0usize;
         for i in 0..half {
-            self.regions[i].size_mib = 0;
             if i + 1 < self.regions.len() {
                 let (a, b) = (&self.regions[i].region, &self.regions[i + 1].region);
                 differing += a
@@ -120,4 +121,38 @@ impl Sim {
         self.min_moves = 0;
         self.merge_start_regions = Some(self.live_regions);
     }
+
+    /// Keys of the starting regions `from` to `to` (ids, both included) are deleted: each
+    /// region keeps the share of its size outside that range. The run is not judged
+    /// converged before the merge checker may act and has passed over every region once.
+    pub(super) fn delete_range(&mut self, from: u64, to: u64) {
+        let n = self.regions.len() as u64;
+        let (lo, hi) = (from.saturating_sub(1), to.min(n));
+        for i in 0..self.regions.len() {
+            let r = &self.regions[i];
+            if r.gone {
+                continue;
+            }
+            let (a, b) = (unit(&r.region.start_key, 0), unit(&r.region.end_key, n));
+            let overlap = hi.min(b).saturating_sub(lo.max(a));
+            if overlap == 0 || b <= a {
+                continue;
+            }
+            let size = r.size_mib - r.size_mib * overlap / (b - a);
+            self.change(i, |r| r.size_mib = size);
+        }
+        self.keys_deleted = true;
+    }
+}
+
+/// Where `key` falls in the starting regions' numbering: `key(i)` (`mod.rs`) starts the
+/// region of index i; an empty key is `empty` (the key space's start or end).
+fn unit(key: &[u8], empty: u64) -> u64 {
+    if key.is_empty() {
+        return empty;
+    }
+    std::str::from_utf8(&key[1..])
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(empty)
 }

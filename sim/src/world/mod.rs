@@ -75,6 +75,8 @@ pub struct Sim {
     live_regions: u64,
     merge_start_regions: Option<u64>,
     merges: u64,
+    /// Keys were deleted: convergence waits for the merge checker's chance to act.
+    keys_deleted: bool,
 }
 
 /// The configuration the simulator runs the scheduler with: PD's defaults, location labels
@@ -182,6 +184,7 @@ impl Sim {
             live_regions,
             merge_start_regions: None,
             merges: 0,
+            keys_deleted: false,
             view: StoreView::default(),
             in_flight: InFlight::default(),
             cfg,
@@ -410,16 +413,17 @@ impl Sim {
         self.last_op_ms = self.now;
         self.live[p.kind.index()] += 1;
         let cost = influence(size_mib);
-        let add = p.adds_to().map(|s| ((s - 1) as usize, cost));
+        let adds: Vec<_> = p.adds().map(|s| ((s - 1) as usize, cost)).collect();
         let c = self.cluster();
-        let remove = p
-            .removes_from()
+        let removes: Vec<_> = p
+            .removes()
             .filter(|s| !c.health(*s).is_free_to_remove())
-            .map(|s| ((s - 1) as usize, cost));
+            .map(|s| ((s - 1) as usize, cost))
+            .collect();
         let live = self.live[p.kind.index()];
         self.check
-            .started(self.now, &self.cfg, p.kind, live, add, remove);
-        if self.zone_down.is_some() && add.is_some() {
+            .started(self.now, &self.cfg, p.kind, live, &adds, &removes);
+        if self.zone_down.is_some() && !adds.is_empty() {
             self.repairs_during_loss += 1;
         }
     }

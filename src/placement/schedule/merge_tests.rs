@@ -193,6 +193,60 @@ fn unmatched_peers_move_to_the_targets_stores_first() {
     );
 }
 
+/// As PD's operator controller charges a merge: each alignment move's add to the store that
+/// receives it and its removal to the store that loses it, the merge itself nothing; and if
+/// one store's limit cannot pay, nothing starts and no store pays.
+#[test]
+fn a_merge_charges_every_alignment_move_to_its_store() {
+    let w = world(5);
+    let b = region(2, &[4, 2, 5]);
+    let c = region(3, &[1, 2, 3]);
+    let cost = crate::placement::schedule::influence(1);
+    let full = crate::placement::schedule::capacity(w.cfg.store_limit_add_per_min);
+    let cl = w.at(NOW);
+    let budget = |s: u64| &cl.store(s).expect("a store").budget;
+    let d = patrol_once(&w, &b, &c, &mut None);
+    assert!(d.started);
+    for s in [1, 3] {
+        assert!(
+            !budget(s).has(true, full - cost + 1.0, cl.rate(s, true), NOW),
+            "store {s}"
+        );
+        assert_eq!(budget(s).delta().0, 1, "store {s} counts the peer it gains");
+    }
+    for s in [4, 5] {
+        let rate = cl.rate(s, false);
+        assert!(
+            !budget(s).has(false, full - cost + 1.0, rate, NOW),
+            "store {s}"
+        );
+        assert_eq!(
+            budget(s).delta().0,
+            -1,
+            "store {s} counts the peer it loses"
+        );
+    }
+    assert!(budget(2).has(true, full, cl.rate(2, true), NOW));
+    assert!(budget(2).has(false, full, cl.rate(2, false), NOW));
+
+    // Store 3 cannot receive now: the merge does not start, and store 1 is not charged.
+    let w = world(5);
+    let cl = w.at(NOW);
+    let budget = |s: u64| &cl.store(s).expect("a store").budget;
+    assert!(budget(3).take(true, full, cl.rate(3, true), NOW));
+    let mut slot = None;
+    let d = patrol_once(&w, &b, &c, &mut slot);
+    assert!(!d.started && slot.is_none(), "{d:?}");
+    assert_eq!(w.in_flight.get(OpKind::Merge), 0);
+    assert!(budget(1).has(true, full, cl.rate(1, true), NOW));
+    for s in [4, 5] {
+        assert!(
+            budget(s).has(false, full, cl.rate(s, false), NOW),
+            "store {s}"
+        );
+    }
+}
+
 /// Runs the patrol on `src` with `next` as its only neighbour.
 fn patrol_once(
     w: &World,

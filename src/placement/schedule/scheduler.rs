@@ -377,28 +377,36 @@ fn start(
     }
     let cost = influence(r.size_mib);
     draft.steps = plan.steps.clone();
-    let add = draft
-        .adds_to()
-        .and_then(|s| c.store(s))
-        .map(|s| s.budget.clone());
-    let remove = draft
-        .removes_from()
-        .filter(|s| !c.health(*s).is_free_to_remove())
-        .and_then(|s| c.store(s))
-        .map(|s| s.budget.clone());
-    let add_rate = draft.adds_to().map_or(0.0, |s| c.rate(s, true));
-    let remove_rate = draft.removes_from().map_or(0.0, |s| c.rate(s, false));
-    let took_add = add
-        .as_ref()
-        .is_none_or(|b| b.take(true, cost, add_rate, c.now_ms));
-    let took_remove = took_add
-        && remove
-            .as_ref()
-            .is_none_or(|b| b.take(false, cost, remove_rate, c.now_ms));
+    // As PD's operator controller: every step that adds a peer is charged to its store's add
+    // limit and every charged removal to its store's remove limit (a merge's alignment moves
+    // may add and remove several; the merge itself costs nothing), all or none.
+    let charges: Vec<(u64, bool)> = draft
+        .adds()
+        .map(|s| (s, true))
+        .chain(
+            draft
+                .removes()
+                .filter(|s| !c.health(*s).is_free_to_remove())
+                .map(|s| (s, false)),
+        )
+        .collect();
+    let mut taken = Vec::with_capacity(charges.len());
+    let mut took = true;
+    for (s, add) in charges {
+        let Some(b) = c.store(s).map(|l| l.budget.clone()) else {
+            continue;
+        };
+        let rate = c.rate(s, add);
+        if !b.take(add, cost, rate, c.now_ms) {
+            took = false;
+            break;
+        }
+        taken.push((b, add, rate));
+    }
     // One new id per store a new peer goes to (a merge may add several).
     let mut ids: Vec<(u64, u64)> = Vec::new();
     let mut got_ids = true;
-    if took_remove {
+    if took {
         for s in &plan.steps {
             if let Step::AddLearner(p) = s {
                 if p.id == NEW_PEER && !ids.iter().any(|(st, _)| *st == p.store_id) {
@@ -410,16 +418,9 @@ fn start(
             }
         }
     }
-    if !took_add || !took_remove || !got_ids {
-        if took_add {
-            if let Some(b) = &add {
-                b.refund(true, cost, add_rate);
-            }
-        }
-        if took_remove {
-            if let Some(b) = &remove {
-                b.refund(false, cost, remove_rate);
-            }
+    if !took || !got_ids {
+        for (b, add, rate) in taken {
+            b.refund(add, cost, rate);
         }
         c.in_flight.finish(plan.kind);
         return None;
@@ -504,10 +505,10 @@ pub fn start_admin_plan(
 /// Adds (`sign` 1) or takes back (-1) the operator's effect on its stores' pending counts.
 fn charge(c: &Cluster, op: &Pending, sign: i64) {
     use std::sync::atomic::Ordering::Relaxed;
-    if let Some(s) = op.adds_to().and_then(|s| c.store(s)) {
+    for s in op.adds().filter_map(|s| c.store(s)) {
         s.budget.pending.regions.fetch_add(sign, Relaxed);
     }
-    if let Some(s) = op.removes_from().and_then(|s| c.store(s)) {
+    for s in op.removes().filter_map(|s| c.store(s)) {
         s.budget.pending.regions.fetch_sub(sign, Relaxed);
     }
     if let Some(to) = op.leader_to() {
@@ -526,10 +527,10 @@ fn release(c: &Cluster, op: &Pending, done: bool) {
     use std::sync::atomic::Ordering::Relaxed;
     charge(c, op, -1);
     if done {
-        if let Some(s) = op.adds_to().and_then(|s| c.store(s)) {
+        for s in op.adds().filter_map(|s| c.store(s)) {
             s.budget.settled.regions.fetch_add(1, Relaxed);
         }
-        if let Some(s) = op.removes_from().and_then(|s| c.store(s)) {
+        for s in op.removes().filter_map(|s| c.store(s)) {
             s.budget.settled.regions.fetch_sub(1, Relaxed);
         }
         if let Some(to) = op.leader_to() {
