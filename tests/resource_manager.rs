@@ -399,6 +399,154 @@ async fn token_buckets_grant_within_the_fill_rate_and_the_burst() {
     node.stop().unwrap();
 }
 
+/// One grant a client was given: when it asked, when the answer came, what it was granted.
+#[derive(Debug, Clone, Copy)]
+struct Granted {
+    sent: Instant,
+    got: Instant,
+    tokens: f64,
+}
+
+/// A client `client` of group `group` on its own stream, as TiDB's controller behaves: it asks
+/// for `ask` RU every `pace`, and spends a loan over the trickle time it comes with before it
+/// asks again, until `until`. Every grant, in order.
+async fn ask_until(
+    mut rm: Rm,
+    group: &'static str,
+    client: u64,
+    ask: f64,
+    pace: Duration,
+    until: Instant,
+) -> Vec<Granted> {
+    let (send, requests) = tokio::sync::mpsc::channel(4);
+    let mut replies = rm
+        .acquire_token_buckets(tokio_stream::wrappers::ReceiverStream::new(requests))
+        .await
+        .unwrap()
+        .into_inner();
+    let mut grants = Vec::new();
+    while Instant::now() < until {
+        let sent = Instant::now();
+        send.send(token_request(&[(group, ask)], client))
+            .await
+            .unwrap();
+        let reply = replies.message().await.unwrap().unwrap();
+        let got = Instant::now();
+        let item = &reply.responses[0].granted_r_u_tokens[0];
+        let tokens = item.granted_tokens.as_ref().unwrap().tokens;
+        grants.push(Granted { sent, got, tokens });
+        let trickle = Duration::from_millis(item.trickle_time_ms.max(0) as u64);
+        tokio::time::sleep(trickle.max(pace)).await;
+    }
+    grants
+}
+
+/// Two groups under contention, each asked by two clients on their own streams for about
+/// twice its fill rate, through kvproto's client against the real binary. Each group is held
+/// to its own bucket whatever the other does: over any window, from any grant's request to
+/// any reading of the group's tokens, the group is granted at most its fill rate over the
+/// window plus its burst plus the debt it is left with (the pure bucket's promise); net of
+/// that debt, each group gets its whole fill over the run on top of its burst; and the two
+/// clients of a group, asking alike, share it alike (PD's even split).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn groups_under_contention_each_get_their_fill_rate_and_no_more_over_any_window() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("n0");
+    let (node, mut rm, _) = start_serving(&data).await;
+    // (group, fill rate, burst): a small and a large group.
+    let groups: [(&'static str, f64, f64); 2] =
+        [("small", 2000.0, 1000.0), ("large", 6000.0, 9000.0)];
+    for (name, rate, burst) in groups {
+        add(&mut rm, ru_group(name, rate as u64, burst as i64))
+            .await
+            .unwrap();
+    }
+    let pace = Duration::from_millis(20);
+    let run = Duration::from_secs(3);
+    let started = Instant::now();
+    let until = started + run;
+    let mut clients = Vec::new();
+    for (g, &(name, rate, _)) in groups.iter().enumerate() {
+        for c in 0..2u64 {
+            // Each client asks for its group's whole fill rate: twice the fill in all.
+            let ask = rate * pace.as_secs_f64();
+            let client = rm.clone();
+            let id = 100 + g as u64 * 10 + c;
+            clients.push((
+                g,
+                tokio::spawn(ask_until(client, name, id, ask, pace, until)),
+            ));
+        }
+    }
+    // The groups' tokens read all along: the debt each is left with at each reading.
+    let mut reader = rm.clone();
+    let mut readings: Vec<Vec<(Instant, Instant, f64)>> = vec![Vec::new(); groups.len()];
+    while Instant::now() < until + Duration::from_millis(200) {
+        for (g, &(name, _, _)) in groups.iter().enumerate() {
+            let sent = Instant::now();
+            let held = tokens(&mut reader, name).await;
+            readings[g].push((sent, Instant::now(), held));
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let mut grants: Vec<Vec<Vec<Granted>>> = vec![Vec::new(); groups.len()];
+    for (g, task) in clients {
+        grants[g].push(task.await.unwrap());
+    }
+
+    for (g, &(name, rate, burst)) in groups.iter().enumerate() {
+        let mut all: Vec<Granted> = grants[g].iter().flatten().copied().collect();
+        all.sort_by_key(|x| x.sent);
+        assert!(all.len() > 20, "{name}: {} grants", all.len());
+        // Any window: from a grant's request (the server granted it no earlier) to a reading's
+        // answer (the server read no later), the grants answered before the reading was asked.
+        let mut windows = 0;
+        for &(read_sent, read_got, held) in &readings[g] {
+            let debt = (-held).max(0.0);
+            for (i, start) in all.iter().enumerate() {
+                let sum: f64 = all[i..]
+                    .iter()
+                    .filter(|x| x.got <= read_sent)
+                    .map(|x| x.tokens)
+                    .sum();
+                if sum == 0.0 {
+                    continue;
+                }
+                let window = read_got.duration_since(start.sent).as_secs_f64();
+                let bound = rate * window + burst + debt;
+                assert!(
+                    sum <= bound * (1.0 + 1e-9) + 1e-6,
+                    "{name}: {sum} RU granted over {window:.3}s, more than {rate} RU/s, a burst of {burst} and a debt of {debt}"
+                );
+                windows += 1;
+            }
+        }
+        assert!(windows > 100, "{name}: only {windows} windows checked");
+
+        // Its whole fill, net of what it owes at the end, on top of its burst: the other
+        // group's contention took none of it.
+        let &(_, _, held) = readings[g].last().unwrap();
+        let total: f64 = all.iter().map(|x| x.tokens).sum();
+        let first = all[0].got;
+        let last = all.last().unwrap().sent;
+        let served = last.duration_since(first).as_secs_f64();
+        let net = total + held.min(0.0);
+        assert!(
+            net >= rate * (served - 0.3) + burst,
+            "{name}: {net} RU net of the debt in {served:.3}s at {rate} RU/s and a burst of {burst}"
+        );
+        // The two clients, asking alike, share it alike.
+        for (c, client) in grants[g].iter().enumerate() {
+            let own: f64 = client.iter().map(|x| x.tokens).sum();
+            assert!(
+                own >= total / 3.0,
+                "{name}: client {c} got {own} of {total} RU"
+            );
+        }
+    }
+    node.stop().unwrap();
+}
+
 /// On etcd: a group written through the leader is where TiDB's controller reads it through
 /// MetaStorage (`resource_group/settings/<name>`, kvproto's `ResourceGroup`); a follower
 /// answers PD's "not leader"; the next leader, after a SIGKILL, serves the same groups.

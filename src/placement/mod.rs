@@ -48,7 +48,7 @@ pub use schedule::{
 };
 pub use shard::{
     Order, OrderRefused, Ordered, Outcome, RegionReport, ReportedSizes, RunningOp, Shard,
-    SPLIT_DESC,
+    StoreTotal, StoreTotals, SPLIT_DESC,
 };
 pub use split::{check_split, InvalidSplit};
 pub use store::{

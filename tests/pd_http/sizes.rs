@@ -224,3 +224,129 @@ async fn pending_peers_show_until_reported_caught_up() {
     let all = get_json(&addr, &trust, "/pd/api/v1/regions").await;
     assert_eq!(all["regions"][0], caught_up);
 }
+
+/// A store's status as PD builds it from its region tree: the regions with a peer on the
+/// store and those it leads, with their approximate sizes summed in MiB, on `/store/{id}` and
+/// `/stores` alike; moved by each report that changes a size, a leader or the peers, and read
+/// with any role.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stores_status_sums_the_regions_it_holds_and_leads() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let (mut n, (s, r, p, left, left_peer), addr, trust) = populated(&data).await;
+    let mut ids = Vec::new();
+    for _ in 0..5 {
+        ids.push(
+            meridian::harness::alloc_id(&mut n.pd, n.cluster_id)
+                .await
+                .unwrap(),
+        );
+    }
+    let (s2, s3, q, q2, q3) = (ids[0], ids[1], ids[2], ids[3], ids[4]);
+    for store in [s2, s3] {
+        n.pd.put_store(pdpb::PutStoreRequest {
+            header: n.h(),
+            store: Some(metapb_store(store)),
+        })
+        .await
+        .unwrap();
+    }
+
+    // Each region gains a peer on the second store; the left is led from the first store,
+    // the right from the second.
+    let header = n.h();
+    let beat =
+        |region: metapb::Region, leader: metapb::Peer, bytes: u64| pdpb::RegionHeartbeatRequest {
+            header: header.clone(),
+            region: Some(region),
+            leader: Some(leader),
+            approximate_size: bytes,
+            approximate_keys: bytes >> 10,
+            ..Default::default()
+        };
+    let left_peers = vec![metapb_peer(left_peer, s), metapb_peer(q, s2)];
+    let right_peers = vec![metapb_peer(p, s), metapb_peer(q2, s2)];
+    let left_region = metapb_region(left, b"", b"m", (2, 2), left_peers.clone());
+    let right_region = metapb_region(r, b"m", b"", (2, 2), right_peers.clone());
+    let (tx, _replies) = heartbeats(
+        &mut n,
+        beat(left_region.clone(), left_peers[0], (96 << 20) + 4096),
+    )
+    .await;
+    tx.send(beat(right_region.clone(), right_peers[1], 10 << 20))
+        .await
+        .unwrap();
+
+    let status = |regions: u64, leaders: u64, region_size: u64, leader_size: u64| {
+        json!({
+            "region_count": regions, "leader_count": leaders,
+            "region_size": region_size, "leader_size": leader_size,
+            "leader_score": leaders as f64,
+        })
+    };
+    let fields = |v: &serde_json::Value| {
+        let st = &v["status"];
+        json!({
+            "region_count": st["region_count"], "leader_count": st["leader_count"],
+            "region_size": st["region_size"], "leader_size": st["leader_size"],
+            "leader_score": st["leader_score"],
+        })
+    };
+    let store_path = |id: u64| format!("/pd/api/v1/store/{id}");
+    let settle = |id: u64, want: serde_json::Value| {
+        let (addr, trust) = (addr.clone(), trust.clone());
+        async move {
+            let path = store_path(id);
+            let got = until(&addr, &trust, &path, |v| fields(v) == want).await;
+            assert_eq!(fields(&got), want, "store {id}");
+            got
+        }
+    };
+    let one = settle(s, status(2, 1, 106, 96)).await;
+    let two = settle(s2, status(2, 1, 106, 10)).await;
+    let none = settle(s3, status(0, 0, 0, 0)).await;
+    let all = get_json(&addr, &trust, "/pd/api/v1/stores").await;
+    assert_eq!(all["count"], 3);
+    let listed = all["stores"].as_array().unwrap();
+    for shown in [&one, &two, &none] {
+        let id = &shown["store"]["id"];
+        let same = listed.iter().find(|v| &v["store"]["id"] == id).unwrap();
+        assert_eq!(fields(same), fields(shown), "store {id} on /stores");
+    }
+
+    // The left region grows; an unmeasured report keeps the size.
+    tx.send(beat(left_region.clone(), left_peers[0], 200 << 20))
+        .await
+        .unwrap();
+    tx.send(beat(left_region.clone(), left_peers[0], 0))
+        .await
+        .unwrap();
+    settle(s, status(2, 1, 210, 200)).await;
+    // Its leader moves to the second store.
+    tx.send(beat(left_region.clone(), left_peers[1], 0))
+        .await
+        .unwrap();
+    settle(s, status(2, 0, 210, 0)).await;
+    settle(s2, status(2, 2, 210, 210)).await;
+    // The right region's first-store peer moves to the third store.
+    let moved = vec![metapb_peer(q2, s2), metapb_peer(q3, s3)];
+    let moved_region = metapb_region(r, b"m", b"", (3, 2), moved.clone());
+    tx.send(beat(moved_region, moved[0], 10 << 20))
+        .await
+        .unwrap();
+    settle(s, status(1, 0, 200, 0)).await;
+    settle(s3, status(1, 0, 10, 0)).await;
+
+    // Any role reads it; a certificate with none is refused.
+    let store = holder(&data, "store", &[Role::Store]);
+    let path = store_path(s2);
+    assert_eq!(
+        fields(&get_json(&addr, &store, &path).await),
+        status(2, 2, 210, 210)
+    );
+    let nobody = holder(&data, "nobody", &[]);
+    for proto in BOTH {
+        let a = get(&addr, &nobody, proto, "/pd/api/v1/stores").await;
+        assert_eq!(a.status, StatusCode::FORBIDDEN, "{}", a.text());
+    }
+}

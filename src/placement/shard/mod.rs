@@ -15,6 +15,7 @@ mod admin_operator;
 mod in_flight;
 mod neighbours;
 mod orders;
+mod store_totals;
 #[cfg(test)]
 mod tests;
 
@@ -31,6 +32,7 @@ use in_flight::InFlight;
 
 pub use admin_operator::RunningOp;
 pub use orders::{Order, OrderRefused, Ordered, SPLIT_DESC};
+pub use store_totals::{StoreTotal, StoreTotals};
 
 /// What the shard keeps of every region. Its operator, when one runs, is kept beside it
 /// (`Shard::in_flight`): few regions have one at a time.
@@ -178,6 +180,9 @@ pub struct Shard {
     /// The peers still catching up, of the regions whose leader last reported any: few at a
     /// time (those adding a peer), so kept beside the entries rather than in each.
     catching_up: HashMap<u64, Box<[u64]>>,
+    /// What the entries put on each store, moved with every change to an entry's route or
+    /// size.
+    totals: StoreTotals,
 }
 
 /// One scheduling call (`call`, a heartbeat's or the patrol's) on region `id`, `region` being
@@ -364,6 +369,8 @@ impl Shard {
             outcome.removed = change.removed;
             match self.regions.get_mut(&id) {
                 Some(e) => {
+                    // Counted again below, on its new route and size.
+                    self.totals.remove(&e.route, e.sizes.mib());
                     // A narrower range under a newer version: the region split.
                     let old = (e.route.start_key(), e.route.end_key());
                     let new = (change.route.start_key(), change.route.end_key());
@@ -393,6 +400,14 @@ impl Shard {
         };
         entry.sizes = Sizes::reported(stats, previous);
         let entry = &*entry;
+        match previous.filter(|_| unchanged) {
+            // The same route: only a size that changed in whole MiB moves the totals.
+            Some(before) => self
+                .totals
+                .resize(&entry.route, before.mib(), entry.sizes.mib()),
+            // A new entry, or one whose old route was uncounted above.
+            None => self.totals.add(&entry.route, entry.sizes.mib()),
+        }
         let caught_up = catch_up(&mut self.catching_up, id, region, stats);
         let pending = self.catching_up.get(&id).map_or(&[][..], |p| &p[..]);
         // The report is the route now (unchanged, adopted or just applied), unpacked. A peer
@@ -521,7 +536,8 @@ impl Shard {
             }
         }
         self.catching_up.remove(&id);
-        if self.regions.remove(&id).is_some() {
+        if let Some(e) = self.regions.remove(&id) {
+            self.totals.remove(&e.route, e.sizes.mib());
             let mut op = self.in_flight.take(id);
             if op.is_some() {
                 self.ops.end(id, OpStatus::Cancel, c.now_ms);
@@ -558,7 +574,16 @@ impl Shard {
                 )
             })
             .collect();
+        self.totals.clear();
+        for e in self.regions.values() {
+            self.totals.add(&e.route, e.sizes.mib());
+        }
         self.cursor = 0;
+    }
+
+    /// What this shard's regions put on each store (PD's counts and sizes per store).
+    pub fn store_totals(&self) -> &StoreTotals {
+        &self.totals
     }
 }
 

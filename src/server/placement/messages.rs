@@ -11,6 +11,7 @@ use crate::meta::{MetaError, WriteOp};
 use crate::placement::schedule::{AdminAsk, AdminRefused};
 use crate::placement::{
     OpRecord, Operator, OrderRefused, Ordered, Region, RegionReport, RegionStats, Route, RunningOp,
+    StoreTotal,
 };
 use crate::proto::{ErrorReply, Reply, Response};
 
@@ -41,6 +42,10 @@ pub enum ShardMsg {
     Sizes {
         ids: Vec<u64>,
         reply: oneshot::Sender<Vec<(u64, RegionReport)>>,
+    },
+    /// What this shard's regions put on each store (PD's store status).
+    StoreTotals {
+        reply: oneshot::Sender<Vec<(u64, StoreTotal)>>,
     },
     /// A region's operator status (GetOperator).
     OperatorStatus {

@@ -8,7 +8,8 @@
 //! owns which store), `messages` are what those tasks are sent; `operators` serves the
 //! operators a client asks for (ScatterRegion, GetOperator, SplitRegions), `admin_operators`
 //! those PD's HTTP API asks for and lists (`/operators`), `region_sizes` the sizes regions
-//! last reported, for its region JSON; `rules` keeps PD's
+//! last reported, for its region JSON, `store_totals` what the regions put on each store, for
+//! its store JSON; `rules` keeps PD's
 //! placement and region label rules for the HTTP API, `scheduling` what an operator changes in
 //! scheduling while the cluster runs (decommission, evict-leader, store limits), `push` the
 //! heartbeat streams operators are pushed to as soon as they are made. Decisions stay in
@@ -43,6 +44,7 @@ mod state;
 mod store_bindings;
 mod store_identity;
 mod store_record;
+pub mod store_totals;
 mod stores;
 pub mod sync_status;
 

@@ -117,6 +117,9 @@ pub async fn run_shard(
                     });
                     let _ = reply.send(found);
                 }
+                ShardMsg::StoreTotals { reply } => {
+                    let _ = reply.send(with_shard(|s| s.store_totals().iter().collect()));
+                }
                 ShardMsg::OperatorStatus { id, reply } => {
                     let now = state.clock.now_ms();
                     let _ = reply.send(with_shard(|s| s.operator_status(id, now)));

@@ -82,6 +82,15 @@ pub async fn region_sizes(
     crate::server::placement::region_sizes::sizes(&shared.placement, ids).await
 }
 
+/// Per store, the regions with a peer there and those it leads, with their sizes
+/// (`placement::store_totals`), for PD's store status.
+pub async fn store_totals(
+    shared: &Shared,
+) -> Result<std::collections::HashMap<u64, crate::placement::StoreTotal>, ErrorReply> {
+    gate(shared)?;
+    crate::server::placement::store_totals::totals(&shared.placement).await
+}
+
 /// Placement rules and region label rules (`placement::rules`), read and edited for PD's
 /// HTTP API.
 pub mod rules {

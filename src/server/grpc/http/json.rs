@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use serde::Serialize;
 
 use crate::kvproto::metapb;
-use crate::placement::{Region, RegionReport, StoreState, StoreStatus};
+use crate::placement::{Region, RegionReport, StoreState, StoreStatus, StoreTotal};
 use crate::proto::MemberInfo;
 use crate::server::grpc::convert;
 
@@ -204,8 +204,9 @@ pub struct MetaStoreJson {
     pub state_name: &'static str,
 }
 
-/// PD's `response.StoreStatus`, with what Meridian knows of a store: sizes, counts, times;
-/// the sizes of the regions a store holds are not summed here (0).
+/// PD's `response.StoreStatus`, with what Meridian knows of a store: its reported space, the
+/// regions and leaders it holds with their sizes (counted from the regions, as PD counts them
+/// from its region tree, not from the store's own report), times.
 #[derive(Debug, Serialize, PartialEq)]
 pub struct StoreStatusJson {
     pub capacity: String,
@@ -241,7 +242,8 @@ pub struct StoresJson {
     pub stores: Vec<StoreJson>,
 }
 
-pub fn store(s: &StoreStatus) -> StoreJson {
+/// `s` in PD's `StoreInfo`, with `held`, what the regions put on it.
+pub fn store(s: &StoreStatus, held: StoreTotal) -> StoreJson {
     let meta = convert::store_to(s);
     let state_name = match s.store.state {
         StoreState::Up => "Up",
@@ -285,17 +287,17 @@ pub fn store(s: &StoreStatus) -> StoreJson {
             capacity: byte_size(s.stats.capacity),
             available: byte_size(s.stats.available),
             used_size: byte_size(s.stats.used_size),
-            leader_count: s.stats.leader_count,
+            leader_count: held.leaders,
             leader_weight: 1.0,
             // PD's default `count` leader policy: the leader count over the weight (1).
-            leader_score: s.stats.leader_count as f64,
-            leader_size: 0,
-            region_count: s.stats.region_count,
+            leader_score: held.leaders as f64,
+            leader_size: i64::try_from(held.leader_size_mib).unwrap_or(i64::MAX),
+            region_count: held.regions,
             region_weight: 1.0,
-            // PD scores regions by their sizes and the store's free space; region sizes stay
-            // on the cores that own the regions and are not read here, so no score is made up.
+            // PD scores regions by their sizes and a moving average of the store's free
+            // space, which Meridian does not keep, so no score is made up.
             region_score: 0.0,
-            region_size: 0,
+            region_size: i64::try_from(held.region_size_mib).unwrap_or(i64::MAX),
             start_ts: started.and_then(|secs| rfc3339_ms(secs.saturating_mul(1000))),
             last_heartbeat_ts: beat_ms.and_then(rfc3339_ms),
             uptime,

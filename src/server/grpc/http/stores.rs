@@ -1,5 +1,6 @@
 //! `/stores` and `/store/{id}`: the stores the leader knows, read page by page through the
-//! request service (`GetAllStores`, `GetStore`), in PD's `StoreInfo` shape.
+//! request service (`GetAllStores`, `GetStore`), in PD's `StoreInfo` shape, with the regions
+//! and leaders each holds and their sizes summed by the shards (the service's views).
 
 use axum::extract::{Path, State};
 use axum::http::Uri;
@@ -10,6 +11,7 @@ use super::reply::Failure;
 use super::{query_values, Api};
 use crate::placement::{StoreState, StoreStatus};
 use crate::proto::{Reply, Request, Response};
+use crate::server::service::views;
 
 /// The store states `?state=` names, as kvproto numbers them (0 Up, 1 Offline, 2 Tombstone);
 /// without it, PD lists every store that is not a tombstone.
@@ -48,7 +50,7 @@ fn kvproto_state(state: StoreState) -> i32 {
 
 pub async fn all(State(api): State<Api>, uri: Uri) -> Result<Json<StoresJson>, Failure> {
     let accepted = accepted_states(&uri)?;
-    let mut stores: Vec<StoreJson> = Vec::new();
+    let mut listed: Vec<StoreStatus> = Vec::new();
     let mut after_id = 0;
     loop {
         let page: Vec<StoreStatus> = match api.call(Request::GetAllStores { after_id }).await {
@@ -62,15 +64,19 @@ pub async fn all(State(api): State<Api>, uri: Uri) -> Result<Json<StoresJson>, F
             Response::Ok(other) => return Err(super::unexpected(other)),
             Response::Err(e) => return Err(e.into()),
         };
-        stores.extend(
-            page.iter()
-                .filter(|s| accepted.contains(&kvproto_state(s.store.state)))
-                .map(json::store),
+        listed.extend(
+            page.into_iter()
+                .filter(|s| accepted.contains(&kvproto_state(s.store.state))),
         );
         if after_id == 0 {
             break;
         }
     }
+    let held = views::store_totals(&api.shared).await?;
+    let stores: Vec<StoreJson> = listed
+        .iter()
+        .map(|s| json::store(s, held.get(&s.store.id).copied().unwrap_or_default()))
+        .collect();
     Ok(Json(StoresJson {
         count: stores.len(),
         stores,
@@ -87,7 +93,11 @@ pub async fn one(
         ))
     })?;
     match api.call(Request::GetStore { id }).await {
-        Response::Ok(Reply::Store(Some(s))) => Ok(Json(json::store(&s))),
+        Response::Ok(Reply::Store(Some(s))) => {
+            let held = views::store_totals(&api.shared).await?;
+            let on_it = held.get(&s.store.id).copied().unwrap_or_default();
+            Ok(Json(json::store(&s, on_it)))
+        }
         Response::Ok(Reply::Store(None)) => Err(store_not_found(id)),
         Response::Ok(other) => Err(super::unexpected(other)),
         Response::Err(crate::proto::ErrorReply::Refused(crate::proto::Refusal::StoreNotFound(
