@@ -291,8 +291,7 @@ mod tests {
     /// Every frame carries the archived size of its enum's largest variant (the module's
     /// doc): a rare message that grows past a heartbeat would make every heartbeat and its
     /// reply larger on the wire, to encrypt, send and copy. With a `Store` inline in `PutStore`
-    /// and a `StoreStatus` in `Reply::Store`, these were 252 and 156 bytes, and the heartbeat
-    /// rate at 1M regions fell by 8%.
+    /// and a `StoreStatus` in `Reply::Store`, these were 252 and 156 bytes.
     #[test]
     fn a_heartbeat_and_its_reply_stay_small_on_the_wire() {
         use crate::placement::{Epoch, Peer, PeerRole};
