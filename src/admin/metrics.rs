@@ -76,6 +76,8 @@ pub struct CoreMetrics {
     connections_refused: AtomicU64,
     handshakes_limited: AtomicU64,
     retries: AtomicU64,
+    patrolled: AtomicU64,
+    patrol_ns: AtomicU64,
 }
 
 impl CoreMetrics {
@@ -124,6 +126,14 @@ impl CoreMetrics {
     /// A handshake answered with a Retry (address validation under load).
     pub fn retry_sent(&self) {
         self.retries.fetch_add(1, Relaxed);
+    }
+
+    /// One patrol tick on this core's shard: `regions` checked in `elapsed` (on the core's own
+    /// thread, so its wall time is the tick's CPU time but for preemption).
+    pub fn patrol_tick(&self, regions: u64, elapsed: Duration) {
+        self.patrolled.fetch_add(regions, Relaxed);
+        let ns = elapsed.as_nanos().min(u128::from(u64::MAX)) as u64;
+        self.patrol_ns.fetch_add(ns, Relaxed);
     }
 }
 
@@ -263,6 +273,22 @@ impl Metrics {
             "meridian_quic_retries_total",
             "QUIC handshakes asked to prove their address (server.retry_above_handshakes).",
             self.sum(|c| &c.retries),
+        );
+        counter(
+            &mut out,
+            "meridian_patrol_regions_total",
+            "Regions the scheduling patrol checked.",
+            self.sum(|c| &c.patrolled),
+        );
+        let _ = writeln!(
+            out,
+            "# HELP meridian_patrol_seconds_total Time the scheduling patrol's ticks took, every core's summed."
+        );
+        let _ = writeln!(out, "# TYPE meridian_patrol_seconds_total counter");
+        let _ = writeln!(
+            out,
+            "meridian_patrol_seconds_total {:.6}",
+            self.sum(|c| &c.patrol_ns) as f64 / 1e9
         );
         counter(
             &mut out,
@@ -438,7 +464,14 @@ mod tests {
         m.core(0).tso_batch(1);
         m.core(1).tso_batch(3);
         m.core(1).latency(Duration::from_micros(3), 2);
+        m.core(0).patrol_tick(64, Duration::from_millis(2));
+        m.core(1).patrol_tick(36, Duration::from_millis(1));
         let text = m.render(true, true);
+        assert!(text.contains("meridian_patrol_regions_total 100"), "{text}");
+        assert!(
+            text.contains("meridian_patrol_seconds_total 0.003000"),
+            "{text}"
+        );
         assert!(text.contains("meridian_requests_total{kind=\"tso\"} 2"));
         assert!(text.contains("meridian_tso_timestamps_total 4"));
         assert!(text.contains("meridian_tso_batch_size_bucket{le=\"1\"} 1"));

@@ -41,17 +41,21 @@ pub fn heartbeat_local(
 
 /// One patrol tick on this core's shard. The steps it starts, and those still pending, are
 /// pushed at once to the stream of the region leader's store (`push`); a step that cannot be
-/// pushed goes with the region's next heartbeat reply.
-fn patrol(state: &PlacementState) {
+/// pushed goes with the region's next heartbeat reply. The tick's regions and time are
+/// counted on `core`'s metrics: the patrol's share of a core is a figure of its own.
+fn patrol(state: &PlacementState, core: usize) {
     if !state.is_ready() {
         return;
     }
+    let began = std::time::Instant::now();
     let now = state.clock.now_ms();
     let view = state.view.load();
     let c = state.cluster(&view, now);
-    let steps = with_shard(|s| {
+    let (checked, steps) = with_shard(|s| {
         let batch = state.cfg.patrol_batch_for(s.len());
-        s.patrol(&c, batch, Some(&state.index), &mut || state.ids.try_alloc())
+        let checked = batch.min(s.len()) as u64;
+        let steps = s.patrol(&c, batch, Some(&state.index), &mut || state.ids.try_alloc());
+        (checked, steps)
     });
     for (region, op) in steps {
         let leader_store = region.leader_peer().map(|p| p.store_id);
@@ -59,6 +63,9 @@ fn patrol(state: &PlacementState) {
             state.pushes.push(store, region, op);
         }
     }
+    state
+        .core_metrics(core)
+        .patrol_tick(checked, began.elapsed());
 }
 
 /// Runs on core `index`: serves the messages other cores (and the control side) send to this
@@ -79,7 +86,7 @@ pub async fn run_shard(
         tokio::select! {
             n = rx.recv_many(&mut batch, 64) => if n == 0 { return },
             _ = tick.tick() => {
-                patrol(&state);
+                patrol(&state, index);
                 continue;
             }
             _ = shutdown.wait_for(|s| *s) => return,

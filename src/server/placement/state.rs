@@ -222,6 +222,11 @@ impl PlacementState {
         self.stores.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// This core's counters (the patrol's).
+    pub fn core_metrics(&self, core: usize) -> &crate::admin::CoreMetrics {
+        self.metrics.core(core)
+    }
+
     /// Publishes the counts the metrics show: regions, stores (with what each reported), and
     /// `backlog` changes not yet persisted.
     pub fn publish_gauges(&self, backlog: usize) {
