@@ -168,6 +168,20 @@ impl Cluster {
         AdminClient::new(&self.nodes[i].process().admin_addr, &self.trust())
     }
 
+    /// Member `i`'s `meridian_requests_total{kind="<kind>"}`: the requests of that kind it
+    /// handled itself (a follower's count grows only with what it answered).
+    pub fn requests_handled(&self, i: usize, kind: &str) -> anyhow::Result<u64> {
+        let text = self.admin(i)?.send("GET", "/metrics", None)?.body;
+        let series = format!("meridian_requests_total{{kind=\"{kind}\"}} ");
+        let line = text
+            .lines()
+            .find_map(|l| l.strip_prefix(&series))
+            .with_context(|| format!("no {series}on member {i}"))?;
+        line.trim()
+            .parse()
+            .with_context(|| format!("{series}{line}: not a count"))
+    }
+
     /// The member that says it leads and serves, other than `except`, waiting up to
     /// `timeout`. (A paused member's admin port does not answer: name it in `except`.)
     pub fn leader_within(&self, except: Option<usize>, timeout: Duration) -> Option<usize> {

@@ -63,7 +63,7 @@ pub(super) async fn get(
 
 /// Splits the rightmost region, `[start, "")` with id `right` at `version`, at `at`; the new
 /// left half gets a fresh id. Returns every region the split made (what the leader now has).
-pub(super) async fn split(
+async fn split(
     pd: &mut PdClient<Channel>,
     cluster_id: u64,
     store: u64,
@@ -75,8 +75,96 @@ pub(super) async fn split(
     made
 }
 
+/// The rightmost region, split again and again at `k{n}` for each `n` given.
+pub(super) struct Splitter {
+    cluster_id: u64,
+    store: u64,
+    /// The rightmost region's id: the bootstrapped region's, which keeps the right half.
+    pub(super) right: u64,
+    start: Vec<u8>,
+    version: u64,
+}
+
+impl Splitter {
+    /// Splits at `k{n}` for each `n` in `ns`; returns every region the splits made.
+    pub(super) async fn split(
+        &mut self,
+        pd: &mut PdClient<Channel>,
+        ns: std::ops::Range<u32>,
+    ) -> Vec<Seen> {
+        let mut made = Vec::new();
+        for n in ns {
+            let at = format!("k{n:04}").into_bytes();
+            made.extend(
+                split(
+                    pd,
+                    self.cluster_id,
+                    self.store,
+                    (self.right, &self.start, self.version),
+                    &at,
+                )
+                .await,
+            );
+            self.start = at;
+            self.version += 1;
+        }
+        made
+    }
+
+    /// The report of the next split, at `at`, built with fresh ids and not sent.
+    pub(super) async fn next_report(
+        &self,
+        pd: &mut PdClient<Channel>,
+        at: &[u8],
+    ) -> pdpb::ReportBatchSplitRequest {
+        let rightmost = (self.right, &self.start[..], self.version);
+        split_report(pd, self.cluster_id, self.store, rightmost, at)
+            .await
+            .0
+    }
+
+    /// The rightmost region as it stands (before any split, the bootstrapped one).
+    pub(super) fn rightmost(&self) -> Seen {
+        Seen::Region(self.right, self.start.clone(), Vec::new(), self.version)
+    }
+}
+
+/// Three members on etcd (lease 2 s), bootstrapped through the leader: the cluster, the
+/// leader, a client of it, the request header and a splitter of the one region.
+pub(super) async fn bootstrapped(
+    dir: &std::path::Path,
+) -> (
+    Cluster,
+    usize,
+    PdClient<Channel>,
+    Option<pdpb::RequestHeader>,
+    Splitter,
+) {
+    let (c, first) = Cluster::start_led(
+        dir,
+        3,
+        "[election]\nlease_ttl_secs = 2\n",
+        Duration::from_secs(20),
+    )
+    .unwrap();
+    let addr = c.nodes[first].process().grpc_addr.clone().unwrap();
+    let (mut pd, cluster_id) =
+        connect_when_placement_loads(&addr, &c.trust(), Duration::from_secs(20))
+            .await
+            .unwrap();
+    let (store, boot) = bootstrap_over_grpc(&mut pd, cluster_id).await.unwrap();
+    let splitter = Splitter {
+        cluster_id,
+        store: store.id,
+        right: boot.id,
+        start: Vec::new(),
+        version: 1,
+    };
+    (c, first, pd, pd_header(cluster_id), splitter)
+}
+
 /// The report of the split [`split`] makes, with fresh ids, and the regions it makes.
-pub(super) async fn split_report(
+async fn split_report(
     pd: &mut PdClient<Channel>,
     cluster_id: u64,
     store: u64,
@@ -120,20 +208,8 @@ pub(super) async fn report(pd: &mut PdClient<Channel>, request: pdpb::ReportBatc
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn followers_in_sync_answer_routing_and_never_invent_a_region() {
     let tmp = tempfile::tempdir().unwrap();
-    let (c, first) = Cluster::start_led(
-        tmp.path(),
-        3,
-        "[election]\nlease_ttl_secs = 2\n",
-        Duration::from_secs(20),
-    )
-    .unwrap();
-    let addr = c.nodes[first].process().grpc_addr.clone().unwrap();
-    let (mut pd, cluster_id) =
-        connect_when_placement_loads(&addr, &c.trust(), Duration::from_secs(20))
-            .await
-            .unwrap();
-    let h = pd_header(cluster_id);
-    let (store, boot) = bootstrap_over_grpc(&mut pd, cluster_id).await.unwrap();
+    let (c, first, mut pd, h, mut splitter) = bootstrapped(tmp.path()).await;
+    let boot = splitter.right;
     let followers: Vec<usize> = (0..3).filter(|i| *i != first).collect();
     let mut fpd = Vec::new();
     for &f in &followers {
@@ -154,23 +230,9 @@ async fn followers_in_sync_answer_routing_and_never_invent_a_region() {
     // Splits on the leader while the followers are read: every answer is a region the
     // leader had at some time (or a refusal), never one it did not.
     let mut had: HashSet<Seen> = HashSet::new();
-    had.insert(Seen::Region(boot.id, Vec::new(), Vec::new(), 1));
-    let (mut right_start, mut version) = (Vec::new(), 1u64);
+    had.insert(splitter.rightmost());
     for n in 0..40u32 {
-        let at = format!("k{n:04}").into_bytes();
-        for s in split(
-            &mut pd,
-            cluster_id,
-            store.id,
-            (boot.id, &right_start, version),
-            &at,
-        )
-        .await
-        {
-            had.insert(s);
-        }
-        right_start = at;
-        version += 1;
+        had.extend(splitter.split(&mut pd, n..n + 1).await);
         for f in fpd.iter_mut() {
             for key in [&b""[..], b"k0005", b"k0020", b"zz"] {
                 match get(f, &h, key).await {
@@ -210,7 +272,7 @@ async fn followers_in_sync_answer_routing_and_never_invent_a_region() {
         let by_id = f
             .get_region_by_id(allowing(pdpb::GetRegionByIdRequest {
                 header: h.clone(),
-                region_id: boot.id,
+                region_id: boot,
                 ..Default::default()
             }))
             .await

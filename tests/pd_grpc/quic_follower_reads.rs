@@ -3,16 +3,16 @@
 //! reads answered by a follower in sync from its copy; an unmarked stream is refused with
 //! `NotLeader`, as before. The Rust client with `follower_reads` spreads its routing reads
 //! over every member, each answer a region the leader had, and the followers serve a share.
-//! The routing changes are made through the leader's gRPC (`follower_reads::split`).
+//! The routing changes are made through the leader's gRPC (`follower_reads::Splitter`).
 
 use std::collections::HashSet;
 
 use meridian::client::{Client, ClientOptions};
-use meridian::harness::{bootstrap_over_grpc, Cluster};
+use meridian::harness::Cluster;
 use meridian::placement::Region;
 use meridian::proto::{ErrorReply, Reply, Request, Response};
 
-use super::follower_reads::{split, Seen};
+use super::follower_reads::{bootstrapped, Seen};
 use super::*;
 
 fn seen(r: &Region) -> Seen {
@@ -22,21 +22,6 @@ fn seen(r: &Region) -> Seen {
         r.end_key.clone(),
         r.epoch.version,
     )
-}
-
-/// The count of `meridian_requests_total{kind="placement"}` on member `i`.
-fn placement_requests_on(c: &Cluster, i: usize) -> u64 {
-    let text = c
-        .admin(i)
-        .unwrap()
-        .send("GET", "/metrics", None)
-        .unwrap()
-        .body;
-    text.lines()
-        .find(|l| l.starts_with("meridian_requests_total{kind=\"placement\"}"))
-        .and_then(|l| l.rsplit(' ').next())
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(0)
 }
 
 /// A client of member `i` alone, which it asks first.
@@ -49,41 +34,12 @@ async fn client_of(c: &Cluster, i: usize, follower_reads: bool) -> Client {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_marked_quic_stream_is_answered_by_a_follower_in_sync() {
     let tmp = tempfile::tempdir().unwrap();
-    let (c, first) = Cluster::start_led(
-        tmp.path(),
-        3,
-        "[election]\nlease_ttl_secs = 2\n",
-        Duration::from_secs(20),
-    )
-    .unwrap();
-    let addr = c.nodes[first].process().grpc_addr.clone().unwrap();
-    let (mut pd, cluster_id) =
-        connect_when_placement_loads(&addr, &c.trust(), Duration::from_secs(20))
-            .await
-            .unwrap();
-    let (store, boot) = bootstrap_over_grpc(&mut pd, cluster_id).await.unwrap();
+    let (c, first, mut pd, _, mut splitter) = bootstrapped(tmp.path()).await;
     let follower = (0..3).find(|i| *i != first).unwrap();
 
     let mut had: HashSet<Seen> = HashSet::new();
-    had.insert(Seen::Region(boot.id, Vec::new(), Vec::new(), 1));
-    let (mut right_start, mut version) = (Vec::new(), 1u64);
-    let mut make_splits = async |n: std::ops::Range<u32>, had: &mut HashSet<Seen>| {
-        for n in n {
-            let at = format!("k{n:04}").into_bytes();
-            let made = split(
-                &mut pd,
-                cluster_id,
-                store.id,
-                (boot.id, &right_start, version),
-                &at,
-            )
-            .await;
-            had.extend(made);
-            right_start = at;
-            version += 1;
-        }
-    };
-    make_splits(0..10, &mut had).await;
+    had.insert(splitter.rightmost());
+    had.extend(splitter.split(&mut pd, 0..10).await);
 
     // Unmarked, the follower refuses a routing read with NotLeader, as it always did.
     let direct = client_of(&c, follower, false).await;
@@ -111,8 +67,8 @@ async fn a_marked_quic_stream_is_answered_by_a_follower_in_sync() {
         }
     };
     assert!(had.contains(&seen(&answered)), "invented: {answered:?}");
-    let before = placement_requests_on(&c, follower);
-    make_splits(10..30, &mut had).await;
+    let before = c.requests_handled(follower, "placement").unwrap();
+    had.extend(splitter.split(&mut pd, 10..30).await);
     for key in [&b""[..], b"k0005", b"k0020", b"zz"] {
         for req in [get(key), Request::GetPrevRegion { key: key.to_vec() }] {
             match stream.call(&req).await.unwrap() {
@@ -142,7 +98,7 @@ async fn a_marked_quic_stream_is_answered_by_a_follower_in_sync() {
         other => panic!("a scan on a follower in sync: {other:?}"),
     }
     assert!(
-        placement_requests_on(&c, follower) >= before + 9,
+        c.requests_handled(follower, "placement").unwrap() >= before + 9,
         "the follower served the marked reads itself"
     );
     // A write on a marked stream is still the leader's: the follower refuses it.
@@ -155,7 +111,9 @@ async fn a_marked_quic_stream_is_answered_by_a_follower_in_sync() {
     // region the leader had, and once the copies caught up each answer is the leader's.
     let spread = client_of(&c, first, true).await;
     let leader_client = client_of(&c, first, false).await;
-    let served_before: Vec<u64> = (0..3).map(|i| placement_requests_on(&c, i)).collect();
+    let served_before: Vec<u64> = (0..3)
+        .map(|i| c.requests_handled(i, "placement").unwrap())
+        .collect();
     let keys: Vec<Vec<u8>> = (0..30u32)
         .map(|n| format!("k{n:04}").into_bytes())
         .collect();
@@ -178,7 +136,7 @@ async fn a_marked_quic_stream_is_answered_by_a_follower_in_sync() {
     }
     for i in (0..3).filter(|i| *i != first) {
         assert!(
-            placement_requests_on(&c, i) > served_before[i] + 5,
+            c.requests_handled(i, "placement").unwrap() > served_before[i] + 5,
             "member {i} served none of the spread reads"
         );
     }

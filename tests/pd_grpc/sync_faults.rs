@@ -8,10 +8,10 @@
 //! writes it: a member that loads the store later still has it.
 
 use meridian::failpoint::points;
-use meridian::harness::{bootstrap_over_grpc, Cluster};
+use meridian::harness::Cluster;
 
 use super::follower_reads::{
-    allowing, get, get_request, report, seen, split, split_report, without_colours, Seen,
+    allowing, bootstrapped, get, get_request, report, seen, without_colours, Seen,
 };
 use super::on_etcd::client;
 use super::*;
@@ -21,33 +21,6 @@ fn keys() -> Vec<Vec<u8>> {
     (0..31u32)
         .map(|n| format!("k{n:04}").into_bytes())
         .collect()
-}
-
-/// The rightmost region, split again and again at `k{n}` for each `n` given.
-struct Splitter {
-    cluster_id: u64,
-    store: u64,
-    right: u64,
-    start: Vec<u8>,
-    version: u64,
-}
-
-impl Splitter {
-    async fn split(&mut self, pd: &mut PdClient<Channel>, ns: std::ops::Range<u32>) {
-        for n in ns {
-            let at = format!("k{n:04}").into_bytes();
-            split(
-                pd,
-                self.cluster_id,
-                self.store,
-                (self.right, &self.start, self.version),
-                &at,
-            )
-            .await;
-            self.start = at;
-            self.version += 1;
-        }
-    }
 }
 
 /// What `pd` answers for every key.
@@ -96,40 +69,6 @@ fn snapshots(c: &Cluster, i: usize) -> usize {
         .lines()
         .filter(|l| l.contains("region sync: snapshot applied"))
         .count()
-}
-
-/// Three members on etcd (lease 2 s), bootstrapped through the leader: the cluster, the
-/// leader, a client of it, the request header and a splitter of the one region.
-async fn bootstrapped(
-    dir: &std::path::Path,
-) -> (
-    Cluster,
-    usize,
-    PdClient<Channel>,
-    Option<pdpb::RequestHeader>,
-    Splitter,
-) {
-    let (c, first) = Cluster::start_led(
-        dir,
-        3,
-        "[election]\nlease_ttl_secs = 2\n",
-        Duration::from_secs(20),
-    )
-    .unwrap();
-    let addr = c.nodes[first].process().grpc_addr.clone().unwrap();
-    let (mut pd, cluster_id) =
-        connect_when_placement_loads(&addr, &c.trust(), Duration::from_secs(20))
-            .await
-            .unwrap();
-    let (store, boot) = bootstrap_over_grpc(&mut pd, cluster_id).await.unwrap();
-    let splitter = Splitter {
-        cluster_id,
-        store: store.id,
-        right: boot.id,
-        start: Vec::new(),
-        version: 1,
-    };
-    (c, first, pd, pd_header(cluster_id), splitter)
 }
 
 fn arm(c: &Cluster, i: usize, name: &str, actions: &str) {
@@ -293,14 +232,7 @@ async fn a_copy_taken_over_writes_the_splits_its_old_leader_never_wrote() {
     splitter.split(&mut pd, 0..3).await;
     let before = answers(&mut pd, &h).await;
 
-    let (request, _) = split_report(
-        &mut pd,
-        splitter.cluster_id,
-        splitter.store,
-        (splitter.right, &splitter.start, splitter.version),
-        b"k0003",
-    )
-    .await;
+    let request = splitter.next_report(&mut pd, b"k0003").await;
 
     // From here the leader's writes hang: the split reaches its index and its syncer's
     // stream, never the store, and is never acknowledged.

@@ -21,18 +21,6 @@ fn denied_on(c: &Cluster, i: usize) -> u64 {
         .unwrap_or_else(|| panic!("no permission_denied count in {text}"))
 }
 
-/// The count of `meridian_requests_total{kind="placement"}` on member `i`: placement requests
-/// it served itself.
-fn placement_requests_on(c: &Cluster, i: usize) -> u64 {
-    let a = c.admin(i).unwrap().send("GET", "/metrics", None).unwrap();
-    let text = a.body;
-    text.lines()
-        .find(|l| l.starts_with("meridian_requests_total{kind=\"placement\"}"))
-        .and_then(|l| l.rsplit(' ').next())
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(0)
-}
-
 /// A GET with PD's follower header, as PD's HTTP client spells it.
 async fn from_copy(addr: &str, trust: &Trust, path: &str) -> Answer {
     send(
@@ -158,7 +146,7 @@ async fn a_follower_answers_pds_local_routes_and_sends_the_rest_to_the_leader() 
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     for path in copy_reads {
-        let before = placement_requests_on(&c, follower);
+        let before = c.requests_handled(follower, "placement").unwrap();
         let a = from_copy(&at(follower), &trust, path).await;
         assert_eq!(a.status, StatusCode::OK, "{path}: {}", a.text());
         assert_eq!(
@@ -166,13 +154,13 @@ async fn a_follower_answers_pds_local_routes_and_sends_the_rest_to_the_leader() 
             ids(&get_json(&at(leader), &trust, path).await)
         );
         assert!(
-            placement_requests_on(&c, follower) > before,
+            c.requests_handled(follower, "placement").unwrap() > before,
             "{path}: answered here"
         );
-        let before = placement_requests_on(&c, follower);
+        let before = c.requests_handled(follower, "placement").unwrap();
         get_json(&at(follower), &trust, path).await;
         assert_eq!(
-            placement_requests_on(&c, follower),
+            c.requests_handled(follower, "placement").unwrap(),
             before,
             "{path}: sent on"
         );
