@@ -60,7 +60,16 @@ pub struct Cluster {
     pub ca: PathBuf,
     /// Member `i`'s path to etcd, when started with [`Cluster::start_proxied`].
     pub proxies: Vec<FaultProxy>,
+    /// The other members' path to member `i`'s gRPC (its region syncer, and whatever else a
+    /// member sends another), when started with [`Cluster::start_members_proxied`]. Clients
+    /// of the tests still reach every member directly.
+    pub member_proxies: Vec<FaultProxy>,
 }
+
+/// The loopback host members advertise when their links to each other are proxied: each
+/// member's proxy listens there on the member's own port (the advertised gRPC address keeps
+/// the port and takes the host).
+const MEMBER_LINK_HOST: &str = "127.0.0.2";
 
 impl Cluster {
     /// Starts etcd in `dir/etcd` and `n` members with `config` (TOML) as their config file.
@@ -74,6 +83,14 @@ impl Cluster {
         Self::start_binary(test_binary(), dir, n, config, true)
     }
 
+    /// [`Cluster::start`], each member advertising itself at [`MEMBER_LINK_HOST`], where a
+    /// [`FaultProxy`] of its own stands for it (`member_proxies`): a test can cut every link
+    /// to one member from the others (the followers' syncer streams, when it leads) while
+    /// its etcd link and its clients' links stay up.
+    pub fn start_members_proxied(dir: &Path, n: usize, config: &str) -> anyhow::Result<Cluster> {
+        Self::start_with(test_binary(), dir, n, config, false, true)
+    }
+
     /// [`Cluster::start`] or, when `proxied`, [`Cluster::start_proxied`], of `binary`.
     pub fn start_binary(
         binary: &Path,
@@ -82,8 +99,21 @@ impl Cluster {
         config: &str,
         proxied: bool,
     ) -> anyhow::Result<Cluster> {
+        Self::start_with(binary, dir, n, config, proxied, false)
+    }
+
+    /// The members' links to etcd proxied when `etcd_proxied`, their links to each other when
+    /// `members_proxied`.
+    fn start_with(
+        binary: &Path,
+        dir: &Path,
+        n: usize,
+        config: &str,
+        etcd_proxied: bool,
+        members_proxied: bool,
+    ) -> anyhow::Result<Cluster> {
         let etcd = EtcdProcess::start(&dir.join("etcd"))?;
-        let proxies = if proxied {
+        let proxies = if etcd_proxied {
             (0..n)
                 .map(|_| FaultProxy::start(&etcd.endpoint()))
                 .collect::<anyhow::Result<Vec<_>>>()?
@@ -111,7 +141,18 @@ impl Cluster {
                 process: None,
             })
             .collect();
-        // Node 0 makes the CA and a node certificate; the others serve that certificate.
+        let mut member_proxies = Vec::new();
+        if members_proxied {
+            for node in nodes.iter_mut() {
+                let port = node.listen.rsplit_once(':').map_or("", |(_, p)| p);
+                let stand_in = format!("{MEMBER_LINK_HOST}:{port}");
+                member_proxies.push(FaultProxy::start_at(&stand_in, &node.listen)?);
+                node.args
+                    .extend(["--advertise-client".to_string(), stand_in]);
+            }
+        }
+        // Node 0 makes the CA and a node certificate (which names the advertised host too);
+        // the others serve that certificate.
         nodes[0].start()?;
         let tls = nodes[0].data.join("tls");
         for node in nodes.iter_mut().skip(1) {
@@ -128,6 +169,7 @@ impl Cluster {
             nodes,
             ca: tls.join("ca.pem"),
             proxies,
+            member_proxies,
         })
     }
 

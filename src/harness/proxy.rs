@@ -40,11 +40,19 @@ impl FaultProxy {
     /// Listens on a free loopback port and forwards to `upstream` (`http://host:port` or
     /// `host:port`).
     pub fn start(upstream: &str) -> anyhow::Result<FaultProxy> {
+        Self::start_at("127.0.0.1:0", upstream)
+    }
+
+    /// Listens on `listen` and forwards to `upstream`: a stand-in for a node's address on
+    /// another host of the loopback network (`127.0.0.2:<its port>`), for the links of the
+    /// members that dial it there.
+    pub fn start_at(listen: &str, upstream: &str) -> anyhow::Result<FaultProxy> {
         let upstream = upstream
             .trim_start_matches("http://")
             .trim_start_matches("https://")
             .to_string();
-        let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+        let listener = std::net::TcpListener::bind(listen)
+            .with_context(|| format!("binding the proxy at {listen}"))?;
         listener.set_nonblocking(true)?;
         let addr = listener.local_addr()?;
         let (fault, fault_rx) = watch::channel(LinkFault::Pass);

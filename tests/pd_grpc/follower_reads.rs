@@ -129,8 +129,11 @@ impl Splitter {
     }
 }
 
-/// Three members on etcd (lease 2 s), bootstrapped through the leader: the cluster, the
-/// leader, a client of it, the request header and a splitter of the one region.
+/// The config of the three-member clusters here: a short lease, so that a failover is quick.
+pub(super) const ON_ETCD: &str = "[election]\nlease_ttl_secs = 2\n";
+
+/// Three members on etcd ([`ON_ETCD`]), bootstrapped through the leader (see
+/// [`bootstrap_led`]).
 pub(super) async fn bootstrapped(
     dir: &std::path::Path,
 ) -> (
@@ -140,13 +143,21 @@ pub(super) async fn bootstrapped(
     Option<pdpb::RequestHeader>,
     Splitter,
 ) {
-    let (c, first) = Cluster::start_led(
-        dir,
-        3,
-        "[election]\nlease_ttl_secs = 2\n",
-        Duration::from_secs(20),
-    )
-    .unwrap();
+    bootstrap_led(Cluster::start(dir, 3, ON_ETCD).unwrap()).await
+}
+
+/// `c` bootstrapped through the member that leads: the cluster, the leader, a client of it,
+/// the request header and a splitter of the one region.
+pub(super) async fn bootstrap_led(
+    c: Cluster,
+) -> (
+    Cluster,
+    usize,
+    PdClient<Channel>,
+    Option<pdpb::RequestHeader>,
+    Splitter,
+) {
+    let first = leader(&c, None);
     let addr = c.nodes[first].process().grpc_addr.clone().unwrap();
     let (mut pd, cluster_id) =
         connect_when_placement_loads(&addr, &c.trust(), Duration::from_secs(20))

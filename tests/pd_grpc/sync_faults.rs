@@ -5,15 +5,21 @@
 //! cut before its snapshot is whole applies none of it: the follower answers nothing from
 //! its copy and syncs again, and answers once a whole snapshot has arrived. A leader that
 //! dies before writing a split it streamed leaves it to the follower that takes over, which
-//! writes it: a member that loads the store later still has it.
+//! writes it: a member that loads the store later still has it. A network partition that
+//! cuts every member's link to the leader (its etcd link and the clients' links up) leaves the
+//! leader serving and the followers refusing within the silence bound, never answering with a
+//! region the leader never had; once it heals they go on from the leader's log.
 
 use meridian::failpoint::points;
 use meridian::harness::Cluster;
 
+use std::collections::HashSet;
+
 use super::follower_reads::{
-    allowing, bootstrapped, get, get_request, report, seen, without_colours, Seen,
+    allowing, bootstrap_led, bootstrapped, get, get_request, report, seen, without_colours, Seen,
+    ON_ETCD,
 };
-use super::on_etcd::client;
+use super::on_etcd::{client, leader};
 use super::*;
 
 /// The keys the test reads: one in each region the splits make, and one past them.
@@ -286,4 +292,62 @@ async fn a_copy_taken_over_writes_the_splits_its_old_leader_never_wrote() {
         want,
         "a split the copy held was not written"
     );
+}
+
+/// Every link from the other members to the leader is cut: its proxy holds their bytes, as a
+/// dead link does, while etcd and the test's clients reach every member directly. The leader
+/// keeps its lease and acknowledges splits; each follower's syncer stream falls silent, and the
+/// follower refuses routing reads from its copy (never answering with a region the leader
+/// never had); when the partition heals, each answers what the leader made meanwhile, from the
+/// leader's log, with no new snapshot.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn followers_cut_off_from_the_leader_refuse_then_go_on_from_its_log_when_healed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let c = Cluster::start_members_proxied(tmp.path(), 3, ON_ETCD).unwrap();
+    let (c, first, mut pd, h, mut splitter) = bootstrap_led(c).await;
+    let followers: Vec<usize> = (0..3).filter(|i| *i != first).collect();
+    let mut had: HashSet<Seen> = HashSet::from([splitter.rightmost()]);
+    had.extend(splitter.split(&mut pd, 0..10).await);
+    let want = answers(&mut pd, &h).await;
+    for &f in &followers {
+        converge(&c, f, &h, &want).await;
+    }
+    let before: Vec<usize> = followers.iter().map(|&f| snapshots(&c, f)).collect();
+
+    c.member_proxies[first].partition();
+    had.extend(splitter.split(&mut pd, 10..20).await);
+    let mut fpd = Vec::new();
+    for &f in &followers {
+        fpd.push(client(&c, f).await);
+    }
+    let cut = std::time::Instant::now();
+    let mut refused = vec![false; followers.len()];
+    while refused.contains(&false) && cut.elapsed() < Duration::from_secs(10) {
+        for (j, f) in fpd.iter_mut().enumerate() {
+            match get(f, &h, b"k0015").await {
+                Seen::NotFound => refused[j] = true,
+                region => assert!(had.contains(&region), "invented: {region:?}"),
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(
+        refused,
+        vec![true; followers.len()],
+        "every follower cut off from the leader refuses"
+    );
+    assert_eq!(
+        leader(&c, None),
+        first,
+        "the partition leaves the leader's etcd link, and its lease, alone"
+    );
+
+    c.member_proxies[first].heal();
+    let want = answers(&mut pd, &h).await;
+    assert_ne!(want[15], Seen::NotFound);
+    for &f in &followers {
+        converge(&c, f, &h, &want).await;
+    }
+    let after: Vec<usize> = followers.iter().map(|&f| snapshots(&c, f)).collect();
+    assert_eq!(after, before, "the followers went on from the leader's log");
 }
