@@ -8,7 +8,7 @@ pub mod cluster;
 pub mod compare;
 pub mod demo;
 pub mod duration;
-pub mod etcd_proxy;
+pub mod etcd_load;
 pub mod gather;
 pub mod grpc_router;
 pub mod grpc_tso;

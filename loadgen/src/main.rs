@@ -2,7 +2,7 @@
 
 use clap::{Parser, Subcommand};
 use loadgen::{
-    args, attack, cluster, compare, demo, etcd_proxy, nemesis, route, run, sim, token_buckets,
+    args, attack, cluster, compare, demo, etcd_load, nemesis, route, run, sim, token_buckets,
 };
 
 #[derive(Parser)]
@@ -40,10 +40,10 @@ enum Command {
     /// (SIGKILL, leader pauses, etcd partitions, clock jumps, transfers); checks every promise
     /// at the end and exits non-zero on any broken one.
     Nemesis(nemesis::NemesisArgs),
-    /// etcd's KV and Watch straight and through a Meridian node's etcd endpoint, on one TLS
-    /// etcd (from PATH), alternated: put, range and watch-delivery latency at offered rates,
-    /// and the p99 through Meridian minus the direct p99.
-    EtcdProxy(etcd_proxy::EtcdProxyArgs),
+    /// Open-loop puts and ranges at offered rates, and a watch, against one etcd v3 endpoint
+    /// over TLS (etcd, or a Meridian node's client address): put, range and watch-delivery
+    /// latency. `scripts/bench-all ab-etcd-proxy` alternates it straight and through a node.
+    Etcd(etcd_load::EtcdLoadArgs),
     /// The deterministic cluster simulator: a scenario (lost-store, decommission, scale-out,
     /// zone-loss, rolling-restart, merge, or a TOML file) run by Meridian's scheduling core in
     /// simulated time; fails on any safety violation or if it does not converge.
@@ -116,9 +116,9 @@ fn main() -> std::process::ExitCode {
             Command::Route(args) => route::run(&args).await.map(|_| 0),
             Command::TokenBuckets(args) => token_buckets::run_and_report(&args).await,
             Command::Attack(args) => run_attack(args).await,
-            Command::EtcdProxy(args) => {
-                let r = etcd_proxy::run(&args).await?;
-                Ok(u64::from(r.runs.iter().any(|run| run.errors > 0)))
+            Command::Etcd(args) => {
+                let r = etcd_load::run(&args).await?;
+                Ok(u64::from(r.errors > 0))
             }
             Command::Nemesis(args) => {
                 let r = nemesis::run(&args).await?;
