@@ -25,15 +25,21 @@ pub enum Mutation {
     /// (T3): a clock that jumped back, or lags the old leader's, hands out timestamps below
     /// ones already handed out.
     TrustClockAfterBackwardJump,
+    /// A split report or a store registration is acknowledged before it is durable: the split
+    /// without waiting for its write, the registration applied and left to the persister
+    /// instead of written first. A leader that loses its term before the write lands has
+    /// acknowledged what its successor never loads.
+    AckBeforeDurable,
 }
 
 impl Mutation {
-    pub const ALL: [Mutation; 5] = [
+    pub const ALL: [Mutation; 6] = [
         Mutation::ServeBeforeLeaseProof,
         Mutation::SkipWindowPersist,
         Mutation::KeepaliveOldLease,
         Mutation::TransferBeforeStopping,
         Mutation::TrustClockAfterBackwardJump,
+        Mutation::AckBeforeDurable,
     ];
 
     /// The name a simulation's command line uses.
@@ -44,6 +50,7 @@ impl Mutation {
             Mutation::KeepaliveOldLease => "keepalive-old-lease",
             Mutation::TransferBeforeStopping => "transfer-before-stopping",
             Mutation::TrustClockAfterBackwardJump => "trust-clock-after-backward-jump",
+            Mutation::AckBeforeDurable => "ack-before-durable",
         }
     }
 }

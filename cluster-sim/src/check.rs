@@ -2,8 +2,10 @@
 //! strictly increasing across members and terms (a request that starts after another ended
 //! gets a larger one), no timestamp is handed out at or above the limit persisted in etcd at
 //! that moment (T2), no id is handed out twice by any members, at most one member serves TSO
-//! at any instant of simulated time, and a leader serves within the liveness bound once faults
-//! stop. Owns the verdicts only; the driver decides when to observe.
+//! at any instant of simulated time, a leader serves within the liveness bound once faults
+//! stop, and no store registration or split a member acknowledged is missing from a leader
+//! that answers for it later. Owns the verdicts only; the driver and the clients decide when
+//! to observe.
 
 use std::collections::BTreeMap;
 
@@ -21,6 +23,14 @@ pub struct Checker {
     /// Every id handed out: who handed it out, and when.
     ids: BTreeMap<u64, (String, u64)>,
     pub ids_handed_out: u64,
+    /// Every store whose registration a member acknowledged: who acknowledged it, and when.
+    stores: BTreeMap<u64, (String, u64)>,
+    /// Every region a member acknowledged a split for: the highest epoch version
+    /// acknowledged, who acknowledged it, and when.
+    regions: BTreeMap<u64, (u64, String, u64)>,
+    /// Acknowledged registrations and splits, and reads of them checked since.
+    pub placement_acknowledged: u64,
+    pub placement_reads: u64,
 }
 
 impl Checker {
@@ -81,6 +91,66 @@ impl Checker {
             ));
         } else {
             self.ids.insert(id, (member.to_string(), at_ms));
+        }
+    }
+
+    /// `member` acknowledged at `at_ms` that store `id` is registered.
+    pub fn store_acknowledged(&mut self, at_ms: u64, member: &str, id: u64) {
+        self.placement_acknowledged += 1;
+        self.stores
+            .entry(id)
+            .or_insert_with(|| (member.to_string(), at_ms));
+    }
+
+    /// `member` acknowledged at `at_ms` a split (or the bootstrap) that left region `id` at
+    /// epoch version `version`.
+    pub fn region_acknowledged(&mut self, at_ms: u64, member: &str, id: u64, version: u64) {
+        self.placement_acknowledged += 1;
+        let known = self.regions.entry(id).or_insert((0, String::new(), 0));
+        if version > known.0 {
+            *known = (version, member.to_string(), at_ms);
+        }
+    }
+
+    /// The store ids acknowledged so far, in id order.
+    pub fn acknowledged_stores(&self) -> Vec<u64> {
+        self.stores.keys().copied().collect()
+    }
+
+    /// The region ids acknowledged so far, in id order.
+    pub fn acknowledged_regions(&self) -> Vec<u64> {
+        self.regions.keys().copied().collect()
+    }
+
+    /// `member`, answering as leader at `at_ms`, has store `id` (`found`) or not: an
+    /// acknowledged registration must never be missing.
+    pub fn store_read(&mut self, at_ms: u64, member: &str, id: u64, found: bool) {
+        let Some((by, when)) = self.stores.get(&id) else {
+            return;
+        };
+        self.placement_reads += 1;
+        if !found {
+            self.violations.push(format!(
+                "at {at_ms} ms {member} has no store {id}, whose registration {by} acknowledged at {when} ms"
+            ));
+        }
+    }
+
+    /// `member`, answering as leader at `at_ms`, has region `id` at epoch version `found`
+    /// (`None`: not at all): an acknowledged split must never be missing or undone.
+    pub fn region_read(&mut self, at_ms: u64, member: &str, id: u64, found: Option<u64>) {
+        let Some((version, by, when)) = self.regions.get(&id) else {
+            return;
+        };
+        self.placement_reads += 1;
+        match found {
+            Some(v) if v >= *version => {}
+            Some(v) => self.violations.push(format!(
+                "at {at_ms} ms {member} has region {id} at version {v}, below version {version} that {by} acknowledged at {when} ms"
+            )),
+            None => self.violations.push(format!(
+                "at {at_ms} ms {member} has no region {id}, whose split {by} acknowledged at {when} ms"
+            )),
         }
     }
 
@@ -179,6 +249,43 @@ mod tests {
         c.id(3, "m2", 7);
         assert_eq!(c.violations.len(), 1, "{:?}", c.violations);
         assert!(c.violations[0].contains("already handed out by m1"));
+    }
+
+    #[test]
+    fn an_acknowledged_store_or_split_missing_later_is_a_violation() {
+        let mut c = Checker::default();
+        c.store_read(1, "m1", 9, false);
+        c.region_read(1, "m1", 9, None);
+        assert!(
+            c.violations.is_empty(),
+            "never acknowledged: {:?}",
+            c.violations
+        );
+        c.store_acknowledged(2, "m1", 4);
+        c.region_acknowledged(2, "m1", 5, 2);
+        c.region_acknowledged(3, "m1", 5, 3);
+        c.region_acknowledged(3, "m1", 6, 3);
+        c.store_read(4, "m2", 4, true);
+        c.region_read(4, "m2", 5, Some(3));
+        c.region_read(4, "m2", 6, Some(4));
+        assert!(c.violations.is_empty(), "{:?}", c.violations);
+        assert_eq!(c.acknowledged_stores(), vec![4]);
+        assert_eq!(c.acknowledged_regions(), vec![5, 6]);
+        c.store_read(5, "m2", 4, false);
+        c.region_read(5, "m2", 5, Some(2));
+        c.region_read(5, "m2", 6, None);
+        assert_eq!(c.violations.len(), 3, "{:?}", c.violations);
+        assert!(c.violations[0].contains("no store 4"), "{:?}", c.violations);
+        assert!(
+            c.violations[1].contains("below version 3"),
+            "{:?}",
+            c.violations
+        );
+        assert!(
+            c.violations[2].contains("no region 6"),
+            "{:?}",
+            c.violations
+        );
     }
 
     #[test]

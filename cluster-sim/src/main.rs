@@ -1,6 +1,7 @@
 //! `cluster-sim`: runs seeds of the cluster simulation from the command line.
-//! `cluster-sim --seeds N [--from S] [--members 3|5] [--no-faults] [--etcd-faults] [--mutation NAME]` runs seeds
-//! S..S+N and prints the first failing seed; `cluster-sim --seed S --trace F` runs one seed and writes its
+//! `cluster-sim --seeds N [--from S] [--members 3|5] [--no-faults] [--etcd-faults] [--placement]
+//! [--mutation NAME]` runs seeds S..S+N (`--placement`: with the placement client) and prints
+//! the first failing seed; `cluster-sim --seed S --trace F` runs one seed and writes its
 //! trace to F (the same seed writes the same file); `cluster-sim --list-mutations` prints the
 //! deliberate bugs, one name a line. Owns argument handling and printing only.
 
@@ -29,6 +30,7 @@ fn main() -> ExitCode {
     }
     let faults = !args.iter().any(|a| a == "--no-faults");
     let etcd_faults = args.iter().any(|a| a == "--etcd-faults");
+    let placement = args.iter().any(|a| a == "--placement");
     let mutation = match value("--mutation") {
         None => None,
         Some(name) => match Mutation::ALL.into_iter().find(|m| m.name() == name) {
@@ -75,6 +77,7 @@ fn main() -> ExitCode {
             mutation,
             members,
             etcd_faults,
+            placement,
             ..SimConfig::seed(seed)
         });
         if let Some(path) = &trace {

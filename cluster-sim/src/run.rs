@@ -16,6 +16,7 @@ use crate::check::Checker;
 use crate::cluster::{Cluster, ETCD, MEMBERS};
 use crate::hosts;
 use crate::nemesis::{self, Action, Plan};
+use crate::placement_client;
 use crate::trace::Trace;
 
 /// One seed's settings.
@@ -32,6 +33,9 @@ pub struct SimConfig {
     /// Whether the nemesis also changes etcd's leader and makes etcd lose requests (off: the
     /// schedules of every seed recorded so far).
     pub etcd_faults: bool,
+    /// Whether a placement client registers stores and splits regions, checked never to lose
+    /// an acknowledged one (off: the runs of every seed recorded so far).
+    pub placement: bool,
 }
 
 impl SimConfig {
@@ -43,6 +47,7 @@ impl SimConfig {
             quiet_ms: 15_000,
             mutation: None,
             etcd_faults: false,
+            placement: false,
         }
     }
 }
@@ -55,6 +60,9 @@ pub struct Outcome {
     pub violations: Vec<String>,
     pub handed_out: u64,
     pub ids_handed_out: u64,
+    /// Store registrations and splits acknowledged, and reads of them checked.
+    pub placement_acknowledged: u64,
+    pub placement_reads: u64,
 }
 
 /// When the first faults may come: after the first leader has served for a while.
@@ -118,6 +126,13 @@ fn run_seeded(cfg: &SimConfig) -> Outcome {
     sim.client("client", hosts::client(cluster.clone(), client_rng, end_ms));
     let id_rng = ChaCha8Rng::seed_from_u64(rng.gen());
     sim.client("ids", hosts::id_client(cluster.clone(), id_rng, end_ms));
+    if cfg.placement {
+        let placement_rng = ChaCha8Rng::seed_from_u64(rng.gen());
+        sim.client(
+            "placement",
+            placement_client::client(cluster.clone(), placement_rng, end_ms),
+        );
+    }
 
     let mut actions = schedule.into_iter().peekable();
     loop {
@@ -147,13 +162,15 @@ fn run_seeded(cfg: &SimConfig) -> Outcome {
     let Checker {
         handed_out,
         ids_handed_out,
+        placement_acknowledged,
+        placement_reads,
         violations,
         ..
     } = checker;
     cluster.note(
         end,
         format!(
-            "end handed_out={handed_out} ids={ids_handed_out} violations={}",
+            "end handed_out={handed_out} ids={ids_handed_out} placement_acknowledged={placement_acknowledged} placement_reads={placement_reads} violations={}",
             violations.len()
         ),
     );
@@ -166,6 +183,8 @@ fn run_seeded(cfg: &SimConfig) -> Outcome {
         violations,
         handed_out,
         ids_handed_out,
+        placement_acknowledged,
+        placement_reads,
     }
 }
 

@@ -111,3 +111,19 @@ fn keeping_alive_an_old_lease_is_found() {
         &["served at once", "also served"],
     );
 }
+
+/// A leader acknowledging a store registration before writing it loses the store when its term
+/// ends first: in seed 3 (etcd's faults and the placement client on), m1 acknowledges store
+/// 100048 at 6,903 ms and m3, leading from then on, has no such store.
+#[test]
+fn acknowledging_before_durable_is_found() {
+    found_in(
+        SimConfig {
+            etcd_faults: true,
+            placement: true,
+            ..SimConfig::seed(3)
+        },
+        Mutation::AckBeforeDurable,
+        &["no store", "no region", "below version"],
+    );
+}

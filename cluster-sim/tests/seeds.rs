@@ -8,6 +8,7 @@ use cluster_sim::{run, SimConfig};
 fn a_healthy_cluster_elects_one_leader_and_serves() {
     let outcome = run(&SimConfig {
         faults: false,
+        placement: true,
         ..SimConfig::seed(0)
     });
     assert!(outcome.violations.is_empty(), "{:?}", outcome.violations);
@@ -28,6 +29,19 @@ fn a_healthy_cluster_elects_one_leader_and_serves() {
         outcome.ids_handed_out > 50,
         "ids handed out {}",
         outcome.ids_handed_out
+    );
+    // The placement client bootstraps, registers stores and splits regions (one request every
+    // 55 ms on average, a quarter of them reads), and reads back everything at the end.
+    assert!(
+        outcome.placement_acknowledged > 50,
+        "placement acknowledged {}",
+        outcome.placement_acknowledged
+    );
+    assert!(
+        outcome.placement_reads > outcome.placement_acknowledged / 3,
+        "placement reads {} of {} acknowledged",
+        outcome.placement_reads,
+        outcome.placement_acknowledged
     );
 }
 

@@ -2,8 +2,8 @@
 //! registers itself, campaigns, and once elected runs the TSO control loop and the placement
 //! persister exactly as `serve` does, on an etcd client the simulation hands it. No bind, no
 //! cores, no front ends (QUIC, gRPC, admin HTTP): requests reach the member through
-//! [`SimMember::tso`] and [`SimMember::alloc_id`], which take the dispatch every front end
-//! calls, and transfers and resignations through the admin API's command channel.
+//! [`SimMember::tso`], [`SimMember::alloc_id`] and [`SimMember::request`], which take the
+//! dispatch every front end calls, and transfers and resignations through the admin API's command channel.
 //!
 //! Owns only this wiring. It must not change how `serve` starts a node, and it runs no shard
 //! tasks: their thread-local shard would be shared by every member a one-thread simulation
@@ -94,6 +94,12 @@ impl SimMember {
     /// One id through the member's request path (`AllocId`).
     pub async fn alloc_id(&self) -> Response {
         self.execute(Op::of(Request::AllocId)).await
+    }
+
+    /// Any request through the member's request path, as a front end would serve it once
+    /// decoded and authorized (placement's stores, splits and lookups among them).
+    pub async fn request(&self, req: Request) -> Response {
+        self.execute(Op::of(req)).await
     }
 
     /// Asks the leadership loop to hand over to member `target`, on the channel the admin

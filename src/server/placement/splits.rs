@@ -6,6 +6,7 @@
 use super::answer::{invalid, unavailable, WAIT};
 use super::shard_task::{forget_elsewhere, region_error};
 use super::state::PlacementState;
+use crate::mutation::{self, Mutation};
 use crate::placement::{check_split, LimitError, Limits, Region, RegionShape};
 use crate::proto::{ErrorReply, Refusal, Reply, Response, SplitIds, MAX_BATCH_SPLIT};
 
@@ -118,7 +119,8 @@ async fn report_batch_split(state: &PlacementState, regions: Vec<Region>) -> Res
     // that changes nothing repeats a change that may itself be unwritten (a retry whose first
     // try was applied, or one a term took over from its syncer's copy), so it waits too.
     let durable_at = durable_at.max(state.dirty.settled());
-    if durable_at > 0 && !state.dirty.wait(durable_at, WAIT).await {
+    let skip_wait = mutation::on(Mutation::AckBeforeDurable);
+    if durable_at > 0 && !skip_wait && !state.dirty.wait(durable_at, WAIT).await {
         return unavailable("the split is applied but not yet durable; report it again");
     }
     match first_error {

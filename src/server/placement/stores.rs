@@ -5,6 +5,7 @@
 use super::answer::{cluster_version_text, over_limit, persist_now, store_refused};
 use super::persist::encode_store;
 use super::state::PlacementState;
+use crate::mutation::{self, Mutation};
 use crate::placement::{
     page_len, store_wire_size, LimitError, Limits, Store, StoreMap, StoreState, StoreStats,
 };
@@ -102,9 +103,13 @@ async fn put_store(state: &PlacementState, store: Store) -> Response {
             Some(v.to_string().into_bytes()),
         ));
     }
-    if let Err(r) = persist_now(state, ops).await {
-        return r;
+    let deferred = mutation::on(Mutation::AckBeforeDurable);
+    if !deferred {
+        if let Err(r) = persist_now(state, ops).await {
+            return r;
+        }
     }
+    let id = status.id;
     let mut map = state.stores();
     // Heartbeats may have changed the live map meanwhile (a Down store back Up); registrations
     // cannot, so this applies as the staged copy did. The store count is not checked again:
@@ -112,6 +117,9 @@ async fn put_store(state: &PlacementState, store: Store) -> Response {
     match map.put(status, now) {
         Ok(_) => {
             state.publish_stores(&map);
+            if deferred {
+                state.dirty.store(id);
+            }
             Response::Ok(Reply::Done)
         }
         Err(e) => store_refused(e),
