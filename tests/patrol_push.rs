@@ -150,7 +150,15 @@ async fn a_down_stores_repair_is_pushed_to_the_leaders_stream_without_a_heartbea
     );
     assert_eq!(pushed.region_id, 10);
     assert!(pushed.header.unwrap().error.is_none());
-    let change = pushed.change_peer.expect("a conf change");
+    // The stores are at 8.5.0: the one change goes alone in a ChangePeerV2, as PD sends it.
+    assert!(pushed.change_peer.is_none(), "{:?}", pushed.change_peer);
+    let mut changes = pushed
+        .change_peer_v2
+        .clone()
+        .expect("a conf change")
+        .changes;
+    assert_eq!(changes.len(), 1, "{changes:?}");
+    let change = changes.remove(0);
     assert_eq!(
         change.change_type,
         meridian::kvproto::eraftpb::ConfChangeType::AddLearnerNode as i32

@@ -47,13 +47,17 @@ pub async fn bootstrap_one_region(client: &Client, store_address: &str) -> anyho
     Ok(region)
 }
 
-/// Store `id` at `address`, Up, with no labels: a TiKV store as it registers.
+/// Store `id` at `address`, Up, with no labels: a TiKV store as it registers, with its version
+/// (a release that takes `ChangePeerV2`, as [`metapb_store`](super::metapb_store)'s).
 pub fn up_store(id: u64, address: &str) -> Store {
     Store {
         id,
         address: address.into(),
         labels: vec![],
         state: StoreState::Up,
-        details: Default::default(),
+        details: std::sync::Arc::new(crate::placement::StoreDetails {
+            version: "8.5.0".into(),
+            ..Default::default()
+        }),
     }
 }

@@ -54,7 +54,7 @@ pub use split::{check_split, InvalidSplit};
 pub use store::{
     Label, Store, StoreDetails, StoreError, StoreMap, StoreState, StoreStats, StoreStatus,
 };
-pub use version::{cluster_version, is_compatible, Version, VersionError};
+pub use version::{cluster_version, is_compatible, supports_conf_change_v2, Version, VersionError};
 
 #[cfg(test)]
 mod tests;

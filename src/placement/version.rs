@@ -164,6 +164,21 @@ pub fn is_compatible(cluster: &Version, store: &Version) -> bool {
         || (cluster.major, cluster.minor) == (store.major, store.minor)
 }
 
+/// Whether a cluster at `cluster` takes conf changes as `ChangePeerV2` (joint consensus among
+/// them), as PD's `IsFeatureSupported(version, ConfChangeV2)` decides it: the feature came in
+/// 5.0.0, so PD asks `IsCompatible(5.0.0, cluster)`, which a 5.0 pre-release passes too. No
+/// cluster version yet (no store registered) is PD's initial `0.0.0`: not supported.
+pub fn supports_conf_change_v2(cluster: Option<&Version>) -> bool {
+    let since = Version {
+        major: 5,
+        minor: 0,
+        patch: 0,
+        pre_release: String::new(),
+        metadata: String::new(),
+    };
+    cluster.is_some_and(|c| is_compatible(&since, c))
+}
+
 /// The cluster version of stores at `versions` (tombstones left out by the caller): the lowest,
 /// the first of equals; `None` without a store.
 pub fn cluster_version<'a>(versions: impl IntoIterator<Item = &'a Version>) -> Option<Version> {
@@ -251,6 +266,26 @@ mod tests {
             Some(v("8.5.0"))
         );
         assert_eq!(cluster_version(&[]), None);
+    }
+
+    #[test]
+    fn conf_change_v2_comes_with_5_0_as_pd_decides_it() {
+        let supported = |s: &str| supports_conf_change_v2(Some(&v(s)));
+        for yes in [
+            "5.0.0",
+            "5.0.0-rc",
+            "5.0.0-alpha.1",
+            "5.0.3",
+            "5.1.0",
+            "8.5.0",
+            "v6.1.0",
+        ] {
+            assert!(supported(yes), "{yes}");
+        }
+        for no in ["4.0.16", "4.9.9", "3.1.0", "", "0.0.0"] {
+            assert!(!supported(no), "{no:?}");
+        }
+        assert!(!supports_conf_change_v2(None), "no store yet: PD's 0.0.0");
     }
 
     fn arb_version() -> impl Strategy<Value = Version> {

@@ -3,7 +3,10 @@
 //! leader on its heartbeat stream as PD's `RegionHeartbeatResponse`, refuses a second one and
 //! is cancelled by `DELETE` (and then found in `/operators/records`); bad input gets PD's
 //! status and words; only `admin` may change anything. A replica move reaches the leader as
-//! PD's joint-consensus `change_peer_v2` steps.
+//! PD's joint-consensus `change_peer_v2` steps. How a step is worded follows the cluster
+//! version as PD's `GetCmd(region, useConfChangeV2)` has it: from 5.0 a single conf change
+//! goes as a `change_peer_v2` holding just it; below, as `change_peer`, and a replica move is
+//! made one peer at a time (PD builds no joint step there).
 
 use super::*;
 use meridian::harness::{metapb_peer as peer, metapb_region, metapb_store as store};
@@ -101,14 +104,30 @@ async fn leader_gets(
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn operators_are_created_listed_sent_to_the_leader_and_cancelled_as_in_pd() {
-    let tmp = tempfile::tempdir().unwrap();
+/// A node with stores 1-4 at `version` heartbeating, and region 10 (voters on stores 1-3, led
+/// on store 1) reported on a heartbeat stream and known to the node.
+struct Setup {
+    n: Node,
+    data: std::path::PathBuf,
+    addr: String,
+    admin: Trust,
+    tx: tokio::sync::mpsc::Sender<pdpb::RegionHeartbeatRequest>,
+    replies: tonic::Streaming<pdpb::RegionHeartbeatResponse>,
+    /// Region 10's heartbeat as its leader sends it.
+    beat: pdpb::RegionHeartbeatRequest,
+    alive: tokio::task::JoinHandle<()>,
+}
+
+async fn setup(tmp: &tempfile::TempDir, version: &str) -> Setup {
     let data = tmp.path().join("data");
     let mut n = start(&data).await;
     let addr = n.addr().to_string();
     let admin = n.trust.clone();
     let h = n.h();
+    let at = |id| metapb::Store {
+        version: version.into(),
+        ..store(id)
+    };
 
     // Before the cluster is bootstrapped: PD's 500.
     let a = call(&addr, &admin, Method::GET, "/pd/api/v1/operators", None).await;
@@ -136,7 +155,7 @@ async fn operators_are_created_listed_sent_to_the_leader_and_cancelled_as_in_pd(
     };
     n.pd.bootstrap(pdpb::BootstrapRequest {
         header: h.clone(),
-        store: Some(store(1)),
+        store: Some(at(1)),
         region: Some(boot),
     })
     .await
@@ -144,7 +163,7 @@ async fn operators_are_created_listed_sent_to_the_leader_and_cancelled_as_in_pd(
     for id in 2..=4 {
         n.pd.put_store(pdpb::PutStoreRequest {
             header: h.clone(),
-            store: Some(store(id)),
+            store: Some(at(id)),
         })
         .await
         .unwrap();
@@ -168,7 +187,7 @@ async fn operators_are_created_listed_sent_to_the_leader_and_cancelled_as_in_pd(
         ..Default::default()
     };
     tx.send(beat.clone()).await.unwrap();
-    let mut replies =
+    let replies =
         n.pd.region_heartbeat(tokio_stream::wrappers::ReceiverStream::new(rx))
             .await
             .unwrap()
@@ -183,6 +202,51 @@ async fn operators_are_created_listed_sent_to_the_leader_and_cancelled_as_in_pd(
         assert!(tokio::time::Instant::now() < known, "{}", a.text());
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+
+    Setup {
+        n,
+        data,
+        addr,
+        admin,
+        tx,
+        replies,
+        beat,
+        alive,
+    }
+}
+
+/// The conf changes `r` carries, each `(type, peer id, store id)`, and whether they came as
+/// `ChangePeerV2` (never both).
+fn conf_changes(r: &pdpb::RegionHeartbeatResponse) -> (Vec<(i32, u64, u64)>, bool) {
+    assert!(
+        r.change_peer.is_none() || r.change_peer_v2.is_none(),
+        "{r:?}"
+    );
+    let each = |c: &pdpb::ChangePeer| {
+        let p = c.peer.unwrap_or_default();
+        (c.change_type, p.id, p.store_id)
+    };
+    match (&r.change_peer, &r.change_peer_v2) {
+        (Some(c), _) => (vec![each(c)], false),
+        (None, Some(v2)) => (v2.changes.iter().map(each).collect(), true),
+        (None, None) => (vec![], false),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn operators_are_created_listed_sent_to_the_leader_and_cancelled_as_in_pd() {
+    let tmp = tempfile::tempdir().unwrap();
+    // From 5.0 a single conf change reaches the leader as a `ChangePeerV2` holding just it.
+    let Setup {
+        n: _node,
+        data,
+        addr,
+        admin,
+        tx,
+        mut replies,
+        beat,
+        alive,
+    } = setup(&tmp, "8.5.0").await;
 
     // Nothing runs yet: an empty list, and PD's 500 for a region without an operator.
     assert_eq!(
@@ -307,17 +371,21 @@ async fn operators_are_created_listed_sent_to_the_leader_and_cancelled_as_in_pd(
     let from_x = "/pd/api/v1/operators/records?from=x";
     expect(&addr, &admin, Method::GET, from_x, None, bad).await;
 
-    // add-peer: a learner on store 4 first, sent to the leader as PD's AddLearnerNode.
+    // add-peer: a learner on store 4 first, sent to the leader as PD's AddLearnerNode, alone
+    // in a ChangePeerV2 (the cluster is at 8.5.0).
     let body = json!({"name": "add-peer", "region_id": 10, "store_id": 4});
     created(&addr, &admin, body).await;
     tx.send(beat.clone()).await.unwrap();
-    let sent = leader_gets(&mut replies, |r| r.change_peer.is_some()).await;
-    let change = sent.change_peer.unwrap();
+    let sent = leader_gets(&mut replies, |r| !conf_changes(r).0.is_empty()).await;
+    let (changes, v2) = conf_changes(&sent);
+    assert!(v2, "{sent:?}");
+    let [(change_type, _, to)] = changes[..] else {
+        panic!("{sent:?}")
+    };
     assert_eq!(
-        change.change_type,
-        eraftpb::ConfChangeType::AddLearnerNode as i32
+        (change_type, to),
+        (eraftpb::ConfChangeType::AddLearnerNode as i32, 4)
     );
-    assert_eq!(change.peer.unwrap().store_id, 4);
     let listed = get_json(&addr, &admin, "/pd/api/v1/operators?kind=region").await;
     assert!(
         listed[0]
@@ -542,16 +610,15 @@ async fn operators_are_created_listed_sent_to_the_leader_and_cancelled_as_in_pd(
         .unwrap_or_else(|| panic!("{shown}"));
     tx.send(beat.clone()).await.unwrap();
     let sent = leader_gets(&mut replies, |r| {
-        r.change_peer
-            .as_ref()
-            .and_then(|c| c.peer.as_ref())
-            .is_some_and(|p| p.id == new)
+        conf_changes(r).0.iter().any(|&(_, id, _)| id == new)
     })
     .await;
-    let learner = sent.change_peer.unwrap();
     assert_eq!(
-        (learner.change_type, learner.peer.unwrap().store_id),
-        (eraftpb::ConfChangeType::AddLearnerNode as i32, 4)
+        conf_changes(&sent),
+        (
+            vec![(eraftpb::ConfChangeType::AddLearnerNode as i32, new, 4)],
+            true
+        )
     );
     let enter = format!(
         "use joint consensus, promote learner peer {new} on store 4 to voter, \
@@ -581,23 +648,16 @@ async fn operators_are_created_listed_sent_to_the_leader_and_cancelled_as_in_pd(
     ))
     .await
     .unwrap();
-    let sent = leader_gets(&mut replies, |r| r.change_peer_v2.is_some()).await;
-    let changes: Vec<(i32, u64, u64)> = sent
-        .change_peer_v2
-        .unwrap()
-        .changes
-        .into_iter()
-        .map(|c| {
-            let p = c.peer.unwrap();
-            (c.change_type, p.id, p.store_id)
-        })
-        .collect();
+    let sent = leader_gets(&mut replies, |r| conf_changes(r).0.len() == 2).await;
     assert_eq!(
-        changes,
-        vec![
-            (eraftpb::ConfChangeType::AddNode as i32, new, 4),
-            (eraftpb::ConfChangeType::AddLearnerNode as i32, 13, 3),
-        ]
+        conf_changes(&sent),
+        (
+            vec![
+                (eraftpb::ConfChangeType::AddNode as i32, new, 4),
+                (eraftpb::ConfChangeType::AddLearnerNode as i32, 13, 3),
+            ],
+            true
+        )
     );
     let joint = vec![
         peer(11, 1),
@@ -619,16 +679,111 @@ async fn operators_are_created_listed_sent_to_the_leader_and_cancelled_as_in_pd(
         peer(new, 4),
     ];
     tx.send(report(8, left)).await.unwrap();
-    let sent = leader_gets(&mut replies, |r| {
-        r.change_peer
-            .as_ref()
-            .is_some_and(|c| c.change_type == eraftpb::ConfChangeType::RemoveNode as i32)
-    })
-    .await;
-    let change = sent.change_peer.unwrap();
+    let removes = |r: &pdpb::RegionHeartbeatResponse| {
+        conf_changes(r)
+            .0
+            .iter()
+            .any(|c| c.0 == eraftpb::ConfChangeType::RemoveNode as i32)
+    };
+    let sent = leader_gets(&mut replies, removes).await;
     assert_eq!(
-        (change.change_type, change.peer.unwrap().id),
-        (eraftpb::ConfChangeType::RemoveNode as i32, 13)
+        conf_changes(&sent),
+        (
+            vec![(eraftpb::ConfChangeType::RemoveNode as i32, 13, 3)],
+            true
+        )
+    );
+
+    alive.abort();
+    drop(tx);
+}
+
+/// Below 5.0 (PD's `IsFeatureSupported(version, ConfChangeV2)` is false) a step goes as
+/// `change_peer`, and a replica move is made one peer at a time even with
+/// `enable-joint-consensus` on: PD's builder uses joint consensus only where the cluster
+/// version takes `ChangePeerV2`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn below_5_0_steps_go_as_change_peer_and_moves_are_not_joint() {
+    let tmp = tempfile::tempdir().unwrap();
+    let Setup {
+        n: _node,
+        addr,
+        admin,
+        tx,
+        mut replies,
+        beat,
+        alive,
+        ..
+    } = setup(&tmp, "4.0.16").await;
+    let body =
+        json!({"name": "transfer-peer", "region_id": 10, "from_store_id": 3, "to_store_id": 4});
+    created(&addr, &admin, body).await;
+    let listed = get_json(&addr, &admin, OPERATORS).await;
+    let shown = listed[0].as_str().unwrap();
+    let new: u64 = shown
+        .split("0:{add learner peer ")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|id| id.parse().ok())
+        .unwrap_or_else(|| panic!("{shown}"));
+    let steps = format!(
+        "steps:[0:{{add learner peer {new} on store 4}}, \
+         1:{{promote learner peer {new} on store 4 to voter}}, 2:{{remove peer on store 3}}]"
+    );
+    assert!(shown.contains(&steps), "{shown}");
+    let report = |conf_ver, peers| pdpb::RegionHeartbeatRequest {
+        region: Some(metapb_region(10, b"", b"", (conf_ver, 1), peers)),
+        ..beat.clone()
+    };
+    // The first reply that carries `change` for peer `id` (a step may be sent more than once:
+    // when the operator starts, and on each heartbeat).
+    let carries = |change: eraftpb::ConfChangeType, id: u64| {
+        move |r: &pdpb::RegionHeartbeatResponse| {
+            conf_changes(r)
+                .0
+                .iter()
+                .any(|&(t, p, _)| (t, p) == (change as i32, id))
+        }
+    };
+    tx.send(beat.clone()).await.unwrap();
+    let add_learner = carries(eraftpb::ConfChangeType::AddLearnerNode, new);
+    let sent = leader_gets(&mut replies, add_learner).await;
+    assert_eq!(
+        conf_changes(&sent),
+        (
+            vec![(eraftpb::ConfChangeType::AddLearnerNode as i32, new, 4)],
+            false
+        )
+    );
+    let learning = metapb::Peer {
+        role: metapb::PeerRole::Learner as i32,
+        ..peer(new, 4)
+    };
+    tx.send(report(
+        4,
+        vec![peer(11, 1), peer(12, 2), peer(13, 3), learning],
+    ))
+    .await
+    .unwrap();
+    let promote = carries(eraftpb::ConfChangeType::AddNode, new);
+    let sent = leader_gets(&mut replies, promote).await;
+    assert_eq!(
+        conf_changes(&sent),
+        (
+            vec![(eraftpb::ConfChangeType::AddNode as i32, new, 4)],
+            false
+        )
+    );
+    let promoted = vec![peer(11, 1), peer(12, 2), peer(13, 3), peer(new, 4)];
+    tx.send(report(5, promoted)).await.unwrap();
+    let remove = carries(eraftpb::ConfChangeType::RemoveNode, 13);
+    let sent = leader_gets(&mut replies, remove).await;
+    assert_eq!(
+        conf_changes(&sent),
+        (
+            vec![(eraftpb::ConfChangeType::RemoveNode as i32, 13, 3)],
+            false
+        )
     );
 
     alive.abort();

@@ -1,10 +1,10 @@
 //! What scheduling may still start: per-store token buckets for adding and removing peers
-//! (PD's store limit: 1,000 units of influence per region, 200 for a small one, refilled at
-//! the configured rate per minute, holding at most one region's worth or one second's,
-//! whichever is larger), each store's operators in flight and done since its last heartbeat
-//! (so targets count them), and the cluster-wide count of operators in flight by kind. Shared
-//! across cores: atomics, and one small lock per store taken only when an operator starts.
-//! Owns no decision of what to schedule.
+//! (PD's store limit: 1,000 units of influence per region, 200 for a small one, nothing for an
+//! empty one, refilled at the configured rate per minute, holding at most one region's worth or
+//! one second's, whichever is larger), each store's operators in flight and done since its
+//! last heartbeat (so targets count them), and the cluster-wide count of operators in flight by
+//! kind. Shared across cores: atomics, and one small lock per store taken only when an operator
+//! starts. Owns no decision of what to schedule.
 
 use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -14,16 +14,25 @@ use crate::placement::operator::OpKind;
 
 /// A region's influence on a store limit (PD's `influence`).
 pub const REGION_INFLUENCE: f64 = 1000.0;
-/// A small region's (below [`SMALL_REGION_MIB`]).
+/// A small region's (PD's `smallInfluence`).
 pub const SMALL_REGION_INFLUENCE: f64 = 200.0;
+/// A region at most this large (MiB) is small (PD's `SmallRegionThreshold`).
 pub const SMALL_REGION_MIB: u64 = 20;
+/// A region at most this large (MiB) is empty (PD's `EmptyRegionApproximateSize`, which is
+/// also what PD records for a region under 1 MiB).
+pub const EMPTY_REGION_MIB: u64 = 1;
 
-/// What one peer of a region of `size_mib` costs a store limit.
+/// What adding or removing one peer of a region of `size_mib` costs a store limit, as PD's
+/// `AdjustStepCost` charges it: a full region's influence above [`SMALL_REGION_MIB`], a small
+/// one's above [`EMPTY_REGION_MIB`], and nothing for an empty region (such a step is not
+/// limited by the store's rate, only by its store being a target at all).
 pub fn influence(size_mib: u64) -> f64 {
-    if size_mib < SMALL_REGION_MIB {
+    if size_mib > SMALL_REGION_MIB {
+        REGION_INFLUENCE
+    } else if size_mib > EMPTY_REGION_MIB {
         SMALL_REGION_INFLUENCE
     } else {
-        REGION_INFLUENCE
+        0.0
     }
 }
 
@@ -199,6 +208,24 @@ mod tests {
         // Idle for an hour: still one region's worth.
         assert!(b.take(true, REGION_INFLUENCE, rate, 3_600_000));
         assert!(!b.take(true, SMALL_REGION_INFLUENCE, rate, 3_600_000));
+    }
+
+    /// PD's `AdjustStepCost` on each side of its two thresholds (`regionSize >
+    /// SmallRegionThreshold`, then `> EmptyRegionApproximateSize`).
+    #[test]
+    fn a_step_costs_by_region_size_as_pd_charges_it() {
+        for (size, cost) in [
+            (0, 0.0),
+            (1, 0.0),
+            (2, 200.0),
+            (19, 200.0),
+            (20, 200.0),
+            (21, 1000.0),
+            (96, 1000.0),
+            (u64::MAX, 1000.0),
+        ] {
+            assert_eq!(influence(size), cost, "{size} MiB");
+        }
     }
 
     #[test]

@@ -23,6 +23,13 @@ impl Cluster<'_> {
         self.stores.get(id)
     }
 
+    /// Whether a membership change of several peers goes through joint consensus: PD's
+    /// builder uses it only when `enable-joint-consensus` is on and the cluster version takes
+    /// `ChangePeerV2` (below 5.0 TiKV cannot enter a joint state).
+    pub fn use_joint_consensus(&self) -> bool {
+        self.cfg.enable_joint_consensus && self.stores.conf_change_v2()
+    }
+
     /// Peers per minute `store` may gain (`add`) or lose.
     pub fn rate(&self, store: u64, add: bool) -> f64 {
         self.stores.rate(store, add, self.cfg)

@@ -55,8 +55,8 @@ pub struct ScheduleConfig {
     /// The patrol passes over every region within this.
     pub patrol_period_ms: u64,
     /// A membership change of more than one peer goes through joint consensus
-    /// (`ChangePeerV2`), as PD's `enable-joint-consensus` (on by default); off, it is made one
-    /// peer at a time.
+    /// (`ChangePeerV2`), as PD's `enable-joint-consensus` (on by default), where the cluster
+    /// version is 5.0 or later; off, or below 5.0, it is made one peer at a time.
     pub enable_joint_consensus: bool,
 }
 

@@ -201,7 +201,7 @@ fn a_merge_charges_every_alignment_move_to_its_store() {
     let w = world(5);
     let b = region(2, &[4, 2, 5]);
     let c = region(3, &[1, 2, 3]);
-    let cost = crate::placement::schedule::influence(1);
+    let cost = crate::placement::schedule::influence(SIZE_MIB);
     let full = crate::placement::schedule::capacity(w.cfg.store_limit_add_per_min);
     let cl = w.at(NOW);
     let budget = |s: u64| &cl.store(s).expect("a store").budget;
@@ -247,6 +247,10 @@ fn a_merge_charges_every_alignment_move_to_its_store() {
     }
 }
 
+/// The size of both regions [`patrol_once`] merges: small enough to merge, large enough that
+/// its alignment moves cost a store limit something (an empty region's cost nothing).
+const SIZE_MIB: u64 = 10;
+
 /// Runs the patrol on `src` with `next` as its only neighbour.
 fn patrol_once(
     w: &World,
@@ -254,7 +258,7 @@ fn patrol_once(
     next: &Region,
     slot: &mut Option<Box<Pending>>,
 ) -> Dispatch {
-    let lookup = |s: Side| (s == Side::Next).then(|| adj(next, 1));
+    let lookup = |s: Side| (s == Side::Next).then(|| adj(next, SIZE_MIB));
     let m = MergeInput {
         keys: 1,
         recently_split: false,
@@ -265,7 +269,7 @@ fn patrol_once(
     patrol(
         &w.at(NOW),
         &mut Sweep::default(),
-        &input(src, 1),
+        &input(src, SIZE_MIB),
         Some(&m),
         slot,
         &mut || {

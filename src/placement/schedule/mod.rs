@@ -17,7 +17,8 @@
 //!   remove-peer, split-region), checked and planned as PD's handler and operator builder do.
 //! - `scatter`: PD's region scatterer (ScatterRegion), spreading a group's peers and leaders.
 //! - `joint`: PD's operator builder with joint consensus, reordering a plan's membership change
-//!   into `ChangePeerV2` enter and leave steps when `enable_joint_consensus` is on.
+//!   into `ChangePeerV2` enter and leave steps when `enable_joint_consensus` is on and the
+//!   cluster version takes `ChangePeerV2` (5.0 and later).
 //! - `scheduler`: the entry points; starts plans within budget, runs operators step by step.
 //! - `settings`: what an operator changes while the cluster runs (evict-leader's stores,
 //!   per-store limits) and PD's check before a store is decommissioned.
@@ -31,6 +32,8 @@ mod budget;
 mod cluster;
 mod config;
 mod joint;
+#[cfg(test)]
+mod limit_tests;
 mod location;
 mod merge;
 mod plan;
@@ -59,7 +62,7 @@ pub use scatter::{scatter, Groups, Refused, Target, SCATTER_DESC};
 pub use scheduler::{cancel, on_heartbeat, patrol, start_admin_plan, start_plan, Dispatch, Sweep};
 pub use settings::{check_decommission, LimitType, Settings, SettingsError, StoreLimit};
 #[cfg(test)]
-pub(crate) use test_cluster::{up_stores, TestCluster};
+pub(crate) use test_cluster::{details, up_stores, TestCluster};
 pub use view::{Health, StoreLoad, StoreView};
 
 pub use crate::placement::operator::{Joint, OpKind, Pending, Progress, Step};

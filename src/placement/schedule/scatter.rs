@@ -373,7 +373,7 @@ mod tests {
                 address: format!("s{id}:1"),
                 labels,
                 state: StoreState::Up,
-                details: Default::default(),
+                details: crate::placement::schedule::details(),
             };
             map.put(store, 0).unwrap();
             map.heartbeat(id, StoreStats::default(), 0).unwrap();
@@ -407,7 +407,7 @@ mod tests {
         RegionInput {
             region: r,
             pending_peers: &[],
-            size_mib: 1,
+            size_mib: 10,
         }
     }
 
@@ -538,7 +538,7 @@ mod tests {
         let first = region(1, &[1, 2, 3], 0);
         scatter(&w.at(0), &input(&first), "", &mut groups, false).unwrap();
         // Store 4's add bucket is empty.
-        let cost = super::super::budget::influence(1);
+        let cost = super::super::budget::influence(10);
         let b = &w.view.get(4).unwrap().budget;
         while b.take(true, cost, w.cfg.store_limit_add_per_min, 0) {}
         let r = region(2, &[1, 2, 3], 0);

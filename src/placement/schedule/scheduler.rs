@@ -434,7 +434,7 @@ fn start(
             }
         }
     }
-    draft.steps = if c.cfg.enable_joint_consensus {
+    draft.steps = if c.use_joint_consensus() {
         joint_steps(r.region, plan.steps)
     } else {
         plan.steps
@@ -481,7 +481,7 @@ pub fn start_admin_plan(
     if plan.needs_new_peer() || !c.in_flight.try_start(plan.kind, c.cfg.cap(plan.kind)) {
         return d;
     }
-    let steps = if c.cfg.enable_joint_consensus {
+    let steps = if c.use_joint_consensus() {
         joint_steps(r.region, plan.steps)
     } else {
         plan.steps

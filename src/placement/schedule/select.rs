@@ -3,7 +3,7 @@
 //! region, keeps isolation and has room in its add limit, ranked by distinct score and then by
 //! fewest regions counting operators in flight), and the best voter to take a leader.
 
-use super::budget::influence;
+use super::budget::REGION_INFLUENCE;
 use super::cluster::{Cluster, RegionInput};
 use super::location::{distinct_score, isolated};
 use crate::placement::region::Peer;
@@ -49,7 +49,6 @@ pub fn store_to_add(
 ) -> Option<(u64, f64)> {
     let rest = others(c, r, replacing);
     let level = c.cfg.isolation_index();
-    let cost = influence(r.size_mib);
     let mut best: Option<(u64, f64, i64)> = None;
     for s in c.stores.iter() {
         if !s.health(c.now_ms, c.cfg).is_target() || r.has_store(s.id) {
@@ -62,7 +61,13 @@ pub fn store_to_add(
         if score < min_score {
             continue;
         }
-        if !s.budget.has(true, cost, c.rate(s.id, true), c.now_ms) {
+        // PD's target filter (`exceedAddLimit`): a store takes a new peer only while its add
+        // limit holds a whole region's influence, whatever this region's size; starting the
+        // operator then charges the region's own cost.
+        if !s
+            .budget
+            .has(true, REGION_INFLUENCE, c.rate(s.id, true), c.now_ms)
+        {
             continue;
         }
         let regions = s.regions();

@@ -7,7 +7,7 @@ use super::budget::InFlight;
 use super::cluster::Cluster;
 use super::config::ScheduleConfig;
 use super::view::StoreView;
-use crate::placement::{Store, StoreMap, StoreState, StoreStats};
+use crate::placement::{Store, StoreDetails, StoreMap, StoreState, StoreStats};
 
 pub(crate) struct TestCluster {
     pub cfg: ScheduleConfig,
@@ -20,6 +20,15 @@ pub fn up_stores(stores: impl IntoIterator<Item = (u64, StoreStats)>) -> StoreMa
     up_stores_at(stores, 0)
 }
 
+/// What a test store reports of itself: a version that takes `ChangePeerV2`, as every release
+/// since 5.0 does.
+pub(crate) fn details() -> std::sync::Arc<StoreDetails> {
+    std::sync::Arc::new(StoreDetails {
+        version: "8.5.0".into(),
+        ..StoreDetails::default()
+    })
+}
+
 /// [`up_stores`], the first heartbeats at `at_ms`.
 fn up_stores_at(stores: impl IntoIterator<Item = (u64, StoreStats)>, at_ms: u64) -> StoreMap {
     let mut map = StoreMap::new();
@@ -29,7 +38,7 @@ fn up_stores_at(stores: impl IntoIterator<Item = (u64, StoreStats)>, at_ms: u64)
             address: format!("s{id}:1"),
             labels: vec![],
             state: StoreState::Up,
-            details: Default::default(),
+            details: details(),
         };
         map.put(store, 0).unwrap();
         map.heartbeat(id, stats, at_ms).unwrap();

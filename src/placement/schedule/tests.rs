@@ -57,13 +57,13 @@ struct World {
     /// `enable_joint_consensus`.
     joint: bool,
     regions: Vec<Vec<(usize, bool)>>,
-    /// Region i is small (1 MiB) if `small[i]`, else 96 MiB; missing entries are not small.
-    small: Vec<bool>,
+    /// Region i's size (MiB) if `small[i]` holds one, small enough to merge (empty, small or
+    /// not, by PD's store-limit cost); else 96 MiB.
+    small: Vec<Option<u64>>,
     events: Vec<Event>,
 }
 
-/// Regions' sizes: small enough to merge, or as large as TiKV splits them.
-const SMALL_MIB: u64 = 1;
+/// A region's size when it is not small: as large as TiKV splits them.
 const LARGE_MIB: u64 = 96;
 
 fn world() -> impl Strategy<Value = World> {
@@ -86,7 +86,10 @@ fn world() -> impl Strategy<Value = World> {
                 any::<bool>(),
                 proptest::collection::vec(event(), 1..120),
                 any::<bool>(),
-                proptest::collection::vec(prop::bool::weighted(0.6), 8),
+                proptest::collection::vec(
+                    prop::option::weighted(0.6, prop_oneof![0u64..=1, 2u64..=20, 21u64..=40]),
+                    8,
+                ),
             )
         })
         .prop_map(|(stores, regions, isolated, events, joint, small)| World {
@@ -174,7 +177,7 @@ impl Sim {
                     },
                 ],
                 state: StoreState::Up,
-                details: Default::default(),
+                details: crate::placement::schedule::details(),
             };
             map.put(store, 0).unwrap();
         }
@@ -212,7 +215,7 @@ impl Sim {
             .collect();
         let sizes = (0..regions.len())
             .map(|i| match w.small.get(i) {
-                Some(true) => SMALL_MIB,
+                Some(Some(mib)) => *mib,
                 _ => LARGE_MIB,
             })
             .collect();

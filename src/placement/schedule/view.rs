@@ -3,7 +3,8 @@
 //! (`budget.rs`), which carries over from one view to the next. Rebuilt when a store changes;
 //! read lock-free by every core. Owns the store health rules that depend on time: Up,
 //! Disconnected after `store_disconnect_ms` of silence (no longer a target), Down after
-//! `max_store_down_time_ms`, as PD has them.
+//! `max_store_down_time_ms`, as PD has them. Also carries whether the cluster version takes
+//! `ChangePeerV2`, which decides how a membership change is built and sent.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -12,6 +13,7 @@ use super::budget::StoreBudget;
 use super::config::ScheduleConfig;
 use super::settings::{Settings, StoreLimit};
 use crate::placement::store::{StoreMap, StoreState};
+use crate::placement::version::supports_conf_change_v2;
 
 /// A store's health at one moment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -115,6 +117,8 @@ pub struct StoreView {
     /// Limits set for one store (`ctl store limit`); the others have the configured rates.
     limits: Arc<BTreeMap<u64, StoreLimit>>,
     mean_leaders: f64,
+    /// Whether the cluster version takes `ChangePeerV2` (5.0 and later), at the view's making.
+    conf_change_v2: bool,
 }
 
 impl StoreView {
@@ -164,6 +168,7 @@ impl StoreView {
             evicting: prev.evicting.clone(),
             limits: prev.limits.clone(),
             mean_leaders: 0.0,
+            conf_change_v2: supports_conf_change_v2(map.cluster_version()),
         };
         view.measure(cfg, now_ms);
         view
@@ -207,6 +212,13 @@ impl StoreView {
                 }
             }
         }
+    }
+
+    /// Whether conf changes go to TiKV as `ChangePeerV2`, and joint consensus may be used: the
+    /// cluster version (the lowest store's) is 5.0 or later, as PD checks it before building an
+    /// operator and again before sending each step.
+    pub fn conf_change_v2(&self) -> bool {
+        self.conf_change_v2
     }
 
     /// The mean leader count over target stores at the view's making.

@@ -229,8 +229,15 @@ fn change_type(role: PeerRole) -> eraftpb::ConfChangeType {
     }
 }
 
-/// The heartbeat reply that asks `region`'s leader to carry out `op`, as PD words it.
-pub fn operator_to(region: &Region, op: &Operator) -> pdpb::RegionHeartbeatResponse {
+/// The heartbeat reply that asks `region`'s leader to carry out `op`, as PD words it for a
+/// cluster that takes `ChangePeerV2` (`conf_change_v2`, cluster version 5.0 or later) or not.
+/// `None` where PD sends nothing: a joint step below 5.0, which PD neither builds nor sends
+/// (its `GetCmd` returns nil).
+pub fn operator_to(
+    region: &Region,
+    op: &Operator,
+    conf_change_v2: bool,
+) -> Option<pdpb::RegionHeartbeatResponse> {
     let mut resp = pdpb::RegionHeartbeatResponse {
         region_id: region.id,
         region_epoch: Some(metapb::RegionEpoch {
@@ -240,15 +247,26 @@ pub fn operator_to(region: &Region, op: &Operator) -> pdpb::RegionHeartbeatRespo
         target_peer: leader_to(region),
         ..Default::default()
     };
-    match op {
-        Operator::AddPeer(p) => {
-            resp.change_peer = Some(pdpb::ChangePeer {
-                peer: Some(peer_to(p)),
-                change_type: change_type(p.role) as i32,
-            })
+    // PD's `createResponse`: one change, as `ChangePeerV2` holding just it from 5.0 (PD's
+    // AddLearner, AddPeer, PromoteLearner and RemovePeer steps), else as `ChangePeer`.
+    let mut one_change = |change: pdpb::ChangePeer| {
+        if conf_change_v2 {
+            resp.change_peer_v2 = Some(pdpb::ChangePeerV2 {
+                changes: vec![change],
+            });
+        } else {
+            resp.change_peer = Some(change);
         }
+    };
+    match op {
+        Operator::AddPeer(p) => one_change(pdpb::ChangePeer {
+            peer: Some(peer_to(p)),
+            change_type: change_type(p.role) as i32,
+        }),
         // As PD's `ChangePeerV2Enter`/`Leave`: AddNode promotes a learner, AddLearnerNode
         // demotes a voter, each peer with its final role; no change leaves the joint state.
+        // PD's `GetCmd` sends neither below 5.0.
+        Operator::ChangePeerV2(_) if !conf_change_v2 => return None,
         Operator::ChangePeerV2(changes) => {
             resp.change_peer_v2 = Some(pdpb::ChangePeerV2 {
                 changes: changes
@@ -260,12 +278,10 @@ pub fn operator_to(region: &Region, op: &Operator) -> pdpb::RegionHeartbeatRespo
                     .collect(),
             })
         }
-        Operator::RemovePeer(p) => {
-            resp.change_peer = Some(pdpb::ChangePeer {
-                peer: Some(peer_to(p)),
-                change_type: eraftpb::ConfChangeType::RemoveNode as i32,
-            })
-        }
+        Operator::RemovePeer(p) => one_change(pdpb::ChangePeer {
+            peer: Some(peer_to(p)),
+            change_type: eraftpb::ConfChangeType::RemoveNode as i32,
+        }),
         Operator::TransferLeader(p) => {
             resp.transfer_leader = Some(pdpb::TransferLeader {
                 peer: Some(peer_to(p)),
@@ -286,7 +302,7 @@ pub fn operator_to(region: &Region, op: &Operator) -> pdpb::RegionHeartbeatRespo
             })
         }
     }
-    resp
+    Some(resp)
 }
 
 #[cfg(test)]
@@ -382,26 +398,33 @@ mod tests {
             store_id: 2,
             role: PeerRole::Learner,
         };
-        let r = operator_to(&region, &Operator::AddPeer(add.clone()));
+        // Below 5.0 a single change goes as `ChangePeer`.
+        let r = operator_to(&region, &Operator::AddPeer(add.clone()), false).unwrap();
         assert_eq!(r.region_id, 9);
         assert_eq!(r.region_epoch.unwrap().version, 4);
         assert_eq!(r.target_peer.unwrap().id, 10);
+        assert!(r.change_peer_v2.is_none());
         let cp = r.change_peer.unwrap();
         assert_eq!(
             cp.change_type,
             eraftpb::ConfChangeType::AddLearnerNode as i32
         );
         assert_eq!(cp.peer.unwrap().id, 11);
-        let r = operator_to(&region, &Operator::RemovePeer(add));
+        let r = operator_to(&region, &Operator::RemovePeer(add.clone()), false).unwrap();
         assert_eq!(
             r.change_peer.unwrap().change_type,
             eraftpb::ConfChangeType::RemoveNode as i32
         );
-        let r = operator_to(&region, &Operator::TransferLeader(region.peers[0].clone()));
+        let r = operator_to(
+            &region,
+            &Operator::TransferLeader(region.peers[0].clone()),
+            false,
+        );
+        let r = r.unwrap();
         assert_eq!(r.transfer_leader.unwrap().peer.unwrap().id, 10);
         assert!(r.change_peer.is_none());
         let keys = vec![b"a5".to_vec(), b"a7".to_vec()];
-        let r = operator_to(&region, &Operator::Split(Box::new(keys.clone())));
+        let r = operator_to(&region, &Operator::Split(Box::new(keys.clone())), false).unwrap();
         let split = r.split_region.unwrap();
         assert_eq!(split.policy, pdpb::CheckPolicy::Usekey as i32);
         assert_eq!(split.keys, keys);
@@ -410,9 +433,130 @@ mod tests {
         // A merge goes to the source with the target's meta, and nothing else.
         let mut target = region.clone();
         target.id = 10;
-        let r = operator_to(&region, &Operator::Merge(Box::new(target.clone())));
+        let r = operator_to(&region, &Operator::Merge(Box::new(target.clone())), false).unwrap();
         assert_eq!(r.merge.unwrap().target, Some(region_to(&target)));
         assert_eq!(r.region_id, 9);
         assert!(r.change_peer.is_none() && r.transfer_leader.is_none() && r.split_region.is_none());
+    }
+
+    /// PD's `createResponse` and `GetCmd(region, useConfChangeV2)`: from 5.0 every single
+    /// change (add a learner, add or promote a voter, remove) goes as a `ChangePeerV2` holding
+    /// just it, and `ChangePeer` is never set; below 5.0 it goes as `ChangePeer`, and the joint
+    /// steps (which PD does not build there) are not sent at all. Other operators do not
+    /// depend on the version.
+    #[test]
+    fn single_changes_go_as_change_peer_v2_from_5_0_as_pd_sends_them() {
+        let region = Region {
+            id: 9,
+            start_key: vec![],
+            end_key: vec![],
+            epoch: Epoch {
+                conf_ver: 3,
+                version: 4,
+            },
+            peers: vec![
+                Peer {
+                    id: 10,
+                    store_id: 1,
+                    role: PeerRole::Voter,
+                },
+                Peer {
+                    id: 12,
+                    store_id: 3,
+                    role: PeerRole::Voter,
+                },
+            ],
+            leader: Some(10),
+        };
+        let peer = |id, store_id, role| Peer { id, store_id, role };
+        let add_node = eraftpb::ConfChangeType::AddNode as i32;
+        let add_learner = eraftpb::ConfChangeType::AddLearnerNode as i32;
+        let remove = eraftpb::ConfChangeType::RemoveNode as i32;
+        let singles = [
+            (
+                Operator::AddPeer(peer(11, 2, PeerRole::Learner)),
+                add_learner,
+                11,
+                metapb::PeerRole::Learner,
+            ),
+            (
+                Operator::AddPeer(peer(11, 2, PeerRole::Voter)),
+                add_node,
+                11,
+                metapb::PeerRole::Voter,
+            ),
+            (
+                Operator::RemovePeer(peer(12, 3, PeerRole::Voter)),
+                remove,
+                12,
+                metapb::PeerRole::Voter,
+            ),
+        ];
+        for (op, change_type, id, role) in singles {
+            let v2 = operator_to(&region, &op, true).unwrap();
+            assert!(v2.change_peer.is_none(), "{op:?}");
+            let changes = v2.change_peer_v2.unwrap().changes;
+            assert_eq!(changes.len(), 1, "{op:?}");
+            let p = changes[0].peer.clone().unwrap();
+            assert_eq!(
+                (changes[0].change_type, p.id, p.role),
+                (change_type, id, role as i32),
+                "{op:?}"
+            );
+            let v1 = operator_to(&region, &op, false).unwrap();
+            assert!(v1.change_peer_v2.is_none(), "{op:?}");
+            let change = v1.change_peer.unwrap();
+            assert_eq!(
+                (change.change_type, change.peer.unwrap().id),
+                (change_type, id)
+            );
+            // Everything but the change itself is the same either way.
+            let strip = |mut r: pdpb::RegionHeartbeatResponse| {
+                r.change_peer = None;
+                r.change_peer_v2 = None;
+                r
+            };
+            assert_eq!(
+                strip(operator_to(&region, &op, true).unwrap()),
+                strip(operator_to(&region, &op, false).unwrap())
+            );
+        }
+        // The joint steps: sent from 5.0 only.
+        let enter = Operator::ChangePeerV2(Box::new(vec![
+            peer(11, 2, PeerRole::Voter),
+            peer(12, 3, PeerRole::Learner),
+        ]));
+        let changes = operator_to(&region, &enter, true)
+            .unwrap()
+            .change_peer_v2
+            .unwrap()
+            .changes;
+        let got: Vec<(i32, u64)> = changes
+            .iter()
+            .map(|c| (c.change_type, c.peer.as_ref().unwrap().id))
+            .collect();
+        assert_eq!(got, vec![(add_node, 11), (add_learner, 12)]);
+        let leave = Operator::ChangePeerV2(Box::default());
+        let left = operator_to(&region, &leave, true).unwrap();
+        assert_eq!(left.change_peer_v2, Some(pdpb::ChangePeerV2::default()));
+        assert!(left.change_peer.is_none());
+        assert_eq!(operator_to(&region, &enter, false), None);
+        assert_eq!(operator_to(&region, &leave, false), None);
+        // A leader transfer, a split and a merge do not depend on the version.
+        let keys = vec![b"a5".to_vec()];
+        let mut target = region.clone();
+        target.id = 20;
+        for op in [
+            Operator::TransferLeader(region.peers[1].clone()),
+            Operator::Split(Box::new(keys)),
+            Operator::Merge(Box::new(target)),
+        ] {
+            let v2 = operator_to(&region, &op, true).unwrap();
+            assert!(
+                v2.change_peer.is_none() && v2.change_peer_v2.is_none(),
+                "{op:?}"
+            );
+            assert_eq!(Some(v2), operator_to(&region, &op, false), "{op:?}");
+        }
     }
 }

@@ -55,7 +55,10 @@ impl PdService {
             let (batch, ended) = match next {
                 Ok(next) => next,
                 Err((region, op)) => {
-                    let mut resp = convert::operator_to(&region, &op);
+                    let v2 = self.conf_change_v2();
+                    let Some(mut resp) = convert::operator_to(&region, &op, v2) else {
+                        continue;
+                    };
                     resp.header = self.header();
                     if tx.send(Ok(resp)).await.is_err() {
                         return;
@@ -139,7 +142,10 @@ impl PdService {
             }
             let answer = match reply {
                 Response::Ok(Reply::RegionHeartbeat { operator: Some(op) }) => {
-                    let mut resp = convert::operator_to(region, &op);
+                    let Some(mut resp) = convert::operator_to(region, &op, self.conf_change_v2())
+                    else {
+                        continue;
+                    };
                     resp.header = self.header();
                     Ok(resp)
                 }
@@ -180,5 +186,11 @@ impl PdService {
             }
         }
         true
+    }
+
+    /// Whether steps go to TiKV as `ChangePeerV2`: PD reads the cluster version as it sends
+    /// each step, and so does this, from the stores' latest view.
+    fn conf_change_v2(&self) -> bool {
+        self.shared.placement.view.load().conf_change_v2()
     }
 }
