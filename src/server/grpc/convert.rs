@@ -497,7 +497,7 @@ mod tests {
             assert!(v2.change_peer.is_none(), "{op:?}");
             let changes = v2.change_peer_v2.unwrap().changes;
             assert_eq!(changes.len(), 1, "{op:?}");
-            let p = changes[0].peer.clone().unwrap();
+            let p = changes[0].peer.unwrap();
             assert_eq!(
                 (changes[0].change_type, p.id, p.role),
                 (change_type, id, role as i32),
