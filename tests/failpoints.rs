@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 
 use meridian::client::{Client, ClientOptions};
 use meridian::failpoint::points;
-use meridian::harness::{bootstrap_one_region, test_binary, ServerProcess};
-use meridian::placement::{Region, Store, StoreState};
+use meridian::harness::{bootstrap_one_region, test_binary, up_store, ServerProcess};
+use meridian::placement::Region;
 use meridian::proto::{Reply, Request, Response};
 
 async fn connect(server: &ServerProcess, budget: Duration) -> Client {
@@ -249,18 +249,9 @@ async fn register_until_refused(client: &Arc<Client>, ids: &[u64]) -> Vec<u64> {
             tokio::spawn(async move {
                 let mut acked = Vec::new();
                 for id in chunk {
-                    let store = Store {
-                        id,
-                        address: format!(
-                            "10.{}.{}.{}:20160",
-                            id >> 16 & 255,
-                            id >> 8 & 255,
-                            id & 255
-                        ),
-                        labels: vec![],
-                        state: StoreState::Up,
-                        details: Default::default(),
-                    };
+                    let address =
+                        format!("10.{}.{}.{}:20160", id >> 16 & 255, id >> 8 & 255, id & 255);
+                    let store = up_store(id, &address);
                     match client.put_store(store).await {
                         Ok(()) => acked.push(id),
                         Err(_) => break,

@@ -9,10 +9,8 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 use meridian::client::{Client, ClientOptions};
-use meridian::harness::{bootstrap_one_region, test_binary, ServerProcess};
-use meridian::placement::{
-    Epoch, Peer, PeerRole, Region, RegionStats, Store, StoreState, StoreStats,
-};
+use meridian::harness::{bootstrap_one_region, test_binary, up_store, ServerProcess};
+use meridian::placement::{Epoch, Peer, PeerRole, Region, RegionStats, StoreStats};
 use meridian::tls::cert::Role;
 use meridian::tls::Trust;
 use serde_json::Value;
@@ -76,13 +74,7 @@ async fn stores(client: &Client, more: usize) -> Vec<u64> {
     for n in 0..more {
         let id = client.alloc_id().await.unwrap();
         client
-            .put_store(Store {
-                id,
-                address: format!("s{}:20160", n + 2),
-                labels: vec![],
-                state: StoreState::Up,
-                details: Default::default(),
-            })
+            .put_store(up_store(id, &format!("s{}:20160", n + 2)))
             .await
             .unwrap();
         ids.push(id);

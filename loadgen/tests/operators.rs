@@ -19,9 +19,9 @@ use std::time::{Duration, Instant};
 use loadgen::args::Protocol;
 use loadgen::cluster::{self, ClusterArgs, Fleet};
 use meridian::client::Client;
-use meridian::harness::{connect_when_placement_loads, pd_header, test_binary};
+use meridian::harness::{connect_when_placement_loads, pd_header, test_binary, up_store};
 use meridian::kvproto::pdpb;
-use meridian::placement::{PeerRole, Region, Store, StoreState, StoreStatus};
+use meridian::placement::{PeerRole, Region, StoreState, StoreStatus};
 
 const STORES: u64 = 7;
 const REGIONS: u64 = 240;
@@ -280,13 +280,7 @@ async fn stores_carrying_out_operators_are_repaired_drained_and_filled_safely() 
     let new = client.alloc_id().await.unwrap();
     fleet.join(new);
     client
-        .put_store(Store {
-            id: new,
-            address: format!("sim-store-{new}:20160"),
-            labels: vec![],
-            state: StoreState::Up,
-            details: Default::default(),
-        })
+        .put_store(up_store(new, &format!("sim-store-{new}:20160")))
         .await
         .unwrap();
     // 720 peers over 6 live stores: 120 each once balanced.

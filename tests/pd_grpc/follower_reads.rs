@@ -112,6 +112,7 @@ impl Splitter {
     }
 
     /// The report of the next split, at `at`, built with fresh ids and not sent.
+    #[cfg_attr(not(feature = "failpoints"), allow(dead_code))]
     pub(super) async fn next_report(
         &self,
         pd: &mut PdClient<Channel>,
@@ -148,6 +149,7 @@ pub(super) async fn bootstrapped(
 
 /// `c` bootstrapped through the member that leads: the cluster, the leader, a client of it,
 /// the request header and a splitter of the one region.
+#[cfg_attr(not(feature = "failpoints"), allow(dead_code))]
 pub(super) async fn bootstrap_led(
     c: Cluster,
 ) -> (
