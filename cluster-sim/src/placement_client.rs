@@ -8,7 +8,7 @@
 use std::rc::Rc;
 use std::time::Duration;
 
-use meridian::placement::{Epoch, Peer, PeerRole, Region, Store, StoreState};
+use meridian::placement::{Epoch, Peer, Region, Store, StoreState};
 use meridian::proto::{ErrorReply, Reply, Request, Response};
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
@@ -133,21 +133,7 @@ async fn bootstrap(
         *id = got;
     }
     let [store_id, region_id, peer_id] = ids;
-    let region = Region {
-        id: region_id,
-        start_key: Vec::new(),
-        end_key: Vec::new(),
-        epoch: Epoch {
-            conf_ver: 1,
-            version: 1,
-        },
-        peers: vec![Peer {
-            id: peer_id,
-            store_id,
-            role: PeerRole::Voter,
-        }],
-        leader: Some(peer_id),
-    };
+    let region = Region::bootstrap(region_id, peer_id, store_id);
     ask_again(
         cluster,
         rng,

@@ -4,7 +4,7 @@
 //! caller's.
 
 use crate::client::Client;
-use crate::placement::{Epoch, Peer, PeerRole, Region, Store, StoreState};
+use crate::placement::{Region, Store, StoreState};
 
 /// The region a first store bootstraps with: ids from `AllocId` (the store's, the region's,
 /// the peer's, in that order), epoch 1/1, a single voter that leads it, over the whole key
@@ -21,21 +21,7 @@ pub async fn first_region(client: &Client) -> anyhow::Result<Region> {
 /// Region `id` over the whole key space at epoch 1/1, with a single voter `peer_id` on
 /// `store_id` that leads it: the region a cluster is bootstrapped with.
 pub fn one_voter_region(id: u64, peer_id: u64, store_id: u64) -> Region {
-    Region {
-        id,
-        start_key: vec![],
-        end_key: vec![],
-        epoch: Epoch {
-            conf_ver: 1,
-            version: 1,
-        },
-        peers: vec![Peer {
-            id: peer_id,
-            store_id,
-            role: PeerRole::Voter,
-        }],
-        leader: Some(peer_id),
-    }
+    Region::bootstrap(id, peer_id, store_id)
 }
 
 /// Bootstraps the cluster with one store at `store_address` holding [`first_region`]; returns

@@ -133,32 +133,25 @@ impl Splitter {
 /// The config of the three-member clusters here: a short lease, so that a failover is quick.
 pub(super) const ON_ETCD: &str = "[election]\nlease_ttl_secs = 2\n";
 
-/// Three members on etcd ([`ON_ETCD`]), bootstrapped through the leader (see
-/// [`bootstrap_led`]).
-pub(super) async fn bootstrapped(
-    dir: &std::path::Path,
-) -> (
+/// A cluster bootstrapped through its leader: the cluster, the leader, a client of it, the
+/// request header and a splitter of the one region.
+pub(super) type Bootstrapped = (
     Cluster,
     usize,
     PdClient<Channel>,
     Option<pdpb::RequestHeader>,
     Splitter,
-) {
+);
+
+/// Three members on etcd ([`ON_ETCD`]), bootstrapped through the leader (see
+/// [`bootstrap_led`]).
+pub(super) async fn bootstrapped(dir: &std::path::Path) -> Bootstrapped {
     bootstrap_led(Cluster::start(dir, 3, ON_ETCD).unwrap()).await
 }
 
-/// `c` bootstrapped through the member that leads: the cluster, the leader, a client of it,
-/// the request header and a splitter of the one region.
+/// `c` bootstrapped through the member that leads.
 #[cfg_attr(not(feature = "failpoints"), allow(dead_code))]
-pub(super) async fn bootstrap_led(
-    c: Cluster,
-) -> (
-    Cluster,
-    usize,
-    PdClient<Channel>,
-    Option<pdpb::RequestHeader>,
-    Splitter,
-) {
+pub(super) async fn bootstrap_led(c: Cluster) -> Bootstrapped {
     let first = leader(&c, None);
     let addr = c.nodes[first].process().grpc_addr.clone().unwrap();
     let (mut pd, cluster_id) =

@@ -111,6 +111,26 @@ impl RegionStats {
 }
 
 impl Region {
+    /// Region `id` over the whole key space at epoch 1/1, with a single voter `peer_id` on
+    /// `store_id` that leads it: the region a cluster is bootstrapped with.
+    pub fn bootstrap(id: u64, peer_id: u64, store_id: u64) -> Region {
+        Region {
+            id,
+            start_key: Vec::new(),
+            end_key: Vec::new(),
+            epoch: Epoch {
+                conf_ver: 1,
+                version: 1,
+            },
+            peers: vec![Peer {
+                id: peer_id,
+                store_id,
+                role: PeerRole::Voter,
+            }],
+            leader: Some(peer_id),
+        }
+    }
+
     /// The leader peer, if the report names one.
     pub fn leader_peer(&self) -> Option<&Peer> {
         let leader = self.leader?;

@@ -5,9 +5,9 @@
 
 use proptest::prelude::*;
 
-use super::test_cluster::TestCluster;
+use super::test_cluster::{region, TestCluster};
 use super::{capacity, on_heartbeat, RegionInput};
-use crate::placement::region::{Epoch, Peer, PeerRole, Region};
+use crate::placement::region::Region;
 
 /// When the regions report: the stores heartbeated at 0 and are still Up.
 const NOW: u64 = 1_000;
@@ -28,25 +28,7 @@ fn pd_step_cost(size_mib: u64) -> f64 {
 /// Region `id` with voters on stores 1 and 2 only (one short of three), led on store 1: the
 /// replica checker adds its third peer on store 3, the one store left.
 fn short_region(id: u64) -> Region {
-    let peers: Vec<Peer> = [1, 2]
-        .iter()
-        .map(|&s| Peer {
-            id: id * 10 + s,
-            store_id: s,
-            role: PeerRole::Voter,
-        })
-        .collect();
-    Region {
-        id,
-        start_key: vec![b'a' + id as u8],
-        end_key: vec![b'a' + id as u8 + 1],
-        epoch: Epoch {
-            conf_ver: 1,
-            version: 1,
-        },
-        leader: Some(peers[0].id),
-        peers,
-    }
+    region(id, &[1, 2])
 }
 
 proptest! {

@@ -2,9 +2,9 @@ use proptest::prelude::*;
 
 use super::*;
 use crate::placement::schedule::safety;
-use crate::placement::schedule::test_cluster::TestCluster;
+use crate::placement::schedule::test_cluster::{region, TestCluster};
 use crate::placement::schedule::{patrol, Dispatch, Sweep};
-use crate::placement::{Epoch, Operator, Pending};
+use crate::placement::{Operator, Pending};
 
 /// Past split-merge-interval from a start at 0.
 const NOW: u64 = 4_000_000;
@@ -14,30 +14,6 @@ type World = TestCluster;
 /// `stores` stores up and idle, heartbeating at `NOW`.
 fn world(stores: u64) -> World {
     TestCluster::up_at(&(1..=stores).collect::<Vec<_>>(), NOW)
-}
-
-/// Region `id` over `[k(id), k(id+1))` with voters on `stores` (peer ids `id*10 + store`),
-/// led by the first.
-fn region(id: u64, stores: &[u64]) -> Region {
-    let peers: Vec<Peer> = stores
-        .iter()
-        .map(|&s| Peer {
-            id: id * 10 + s,
-            store_id: s,
-            role: PeerRole::Voter,
-        })
-        .collect();
-    Region {
-        id,
-        start_key: vec![b'a' + id as u8],
-        end_key: vec![b'a' + id as u8 + 1],
-        epoch: Epoch {
-            conf_ver: 1,
-            version: 1,
-        },
-        leader: Some(peers[0].id),
-        peers,
-    }
 }
 
 fn input(r: &Region, size_mib: u64) -> RegionInput<'_> {

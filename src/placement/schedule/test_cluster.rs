@@ -1,12 +1,13 @@
 //! For tests: a cluster that owns what [`Cluster`] borrows (configuration, the stores' view,
 //! operators in flight), as the server's shards and the simulator own it, and lends it for
-//! one call at a given time, and the plain stores most tests build it from. Must not touch:
+//! one call at a given time, and the plain stores and regions most tests build it from. Must not touch:
 //! anything a decision reads beyond those three.
 
 use super::budget::InFlight;
 use super::cluster::Cluster;
 use super::config::ScheduleConfig;
 use super::view::StoreView;
+use crate::placement::region::{Epoch, Peer, PeerRole, Region};
 use crate::placement::{Store, StoreDetails, StoreMap, StoreState, StoreStats};
 
 pub(crate) struct TestCluster {
@@ -81,5 +82,29 @@ impl TestCluster {
             in_flight: &self.in_flight,
             now_ms,
         }
+    }
+}
+
+/// Region `id` over `[k(id), k(id+1))` with voters on `stores` (peer ids `id*10 + store`),
+/// led by the first.
+pub(crate) fn region(id: u64, stores: &[u64]) -> Region {
+    let peers: Vec<Peer> = stores
+        .iter()
+        .map(|&s| Peer {
+            id: id * 10 + s,
+            store_id: s,
+            role: PeerRole::Voter,
+        })
+        .collect();
+    Region {
+        id,
+        start_key: vec![b'a' + id as u8],
+        end_key: vec![b'a' + id as u8 + 1],
+        epoch: Epoch {
+            conf_ver: 1,
+            version: 1,
+        },
+        leader: Some(peers[0].id),
+        peers,
     }
 }
