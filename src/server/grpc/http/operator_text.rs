@@ -301,6 +301,8 @@ pub fn refusal_text(e: &AdminRefused) -> String {
         AdminRefused::StoreNotFound(_) => "[PD:core:ErrStoreNotFound]",
         AdminRefused::StoreRemoved(_) => "[PD:core:ErrStoreRemoved]",
         AdminRefused::StoreUnhealthy(_) => "[PD:core:ErrStoreUnhealthy]",
+        AdminRefused::AbnormalPeer(_) => "[PD:region:ErrRegionAbnormalPeer]",
+        AdminRefused::NotAdjacent => "[PD:region:ErrRegionNotAdjacent]",
         AdminRefused::AddOperator => "[PD:operator:ErrAddOperator]",
         AdminRefused::Build(_) => "",
     };

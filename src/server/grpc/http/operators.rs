@@ -1,14 +1,13 @@
 //! PD's operator API, with its routes, input, words and status codes (`server/api/
 //! operator.go`, `pkg/schedule/handler`): `GET /operators` (`?kind=`, `?object`), `POST
 //! /operators` (`{"name": ...}`: transfer-leader, transfer-region, transfer-peer, add-peer,
-//! add-learner, remove-peer, split-region, scatter-region, scatter-regions), `DELETE
+//! add-learner, remove-peer, merge-region, split-region, scatter-region, scatter-regions), `DELETE
 //! /operators`, `GET /operators/records`, and `GET`/`DELETE /operators/{region_id}`. The input is read as PD reads its
 //! `map[string]any` (numbers are JSON numbers; a field of the wrong type is a missing one);
 //! the checks and plans are `placement::schedule::admin`'s, reached through the request
 //! service's operators view. A read needs any role, a change `admin` (`auth.rs`).
 //!
-//! Not as PD: `merge-region` is answered as an unknown operator (Meridian has no merge step
-//! to send TiKV), split-region takes policy USEKEY only (the operator TiKV is sent carries
+//! Not as PD: split-region takes policy USEKEY only (the operator TiKV is sent carries
 //! keys), and an ended operator (`/operators/{id}`, `/operators/records`) is shown by its
 //! record, without the steps it ran.
 
@@ -289,6 +288,21 @@ pub async fn create(State(api): State<Api>, bytes: Bytes) -> Result<Response, Fa
                 _ => AdminAsk::RemovePeer { store },
             };
             (id, ask)
+        }
+        "merge-region" => {
+            let source = number(&input, "source_region_id", "missing region id")?;
+            let target = number(
+                &input,
+                "target_region_id",
+                "invalid target region id to merge to",
+            )?;
+            // PD looks the source up before the target.
+            if !view::known(shared, source)? {
+                return Err(internal(text::refusal_text(&AdminRefused::RegionNotFound(
+                    source,
+                ))));
+            }
+            return started(view::merge(shared, source, target).await?);
         }
         "split-region" => {
             let id = region()?;
