@@ -250,3 +250,67 @@ async fn merge_region_is_checked_and_run_as_a_pair_as_in_pd() {
     .await;
     alive.abort();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn split_region_reaches_the_leader_with_each_of_pds_policies() {
+    let tmp = tempfile::tempdir().unwrap();
+    let Setup {
+        n: _node,
+        addr,
+        admin,
+        tx,
+        mut replies,
+        beat,
+        alive,
+        ..
+    } = setup(&tmp, "8.5.0").await;
+    let cancelled = (StatusCode::OK, "The pending operator is canceled.");
+    for (policy, name, want) in [
+        ("scan", "SCAN", pdpb::CheckPolicy::Scan),
+        ("Approximate", "APPROXIMATE", pdpb::CheckPolicy::Approximate),
+        ("USEKEY", "USEKEY", pdpb::CheckPolicy::Usekey),
+    ] {
+        // Keys are read for USEKEY only: a bad one beside another policy is not looked at.
+        let keys = if want == pdpb::CheckPolicy::Usekey {
+            json!(["6d"])
+        } else {
+            json!(["not hex"])
+        };
+        let body = json!({"name": "split-region", "region_id": 10, "policy": policy, "keys": keys});
+        created(&addr, &admin, body).await;
+        tx.send(beat.clone()).await.unwrap();
+        let sent = leader_gets(&mut replies, |r| {
+            r.region_id == 10 && r.split_region.is_some()
+        })
+        .await
+        .split_region
+        .unwrap();
+        assert_eq!(sent.policy, want as i32, "{policy}");
+        let brief = if want == pdpb::CheckPolicy::Usekey {
+            assert_eq!(sent.keys, vec![b"m".to_vec()]);
+            format!("split: region 10 use policy {name} and keys [6D]")
+        } else {
+            assert!(sent.keys.is_empty(), "{policy}: the leader picks the key");
+            format!("split: region 10 use policy {name}")
+        };
+        let listed = get_json(&addr, &admin, "/pd/api/v1/operators?object").await;
+        assert_eq!(listed[0]["brief"], json!(brief), "{listed}");
+        let shown = get_json(&addr, &admin, "/pd/api/v1/operators/10").await;
+        let step = format!("steps:[0:{{split region with policy {name}}}]");
+        assert!(shown.as_str().is_some_and(|s| s.contains(&step)), "{shown}");
+        let op_10 = "/pd/api/v1/operators/10";
+        expect(&addr, &admin, Method::DELETE, op_10, None, cancelled).await;
+    }
+    // A policy PD does not know: its words.
+    let (status, said) = post(
+        &addr,
+        &admin,
+        json!({"name": "split-region", "region_id": 10, "policy": "middle"}),
+    )
+    .await;
+    assert_eq!(
+        (status.as_u16(), said.as_str()),
+        (500, "check policy middle is not supported")
+    );
+    alive.abort();
+}

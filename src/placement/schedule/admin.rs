@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use super::cluster::{Cluster, RegionInput};
 use super::merge::{self, peers_match};
 use super::plan::{Plan, NEW_PEER};
-use crate::placement::operator::{MergeStep, OpKind, SplitStep, Step};
+use crate::placement::operator::{MergeStep, OpKind, SplitPolicy, SplitStep, Step};
 use crate::placement::region::{Peer, PeerRole, Region};
 use crate::placement::store::StoreState;
 
@@ -73,8 +73,10 @@ pub enum AdminAsk {
     RemovePeer {
         store: u64,
     },
-    /// PD's split with policy USEKEY.
+    /// PD's split: at `keys` (USEKEY), or where the leader finds the middle (SCAN,
+    /// APPROXIMATE; `keys` are not read).
     Split {
+        policy: SplitPolicy,
         keys: Vec<Vec<u8>>,
     },
     /// PD's merge-region: this region (the source) into `target`.
@@ -288,7 +290,16 @@ pub fn admin_plan(c: &Cluster, r: &RegionInput, ask: &AdminAsk) -> Result<AdminP
             admin("admin-move-peer", steps)
         }
         AdminAsk::TransferRegion { stores } => transfer_region(c, r, stores),
-        AdminAsk::Split { keys } => {
+        AdminAsk::Split { policy, .. } if *policy != SplitPolicy::UseKey => {
+            let step = SplitStep {
+                start_key: region.start_key.clone(),
+                end_key: region.end_key.clone(),
+                policy: *policy,
+                keys: Vec::new(),
+            };
+            admin("admin-split-region", vec![Step::Split(Box::new(step))])
+        }
+        AdminAsk::Split { keys, .. } => {
             let mut keys: Vec<Vec<u8>> = keys
                 .iter()
                 .filter(|k| region.contains(k) && k.as_slice() != region.start_key.as_slice())
@@ -305,6 +316,7 @@ pub fn admin_plan(c: &Cluster, r: &RegionInput, ask: &AdminAsk) -> Result<AdminP
             let step = SplitStep {
                 start_key: region.start_key.clone(),
                 end_key: region.end_key.clone(),
+                policy: SplitPolicy::UseKey,
                 keys,
             };
             admin("admin-split-region", vec![Step::Split(Box::new(step))])

@@ -257,6 +257,7 @@ fn a_split_keeps_the_keys_inside_the_region() {
     let w = world(&[1, 2, 3], &[]);
     let r = voters(&[1, 2, 3]);
     let keys = |ks: &[&[u8]]| AdminAsk::Split {
+        policy: SplitPolicy::UseKey,
         keys: ks.iter().map(|k| k.to_vec()).collect(),
     };
     let got = plan(&w, &r, keys(&[b"m", b"c", b"m", b"a", b"zz"])).unwrap();
@@ -269,10 +270,33 @@ fn a_split_keeps_the_keys_inside_the_region() {
         (&b"a"[..], &b"z"[..])
     );
     assert_eq!((got.desc, got.kind), ("admin-split-region", "admin"));
+    assert_eq!(s.policy, SplitPolicy::UseKey);
     assert_eq!(
         plan(&w, &r, keys(&[b"a", b"z"])),
         refused("no split key lies inside region 1")
     );
+}
+
+#[test]
+fn a_split_by_scan_or_approximate_leaves_the_key_to_the_leader() {
+    let w = world(&[1, 2, 3], &[]);
+    let r = voters(&[1, 2, 3]);
+    for policy in [SplitPolicy::Scan, SplitPolicy::Approximate] {
+        // Keys given with these policies are not read, as PD reads them for USEKEY only.
+        let ask = AdminAsk::Split {
+            policy,
+            keys: vec![b"zz".to_vec()],
+        };
+        let got = plan(&w, &r, ask).unwrap();
+        let want = SplitStep {
+            start_key: b"a".to_vec(),
+            end_key: b"z".to_vec(),
+            policy,
+            keys: vec![],
+        };
+        assert_eq!(got.plan.steps, vec![Step::Split(Box::new(want))]);
+        assert_eq!((got.desc, got.kind), ("admin-split-region", "admin"));
+    }
 }
 
 /// Region `id` over `[start, end)` with voters `10 * id + s` on `stores`, led by the first.
