@@ -27,7 +27,7 @@ use super::op_status::{OpRecord, OpStatus, OpStatusTracker};
 use super::operator::{Operator, Pending, Step};
 use super::range_index::{RangeIndex, Route};
 use super::region::{Epoch, Region, RegionError, RegionStats};
-use super::schedule::{self, Cluster, Dispatch, MergeInput, Neighbours, OpKind, RegionInput, Side};
+use super::schedule::{self, Cluster, Dispatch, MergeInput, Neighbours, RegionInput, Side};
 use in_flight::InFlight;
 
 pub use admin_operator::RunningOp;
