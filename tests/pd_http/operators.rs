@@ -95,6 +95,15 @@ async fn leader_gets(
     replies: &mut tonic::Streaming<pdpb::RegionHeartbeatResponse>,
     wanted: impl Fn(&pdpb::RegionHeartbeatResponse) -> bool,
 ) -> pdpb::RegionHeartbeatResponse {
+    reply_where(replies, |r| r.region_id == 10 && wanted(r)).await
+}
+
+/// Reads the heartbeat stream until a reply that `wanted` accepts: replies pushed for an
+/// earlier operator may still be queued ahead of it.
+pub(super) async fn reply_where(
+    replies: &mut tonic::Streaming<pdpb::RegionHeartbeatResponse>,
+    wanted: impl Fn(&pdpb::RegionHeartbeatResponse) -> bool,
+) -> pdpb::RegionHeartbeatResponse {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
     loop {
         let next = tokio::time::timeout_at(deadline, replies.next())
@@ -102,7 +111,7 @@ async fn leader_gets(
             .expect("the step reaches the leader")
             .expect("the stream stays open")
             .unwrap();
-        if next.region_id == 10 && wanted(&next) {
+        if wanted(&next) {
             return next;
         }
     }

@@ -4,31 +4,12 @@
 //! never sent), and the target's ends once it has grown over the source's range; a split by
 //! each of PD's policies reaches the leader as PD's `SplitRegion` with that `CheckPolicy`.
 
-use super::operators::{created, expect, post, setup, Setup, OPERATORS};
+use super::operators::{created, expect, post, reply_where, setup, Setup, OPERATORS};
 use super::*;
 use meridian::harness::{metapb_peer as peer, metapb_region};
 use meridian::kvproto::metapb;
 use meridian::tls::cert::Role;
 use serde_json::{json, Value};
-use tokio_stream::StreamExt;
-
-/// Reads the heartbeat stream until a reply that `wanted` accepts.
-async fn leader_gets(
-    replies: &mut tonic::Streaming<pdpb::RegionHeartbeatResponse>,
-    wanted: impl Fn(&pdpb::RegionHeartbeatResponse) -> bool,
-) -> pdpb::RegionHeartbeatResponse {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    loop {
-        let next = tokio::time::timeout_at(deadline, replies.next())
-            .await
-            .expect("the step reaches the leader")
-            .expect("the stream stays open")
-            .unwrap();
-        if wanted(&next) {
-            return next;
-        }
-    }
-}
 
 /// Waits until `GET path` answers 200 with a body `done` accepts.
 async fn until(addr: &str, trust: &Trust, path: &str, done: impl Fn(&Value) -> bool) {
@@ -200,7 +181,7 @@ async fn merge_region_is_checked_and_run_as_a_pair_as_in_pd() {
         "{shown}"
     );
     tx.send(beat(&h, right.clone(), vec![])).await.unwrap();
-    let sent = leader_gets(&mut replies, |r| r.merge.is_some()).await;
+    let sent = reply_where(&mut replies, |r| r.merge.is_some()).await;
     assert_eq!(sent.region_id, 21);
     let target = sent.merge.unwrap().target.unwrap();
     assert_eq!((target.id, target.end_key.as_slice()), (10, &b"m"[..]));
@@ -279,8 +260,12 @@ async fn split_region_reaches_the_leader_with_each_of_pds_policies() {
         let body = json!({"name": "split-region", "region_id": 10, "policy": policy, "keys": keys});
         created(&addr, &admin, body).await;
         tx.send(beat.clone()).await.unwrap();
-        let sent = leader_gets(&mut replies, |r| {
-            r.region_id == 10 && r.split_region.is_some()
+        // The operator just cancelled may still have replies queued: wait for this policy's.
+        let sent = reply_where(&mut replies, |r| {
+            r.region_id == 10
+                && r.split_region
+                    .as_ref()
+                    .is_some_and(|s| s.policy == want as i32)
         })
         .await
         .split_region
