@@ -33,7 +33,9 @@ pub use limits::{
 };
 /// The cluster's own record: data only, no rule over it here.
 pub use meridian_client::placement::ClusterMeta;
-pub use operator::{OpKind, Operator, Pending, Progress, SplitStep, Step};
+pub use operator::{
+    MergeStep, OpKind, Operator, Pending, Progress, Split, SplitPolicy, SplitStep, Step,
+};
 pub use range_index::{Change, RangeIndex, Snapshot, SEGMENT};
 pub use region::{Epoch, Peer, PeerRole, Region, RegionError, RegionShape, RegionStats, MAX_PEERS};
 // The reference model the property tests and the fuzzers check `RangeIndex` against; no

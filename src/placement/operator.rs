@@ -4,7 +4,7 @@
 //! stores, limits or how an operator was chosen.
 
 /// One step as the frames carry it: the one change a heartbeat reply asks of a region's leader.
-pub use meridian_client::placement::Operator;
+pub use meridian_client::placement::{Operator, Split, SplitPolicy};
 
 use super::region::{Peer, PeerRole, Region};
 
@@ -98,12 +98,14 @@ pub struct MergeStep {
     pub passive: bool,
 }
 
-/// The range a split was asked of and where to cut it: done once the region's range differs
-/// (PD's `SplitRegion.IsFinish`).
+/// The range a split was asked of, how the leader finds where to cut it, and where (`keys`,
+/// for `UseKey`): done once the region's range differs (PD's `SplitRegion.IsFinish`), so a
+/// split whose key the leader picks is seen made as one at given keys is.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SplitStep {
     pub start_key: Vec<u8>,
     pub end_key: Vec<u8>,
+    pub policy: SplitPolicy,
     pub keys: Vec<Vec<u8>>,
 }
 
@@ -145,7 +147,10 @@ impl Step {
             }),
             Step::RemovePeer(p) => Operator::RemovePeer(p.clone()),
             Step::TransferLeader(p) => Operator::TransferLeader(p.clone()),
-            Step::Split(s) => Operator::Split(Box::new(s.keys.clone())),
+            Step::Split(s) => Operator::Split(Box::new(Split {
+                policy: s.policy,
+                keys: s.keys.clone(),
+            })),
             Step::Merge(m) => Operator::Merge(Box::new(m.target.clone())),
             Step::JointEnter(j) => Operator::ChangePeerV2(Box::new(j.changes())),
             // As PD's: an empty change list, which TiKV reads as "leave the joint state".

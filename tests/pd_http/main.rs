@@ -5,8 +5,8 @@
 //! region), who may call what (`roles`), placement and label rules checked as PD checks them
 //! and kept across a restart (`rules`), a follower's answers (`follower`, on etcd), a TiDB
 //! server's start emulated from its code (`tidb_start`), and PD's operator API: operators
-//! created, listed, sent to the leader and cancelled (`operators`), and the sizes regions
-//! report (`sizes`).
+//! created, listed, sent to the leader and cancelled (`operators`; merges and splits by each
+//! policy in `split_merge_operators`), and the sizes regions report (`sizes`).
 
 mod follower;
 mod no_leader;
@@ -15,6 +15,7 @@ mod roles;
 mod routes;
 mod rules;
 mod sizes;
+mod split_merge_operators;
 mod tidb_start;
 
 use std::path::Path;

@@ -13,6 +13,6 @@ mod store;
 
 pub use buckets::Buckets;
 pub use cluster::ClusterMeta;
-pub use operator::Operator;
+pub use operator::{Operator, Split, SplitPolicy};
 pub use region::{Epoch, Peer, PeerRole, Region, RegionStats};
 pub use store::{Label, Store, StoreDetails, StoreState, StoreStats, StoreStatus};

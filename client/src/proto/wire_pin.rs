@@ -9,13 +9,13 @@ use std::sync::Arc;
 
 use super::*;
 use crate::placement::{
-    Epoch, Operator, Peer, PeerRole, Region, RegionStats, Store, StoreDetails, StoreState,
-    StoreStats,
+    Epoch, Operator, Peer, PeerRole, Region, RegionStats, Split, SplitPolicy, Store, StoreDetails,
+    StoreState, StoreStats,
 };
 
 /// The ALPN id and the digest of the layout it names. When the digest changes, the layout did:
 /// give the ALPN id a new number and pin both.
-const PINNED: (&[u8], u64) = (b"meridian/3", 0x1631_944b_e1ac_ec6f);
+const PINNED: (&[u8], u64) = (b"meridian/4", 0x9b65_8ddc_56cb_1d1a);
 
 /// FNV-1a, 64 bits: enough to notice a change, with no dependency.
 fn fnv1a(bytes: &[u8], mut hash: u64) -> u64 {
@@ -104,6 +104,13 @@ fn digest() -> u64 {
                 store_id: 2,
                 role: PeerRole::Voter,
             })),
+        }),
+        // The rarer steps' layouts are the wire's too.
+        Response::Ok(Reply::RegionHeartbeat {
+            operator: Some(Operator::Split(Box::new(Split {
+                policy: SplitPolicy::Approximate,
+                keys: vec![b"m".to_vec()],
+            }))),
         }),
         Response::Err(ErrorReply::NotBootstrapped),
     ];

@@ -2,12 +2,13 @@
 //! (add a learner or a voter, promote a learner, remove a peer; with `ChangePeerV2`, enter a
 //! joint state promoting learners and demoting voters at once, then leave it) bumps `conf_ver`; a leader
 //! transfer moves the leader to a voter whose store is live; a split names the keys that fall
-//! inside the region (the caller asks the cluster for the new ids). A step already made (PD
+//! inside the region (the caller asks the cluster for the new ids), or, asked by SCAN or
+//! APPROXIMATE with no key, the region's middle key, as TiKV picks one. A step already made (PD
 //! sends a pending step again until it sees it done) changes nothing. Checks each step against
 //! the safety rules as it is made, so a broken rule is seen where it happens. Owns no I/O and
 //! no store state: which stores are live is asked of the caller.
 
-use meridian::placement::{Operator, Peer, PeerRole, Region};
+use meridian::placement::{Operator, Peer, PeerRole, Region, SplitPolicy};
 
 /// What a step changed in the region.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -84,8 +85,16 @@ pub fn carry_out(region: &mut Region, op: &Operator, live: &dyn Fn(u64) -> bool)
         Operator::AddPeer(p) => add(region, p),
         Operator::RemovePeer(p) => remove(region, p, live),
         Operator::TransferLeader(p) => transfer(region, p, live),
-        Operator::Split(keys) => {
-            let mut inside: Vec<Vec<u8>> = keys
+        Operator::Split(split) if split.policy != SplitPolicy::UseKey => {
+            match middle_key(&region.start_key, &region.end_key) {
+                Some(key) => Applied::ok(Change::Split(vec![key])),
+                // Too narrow to hold a key between its bounds: TiKV finds none, and splits not.
+                None => Applied::ok(Change::None),
+            }
+        }
+        Operator::Split(split) => {
+            let mut inside: Vec<Vec<u8>> = split
+                .keys
                 .iter()
                 .filter(|k| {
                     k.as_slice() > region.start_key.as_slice()
@@ -106,6 +115,46 @@ pub fn carry_out(region: &mut Region, op: &Operator, live: &dyn Fn(u64) -> bool)
         Operator::Merge(_) => Applied::ok(Change::None),
         Operator::ChangePeerV2(changes) => change_v2(region, changes, live),
     }
+}
+
+/// The key halfway between `start` and `end` (empty: the end of the key space), the keys read
+/// as fractions, a byte a digit; `None` when no key lies strictly between them. This
+/// cluster's stores hold no data to scan, so the middle of the range stands for the middle of
+/// the data TiKV would find.
+pub fn middle_key(start: &[u8], end: &[u8]) -> Option<Vec<u8>> {
+    let len = start.len().max(end.len()) + 1;
+    let digits = |k: &[u8]| {
+        let mut d: Vec<u16> = k.iter().map(|b| u16::from(*b)).collect();
+        d.resize(len, 0);
+        d
+    };
+    let a = digits(start);
+    // The end of the key space is 1: a carry above the first digit.
+    let (b, mut top) = if end.is_empty() {
+        (vec![0; len], 1u16)
+    } else {
+        (digits(end), 0)
+    };
+    let mut sum = vec![0u16; len];
+    let mut carry = 0;
+    for i in (0..len).rev() {
+        let s = a[i] + b[i] + carry;
+        sum[i] = s & 0xff;
+        carry = s >> 8;
+    }
+    top += carry;
+    let mut mid = Vec::with_capacity(len);
+    for digit in sum {
+        let v = (top << 8) | digit;
+        mid.push((v >> 1) as u8);
+        top = v & 1;
+    }
+    // Trailing zeros only make a key longer than the same point needs.
+    while mid.last() == Some(&0) {
+        mid.pop();
+    }
+    let inside = mid.as_slice() > start && (end.is_empty() || mid.as_slice() < end);
+    inside.then_some(mid)
 }
 
 /// TiKV's `ChangePeerV2`: no change leaves the joint state (refused while the leader is
@@ -287,7 +336,7 @@ pub fn has_live_leader(region: &Region, live: &dyn Fn(u64) -> bool) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use meridian::placement::Epoch;
+    use meridian::placement::{Epoch, Split};
 
     fn peer(id: u64, store_id: u64, role: PeerRole) -> Peer {
         Peer { id, store_id, role }
@@ -403,19 +452,56 @@ mod tests {
     #[test]
     fn a_split_keeps_the_keys_inside_the_region_in_order() {
         let mut r = region();
-        let op = Operator::Split(Box::new(vec![
+        let op = Operator::Split(Box::new(Split::at(vec![
             b"k".to_vec(),
             b"a".to_vec(),
             b"c".to_vec(),
             b"m".to_vec(),
             b"c".to_vec(),
-        ]));
+        ])));
         assert_eq!(
             carry_out(&mut r, &op, &all_live).change,
             Change::Split(vec![b"c".to_vec(), b"k".to_vec()])
         );
-        let outside = Operator::Split(Box::new(vec![b"b".to_vec()]));
+        let outside = Operator::Split(Box::new(Split::at(vec![b"b".to_vec()])));
         assert_eq!(carry_out(&mut r, &outside, &all_live).change, Change::None);
+        // USEKEY with no key: nowhere to split.
+        let none = Operator::Split(Box::new(Split::at(vec![])));
+        assert_eq!(carry_out(&mut r, &none, &all_live).change, Change::None);
+    }
+
+    #[test]
+    fn a_split_by_scan_or_approximate_cuts_the_region_in_the_middle() {
+        for policy in [SplitPolicy::Scan, SplitPolicy::Approximate] {
+            let mut r = region();
+            let op = Operator::Split(Box::new(Split {
+                policy,
+                keys: vec![],
+            }));
+            // Halfway between "b" and "m".
+            let want = vec![(b'b' + b'm') / 2, 0x80];
+            assert_eq!(
+                carry_out(&mut r, &op, &all_live).change,
+                Change::Split(vec![want])
+            );
+        }
+        assert_eq!(middle_key(b"", b""), Some(vec![0x80]));
+        assert_eq!(middle_key(b"a", b""), Some(vec![0xb0, 0x80]));
+        assert_eq!(middle_key(b"", b"\x02"), Some(vec![0x01]));
+        assert_eq!(middle_key(b"a", b"c"), Some(b"b".to_vec()));
+        assert_eq!(middle_key(b"a", b"b"), Some(vec![b'a', 0x80]));
+        assert_eq!(middle_key(b"a", b"a\x00"), None, "no key between them");
+        for (s, e) in [
+            (&b"k"[..], &b"k\x01"[..]),
+            (&b""[..], &b"\x00\x01"[..]),
+            (&b"\xff"[..], &b""[..]),
+        ] {
+            let m = middle_key(s, e).unwrap();
+            assert!(
+                m.as_slice() > s && (e.is_empty() || m.as_slice() < e),
+                "{m:?}"
+            );
+        }
     }
 
     #[test]

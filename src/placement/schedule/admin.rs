@@ -5,14 +5,16 @@
 //! shows. The steps are Meridian's (a learner added then promoted, the leader moved off a peer
 //! before it is removed), as PD builds them without joint consensus. New peers carry
 //! [`NEW_PEER`] as their id until the caller gives them one; a region has at most one peer per
-//! store, so a new peer is told apart by its store. Owns no operator state, limits or I/O.
+//! store, so a new peer is told apart by its store. A merge's target is checked from what its
+//! own shard last saw ([`MergeTarget`]). Owns no operator state, limits or I/O.
 
 use std::collections::BTreeMap;
 
 use super::cluster::{Cluster, RegionInput};
+use super::merge::{self, peers_match};
 use super::plan::{Plan, NEW_PEER};
-use crate::placement::operator::{OpKind, SplitStep, Step};
-use crate::placement::region::{Peer, PeerRole};
+use crate::placement::operator::{MergeStep, OpKind, SplitPolicy, SplitStep, Step};
+use crate::placement::region::{Peer, PeerRole, Region};
 use crate::placement::store::StoreState;
 
 /// PD's `storeUnhealthyDuration`: a store silent this long is refused as a target.
@@ -71,10 +73,28 @@ pub enum AdminAsk {
     RemovePeer {
         store: u64,
     },
-    /// PD's split with policy USEKEY.
+    /// PD's split: at `keys` (USEKEY), or where the leader finds the middle (SCAN,
+    /// APPROXIMATE; `keys` are not read).
     Split {
+        policy: SplitPolicy,
         keys: Vec<Vec<u8>>,
     },
+    /// PD's merge-region: this region (the source) into `target`.
+    Merge {
+        target: Box<MergeTarget>,
+    },
+}
+
+/// A merge's target as the shard that holds it last saw it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MergeTarget {
+    pub region: Region,
+    /// Its peers still catching up.
+    pub pending: Vec<u64>,
+    pub size_mib: u64,
+    /// It runs an operator an admin one may not replace (the shard's rule, checked after
+    /// the plan as PD's `addOperator` checks it).
+    pub runs_admin: bool,
 }
 
 /// What an admin operator is to do, and how PD names it.
@@ -98,6 +118,11 @@ pub enum AdminRefused {
     StoreRemoved(u64),
     #[error("store {0} is unhealthy")]
     StoreUnhealthy(u64),
+    /// A merge's region with a down, pending or missing peer, or a learner.
+    #[error("region {0} has abnormal peer")]
+    AbnormalPeer(u64),
+    #[error("two regions are not adjacent")]
+    NotAdjacent,
     /// The region runs an operator PD would not replace (another admin one, or a scatter), or
     /// the operator could not start.
     #[error("failed to add operator, maybe already have one")]
@@ -173,6 +198,10 @@ fn admin(desc: &'static str, steps: Vec<Step>) -> Result<AdminPlan, AdminRefused
 /// Checks `ask` against the region as last reported and the stores, as PD's handler and
 /// builder check it, and plans it.
 pub fn admin_plan(c: &Cluster, r: &RegionInput, ask: &AdminAsk) -> Result<AdminPlan, AdminRefused> {
+    // PD checks a merge's regions before it builds anything.
+    if let AdminAsk::Merge { target } = ask {
+        return merge_plan(c, r, target);
+    }
     let region = r.region;
     let on = |store: u64| region.peers.iter().find(|p| p.store_id == store);
     let leader_store = r.leader().map(|p| p.store_id);
@@ -261,7 +290,16 @@ pub fn admin_plan(c: &Cluster, r: &RegionInput, ask: &AdminAsk) -> Result<AdminP
             admin("admin-move-peer", steps)
         }
         AdminAsk::TransferRegion { stores } => transfer_region(c, r, stores),
-        AdminAsk::Split { keys } => {
+        AdminAsk::Split { policy, .. } if *policy != SplitPolicy::UseKey => {
+            let step = SplitStep {
+                start_key: region.start_key.clone(),
+                end_key: region.end_key.clone(),
+                policy: *policy,
+                keys: Vec::new(),
+            };
+            admin("admin-split-region", vec![Step::Split(Box::new(step))])
+        }
+        AdminAsk::Split { keys, .. } => {
             let mut keys: Vec<Vec<u8>> = keys
                 .iter()
                 .filter(|k| region.contains(k) && k.as_slice() != region.start_key.as_slice())
@@ -278,11 +316,60 @@ pub fn admin_plan(c: &Cluster, r: &RegionInput, ask: &AdminAsk) -> Result<AdminP
             let step = SplitStep {
                 start_key: region.start_key.clone(),
                 end_key: region.end_key.clone(),
+                policy: SplitPolicy::UseKey,
                 keys,
             };
             admin("admin-split-region", vec![Step::Split(Box::new(step))])
         }
+        AdminAsk::Merge { target } => merge_plan(c, r, target),
     }
+}
+
+/// PD's `AddMergeRegionOperator` and `CreateMergeRegionOperator`: both regions healthy and
+/// fully replicated, touching, then the source's peers moved onto the target's stores (as
+/// PD's builder sets them, each in the target's role) when they are elsewhere, then the merge.
+/// The target's half of the pair is the caller's to start ([`MergeStep`] with `passive`).
+fn merge_plan(c: &Cluster, r: &RegionInput, t: &MergeTarget) -> Result<AdminPlan, AdminRefused> {
+    let target = RegionInput {
+        region: &t.region,
+        pending_peers: &t.pending,
+        size_mib: t.size_mib,
+    };
+    if !merge::healthy(c, r) {
+        return Err(AdminRefused::AbnormalPeer(r.region.id));
+    }
+    if !merge::healthy(c, &target) {
+        return Err(AdminRefused::AbnormalPeer(t.region.id));
+    }
+    let (s, t) = (r.region, &t.region);
+    // An empty key is the key space's edge, never a meeting point: the first region and the
+    // last do not touch.
+    let after = !s.start_key.is_empty() && s.start_key == t.end_key;
+    let before = !s.end_key.is_empty() && s.end_key == t.start_key;
+    if !after && !before {
+        return Err(AdminRefused::NotAdjacent);
+    }
+    let mut steps = Vec::new();
+    if !peers_match(s, t) {
+        let stores: BTreeMap<u64, Option<AskedRole>> = t
+            .peers
+            .iter()
+            .map(|p| {
+                let role = match p.role {
+                    PeerRole::Learner => AskedRole::Learner,
+                    _ => AskedRole::Voter,
+                };
+                (p.store_id, Some(role))
+            })
+            .collect();
+        steps = transfer_region(c, r, &stores)?.plan.steps;
+    }
+    steps.push(Step::Merge(Box::new(MergeStep {
+        source: s.clone(),
+        target: t.clone(),
+        passive: false,
+    })));
+    admin("admin-merge-region", steps)
 }
 
 /// A voter other than `leaving` to take the leadership before it goes: an old voter that may

@@ -185,7 +185,7 @@ fn merges_again(total: u64, merge_max: u64, region_max: u64, split: u64) -> bool
 
 /// No pending or down peer, exactly `max_replicas` voters and no learner (PD's
 /// `IsRegionHealthy` and `IsRegionReplicated`).
-fn healthy(c: &Cluster, r: &RegionInput) -> bool {
+pub(super) fn healthy(c: &Cluster, r: &RegionInput) -> bool {
     r.pending_peers.is_empty()
         && r.region
             .peers

@@ -50,7 +50,7 @@ mod view;
 #[cfg(test)]
 mod tests;
 
-pub use admin::{admin_plan, AdminAsk, AdminPlan, AdminRefused, AskedRole};
+pub use admin::{admin_plan, AdminAsk, AdminPlan, AdminRefused, AskedRole, MergeTarget};
 pub use budget::{capacity, influence, InFlight, StoreBudget, REGION_INFLUENCE};
 pub use cluster::{Cluster, RegionInput};
 pub use config::ScheduleConfig;
@@ -59,7 +59,9 @@ pub use location::{distinct_score, isolated};
 pub use merge::{peers_match, Adjacent, MergeInput, MergePlan, Neighbour, Neighbours, Side};
 pub use plan::{Plan, NEW_PEER};
 pub use scatter::{scatter, Groups, Refused, Target, SCATTER_DESC};
-pub use scheduler::{cancel, on_heartbeat, patrol, start_admin_plan, start_plan, Dispatch, Sweep};
+pub use scheduler::{
+    cancel, on_heartbeat, patrol, start_admin_plan, start_passive, start_plan, Dispatch, Sweep,
+};
 pub use settings::{check_decommission, LimitType, Settings, SettingsError, StoreLimit};
 #[cfg(test)]
 pub(crate) use test_cluster::{details, up_stores, TestCluster};

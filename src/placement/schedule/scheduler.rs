@@ -14,7 +14,7 @@ use super::joint::joint_steps;
 use super::merge::{self, MergeInput, MergePlan};
 use super::plan::{Plan, NEW_PEER};
 use super::replica::{self, may_remove};
-use crate::placement::operator::{Joint, OpKind, Operator, Pending, Progress, Step};
+use crate::placement::operator::{Joint, MergeStep, OpKind, Operator, Pending, Progress, Step};
 use crate::placement::region::PeerRole;
 
 /// What one call did to a region's operator.
@@ -500,6 +500,24 @@ pub fn start_admin_plan(
     d.started = first.ended.is_none();
     d.step = first.step;
     d
+}
+
+/// The target's half of an admin merge (`step`, passive): never sent, it keeps other
+/// operators off the target until the target's range changes, and counts in flight as the
+/// source's half does. `None` when no admin operator may start.
+pub fn start_passive(c: &Cluster, step: MergeStep) -> Option<Box<Pending>> {
+    let kind = OpKind::Admin;
+    if !step.passive || !c.in_flight.try_start(kind, c.cfg.cap(kind)) {
+        return None;
+    }
+    Some(Box::new(Pending {
+        kind,
+        steps: vec![Step::Merge(Box::new(step))],
+        at: 0,
+        leader_store: 0,
+        created_ms: c.now_ms,
+        deadline_ms: c.now_ms.saturating_add(c.cfg.operator_timeout_ms),
+    }))
 }
 
 /// Adds (`sign` 1) or takes back (-1) the operator's effect on its stores' pending counts.

@@ -8,11 +8,15 @@
 
 use super::{Names, Order, OrderRefused, Ordered, Shard};
 use crate::placement::op_status::{OpRecord, OpStatus};
-use crate::placement::operator::{OpKind, Operator, Step};
+use crate::placement::operator::{MergeStep, OpKind, Operator, Step};
 use crate::placement::region::Epoch;
 use crate::placement::schedule::{
-    self, admin_plan, AdminAsk, AdminPlan, AdminRefused, Cluster, NEW_PEER, SCATTER_DESC,
+    self, admin_plan, AdminAsk, AdminPlan, AdminRefused, Cluster, MergeTarget, NEW_PEER,
+    SCATTER_DESC,
 };
+
+/// PD's description of an admin merge, on both of its regions.
+pub const MERGE_DESC: &str = "admin-merge-region";
 
 /// One running operator as PD's API shows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -57,7 +61,8 @@ impl Shard {
         c: &Cluster,
         new_peer_id: &mut dyn FnMut() -> Option<u64>,
     ) -> Result<Option<Operator>, AdminRefused> {
-        let blocked = self.runs_admin(id, c.now_ms);
+        let target_busy = matches!(ask, AdminAsk::Merge { target } if target.runs_admin);
+        let blocked = self.runs_admin(id, c.now_ms) || target_busy;
         let entry = self
             .regions
             .get(&id)
@@ -106,6 +111,94 @@ impl Shard {
             |input, slot| schedule::start_admin_plan(c, input, plan, slot),
         )
         .ok_or(AdminRefused::AddOperator)
+    }
+
+    /// Region `id` as an admin merge's target: as last reported, with its peers catching up;
+    /// and whether it runs an operator an admin one may not replace.
+    pub fn merge_target(&self, id: u64, now_ms: u64) -> Option<MergeTarget> {
+        let entry = self.regions.get(&id).filter(|e| e.route.is_current())?;
+        Some(MergeTarget {
+            region: entry.route.region(),
+            pending: self.catching_up.get(&id).map_or(Vec::new(), |p| p.to_vec()),
+            size_mib: entry.sizes.mib(),
+            runs_admin: self.runs_admin(id, now_ms),
+        })
+    }
+
+    /// Starts the source's half of an admin merge of region `id` into `target` (as
+    /// [`Shard::start_admin`]); returns its first step, and the target's half with its kind
+    /// flags, for the target's shard to start ([`Shard::start_merge_target`]).
+    pub fn start_admin_merge(
+        &mut self,
+        id: u64,
+        target: MergeTarget,
+        c: &Cluster,
+        new_peer_id: &mut dyn FnMut() -> Option<u64>,
+    ) -> Result<(Option<Operator>, MergeStep, &'static str), AdminRefused> {
+        let ask = AdminAsk::Merge {
+            target: Box::new(target),
+        };
+        let first = self.start_admin(id, &ask, c, new_peer_id)?;
+        let kind = self.ops.get(id, c.now_ms).map_or("admin", |r| r.kind);
+        let half = self.in_flight.get(id).and_then(|p| {
+            p.steps.iter().find_map(|s| match s {
+                Step::Merge(m) => Some(MergeStep {
+                    passive: true,
+                    ..(**m).clone()
+                }),
+                _ => None,
+            })
+        });
+        match half {
+            Some(half) => Ok((first, half, kind)),
+            // The merge is the plan's last step: an operator without it did not start.
+            None => Err(AdminRefused::AddOperator),
+        }
+    }
+
+    /// Starts the target's half of an admin merge (`step`, passive) on region `id`, under the
+    /// same rule as [`Shard::start_admin`]: it replaces a scheduler's operator, never an admin
+    /// one. Refused when the target changed since it was checked (its epoch is not the
+    /// step's).
+    pub fn start_merge_target(
+        &mut self,
+        id: u64,
+        step: MergeStep,
+        kind: &'static str,
+        c: &Cluster,
+    ) -> Result<(), AdminRefused> {
+        if self.runs_admin(id, c.now_ms) {
+            return Err(AdminRefused::AddOperator);
+        }
+        let epoch = step.target.epoch;
+        let current = self
+            .regions
+            .get(&id)
+            .filter(|e| e.route.is_current() && e.route.region().epoch == epoch);
+        if current.is_none() {
+            return Err(AdminRefused::AddOperator);
+        }
+        let op = schedule::start_passive(c, step).ok_or(AdminRefused::AddOperator)?;
+        let (ops, in_flight) = (&mut self.ops, &mut self.in_flight);
+        in_flight.with_slot(id, |slot| {
+            if slot.is_some() {
+                schedule::cancel(c, slot);
+                ops.end(id, OpStatus::Replace, c.now_ms);
+            }
+            *slot = Some(op);
+        });
+        ops.start(
+            id,
+            OpRecord {
+                desc: MERGE_DESC,
+                kind,
+                status: OpStatus::Running,
+                group: None,
+                epoch,
+                at_ms: c.now_ms,
+            },
+        );
+        Ok(())
     }
 
     /// Cancels the running operator of `region`, or of every region this shard owns (PD's
@@ -334,5 +427,63 @@ mod tests {
             Some(("admin-transfer-leader", OpStatus::Success))
         );
         assert_eq!(w.in_flight.get(OpKind::Admin), 0);
+    }
+
+    #[test]
+    fn an_admin_merge_runs_as_a_pair_and_the_targets_half_ends_when_it_grows() {
+        let w = TestCluster::up(&[1, 2, 3]);
+        let index = RangeIndex::new();
+        let mut shard = Shard::new();
+        let left = region(1, b"", b"m", 1, &[1, 2, 3]);
+        let right = region(2, b"m", b"", 1, &[1, 2, 3]);
+        for r in [&left, &right] {
+            shard
+                .heartbeat(r, RegionStats::default(), &w.at(0), &index, &mut || None)
+                .unwrap();
+        }
+        let c = w.at(10);
+        assert_eq!(shard.merge_target(9, 10), None);
+        let target = shard.merge_target(1, 10).unwrap();
+        assert_eq!((target.region.id, target.runs_admin), (1, false));
+        let (first, half, kind) = shard
+            .start_admin_merge(2, target, &c, &mut || None)
+            .unwrap();
+        assert_eq!(first, Some(Operator::Merge(Box::new(left.clone()))));
+        assert_eq!(kind, "admin");
+        assert!(half.passive && half.source.id == 2 && half.target.id == 1);
+        // The target changed since it was read: its half is refused.
+        let mut stale = half.clone();
+        stale.target.epoch.version += 1;
+        assert_eq!(
+            shard.start_merge_target(1, stale, kind, &c),
+            Err(AdminRefused::AddOperator)
+        );
+        assert_eq!(shard.start_merge_target(1, half, kind, &c), Ok(()));
+        assert_eq!(w.in_flight.get(OpKind::Admin), 2);
+        let listed = shard.running_operators(None, 10);
+        let shown: Vec<_> = listed.iter().map(|o| (o.region_id, o.desc)).collect();
+        assert_eq!(shown, vec![(1, MERGE_DESC), (2, MERGE_DESC)]);
+        // Each region of the pair now refuses another admin operator.
+        let again = shard.merge_target(1, 10).unwrap();
+        assert!(again.runs_admin);
+        assert_eq!(
+            shard.start_admin_merge(2, again, &c, &mut || None),
+            Err(AdminRefused::AddOperator)
+        );
+        // The target grows over the source: its half is done.
+        let whole = region(1, b"", b"", 2, &[1, 2, 3]);
+        shard
+            .heartbeat(
+                &whole,
+                RegionStats::default(),
+                &w.at(20),
+                &index,
+                &mut || None,
+            )
+            .unwrap();
+        assert_eq!(
+            shard.operator_status(1, 20).map(|r| r.status),
+            Some(OpStatus::Success)
+        );
     }
 }

@@ -24,10 +24,10 @@ use std::sync::Arc;
 
 use super::dense_map::DenseIdMap;
 use super::op_status::{OpRecord, OpStatus, OpStatusTracker};
-use super::operator::{Operator, Pending};
+use super::operator::{Operator, Pending, Step};
 use super::range_index::{RangeIndex, Route};
 use super::region::{Epoch, Region, RegionError, RegionStats};
-use super::schedule::{self, Cluster, Dispatch, MergeInput, Neighbours, OpKind, RegionInput, Side};
+use super::schedule::{self, Cluster, Dispatch, MergeInput, Neighbours, RegionInput, Side};
 use in_flight::InFlight;
 
 pub use admin_operator::RunningOp;
@@ -517,11 +517,9 @@ impl Shard {
             }
         }
         if let Some(id) = d.merge_partner {
-            if self
-                .in_flight
-                .get(id)
-                .is_some_and(|p| p.kind == OpKind::Merge)
-            {
+            // The scheduler's merges and the admin ones alike.
+            let merging = |p: &Pending| p.steps.iter().any(|s| matches!(s, Step::Merge(_)));
+            if self.in_flight.get(id).is_some_and(merging) {
                 schedule::cancel(c, &mut self.in_flight.take(id));
                 self.ops.end(id, OpStatus::Cancel, c.now_ms);
             }

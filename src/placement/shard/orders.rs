@@ -4,7 +4,7 @@
 //! decisions (a scatter's targets are `schedule::scatter`'s).
 
 use super::{Names, Shard};
-use crate::placement::operator::{OpKind, Operator, SplitStep, Step};
+use crate::placement::operator::{OpKind, Operator, SplitPolicy, SplitStep, Step};
 use crate::placement::region::Region;
 use crate::placement::schedule::{self, Cluster, Groups, Plan, SCATTER_DESC};
 
@@ -149,6 +149,7 @@ fn split_plan(region: &Region, mut keys: Vec<Vec<u8>>) -> Result<Plan, OrderRefu
     let step = SplitStep {
         start_key: region.start_key.clone(),
         end_key: region.end_key.clone(),
+        policy: SplitPolicy::UseKey,
         keys,
     };
     Ok(Plan {

@@ -4,7 +4,7 @@
 
 use super::*;
 use crate::placement::schedule::{up_stores, Groups, TestCluster, SCATTER_DESC};
-use crate::placement::{Epoch, OpKind, Peer, PeerRole, ScheduleConfig, StoreStats};
+use crate::placement::{Epoch, OpKind, Peer, PeerRole, ScheduleConfig, Split, StoreStats};
 
 #[test]
 fn sizes_keep_whole_kib_and_saturate() {
@@ -408,7 +408,7 @@ fn orders_start_operators_and_their_statuses_follow_them() {
         Err(OrderRefused::NoSplitKey(1))
     );
     let started = shard.order(1, split(&[b"c", b"a", b"c", b"", b"q"]), &c, &mut || None);
-    let want = Operator::Split(Box::new(vec![b"a".to_vec(), b"c".to_vec()]));
+    let want = Operator::Split(Box::new(Split::at(vec![b"a".to_vec(), b"c".to_vec()])));
     assert_eq!(started, Ok(Ordered::Started(Some(want.clone()))));
     // Sent again until the leader reports another range; then it succeeded.
     let again = shard

@@ -4,8 +4,8 @@
 
 use crate::kvproto::{eraftpb, metapb, pdpb};
 use crate::placement::{
-    Buckets, Epoch, Label, Operator, Peer, PeerRole, Region, RegionStats, Store, StoreDetails,
-    StoreState, StoreStats, StoreStatus,
+    Buckets, Epoch, Label, Operator, Peer, PeerRole, Region, RegionStats, SplitPolicy, Store,
+    StoreDetails, StoreState, StoreStats, StoreStatus,
 };
 
 /// A kvproto message that cannot be a Meridian one.
@@ -288,11 +288,17 @@ pub fn operator_to(
                 ..Default::default()
             })
         }
-        // As PD's splitter sends it: the keys given, used as they are.
-        Operator::Split(keys) => {
+        // As PD's `SplitRegion.GetCmd` sends it: the policy, and the keys given (none when the
+        // leader is to pick).
+        Operator::Split(split) => {
+            let policy = match split.policy {
+                SplitPolicy::Scan => pdpb::CheckPolicy::Scan,
+                SplitPolicy::Approximate => pdpb::CheckPolicy::Approximate,
+                SplitPolicy::UseKey => pdpb::CheckPolicy::Usekey,
+            };
             resp.split_region = Some(pdpb::SplitRegion {
-                policy: pdpb::CheckPolicy::Usekey as i32,
-                keys: keys.to_vec(),
+                policy: policy as i32,
+                keys: split.keys.clone(),
             })
         }
         // As PD sends it, to the source region only: the target as PD last saw it.
@@ -308,6 +314,7 @@ pub fn operator_to(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::placement::Split;
     use proptest::prelude::*;
 
     fn arb_region() -> impl Strategy<Value = Region> {
@@ -424,10 +431,30 @@ mod tests {
         assert_eq!(r.transfer_leader.unwrap().peer.unwrap().id, 10);
         assert!(r.change_peer.is_none());
         let keys = vec![b"a5".to_vec(), b"a7".to_vec()];
-        let r = operator_to(&region, &Operator::Split(Box::new(keys.clone())), false).unwrap();
+        let r = operator_to(
+            &region,
+            &Operator::Split(Box::new(Split::at(keys.clone()))),
+            false,
+        );
+        let r = r.unwrap();
         let split = r.split_region.unwrap();
         assert_eq!(split.policy, pdpb::CheckPolicy::Usekey as i32);
         assert_eq!(split.keys, keys);
+        for (policy, want) in [
+            (SplitPolicy::Scan, pdpb::CheckPolicy::Scan),
+            (SplitPolicy::Approximate, pdpb::CheckPolicy::Approximate),
+        ] {
+            let op = Operator::Split(Box::new(Split {
+                policy,
+                keys: vec![],
+            }));
+            let split = operator_to(&region, &op, false)
+                .unwrap()
+                .split_region
+                .unwrap();
+            assert_eq!(split.policy, want as i32, "{policy:?}");
+            assert!(split.keys.is_empty());
+        }
         assert_eq!(r.region_id, 9);
         assert!(r.change_peer.is_none() && r.transfer_leader.is_none());
         // A merge goes to the source with the target's meta, and nothing else.
@@ -548,7 +575,7 @@ mod tests {
         target.id = 20;
         for op in [
             Operator::TransferLeader(region.peers[1].clone()),
-            Operator::Split(Box::new(keys)),
+            Operator::Split(Box::new(Split::at(keys))),
             Operator::Merge(Box::new(target)),
         ] {
             let v2 = operator_to(&region, &op, true).unwrap();

@@ -41,6 +41,49 @@ pub async fn create(
     .await
 }
 
+/// Starts an admin merge of region `source` into `target` (PD's `merge-region`): the
+/// target read from its shard, the source's half started by the source's shard (which checks
+/// both, as PD's handler does), then the target's half by the target's shard. Should the
+/// target have changed in between, the source's half is cancelled and the merge refused as
+/// PD refuses an operator it cannot add. A half whose partner ends undone is cancelled with it
+/// when both are in one shard; otherwise it ends by its timeout.
+pub async fn merge(
+    state: &PlacementState,
+    source: u64,
+    target: u64,
+) -> Result<Result<(), AdminRefused>, ErrorReply> {
+    let Some(t) = ask(state.shard_of(target), |reply| ShardMsg::MergeTarget {
+        id: target,
+        reply,
+    })
+    .await?
+    else {
+        return Ok(Err(AdminRefused::RegionNotFound(target)));
+    };
+    let started = ask(state.shard_of(source), |reply| ShardMsg::AdminMerge {
+        id: source,
+        target: Box::new(t),
+        reply,
+    })
+    .await?;
+    let (half, kind) = match started {
+        Ok(started) => started,
+        Err(why) => return Ok(Err(why)),
+    };
+    let placed = ask(state.shard_of(target), |reply| ShardMsg::AdminMergeTarget {
+        id: target,
+        step: Box::new(half),
+        kind,
+        reply,
+    })
+    .await?;
+    if let Err(why) = placed {
+        cancel(state, Some(source)).await?;
+        return Ok(Err(why));
+    }
+    Ok(Ok(()))
+}
+
 /// The shard that owns region `id`, or every shard.
 fn shards_of(state: &PlacementState, region: Option<u64>) -> Vec<&mpsc::Sender<ShardMsg>> {
     match region {

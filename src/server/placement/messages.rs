@@ -8,7 +8,8 @@ use std::sync::Arc;
 use tokio::sync::oneshot;
 
 use crate::meta::{MetaError, WriteOp};
-use crate::placement::schedule::{AdminAsk, AdminRefused};
+use crate::placement::schedule::{AdminAsk, AdminRefused, MergeTarget};
+use crate::placement::MergeStep;
 use crate::placement::{
     OpRecord, Operator, OrderRefused, Ordered, Region, RegionReport, RegionStats, Route, RunningOp,
     StoreTotal,
@@ -56,6 +57,25 @@ pub enum ShardMsg {
     Admin {
         id: u64,
         ask: AdminAsk,
+        reply: oneshot::Sender<Result<(), AdminRefused>>,
+    },
+    /// A region as an admin merge's target, as this shard last saw it.
+    MergeTarget {
+        id: u64,
+        reply: oneshot::Sender<Option<MergeTarget>>,
+    },
+    /// The source's half of an admin merge (`merge-region`), answered with the target's half
+    /// and its kind flags.
+    AdminMerge {
+        id: u64,
+        target: Box<MergeTarget>,
+        reply: oneshot::Sender<Result<(MergeStep, &'static str), AdminRefused>>,
+    },
+    /// The target's half of an admin merge.
+    AdminMergeTarget {
+        id: u64,
+        step: Box<MergeStep>,
+        kind: &'static str,
         reply: oneshot::Sender<Result<(), AdminRefused>>,
     },
     /// Cancels the running operator of one region, or of all (`DELETE /operators`);

@@ -138,6 +138,31 @@ pub async fn run_shard(
                         with_shard(|s| s.start_admin(id, &ask, &c, &mut || state.ids.try_alloc()));
                     let _ = reply.send(started.map(|step| push_first(&state, id, step)));
                 }
+                ShardMsg::MergeTarget { id, reply } => {
+                    let now = state.clock.now_ms();
+                    let _ = reply.send(with_shard(|s| s.merge_target(id, now)));
+                }
+                ShardMsg::AdminMerge { id, target, reply } => {
+                    let view = state.view.load();
+                    let c = state.cluster(&view, state.clock.now_ms());
+                    let started = with_shard(|s| {
+                        s.start_admin_merge(id, *target, &c, &mut || state.ids.try_alloc())
+                    });
+                    let _ = reply.send(started.map(|(step, half, kind)| {
+                        push_first(&state, id, step);
+                        (half, kind)
+                    }));
+                }
+                ShardMsg::AdminMergeTarget {
+                    id,
+                    step,
+                    kind,
+                    reply,
+                } => {
+                    let view = state.view.load();
+                    let c = state.cluster(&view, state.clock.now_ms());
+                    let _ = reply.send(with_shard(|s| s.start_merge_target(id, *step, kind, &c)));
+                }
                 ShardMsg::CancelOperators { region, reply } => {
                     let view = state.view.load();
                     let c = state.cluster(&view, state.clock.now_ms());

@@ -192,6 +192,16 @@ pub mod operators {
         held::create(&shared.placement, id, ask).await
     }
 
+    /// PD's `merge-region`: region `source` merged into `target`.
+    pub async fn merge(
+        shared: &Shared,
+        source: u64,
+        target: u64,
+    ) -> Result<Result<(), AdminRefused>, ErrorReply> {
+        gate(shared)?;
+        held::merge(&shared.placement, source, target).await
+    }
+
     pub async fn cancel(shared: &Shared, region: Option<u64>) -> Result<Vec<u64>, ErrorReply> {
         gate(shared)?;
         held::cancel(&shared.placement, region).await

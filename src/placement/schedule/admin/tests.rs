@@ -1,6 +1,6 @@
 use super::*;
 use crate::placement::schedule::{up_stores, TestCluster};
-use crate::placement::{Epoch, Region, ScheduleConfig, StoreStats};
+use crate::placement::{Epoch, MergeStep, Region, ScheduleConfig, StoreStats};
 
 /// Stores `stores` up, heartbeating at time 0, then those in `tombstones` decommissioned.
 fn world(stores: &[u64], tombstones: &[u64]) -> TestCluster {
@@ -257,6 +257,7 @@ fn a_split_keeps_the_keys_inside_the_region() {
     let w = world(&[1, 2, 3], &[]);
     let r = voters(&[1, 2, 3]);
     let keys = |ks: &[&[u8]]| AdminAsk::Split {
+        policy: SplitPolicy::UseKey,
         keys: ks.iter().map(|k| k.to_vec()).collect(),
     };
     let got = plan(&w, &r, keys(&[b"m", b"c", b"m", b"a", b"zz"])).unwrap();
@@ -269,8 +270,137 @@ fn a_split_keeps_the_keys_inside_the_region() {
         (&b"a"[..], &b"z"[..])
     );
     assert_eq!((got.desc, got.kind), ("admin-split-region", "admin"));
+    assert_eq!(s.policy, SplitPolicy::UseKey);
     assert_eq!(
         plan(&w, &r, keys(&[b"a", b"z"])),
         refused("no split key lies inside region 1")
+    );
+}
+
+#[test]
+fn a_split_by_scan_or_approximate_leaves_the_key_to_the_leader() {
+    let w = world(&[1, 2, 3], &[]);
+    let r = voters(&[1, 2, 3]);
+    for policy in [SplitPolicy::Scan, SplitPolicy::Approximate] {
+        // Keys given with these policies are not read, as PD reads them for USEKEY only.
+        let ask = AdminAsk::Split {
+            policy,
+            keys: vec![b"zz".to_vec()],
+        };
+        let got = plan(&w, &r, ask).unwrap();
+        let want = SplitStep {
+            start_key: b"a".to_vec(),
+            end_key: b"z".to_vec(),
+            policy,
+            keys: vec![],
+        };
+        assert_eq!(got.plan.steps, vec![Step::Split(Box::new(want))]);
+        assert_eq!((got.desc, got.kind), ("admin-split-region", "admin"));
+    }
+}
+
+/// Region `id` over `[start, end)` with voters `10 * id + s` on `stores`, led by the first.
+fn ranged(id: u64, (start, end): (&[u8], &[u8]), stores: &[u64]) -> Region {
+    let peers: Vec<Peer> = stores.iter().map(|&s| p(10 * id + s, s, V)).collect();
+    Region {
+        id,
+        start_key: start.to_vec(),
+        end_key: end.to_vec(),
+        epoch: Epoch {
+            conf_ver: 3,
+            version: 2,
+        },
+        leader: Some(peers[0].id),
+        peers,
+    }
+}
+
+fn merge_into(target: &Region, pending: &[u64]) -> AdminAsk {
+    AdminAsk::Merge {
+        target: Box::new(MergeTarget {
+            region: target.clone(),
+            pending: pending.to_vec(),
+            size_mib: 1,
+            runs_admin: false,
+        }),
+    }
+}
+
+fn merge_step(source: &Region, target: &Region) -> Step {
+    Step::Merge(Box::new(MergeStep {
+        source: source.clone(),
+        target: target.clone(),
+        passive: false,
+    }))
+}
+
+#[test]
+fn a_merge_needs_healthy_adjacent_regions_as_pd_checks_them() {
+    let w = world(&[1, 2, 3, 4], &[]);
+    let source = ranged(2, (b"a", b"m"), &[1, 2, 3]);
+    let target = ranged(3, (b"m", b""), &[1, 2, 3]);
+    // Peers on the same stores: the merge alone.
+    let got = plan(&w, &source, merge_into(&target, &[])).unwrap();
+    assert_eq!(got.desc, "admin-merge-region");
+    assert_eq!(got.kind, "admin");
+    assert_eq!(got.plan.kind, OpKind::Admin);
+    assert_eq!(got.plan.steps, vec![merge_step(&source, &target)]);
+    // Into the region before it, too.
+    let before = ranged(4, (b"", b"a"), &[1, 2, 3]);
+    assert!(plan(&w, &source, merge_into(&before, &[])).is_ok());
+
+    // Not touching; the first and the last region meet at no key.
+    let apart = ranged(5, (b"n", b""), &[1, 2, 3]);
+    let first = ranged(6, (b"", b"c"), &[1, 2, 3]);
+    let last = ranged(7, (b"x", b""), &[1, 2, 3]);
+    for (s, t) in [(&source, &apart), (&first, &last), (&last, &first)] {
+        assert_eq!(
+            plan(&w, s, merge_into(t, &[])),
+            Err(AdminRefused::NotAdjacent)
+        );
+    }
+    // A pending peer, a learner, a missing replica: the source is checked first.
+    assert_eq!(
+        plan(&w, &source, merge_into(&target, &[32])),
+        Err(AdminRefused::AbnormalPeer(3))
+    );
+    let mut learner = source.clone();
+    learner.peers[2].role = L;
+    assert_eq!(
+        plan(&w, &learner, merge_into(&target, &[32])),
+        Err(AdminRefused::AbnormalPeer(2))
+    );
+    let two = ranged(3, (b"m", b""), &[1, 2]);
+    assert_eq!(
+        plan(&w, &source, merge_into(&two, &[])),
+        Err(AdminRefused::AbnormalPeer(3))
+    );
+}
+
+#[test]
+fn a_merge_moves_the_sources_peers_onto_the_targets_stores_first() {
+    let w = world(&[1, 2, 3, 4], &[3]);
+    let source = ranged(2, (b"a", b"m"), &[1, 2, 4]);
+    let target = ranged(3, (b"m", b""), &[1, 2, 4]);
+    let w_up = world(&[1, 2, 3, 4], &[]);
+    let moved = ranged(2, (b"a", b"m"), &[3, 1, 2]);
+    let got = plan(&w_up, &moved, merge_into(&target, &[])).unwrap();
+    assert_eq!(got.kind, "admin,region,leader");
+    let new = p(NEW_PEER, 4, L);
+    assert_eq!(
+        got.plan.steps,
+        vec![
+            Step::AddLearner(new.clone()),
+            Step::PromoteLearner(new),
+            Step::TransferLeader(p(21, 1, V)),
+            Step::RemovePeer(p(23, 3, V)),
+            merge_step(&moved, &target),
+        ]
+    );
+    // A target with a peer on a removed store is not healthy.
+    let on_3 = ranged(3, (b"m", b""), &[1, 2, 3]);
+    assert_eq!(
+        plan(&w, &source, merge_into(&on_3, &[])),
+        Err(AdminRefused::AbnormalPeer(3))
     );
 }

@@ -79,7 +79,7 @@ pub fn step_texts(op: &RunningOp) -> Vec<String> {
                 leader = p.store_id;
                 text
             }
-            Step::Split(_) => "split region with policy USEKEY".to_string(),
+            Step::Split(s) => format!("split region with policy {}", s.policy.name()),
             Step::Merge(m) => format!("merge region {} into region {}", m.source.id, m.target.id),
             Step::JointEnter(j) => joint_text("use joint consensus", j),
             Step::JointLeave(j) => joint_text("leave joint state", j),
@@ -121,12 +121,16 @@ pub fn brief(op: &RunningOp) -> String {
             Step::PromoteLearner(_) => {}
             Step::TransferLeader(p) => leader_to = Some(p.store_id),
             Step::Split(split) => {
-                let keys: Vec<String> = split.keys.iter().map(|k| hex_key(k)).collect();
-                return format!(
-                    "split: region {} use policy USEKEY and keys [{}]",
+                let mut brief = format!(
+                    "split: region {} use policy {}",
                     op.region_id,
-                    keys.join(" ")
+                    split.policy.name()
                 );
+                if !split.keys.is_empty() {
+                    let keys: Vec<String> = split.keys.iter().map(|k| hex_key(k)).collect();
+                    brief += &format!(" and keys [{}]", keys.join(" "));
+                }
+                return brief;
             }
             Step::Merge(m) => {
                 return format!("merge: region {} to {}", m.source.id, m.target.id);
@@ -301,6 +305,8 @@ pub fn refusal_text(e: &AdminRefused) -> String {
         AdminRefused::StoreNotFound(_) => "[PD:core:ErrStoreNotFound]",
         AdminRefused::StoreRemoved(_) => "[PD:core:ErrStoreRemoved]",
         AdminRefused::StoreUnhealthy(_) => "[PD:core:ErrStoreUnhealthy]",
+        AdminRefused::AbnormalPeer(_) => "[PD:region:ErrRegionAbnormalPeer]",
+        AdminRefused::NotAdjacent => "[PD:region:ErrRegionNotAdjacent]",
         AdminRefused::AddOperator => "[PD:operator:ErrAddOperator]",
         AdminRefused::Build(_) => "",
     };
@@ -310,7 +316,7 @@ pub fn refusal_text(e: &AdminRefused) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::placement::{Epoch, Peer, PeerRole, SplitStep};
+    use crate::placement::{Epoch, Peer, PeerRole, SplitPolicy, SplitStep};
 
     fn peer(id: u64, store_id: u64, role: PeerRole) -> Peer {
         Peer { id, store_id, role }
@@ -423,6 +429,7 @@ mod tests {
         let split = Step::Split(Box::new(SplitStep {
             start_key: vec![],
             end_key: vec![],
+            policy: SplitPolicy::UseKey,
             keys: vec![b"a".to_vec(), vec![0x80, 0x01]],
         }));
         let o = op(vec![split]);
@@ -431,6 +438,16 @@ mod tests {
             "split: region 7 use policy USEKEY and keys [61 8001]"
         );
         assert_eq!(step_texts(&o), vec!["split region with policy USEKEY"]);
+        // The leader picks the key: PD's brief names none.
+        let scan = Step::Split(Box::new(SplitStep {
+            start_key: vec![],
+            end_key: vec![],
+            policy: SplitPolicy::Approximate,
+            keys: vec![],
+        }));
+        let o = op(vec![scan]);
+        assert_eq!(brief(&o), "split: region 7 use policy APPROXIMATE");
+        assert_eq!(step_texts(&o), vec!["split region with policy APPROXIMATE"]);
     }
 
     #[test]

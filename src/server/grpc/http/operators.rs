@@ -1,15 +1,13 @@
 //! PD's operator API, with its routes, input, words and status codes (`server/api/
 //! operator.go`, `pkg/schedule/handler`): `GET /operators` (`?kind=`, `?object`), `POST
 //! /operators` (`{"name": ...}`: transfer-leader, transfer-region, transfer-peer, add-peer,
-//! add-learner, remove-peer, split-region, scatter-region, scatter-regions), `DELETE
-//! /operators`, `GET /operators/records`, and `GET`/`DELETE /operators/{region_id}`. The input is read as PD reads its
-//! `map[string]any` (numbers are JSON numbers; a field of the wrong type is a missing one);
+//! add-learner, remove-peer, merge-region, split-region by each of PD's policies,
+//! scatter-region, scatter-regions), `DELETE /operators`, `GET /operators/records`, and
+//! `GET`/`DELETE /operators/{region_id}`. The input is read as PD reads its `map[string]any` (numbers are JSON numbers; a field of the wrong type is a missing one);
 //! the checks and plans are `placement::schedule::admin`'s, reached through the request
 //! service's operators view. A read needs any role, a change `admin` (`auth.rs`).
 //!
-//! Not as PD: `merge-region` is answered as an unknown operator (Meridian has no merge step
-//! to send TiKV), split-region takes policy USEKEY only (the operator TiKV is sent carries
-//! keys), and an ended operator (`/operators/{id}`, `/operators/records`) is shown by its
+//! Not as PD: an ended operator (`/operators/{id}`, `/operators/records`) is shown by its
 //! record, without the steps it ran.
 
 use std::collections::BTreeMap;
@@ -25,6 +23,7 @@ use super::operator_text::{self as text, OpObject};
 use super::reply::Failure;
 use super::{query_values, Api};
 use crate::placement::schedule::{AdminAsk, AdminRefused, AskedRole};
+use crate::placement::SplitPolicy;
 use crate::server::service::views::operators as view;
 
 /// PD's error when a region has no operator.
@@ -290,6 +289,21 @@ pub async fn create(State(api): State<Api>, bytes: Bytes) -> Result<Response, Fa
             };
             (id, ask)
         }
+        "merge-region" => {
+            let source = number(&input, "source_region_id", "missing region id")?;
+            let target = number(
+                &input,
+                "target_region_id",
+                "invalid target region id to merge to",
+            )?;
+            // PD looks the source up before the target.
+            if !view::known(shared, source)? {
+                return Err(internal(text::refusal_text(&AdminRefused::RegionNotFound(
+                    source,
+                ))));
+            }
+            return started(view::merge(shared, source, target).await?);
+        }
         "split-region" => {
             let id = region()?;
             let Some(policy) = input.get("policy").and_then(Value::as_str) else {
@@ -313,24 +327,20 @@ pub async fn create(State(api): State<Api>, bytes: Bytes) -> Result<Response, Fa
                     id,
                 ))));
             }
-            match policy.to_ascii_uppercase().as_str() {
-                "USEKEY" => {}
-                "SCAN" | "APPROXIMATE" => {
-                    return Err(internal(format!(
-                        "check policy {policy} is not supported by Meridian: split with policy \
-                         usekey and the keys"
-                    )))
-                }
-                _ => return Err(internal(format!("check policy {policy} is not supported"))),
-            }
+            let Some(policy) = SplitPolicy::parse(policy) else {
+                return Err(internal(format!("check policy {policy} is not supported")));
+            };
+            // PD reads the keys for USEKEY only; with the others the leader picks the key.
             let mut raw = Vec::with_capacity(keys.len());
-            for k in &keys {
-                raw.push(
-                    decode_hex(k)
-                        .map_err(|_| internal(format!("split key {k} is not in hex format")))?,
-                );
+            if policy == SplitPolicy::UseKey {
+                for k in &keys {
+                    raw.push(
+                        decode_hex(k)
+                            .map_err(|_| internal(format!("split key {k} is not in hex format")))?,
+                    );
+                }
             }
-            (id, AdminAsk::Split { keys: raw })
+            (id, AdminAsk::Split { policy, keys: raw })
         }
         "scatter-region" => {
             let id = region()?;
