@@ -1,5 +1,6 @@
 //! `loadgen sim`: runs a scenario of the deterministic cluster simulator (`meridian-sim`),
-//! which drives Meridian's scheduling core, prints a summary and writes the report as JSON.
+//! which drives Meridian's scheduling core, prints a summary, writes the report as JSON and
+//! draws its peers and leaders per store as SVG.
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -36,6 +37,9 @@ pub struct SimArgs {
     /// Where to write the report (with --fuzz, the summary) as JSON.
     #[arg(long)]
     pub json: Option<PathBuf>,
+    /// Where to draw the run's peers and leaders per store over simulated time, as SVG.
+    #[arg(long, conflicts_with = "fuzz")]
+    pub plot: Option<PathBuf>,
 }
 
 /// Runs it. Returns the violations (at least 1 when the run did not converge), which make the
@@ -63,6 +67,9 @@ pub fn run(args: &SimArgs) -> anyhow::Result<u64> {
         }
         (None, None) => bail!("--scenario or --scenario-file"),
     };
+    if let Some(path) = &args.plot {
+        crate::plot::check_writable(path)?;
+    }
     let started = Instant::now();
     let mut report = meridian_sim::run(scenario, args.seed);
     report.wall_s = started.elapsed().as_secs_f64();
@@ -93,6 +100,13 @@ pub fn run(args: &SimArgs) -> anyhow::Result<u64> {
     if let Some(path) = &args.json {
         let text = serde_json::to_string_pretty(&report)?;
         std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?;
+    }
+    if let Some(path) = &args.plot {
+        let title = format!(
+            "loadgen sim: {}, seed {}, {} stores, {} regions",
+            report.scenario, report.seed, report.stores, report.regions
+        );
+        crate::plot::write_sim(&title, &report.series, path)?;
     }
     Ok(report.violations.max(u64::from(!report.converged)))
 }

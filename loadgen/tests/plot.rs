@@ -315,3 +315,75 @@ async fn leader_kill_under_load_is_plotted() {
         }
     }
 }
+
+/// The points of an SVG polyline element.
+fn points(line: &str) -> usize {
+    line.split("points=\"")
+        .nth(1)
+        .and_then(|p| p.split('"').next())
+        .map_or(0, |p| p.split_whitespace().count())
+}
+
+/// `loadgen sim --plot` (the command line itself) on a small scale-out: the SVG is
+/// well-formed, and each panel (peers, then leaders) has one line per store, the added one
+/// included, in its zone's colour, with a key naming the zones.
+#[test]
+fn sim_plot_has_a_line_per_store_in_each_panel() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (svg_path, json_path) = (tmp.path().join("sim.svg"), tmp.path().join("sim.json"));
+    let status = Command::new(env!("CARGO_BIN_EXE_loadgen"))
+        .args(["sim", "--scenario", "scale-out", "--seed", "1"])
+        .args(["--stores", "9", "--regions", "300", "--plot"])
+        .arg(&svg_path)
+        .arg("--json")
+        .arg(&json_path)
+        .status()
+        .unwrap();
+    assert!(status.success(), "loadgen sim: {status}");
+    let svg = std::fs::read_to_string(&svg_path).unwrap();
+    assert_well_formed(&svg);
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json_path).unwrap()).unwrap();
+    let samples = report["series"]["at_s"].as_array().unwrap().len();
+    let zones: Vec<u64> = report["series"]["zones"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|z| z.as_u64().unwrap())
+        .collect();
+    // 9 stores in three zones, then a tenth in the first.
+    assert_eq!(zones, [0, 0, 0, 1, 1, 1, 2, 2, 2, 0]);
+    assert!(samples > 2, "{samples} samples");
+    for (z, colour) in loadgen::plot::ZONES.iter().take(3).enumerate() {
+        let stroke = format!(
+            "stroke=\"#{:02X}{:02X}{:02X}\"",
+            colour.0, colour.1, colour.2
+        );
+        // A store's line has a point per sample it was in; the key's sample has two.
+        let lines = svg
+            .lines()
+            .filter(|l| l.contains("<polyline") && l.contains(&stroke) && points(l) > 2)
+            .count();
+        let stores = zones.iter().filter(|&&x| x == z as u64).count();
+        assert_eq!(
+            lines,
+            2 * stores,
+            "zone {z}: {lines} lines for {stores} stores"
+        );
+    }
+    let texts = texts(&svg);
+    for want in [
+        "loadgen sim: scale-out, seed 1, 10 stores, 300 regions",
+        "Peers per store",
+        "Leaders per store",
+        "simulated time (min)",
+        "zone 1: 4 stores",
+        "zone 2: 3 stores",
+        "zone 3: 3 stores",
+    ] {
+        assert!(
+            texts.iter().any(|t| t == want),
+            "no {want:?} among {texts:?}"
+        );
+    }
+}

@@ -40,19 +40,29 @@ pub struct Report {
     pub wall_s: f64,
 }
 
-/// Once a simulated minute: each store's peers and leaders (by store id - 1).
+/// Once a simulated minute: each store's peers and leaders (by store id - 1). A store added
+/// during the run appears from the first sample after it; `zones` holds each store's zone
+/// (index into the scenario's zones), as of the last sample.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Series {
     pub at_s: Vec<u64>,
     pub peers: Vec<Vec<u64>>,
     pub leaders: Vec<Vec<u64>>,
+    pub zones: Vec<u32>,
 }
 
 impl Series {
-    pub fn sample(&mut self, now_ms: u64, stores: impl Iterator<Item = (u64, u64)>) {
-        let (p, l): (Vec<u64>, Vec<u64>) = stores.unzip();
+    /// `stores` gives each store's (peers, leaders, zone), in store id order.
+    pub fn sample(&mut self, now_ms: u64, stores: impl Iterator<Item = (u64, u64, u32)>) {
+        let (mut p, mut l, mut z) = (Vec::new(), Vec::new(), Vec::new());
+        for (peers, leaders, zone) in stores {
+            p.push(peers);
+            l.push(leaders);
+            z.push(zone);
+        }
         self.at_s.push(now_ms / 1000);
         self.peers.push(p);
         self.leaders.push(l);
+        self.zones = z;
     }
 }

@@ -23,8 +23,10 @@ impl Sim {
         }
         self.roll();
         if self.now % 60_000 == 0 {
-            self.series
-                .sample(self.now, self.stores.iter().map(|s| (s.peers, s.leaders)));
+            self.series.sample(
+                self.now,
+                self.stores.iter().map(|s| (s.peers, s.leaders, s.zone)),
+            );
         }
         let Some(trigger) = self.trigger_ms else {
             return;
