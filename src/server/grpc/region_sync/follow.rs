@@ -1,8 +1,11 @@
 //! A follower's end of the region syncer: while another member leads, keep this member's
 //! range index a copy of the leader's, from a snapshot and then the leader's change log, and
 //! say how close the copy is (`PlacementState::sync`). Resumes from where it stopped when the
-//! same leader's log still holds that index, and starts again from a snapshot otherwise.
+//! same leader's log still holds that index, and starts again from a snapshot otherwise. With
+//! a copy on disk (`placement::region_copy`) it starts from the copy it loads and marks what it
+//! applies for the copy's persister; a loaded copy answers no read until the stream confirms it.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -15,6 +18,7 @@ use crate::kvproto::pdpb::{self, pd_client::PdClient};
 use crate::placement::Region;
 use crate::proto::MemberInfo;
 use crate::server::grpc::convert;
+use crate::server::placement::region_copy::{self, CopyMarks, CopyStore, LogAt, Position};
 use crate::server::Shared;
 
 /// Between attempts to reach the leader.
@@ -34,13 +38,27 @@ struct At {
     local: (u64, u64),
 }
 
-/// Runs until the node stops: follows whoever leads, when it is another member.
-pub async fn follow(shared: Arc<Shared>, tls: rustls::ClientConfig) {
+/// Runs until the node stops: follows whoever leads, when it is another member. With
+/// `copy_dir`, keeps the copy on disk there too, and starts from the one it holds.
+pub async fn follow(shared: Arc<Shared>, tls: rustls::ClientConfig, copy_dir: Option<PathBuf>) {
     let mut tls = tls;
     tls.alpn_protocols = vec![b"h2".to_vec()];
     let connector = tokio_rustls::TlsConnector::from(Arc::new(tls));
     let mut shutdown = shared.shutdown.clone();
+    let marks = Arc::new(CopyMarks::default());
     let mut at: Option<At> = None;
+    if let Some(dir) = copy_dir {
+        if let Some(copy) = open_copy(&shared, dir, &marks, &mut at).await {
+            let may = shared.clone();
+            tokio::spawn(region_copy::persist(
+                shared.placement.clone(),
+                marks.clone(),
+                copy,
+                move || !may.membership.is_leader() && !may.placement.is_ready(),
+                shared.shutdown.clone(),
+            ));
+        }
+    }
     loop {
         let leader = match shared.membership.leader() {
             Some(l) if l.id != shared.membership.me.id && !l.grpc_url.is_empty() => l,
@@ -52,7 +70,7 @@ pub async fn follow(shared: Arc<Shared>, tls: rustls::ClientConfig) {
             }
         };
         let ended = tokio::select! {
-            r = sync_with(&shared, &connector, &leader, &mut at) => r,
+            r = sync_with(&shared, &connector, &leader, &mut at, &marks) => r,
             _ = leader_changes(&shared, leader.id) => Ok(()),
             _ = shutdown.wait_for(|s| *s) => return,
         };
@@ -65,6 +83,74 @@ pub async fn follow(shared: Arc<Shared>, tls: rustls::ClientConfig) {
             _ = shutdown.wait_for(|s| *s) => return,
         }
     }
+}
+
+/// Opens the copy on disk and loads it into the index, unless it is refused (the reason is
+/// logged, and a snapshot replaces it) or this member leads already. Returns the store for the
+/// persister; none when no store can be kept (logged: the member follows from memory alone).
+async fn open_copy(
+    shared: &Shared,
+    dir: PathBuf,
+    marks: &CopyMarks,
+    at: &mut Option<At>,
+) -> Option<CopyStore> {
+    let started = std::time::Instant::now();
+    let shown = dir.display().to_string();
+    let (copy, loaded) = match tokio::task::spawn_blocking(move || CopyStore::open(&dir)).await {
+        Ok(Ok(opened)) => opened,
+        Ok(Err(e)) => {
+            tracing::error!(dir = %shown, "no region copy is kept on disk: {e}");
+            return None;
+        }
+        Err(e) => {
+            tracing::error!(dir = %shown, "no region copy is kept on disk: {e}");
+            return None;
+        }
+    };
+    let loaded = match loaded {
+        Ok(loaded) => loaded,
+        Err(why) => {
+            tracing::info!(dir = %shown, "region sync: the copy on disk is not used ({why}); a snapshot replaces it");
+            return Some(copy);
+        }
+    };
+    let state = &shared.placement;
+    let _gate = state.sync.gate.lock().await;
+    if shared.membership.is_leader() || state.is_ready() {
+        return Some(copy);
+    }
+    let count = loaded.regions.len();
+    let refused = state.index.reset(loaded.regions);
+    if refused > 0 {
+        state.index.reset(Vec::new());
+        tracing::warn!(
+            dir = %shown,
+            refused,
+            "region sync: the copy on disk is not used (its regions overlap); a snapshot replaces it"
+        );
+        return Some(copy);
+    }
+    let local = state.index.log_position();
+    marks.loaded(Position {
+        at: loaded.at,
+        local,
+    });
+    *at = Some(At {
+        stream: loaded.at.stream,
+        next: loaded.at.next,
+        local,
+    });
+    // A copy a term may take over, as a snapshot's is; it answers reads only once the stream
+    // confirms it (`sync.heard`).
+    state.sync.copied();
+    tracing::info!(
+        regions = count,
+        stream = loaded.at.stream,
+        next = loaded.at.next,
+        elapsed_ms = started.elapsed().as_millis() as u64,
+        "region sync: the copy on disk loaded"
+    );
+    Some(copy)
 }
 
 async fn leader_changes(shared: &Shared, id: u64) {
@@ -116,6 +202,7 @@ async fn sync_with(
     connector: &tokio_rustls::TlsConnector,
     leader: &MemberInfo,
     at: &mut Option<At>,
+    marks: &CopyMarks,
 ) -> anyhow::Result<()> {
     let state = &shared.placement;
     let mut client = connect(connector, leader).await?;
@@ -172,8 +259,11 @@ async fn sync_with(
             snapshot = None;
             next = message.start_index;
             leader_next = next;
+            let ids: Vec<u64> = whole.iter().map(|r| r.id).collect();
             write(shared, |index| {
                 index.reset(whole);
+                let local = index.log_position();
+                marks.replaced(ids, Position { at: LogAt { stream, next }, local });
                 Ok(())
             })
             .await?;
@@ -193,11 +283,21 @@ async fn sync_with(
             }
             let n = regions.len() as u64;
             write(shared, |index| {
+                let mut changed = Vec::with_capacity(regions.len());
                 for result in index.apply_batch(regions) {
                     // The leader accepted these in this order from the same state: a refusal
                     // means the copy is not the leader's.
-                    result.context("a record the leader applied does not apply here")?;
+                    let change =
+                        result.context("a record the leader applied does not apply here")?;
+                    changed.push(change.route.id());
+                    changed.extend(change.removed);
                 }
+                let at = LogAt {
+                    stream,
+                    next: next + n,
+                };
+                let local = index.log_position();
+                marks.changed(changed, Position { at, local });
                 Ok(())
             })
             .await
