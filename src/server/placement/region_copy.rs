@@ -324,9 +324,10 @@ pub async fn persist(
         };
         let Some((buckets, at)) = chunk else {
             tokio::select! {
-                _ = tokio::time::sleep(FLUSH_EVERY) => continue,
+                _ = tokio::time::sleep(FLUSH_EVERY) => {}
                 _ = shutdown.wait_for(|s| *s) => return,
             }
+            continue;
         };
         let written = tokio::task::spawn_blocking(move || {
             let result = copy.write(buckets, at);

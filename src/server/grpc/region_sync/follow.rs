@@ -143,6 +143,10 @@ async fn open_copy(
     // A copy a term may take over, as a snapshot's is; it answers reads only once the stream
     // confirms it (`sync.heard`).
     state.sync.copied();
+    shared
+        .metrics
+        .sync_copies_loaded
+        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     tracing::info!(
         regions = count,
         stream = loaded.at.stream,
@@ -268,6 +272,10 @@ async fn sync_with(
             })
             .await?;
             state.sync.copied();
+            shared
+                .metrics
+                .sync_snapshots
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             tracing::info!(
                 leader = %leader.name,
                 regions = state.index.len(),

@@ -95,16 +95,18 @@ proptest! {
         let ids: Vec<u64> = ids.into_iter().collect();
         let mut regions = regions_of(&ids, 1);
         replace(&mut copy, &regions, LogAt { stream: 7, next: 1 }, chunk);
-        // Records: each changed id is updated when present, else removed from its bucket
-        // (as a displaced region is) or added.
+        // Records: each changed id is added when absent, and else removed (as a displaced
+        // region is) or updated.
         let mut touched = BTreeSet::new();
         for id in changed {
-            if let std::collections::btree_map::Entry::Vacant(e) = regions.entry(id) {
-                e.insert(region(id, 1));
-            } else if id % 2 == 0 {
-                regions.remove(&id);
-            } else {
-                regions.insert(id, region(id, 2));
+            match regions.remove(&id) {
+                None => {
+                    regions.insert(id, region(id, 1));
+                }
+                Some(_) if id % 2 == 0 => {}
+                Some(_) => {
+                    regions.insert(id, region(id, 2));
+                }
             }
             touched.insert(bucket_of(id));
         }
