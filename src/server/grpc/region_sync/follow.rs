@@ -13,7 +13,7 @@ use anyhow::Context;
 use hyper_util::rt::TokioIo;
 use tonic::transport::{Endpoint, Uri};
 
-use super::{SNAPSHOT_KEY, STREAM_KEY};
+use super::{BATCH, SNAPSHOT_KEY, STREAM_KEY};
 use crate::kvproto::pdpb::{self, pd_client::PdClient};
 use crate::placement::Region;
 use crate::proto::MemberInfo;
@@ -251,6 +251,11 @@ async fn sync_with(
         (None, None) => anyhow::bail!("the leader resumed a stream that was not asked for"),
     };
     let mut leader_next = next;
+    // A stream resumed from an index (as a copy loaded from disk is) says nothing of how far
+    // the leader's log runs past it until a message takes all the log held when the leader
+    // read it: an empty one, or fewer records than a batch. Until then the copy is not heard
+    // from, and answers no read.
+    let mut confirmed = snapshot.is_some();
     let mut inbound = response.into_inner();
     while let Some(message) = inbound.message().await? {
         let regions = regions_of(&message)?;
@@ -284,6 +289,7 @@ async fn sync_with(
             );
         } else if regions.is_empty() {
             leader_next = message.start_index;
+            confirmed = true;
         } else {
             if message.start_index != next {
                 *at = None;
@@ -319,13 +325,16 @@ async fn sync_with(
             }
             next += n;
             leader_next = leader_next.max(next);
+            confirmed |= n < BATCH as u64;
         }
         *at = Some(At {
             stream,
             next,
             local: state.index.log_position(),
         });
-        state.sync.heard(next, leader_next, state.clock.now_ms());
+        if confirmed {
+            state.sync.heard(next, leader_next, state.clock.now_ms());
+        }
     }
     anyhow::bail!("the leader ended the stream")
 }
