@@ -36,7 +36,8 @@ use super::state::PlacementState;
 use crate::meta::{LocalStore, MetaError, WriteOp};
 use crate::placement::Region;
 
-/// The position key: 16 bytes (stream, next index; big-endian), or empty while unknown.
+/// The position key: 24 bytes (the cluster's id, the stream, the next index; big-endian), or
+/// empty while unknown.
 const AT_KEY: &[u8] = b"at";
 const BUCKET_PREFIX: &[u8] = b"b/";
 /// How often the persister writes what the syncer applied.
@@ -70,29 +71,35 @@ pub struct LogAt {
     pub next: u64,
 }
 
-fn encode_at(at: LogAt) -> Vec<u8> {
-    let mut v = at.stream.to_be_bytes().to_vec();
+fn encode_at(cluster_id: u64, at: LogAt) -> Vec<u8> {
+    let mut v = cluster_id.to_be_bytes().to_vec();
+    v.extend_from_slice(&at.stream.to_be_bytes());
     v.extend_from_slice(&at.next.to_be_bytes());
     v
 }
 
-fn decode_at(bytes: &[u8]) -> Result<LogAt, String> {
+/// The position on disk, if it is one of cluster `cluster_id`'s.
+fn decode_at(bytes: &[u8], cluster_id: u64) -> Result<LogAt, String> {
     if bytes.is_empty() {
         return Err("its last write did not finish".into());
     }
-    let (stream, next) = bytes
-        .split_first_chunk::<8>()
-        .and_then(|(s, rest)| Some((*s, *rest.first_chunk::<8>()?)))
-        .filter(|_| bytes.len() == 16)
-        .ok_or_else(|| format!("its position is {} bytes, not 16", bytes.len()))?;
-    let at = LogAt {
-        stream: u64::from_be_bytes(stream),
-        next: u64::from_be_bytes(next),
+    let word = |i: usize| {
+        bytes
+            .get(i * 8..i * 8 + 8)
+            .and_then(|w| w.try_into().ok())
+            .map(u64::from_be_bytes)
     };
-    if at.next == 0 {
+    let (Some(cluster), Some(stream), Some(next), 24) = (word(0), word(1), word(2), bytes.len())
+    else {
+        return Err(format!("its position is {} bytes, not 24", bytes.len()));
+    };
+    if cluster != cluster_id {
+        return Err(format!("it is a copy of another cluster ({cluster})"));
+    }
+    if next == 0 {
         return Err("its position names no index".into());
     }
-    Ok(at)
+    Ok(LogAt { stream, next })
 }
 
 /// A copy read from disk.
@@ -105,6 +112,8 @@ pub struct Loaded {
 /// The copy's store, with what this process knows of it.
 pub struct CopyStore {
     store: LocalStore,
+    /// The cluster the copy is of: a data dir used again for another cluster holds none.
+    cluster_id: u64,
     /// The buckets on disk: a snapshot's write rewrites or deletes each.
     on_disk: HashSet<u64>,
     /// Whether the position on disk is known (else every write leaves it unknown until one
@@ -113,10 +122,13 @@ pub struct CopyStore {
 }
 
 impl CopyStore {
-    /// Opens the copy in `dir` and reads it: the copy, or why it is refused. A store that
-    /// does not open (damage that is not a torn tail) is removed and started empty. Fails only
-    /// when no store can be kept there at all.
-    pub fn open(dir: &Path) -> Result<(CopyStore, Result<Loaded, String>), MetaError> {
+    /// Opens cluster `cluster_id`'s copy in `dir` and reads it: the copy, or why it is
+    /// refused. A store that does not open (damage that is not a torn tail) is removed and
+    /// started empty. Fails only when no store can be kept there at all.
+    pub fn open(
+        dir: &Path,
+        cluster_id: u64,
+    ) -> Result<(CopyStore, Result<Loaded, String>), MetaError> {
         let (store, refused) = match LocalStore::open(dir) {
             Ok(store) => (store, None),
             Err(e) => {
@@ -126,6 +138,7 @@ impl CopyStore {
         };
         let mut copy = CopyStore {
             store,
+            cluster_id,
             on_disk: HashSet::new(),
             known: false,
         };
@@ -136,7 +149,7 @@ impl CopyStore {
     /// Reads the buckets (noting every one on disk) and, at a known position, their regions.
     fn read(&mut self) -> Result<Loaded, String> {
         let at = match self.store.get_blocking(AT_KEY) {
-            Ok(Some(bytes)) => decode_at(&bytes),
+            Ok(Some(bytes)) => decode_at(&bytes, self.cluster_id),
             Ok(None) => Err("there is none".into()),
             Err(e) => Err(format!("its position does not read: {e}")),
         };
@@ -194,7 +207,7 @@ impl CopyStore {
             ops.push((bucket_key(*bucket), value));
         }
         if let Some(at) = at {
-            ops.push((AT_KEY.to_vec(), Some(encode_at(at))));
+            ops.push((AT_KEY.to_vec(), Some(encode_at(self.cluster_id, at))));
         }
         // Known no more from here: if the write fails part of it may be on disk.
         self.known = false;

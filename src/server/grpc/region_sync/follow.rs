@@ -96,7 +96,9 @@ async fn open_copy(
 ) -> Option<CopyStore> {
     let started = std::time::Instant::now();
     let shown = dir.display().to_string();
-    let (copy, loaded) = match tokio::task::spawn_blocking(move || CopyStore::open(&dir)).await {
+    let cluster_id = shared.membership.cluster_id;
+    let opened = tokio::task::spawn_blocking(move || CopyStore::open(&dir, cluster_id)).await;
+    let (copy, loaded) = match opened {
         Ok(Ok(opened)) => opened,
         Ok(Err(e)) => {
             tracing::error!(dir = %shown, "no region copy is kept on disk: {e}");

@@ -10,6 +10,8 @@ use super::*;
 use crate::meta::LocalStore;
 use crate::placement::{Epoch, Peer, PeerRole};
 
+const CLUSTER: u64 = 6_001;
+
 fn region(id: u64, version: u64) -> Region {
     Region {
         id,
@@ -53,7 +55,7 @@ fn replace(copy: &mut CopyStore, regions: &BTreeMap<u64, Region>, at: LogAt, chu
 }
 
 fn load(dir: &Path) -> Result<Loaded, String> {
-    CopyStore::open(dir).unwrap().1
+    CopyStore::open(dir, CLUSTER).unwrap().1
 }
 
 fn sorted(mut regions: Vec<Region>) -> Vec<Region> {
@@ -90,7 +92,7 @@ proptest! {
     ) {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().join(DIR);
-        let (mut copy, first) = CopyStore::open(&dir).unwrap();
+        let (mut copy, first) = CopyStore::open(&dir, CLUSTER).unwrap();
         prop_assert!(first.is_err(), "a new store holds no copy");
         let ids: Vec<u64> = ids.into_iter().collect();
         let mut regions = regions_of(&ids, 1);
@@ -132,7 +134,7 @@ proptest! {
     ) {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().join(DIR);
-        let (mut copy, _) = CopyStore::open(&dir).unwrap();
+        let (mut copy, _) = CopyStore::open(&dir, CLUSTER).unwrap();
         let ids: Vec<u64> = ids.into_iter().collect();
         let before = regions_of(&ids, 1);
         replace(&mut copy, &before, LogAt { stream: 3, next: 10 }, 1_000);
@@ -164,7 +166,7 @@ proptest! {
 fn a_replacement_stopped_half_way_is_refused_and_a_whole_one_holds_only_the_new() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join(DIR);
-    let (mut copy, _) = CopyStore::open(&dir).unwrap();
+    let (mut copy, _) = CopyStore::open(&dir, CLUSTER).unwrap();
     let old = regions_of(&(1..2_000).step_by(3).collect::<Vec<_>>(), 1);
     replace(&mut copy, &old, LogAt { stream: 1, next: 5 }, 4);
     let new = regions_of(&(1_000..3_000).step_by(7).collect::<Vec<_>>(), 2);
@@ -176,7 +178,7 @@ fn a_replacement_stopped_half_way_is_refused_and_a_whole_one_holds_only_the_new(
     let why = load(&dir).unwrap_err();
     assert!(why.contains("did not finish"), "{why}");
 
-    let (mut copy, _) = CopyStore::open(&dir).unwrap();
+    let (mut copy, _) = CopyStore::open(&dir, CLUSTER).unwrap();
     replace(&mut copy, &new, LogAt { stream: 2, next: 9 }, 4);
     drop(copy);
     let loaded = load(&dir).unwrap();
@@ -191,7 +193,7 @@ fn a_replacement_stopped_half_way_is_refused_and_a_whole_one_holds_only_the_new(
 /// size and a store damaged in the middle are each refused with a reason, without a panic.
 #[test]
 fn damaged_copies_are_refused() {
-    let at = encode_at(LogAt { stream: 1, next: 2 });
+    let at = encode_at(CLUSTER, LogAt { stream: 1, next: 2 });
     let cases: Vec<(&str, Vec<WriteOp>)> = vec![
         (
             "bucket 0",
@@ -204,7 +206,11 @@ fn damaged_copies_are_refused() {
                 (AT_KEY.to_vec(), Some(at.clone())),
             ],
         ),
-        ("not 16", vec![(AT_KEY.to_vec(), Some(vec![1, 2, 3]))]),
+        ("not 24", vec![(AT_KEY.to_vec(), Some(vec![1, 2, 3]))]),
+        (
+            "another cluster",
+            vec![(AT_KEY.to_vec(), Some(encode_at(CLUSTER + 1, LogAt { stream: 1, next: 2 })))],
+        ),
         ("names no bucket", vec![(b"b/x".to_vec(), Some(vec![1])), (AT_KEY.to_vec(), Some(at.clone()))]),
     ];
     for (want, ops) in cases {
@@ -219,14 +225,14 @@ fn damaged_copies_are_refused() {
     // the copy starts empty.
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join(DIR);
-    let (mut copy, _) = CopyStore::open(&dir).unwrap();
+    let (mut copy, _) = CopyStore::open(&dir, CLUSTER).unwrap();
     replace(&mut copy, &regions_of(&[1, 2, 3], 1), LogAt { stream: 1, next: 2 }, 1);
     copy.write(buckets(&regions_of(&[700], 1)), Some(LogAt { stream: 1, next: 3 })).unwrap();
     drop(copy);
     let mut bytes = std::fs::read(dir.join("meta.wal")).unwrap();
     bytes[10] ^= 0xff;
     std::fs::write(dir.join("meta.wal"), &bytes).unwrap();
-    let (copy, loaded) = CopyStore::open(&dir).unwrap();
+    let (copy, loaded) = CopyStore::open(&dir, CLUSTER).unwrap();
     let why = loaded.unwrap_err();
     assert!(why.contains("does not open"), "{why}");
     assert_eq!(copy.on_disk().count(), 0);
