@@ -258,6 +258,7 @@ async fn sync_with(
     // read it: an empty one, or fewer records than a batch. Until then the copy is not heard
     // from, and answers no read.
     let mut confirmed = snapshot.is_some();
+    let mut heard = false;
     let mut inbound = response.into_inner();
     while let Some(message) = inbound.message().await? {
         let regions = regions_of(&message)?;
@@ -335,6 +336,15 @@ async fn sync_with(
             local: state.index.log_position(),
         });
         if confirmed {
+            if !heard {
+                heard = true;
+                tracing::info!(
+                    leader = %leader.name,
+                    next,
+                    behind = leader_next - next,
+                    "region sync: following the leader's log"
+                );
+            }
             state.sync.heard(next, leader_next, state.clock.now_ms());
         }
     }
