@@ -341,7 +341,7 @@ async fn sync_with(
                 tracing::info!(
                     leader = %leader.name,
                     next,
-                    behind = leader_next - next,
+                    behind = leader_next.saturating_sub(next),
                     "region sync: following the leader's log"
                 );
             }
