@@ -123,7 +123,9 @@ async fn open_copy(
     }
     let count = loaded.regions.len();
     let refused = state.index.reset(loaded.regions);
-    if refused > 0 {
+    // The leader's index never holds two regions over one key: a copy that does (refused, or
+    // one displacing another) is not a state it held.
+    if refused > 0 || state.index.len() != count {
         state.index.reset(Vec::new());
         tracing::warn!(
             dir = %shown,
