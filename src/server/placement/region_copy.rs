@@ -167,10 +167,13 @@ impl CopyStore {
                 return Ok(());
             }
             match decode_regions(&value) {
-                Ok(rs) => match rs.iter().find(|r| bucket_of(r.id) != bucket) {
-                    Some(r) => bad = Some(format!("bucket {bucket} holds region {}", r.id)),
-                    None => regions.extend(rs),
-                },
+                Ok(rs) => {
+                    let misplaced = rs.iter().map(|r| r.id).find(|id| bucket_of(*id) != bucket);
+                    match misplaced {
+                        Some(id) => bad = Some(format!("bucket {bucket} holds region {id}")),
+                        None => regions.extend(rs),
+                    }
+                }
                 Err(e) => bad = Some(format!("bucket {bucket}: {e}")),
             }
             Ok(())
