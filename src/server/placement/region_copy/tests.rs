@@ -237,3 +237,96 @@ fn damaged_copies_are_refused() {
     assert!(why.contains("does not open"), "{why}");
     assert_eq!(copy.on_disk().count(), 0);
 }
+
+/// The persister run as the syncer drives it: a snapshot, a second snapshot that replaces it,
+/// then records that update regions and displace one. After each, the copy on disk (read as a
+/// restarted member reads it, the persister started again over it) is the index at its
+/// position.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_persister_leaves_the_index_on_disk_at_its_position() {
+    use crate::admin::Metrics;
+    use crate::clock::WallClock;
+    use crate::meta::Keys;
+    use crate::placement::{Limits, ScheduleConfig};
+
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join(DIR);
+    let (state, _shards) = PlacementState::new(
+        CLUSTER,
+        1,
+        ScheduleConfig::default(),
+        Limits::default(),
+        Arc::new(WallClock::default()),
+        Keys::new(CLUSTER),
+        Arc::new(Metrics::new(1)),
+    );
+    let marks = Arc::new(CopyMarks::default());
+    // Runs the persister until the marks are written, stops it, and reads the copy back.
+    let settle = |copy: CopyStore| {
+        let (state, marks) = (state.clone(), marks.clone());
+        let dir = dir.clone();
+        async move {
+            let (stop, stopped) = watch::channel(false);
+            let task = tokio::spawn(persist(state, marks, copy, || true, stopped));
+            tokio::time::sleep(FLUSH_EVERY * 5).await;
+            stop.send(true).unwrap();
+            task.await.unwrap();
+            CopyStore::open(&dir, CLUSTER).unwrap()
+        }
+    };
+    let index_now = |state: &PlacementState| {
+        sorted(state.index.snapshot().iter().map(|r| r.region()).collect())
+    };
+    let (copy, _) = CopyStore::open(&dir, CLUSTER).unwrap();
+
+    let snapshot = |regions: Vec<Region>, at: LogAt| {
+        let (state, marks) = (state.clone(), marks.clone());
+        async move {
+            let _gate = state.sync.gate.lock().await;
+            let ids: Vec<u64> = regions.iter().map(|r| r.id).collect();
+            assert_eq!(state.index.reset(regions), 0);
+            let local = state.index.log_position();
+            marks.replaced(ids, Position { at, local });
+        }
+    };
+    snapshot((1..600).map(|i| region(i * 5, 1)).collect(), LogAt { stream: 1, next: 10 }).await;
+    let (copy, loaded) = settle(copy).await;
+    let loaded = loaded.unwrap();
+    assert_eq!(loaded.at, LogAt { stream: 1, next: 10 });
+    assert_eq!(sorted(loaded.regions), index_now(&state));
+
+    // Another leader's snapshot, of other regions: nothing of the first is left.
+    snapshot((1..300).map(|i| region(i * 7 + 1, 1)).collect(), LogAt { stream: 2, next: 4 }).await;
+    let (copy, loaded) = settle(copy).await;
+    let loaded = loaded.unwrap();
+    assert_eq!(loaded.at, LogAt { stream: 2, next: 4 });
+    assert_eq!(sorted(loaded.regions), index_now(&state));
+
+    // Records: regions at a newer version, and one whose range now covers its neighbour's.
+    {
+        let _gate = state.sync.gate.lock().await;
+        let mut records: Vec<Region> = (1..40).map(|i| region(i * 7 + 1, 2)).collect();
+        let mut wide = region(50 * 7 + 1, 3);
+        wide.end_key = format!("k{:08}", 51 * 7 + 2).into_bytes();
+        records.push(wide);
+        let mut changed = Vec::new();
+        for result in state.index.apply_batch(records) {
+            let change = result.unwrap();
+            changed.push(change.route.id());
+            changed.extend(change.removed);
+        }
+        assert!(changed.contains(&(51 * 7 + 1)), "the neighbour was displaced");
+        let local = state.index.log_position();
+        marks.changed(
+            changed,
+            Position {
+                at: LogAt { stream: 2, next: 44 },
+                local,
+            },
+        );
+    }
+    let (_, loaded) = settle(copy).await;
+    let loaded = loaded.unwrap();
+    assert_eq!(loaded.at, LogAt { stream: 2, next: 44 });
+    assert_eq!(sorted(loaded.regions), index_now(&state));
+}
