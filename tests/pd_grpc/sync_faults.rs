@@ -220,9 +220,7 @@ async fn a_restarted_follower_loads_its_copy_refuses_until_the_stream_confirms_i
         before,
         "the restarted follower went on from the leader's log"
     );
-    let counter = |name: &str| {
-        tokio::task::block_in_place(|| c.counter(restarted, name)).unwrap()
-    };
+    let counter = |name: &str| tokio::task::block_in_place(|| c.counter(restarted, name)).unwrap();
     assert_eq!(counter("meridian_region_sync_snapshots_total"), 0);
     assert_eq!(counter("meridian_region_sync_copies_loaded_total"), 1);
 }

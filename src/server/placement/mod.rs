@@ -31,8 +31,8 @@ mod messages;
 pub mod operators;
 // `pub(crate)` for `crate::fuzzing`.
 pub(crate) mod persist;
-pub mod region_copy;
 pub mod push;
+pub mod region_copy;
 pub mod region_sizes;
 mod request;
 mod resolved_ts;

@@ -133,7 +133,10 @@ impl CopyStore {
             Ok(store) => (store, None),
             Err(e) => {
                 std::fs::remove_dir_all(dir)?;
-                (LocalStore::open(dir)?, Some(format!("its store does not open: {e}")))
+                (
+                    LocalStore::open(dir)?,
+                    Some(format!("its store does not open: {e}")),
+                )
             }
         };
         let mut copy = CopyStore {
@@ -363,7 +366,9 @@ pub async fn persist(
                 return;
             }
             Err(e) => {
-                tracing::error!("the region copy's writer failed ({e}); a restart takes a snapshot");
+                tracing::error!(
+                    "the region copy's writer failed ({e}); a restart takes a snapshot"
+                );
                 return;
             }
         }

@@ -277,7 +277,13 @@ async fn sync_with(
             write(shared, |index| {
                 index.reset(whole);
                 let local = index.log_position();
-                marks.replaced(ids, Position { at: LogAt { stream, next }, local });
+                marks.replaced(
+                    ids,
+                    Position {
+                        at: LogAt { stream, next },
+                        local,
+                    },
+                );
                 Ok(())
             })
             .await?;

@@ -47,7 +47,8 @@ fn replace(copy: &mut CopyStore, regions: &BTreeMap<u64, Region>, at: LogAt, chu
     let all: Vec<_> = all.into_iter().collect();
     let n = all.len().div_ceil(chunk).max(1);
     for (i, part) in all.chunks(chunk).enumerate() {
-        copy.write(part.to_vec(), (i + 1 == n).then_some(at)).unwrap();
+        copy.write(part.to_vec(), (i + 1 == n).then_some(at))
+            .unwrap();
     }
     if all.is_empty() {
         copy.write(Vec::new(), Some(at)).unwrap();
@@ -197,21 +198,36 @@ fn damaged_copies_are_refused() {
     let cases: Vec<(&str, Vec<WriteOp>)> = vec![
         (
             "bucket 0",
-            vec![(bucket_key(0), Some(b"not a bucket".to_vec())), (AT_KEY.to_vec(), Some(at.clone()))],
+            vec![
+                (bucket_key(0), Some(b"not a bucket".to_vec())),
+                (AT_KEY.to_vec(), Some(at.clone())),
+            ],
         ),
         (
             "holds region",
             vec![
-                (bucket_key(0), Some(encode_regions(&[region(BUCKET_IDS * 3, 1)]).unwrap())),
+                (
+                    bucket_key(0),
+                    Some(encode_regions(&[region(BUCKET_IDS * 3, 1)]).unwrap()),
+                ),
                 (AT_KEY.to_vec(), Some(at.clone())),
             ],
         ),
         ("not 24", vec![(AT_KEY.to_vec(), Some(vec![1, 2, 3]))]),
         (
             "another cluster",
-            vec![(AT_KEY.to_vec(), Some(encode_at(CLUSTER + 1, LogAt { stream: 1, next: 2 })))],
+            vec![(
+                AT_KEY.to_vec(),
+                Some(encode_at(CLUSTER + 1, LogAt { stream: 1, next: 2 })),
+            )],
         ),
-        ("names no bucket", vec![(b"b/x".to_vec(), Some(vec![1])), (AT_KEY.to_vec(), Some(at.clone()))]),
+        (
+            "names no bucket",
+            vec![
+                (b"b/x".to_vec(), Some(vec![1])),
+                (AT_KEY.to_vec(), Some(at.clone())),
+            ],
+        ),
     ];
     for (want, ops) in cases {
         let tmp = tempfile::tempdir().unwrap();
@@ -226,8 +242,17 @@ fn damaged_copies_are_refused() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join(DIR);
     let (mut copy, _) = CopyStore::open(&dir, CLUSTER).unwrap();
-    replace(&mut copy, &regions_of(&[1, 2, 3], 1), LogAt { stream: 1, next: 2 }, 1);
-    copy.write(buckets(&regions_of(&[700], 1)), Some(LogAt { stream: 1, next: 3 })).unwrap();
+    replace(
+        &mut copy,
+        &regions_of(&[1, 2, 3], 1),
+        LogAt { stream: 1, next: 2 },
+        1,
+    );
+    copy.write(
+        buckets(&regions_of(&[700], 1)),
+        Some(LogAt { stream: 1, next: 3 }),
+    )
+    .unwrap();
     drop(copy);
     let mut bytes = std::fs::read(dir.join("meta.wal")).unwrap();
     bytes[10] ^= 0xff;
@@ -289,14 +314,31 @@ async fn the_persister_leaves_the_index_on_disk_at_its_position() {
             marks.replaced(ids, Position { at, local });
         }
     };
-    snapshot((1..600).map(|i| region(i * 5, 1)).collect(), LogAt { stream: 1, next: 10 }).await;
+    snapshot(
+        (1..600).map(|i| region(i * 5, 1)).collect(),
+        LogAt {
+            stream: 1,
+            next: 10,
+        },
+    )
+    .await;
     let (copy, loaded) = settle(copy).await;
     let loaded = loaded.unwrap();
-    assert_eq!(loaded.at, LogAt { stream: 1, next: 10 });
+    assert_eq!(
+        loaded.at,
+        LogAt {
+            stream: 1,
+            next: 10
+        }
+    );
     assert_eq!(sorted(loaded.regions), index_now(&state));
 
     // Another leader's snapshot, of other regions: nothing of the first is left.
-    snapshot((1..300).map(|i| region(i * 7 + 1, 1)).collect(), LogAt { stream: 2, next: 4 }).await;
+    snapshot(
+        (1..300).map(|i| region(i * 7 + 1, 1)).collect(),
+        LogAt { stream: 2, next: 4 },
+    )
+    .await;
     let (copy, loaded) = settle(copy).await;
     let loaded = loaded.unwrap();
     assert_eq!(loaded.at, LogAt { stream: 2, next: 4 });
@@ -315,18 +357,30 @@ async fn the_persister_leaves_the_index_on_disk_at_its_position() {
             changed.push(change.route.id());
             changed.extend(change.removed);
         }
-        assert!(changed.contains(&(51 * 7 + 1)), "the neighbour was displaced");
+        assert!(
+            changed.contains(&(51 * 7 + 1)),
+            "the neighbour was displaced"
+        );
         let local = state.index.log_position();
         marks.changed(
             changed,
             Position {
-                at: LogAt { stream: 2, next: 44 },
+                at: LogAt {
+                    stream: 2,
+                    next: 44,
+                },
                 local,
             },
         );
     }
     let (_, loaded) = settle(copy).await;
     let loaded = loaded.unwrap();
-    assert_eq!(loaded.at, LogAt { stream: 2, next: 44 });
+    assert_eq!(
+        loaded.at,
+        LogAt {
+            stream: 2,
+            next: 44
+        }
+    );
     assert_eq!(sorted(loaded.regions), index_now(&state));
 }
