@@ -160,6 +160,9 @@ pub struct Metrics {
     cores: Vec<CoreMetrics>,
     pub window_renewals: AtomicU64,
     pub window_renewal_failures: AtomicU64,
+    /// Snapshots this member's syncer applied whole, and copies it loaded from its disk.
+    pub sync_snapshots: AtomicU64,
+    pub sync_copies_loaded: AtomicU64,
     placement: std::sync::Mutex<PlacementGauges>,
     /// Region records this member's syncer applied, by lag bucket (`SYNC_LAG_BOUNDS_MS`).
     sync_lag: [AtomicU64; SYNC_LAG_BOUNDS_MS.len() + 1],
@@ -301,6 +304,18 @@ impl Metrics {
             "meridian_tso_window_renewal_failures_total",
             "Window renewals that failed to persist.",
             self.window_renewal_failures.load(Relaxed),
+        );
+        counter(
+            &mut out,
+            "meridian_region_sync_snapshots_total",
+            "Snapshots of the leader's region index this follower's syncer applied whole.",
+            self.sync_snapshots.load(Relaxed),
+        );
+        counter(
+            &mut out,
+            "meridian_region_sync_copies_loaded_total",
+            "Copies of the region index this member loaded from its own disk at start.",
+            self.sync_copies_loaded.load(Relaxed),
         );
         let _ = writeln!(
             out,

@@ -224,6 +224,19 @@ impl Cluster {
             .with_context(|| format!("{series}{line}: not a count"))
     }
 
+    /// Member `i`'s counter `name` (a series without labels), since it last started.
+    pub fn counter(&self, i: usize, name: &str) -> anyhow::Result<u64> {
+        let text = self.admin(i)?.send("GET", "/metrics", None)?.body;
+        let series = format!("{name} ");
+        let line = text
+            .lines()
+            .find_map(|l| l.strip_prefix(&series))
+            .with_context(|| format!("no {name} on member {i}"))?;
+        line.trim()
+            .parse()
+            .with_context(|| format!("{series}{line}: not a count"))
+    }
+
     /// The member that says it leads and serves, other than `except`, waiting up to
     /// `timeout`. (A paused member's admin port does not answer: name it in `except`.)
     pub fn leader_within(&self, except: Option<usize>, timeout: Duration) -> Option<usize> {

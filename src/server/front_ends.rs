@@ -63,6 +63,8 @@ pub fn start(
             } else {
                 Some(super::node_tls::peer_client_tls(opts)?)
             },
+            region_copy: (!opts.etcd.is_empty())
+                .then(|| super::placement::region_copy::dir(&opts.data_dir)),
         })?);
     }
     threads.push(admin::spawn(

@@ -1,7 +1,9 @@
 //! The region syncer under faults, on a cluster of three on etcd. A follower paused (SIGSTOP)
 //! past the silence bound stops answering, and when it runs again it goes on from the
 //! leader's change log, with no new snapshot, and answers what the leader made meanwhile. A
-//! follower killed (SIGKILL) and started again keeps no copy: it takes a snapshot. A stream
+//! follower killed (SIGKILL) and started again loads the copy it kept on disk and goes on from
+//! the leader's log, answering nothing from the loaded copy until the stream confirms it; one
+//! whose copy on disk is gone takes a snapshot. A stream
 //! cut before its snapshot is whole applies none of it: the follower answers nothing from
 //! its copy and syncs again, and answers once a whole snapshot has arrived. A leader that
 //! dies before writing a split it streamed leaves it to the follower that takes over, which
@@ -108,10 +110,11 @@ async fn a_paused_follower_resumes_a_restarted_one_resyncs_and_a_cut_snapshot_is
     );
 
     // Every snapshot stream is cut before it is whole; a follower started again with no copy
-    // keeps asking and applies none of them.
+    // (its copy on disk removed) keeps asking and applies none of them.
     arm(&c, first, points::SYNC_SNAPSHOT_END, "return(eio)");
     let before = snapshots(&c, restarted);
     c.nodes[restarted].kill().unwrap();
+    drop_copy(&c, restarted);
     c.nodes[restarted].start().unwrap();
     let cuts = |c: &Cluster| {
         without_colours(&c.nodes[restarted].process().log_text())
@@ -150,6 +153,76 @@ async fn a_paused_follower_resumes_a_restarted_one_resyncs_and_a_cut_snapshot_is
     let want = answers(&mut pd, &h).await;
     converge(&c, restarted, &h, &want).await;
     assert_eq!(snapshots(&c, restarted), before + 1);
+}
+
+/// Removes member `i`'s copy of the region index on disk (the member is stopped).
+fn drop_copy(c: &Cluster, i: usize) {
+    let dir = c.nodes[i].data.join("region-copy");
+    std::fs::remove_dir_all(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+}
+
+/// How many times member `i` loaded its copy on disk, over every run of it.
+fn copies_loaded(c: &Cluster, i: usize) -> usize {
+    without_colours(&c.nodes[i].process().log_text())
+        .lines()
+        .filter(|l| l.contains("region sync: the copy on disk loaded"))
+        .count()
+}
+
+/// A follower killed (SIGKILL) while the leader keeps its term, and started again while every
+/// link to the leader is cut, loads the copy it kept on disk and still refuses routing reads:
+/// the stream has not confirmed it. Once the link heals it goes on from the leader's log, with
+/// no snapshot, and answers what the leader made while it was down.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restarted_follower_loads_its_copy_refuses_until_the_stream_confirms_it_and_resumes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let c = Cluster::start_members_proxied(tmp.path(), 3, ON_ETCD).unwrap();
+    let (mut c, first, mut pd, h, mut splitter) = bootstrap_led(c).await;
+    let restarted = (first + 1) % 3;
+    splitter.split(&mut pd, 0..10).await;
+    let want = answers(&mut pd, &h).await;
+    converge(&c, restarted, &h, &want).await;
+    // The persister writes within its flush period; one more keeps clear of a write in flight.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let before = snapshots(&c, restarted);
+
+    c.nodes[restarted].kill().unwrap();
+    splitter.split(&mut pd, 10..20).await;
+    c.member_proxies[first].partition();
+    c.nodes[restarted].start().unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while copies_loaded(&c, restarted) == 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the restarted follower did not load its copy"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // Loaded, and not confirmed: it refuses every key, for longer than the silence bound.
+    let mut f = client(&c, restarted).await;
+    let loaded = std::time::Instant::now();
+    while loaded.elapsed() < Duration::from_millis(1500) {
+        let got = answers(&mut f, &h).await;
+        assert!(
+            got.iter().all(|s| *s == Seen::NotFound),
+            "a loaded copy answered before the stream confirmed it: {got:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(leader(&c, None), first, "the leader kept its term");
+
+    c.member_proxies[first].heal();
+    let want = answers(&mut pd, &h).await;
+    assert_ne!(want[15], Seen::NotFound);
+    converge(&c, restarted, &h, &want).await;
+    assert_eq!(
+        snapshots(&c, restarted),
+        before,
+        "the restarted follower went on from the leader's log"
+    );
+    let counter = |name: &str| tokio::task::block_in_place(|| c.counter(restarted, name)).unwrap();
+    assert_eq!(counter("meridian_region_sync_snapshots_total"), 0);
+    assert_eq!(counter("meridian_region_sync_copies_loaded_total"), 1);
 }
 
 /// What a member answers an empty split report: the refusal's words, from a status or a header.
@@ -278,11 +351,13 @@ async fn a_copy_taken_over_writes_the_splits_its_old_leader_never_wrote() {
     // already holds it, and acknowledges it only once it is written.
     report(&mut pd, request).await;
 
-    // Every member stopped, one started again: it has no copy and loads the store.
+    // Every member stopped, one started again with its copy on disk removed: it has no copy
+    // and loads the store.
     for &f in &followers {
         c.nodes[f].kill().unwrap();
     }
     let last = followers[0];
+    drop_copy(&c, last);
     c.nodes[last].start().unwrap();
     assert_eq!(super::on_etcd::leader(&c, None), last);
     wait_ready(&c, last);

@@ -81,6 +81,42 @@ impl LocalStore {
         })
     }
 
+    /// Writes `ops` in order with one append and one sync, as `MetaStore::batch` does, on
+    /// the calling thread.
+    pub fn batch_blocking(&self, ops: Vec<WriteOp>) -> Result<(), MetaError> {
+        let records = ops.into_iter().map(|(key, value)| match value {
+            Some(value) => Record {
+                op: OP_PUT,
+                key,
+                value,
+            },
+            None => Record {
+                op: OP_DELETE,
+                key,
+                value: Vec::new(),
+            },
+        });
+        self.lock()?.write_many(records)
+    }
+
+    /// Calls `f` with each key under `prefix` and its value, in key order, one value read at
+    /// a time (a scan's whole answer would hold every value at once).
+    pub fn for_each_blocking(
+        &self,
+        prefix: &[u8],
+        mut f: impl FnMut(&[u8], Vec<u8>) -> Result<(), MetaError>,
+    ) -> Result<(), MetaError> {
+        let inner = self.lock()?;
+        let range = inner.map.range::<[u8], _>((
+            std::ops::Bound::Included(prefix),
+            std::ops::Bound::Unbounded,
+        ));
+        for (key, slot) in range.take_while(|(k, _)| k.starts_with(prefix)) {
+            f(key, inner.read(slot)?)?;
+        }
+        Ok(())
+    }
+
     fn lock(&self) -> Result<std::sync::MutexGuard<'_, Inner>, MetaError> {
         // A panic during a write may have left the log and map disagreeing; refuse further use.
         self.inner
@@ -115,22 +151,7 @@ impl MetaStore for LocalStore {
     }
 
     async fn batch(&self, ops: Vec<WriteOp>) -> Result<(), MetaError> {
-        self.blocking(move |s| {
-            let records = ops.into_iter().map(|(key, value)| match value {
-                Some(value) => Record {
-                    op: OP_PUT,
-                    key,
-                    value,
-                },
-                None => Record {
-                    op: OP_DELETE,
-                    key,
-                    value: Vec::new(),
-                },
-            });
-            s.lock()?.write_many(records)
-        })
-        .await
+        self.blocking(move |s| s.batch_blocking(ops)).await
     }
 
     async fn scan(&self, prefix: &[u8], _page: usize) -> Result<Vec<KeyValue>, MetaError> {

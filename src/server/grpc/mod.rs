@@ -96,6 +96,8 @@ pub struct GrpcSetup {
     /// TLS as a member, to send a follower's HTTP requests on to the leader; `None` where
     /// this node never follows (the embedded store).
     pub peer_tls: Option<rustls::ClientConfig>,
+    /// Where a follower keeps its copy of the region index on disk; `None`: in memory only.
+    pub region_copy: Option<std::path::PathBuf>,
 }
 
 /// Starts the front end on its own thread; it returns when `shutdown` turns true.
@@ -139,7 +141,11 @@ async fn serve(setup: GrpcSetup) -> anyhow::Result<()> {
         .http2_max_local_error_reset_streams(Some(MAX_LOCAL_ERROR_RESETS));
     if let Some(tls) = &setup.peer_tls {
         // A member on etcd follows: its region syncer keeps a copy of the leader's index.
-        tokio::spawn(region_sync::follow(setup.shared.clone(), tls.clone()));
+        tokio::spawn(region_sync::follow(
+            setup.shared.clone(),
+            tls.clone(),
+            setup.region_copy.clone(),
+        ));
     }
     let api = http::router(
         setup.shared.clone(),

@@ -12,7 +12,8 @@
 //! its store JSON; `rules` keeps PD's
 //! placement and region label rules for the HTTP API, `scheduling` what an operator changes in
 //! scheduling while the cluster runs (decommission, evict-leader, store limits), `push` the
-//! heartbeat streams operators are pushed to as soon as they are made. Decisions stay in
+//! heartbeat streams operators are pushed to as soon as they are made, `region_copy` a
+//! follower's copy of the region index on its own disk. Decisions stay in
 //! `placement` (and `gc`,
 //! `global_config`); nothing here decides what a heartbeat means.
 
@@ -31,6 +32,7 @@ pub mod operators;
 // `pub(crate)` for `crate::fuzzing`.
 pub(crate) mod persist;
 pub mod push;
+pub mod region_copy;
 pub mod region_sizes;
 mod request;
 mod resolved_ts;

@@ -14,7 +14,8 @@
 //! out of its log's window (the follower then starts again from a snapshot).
 //!
 //! Owns: the syncer's stream, both ends. Must not touch: what a route means (the index's
-//! rules apply on both sides), persistence.
+//! rules apply on both sides), persistence (the follower marks what it applies, and loads
+//! what is on disk, through `placement::region_copy`).
 
 mod feed;
 mod follow;
