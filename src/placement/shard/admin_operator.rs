@@ -297,18 +297,26 @@ mod tests {
     use crate::placement::schedule::{Groups, TestCluster};
     use crate::placement::shard::tests::region;
 
-    #[test]
-    fn an_admin_operator_runs_is_listed_refuses_another_and_is_cancelled() {
-        let w = TestCluster::up(&[1, 2, 3, 4]);
+    /// A shard holding region 1 over `["", "m")` and region 2 over `["m", "")`, each on stores
+    /// 1-3 led from store 1, heartbeated at time 0, in a cluster of `stores`.
+    fn halves_on(stores: &[u64]) -> (TestCluster, RangeIndex, Shard) {
+        let w = TestCluster::up(stores);
         let index = RangeIndex::new();
         let mut shard = Shard::new();
-        let left = region(1, b"", b"m", 1, &[1, 2, 3]);
-        let right = region(2, b"m", b"", 1, &[1, 2, 3]);
-        for r in [&left, &right] {
+        for r in [
+            region(1, b"", b"m", 1, &[1, 2, 3]),
+            region(2, b"m", b"", 1, &[1, 2, 3]),
+        ] {
             shard
-                .heartbeat(r, RegionStats::default(), &w.at(0), &index, &mut || None)
+                .heartbeat(&r, RegionStats::default(), &w.at(0), &index, &mut || None)
                 .unwrap();
         }
+        (w, index, shard)
+    }
+
+    #[test]
+    fn an_admin_operator_runs_is_listed_refuses_another_and_is_cancelled() {
+        let (w, _, mut shard) = halves_on(&[1, 2, 3, 4]);
         let c = w.at(10);
         // Store 4's add-peer limit spent: an admin operator goes past it, as in PD.
         let budget = &w.view.get(4).unwrap().budget;
@@ -431,16 +439,7 @@ mod tests {
 
     #[test]
     fn an_admin_merge_runs_as_a_pair_and_the_targets_half_ends_when_it_grows() {
-        let w = TestCluster::up(&[1, 2, 3]);
-        let index = RangeIndex::new();
-        let mut shard = Shard::new();
-        let left = region(1, b"", b"m", 1, &[1, 2, 3]);
-        let right = region(2, b"m", b"", 1, &[1, 2, 3]);
-        for r in [&left, &right] {
-            shard
-                .heartbeat(r, RegionStats::default(), &w.at(0), &index, &mut || None)
-                .unwrap();
-        }
+        let (w, index, mut shard) = halves_on(&[1, 2, 3]);
         let c = w.at(10);
         assert_eq!(shard.merge_target(9, 10), None);
         let target = shard.merge_target(1, 10).unwrap();
@@ -448,7 +447,8 @@ mod tests {
         let (first, half, kind) = shard
             .start_admin_merge(2, target, &c, &mut || None)
             .unwrap();
-        assert_eq!(first, Some(Operator::Merge(Box::new(left.clone()))));
+        let left = region(1, b"", b"m", 1, &[1, 2, 3]);
+        assert_eq!(first, Some(Operator::Merge(Box::new(left))));
         assert_eq!(kind, "admin");
         assert!(half.passive && half.source.id == 2 && half.target.id == 1);
         // The target changed since it was read: its half is refused.
