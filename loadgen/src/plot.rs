@@ -8,9 +8,7 @@
 //! - the latency percentile distribution of the whole run (HDR style: latency against the
 //!   percentile, on a log scale of 1 / (1 - p), ticked at 50/90/99/99.9/99.99 %).
 //!
-//! It also draws a simulator run (`loadgen sim --plot`) from its report's per-store series:
-//! peers and leaders per store over simulated time, one line per store, coloured by zone
-//! (balance is judged within a zone, so a store's line reads against its zone's others).
+//! A simulator run (`loadgen sim --plot`) is drawn by `sim`, in the same style.
 //!
 //! Plotters draws with its SVG backend only and no font feature: text goes into the SVG as
 //! `<text>` elements naming a font family, and the viewer lays it out, so no system font or
@@ -24,6 +22,9 @@ use plotters::backend::SVGBackend;
 use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
+
+mod sim;
+pub use sim::{sim_svg, write_sim, zone_colour, SIM_HEIGHT, ZONES};
 
 /// The SVG's size in pixels.
 pub const WIDTH: u32 = 1000;
@@ -170,6 +171,32 @@ pub fn write(run: &Run, path: &Path) -> anyhow::Result<()> {
 type Area<'a> = DrawingArea<SVGBackend<'a>, plotters::coord::Shift>;
 type Chart<'a, 'b, Y> = ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64, Y>>;
 
+/// A linear chart over `x` and `y` in `area` with its caption, its mesh drawn in the house
+/// style (axis descriptions, `si` labels on y, faint grid lines).
+fn linear_chart<'a, 'b>(
+    area: &'a Area<'b>,
+    caption: &str,
+    (x, y): (std::ops::Range<f64>, std::ops::Range<f64>),
+    (x_desc, y_desc): (&str, &str),
+) -> anyhow::Result<Chart<'a, 'b, RangedCoordf64>> {
+    let mut chart = ChartBuilder::on(area)
+        .caption(caption, (FONT, 19))
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(80)
+        .build_cartesian_2d(x, y)?;
+    chart
+        .configure_mesh()
+        .x_desc(x_desc)
+        .y_desc(y_desc)
+        .y_label_formatter(&|v| si(*v))
+        .axis_desc_style((FONT, 16))
+        .label_style((FONT, 14))
+        .light_line_style(BLACK.mix(0.04))
+        .draw()?;
+    Ok(chart)
+}
+
 /// The time axis: the whole run, at least a second.
 fn time_end(run: &Run) -> f64 {
     let last = run.buckets.last().map_or(0.0, |b| b.to_s);
@@ -288,24 +315,12 @@ fn throughput_panel(area: &Area, run: &Run) -> anyhow::Result<()> {
         * 1.15;
     let ops: u64 = run.buckets.iter().map(|b| b.ops).sum();
     let mean = ops as f64 / run.duration_s.max(1e-9);
-    let mut chart = ChartBuilder::on(&area)
-        .caption(
-            format!("Throughput per second (mean {} {}/s)", si(mean), run.unit),
-            (FONT, 19),
-        )
-        .margin(12)
-        .x_label_area_size(40)
-        .y_label_area_size(80)
-        .build_cartesian_2d(0f64..end, 0f64..top)?;
-    chart
-        .configure_mesh()
-        .x_desc("time (s)")
-        .y_desc(format!("{}/s", run.unit))
-        .y_label_formatter(&|v| si(*v))
-        .axis_desc_style((FONT, 16))
-        .label_style((FONT, 14))
-        .light_line_style(BLACK.mix(0.04))
-        .draw()?;
+    let mut chart = linear_chart(
+        &area,
+        &format!("Throughput per second (mean {} {}/s)", si(mean), run.unit),
+        (0f64..end, 0f64..top),
+        ("time (s)", &format!("{}/s", run.unit)),
+    )?;
     let mut key = vec![(Sample::Line(THROUGHPUT), format!("{}/s", run.unit))];
     key.extend(mark_events(&mut chart, run, 0.0, top)?);
     chart.draw_series(
@@ -483,105 +498,6 @@ fn distribution_panel(area: &Area, run: &Run) -> anyhow::Result<()> {
         Sample::None,
         format!("max {}", duration_us(h.max() as f64 / 1e3)),
     ));
-    draw_key(&key_area, &key)
-}
-
-/// The zones' colours in a simulator plot, zone 0 first (`#1F77B4`, `#FF7F0E`, `#2CA02C`, ...);
-/// a zone past the last takes the colours again.
-pub const ZONES: [RGBColor; 6] = [
-    RGBColor(0x1F, 0x77, 0xB4),
-    RGBColor(0xFF, 0x7F, 0x0E),
-    RGBColor(0x2C, 0xA0, 0x2C),
-    RGBColor(0xD6, 0x27, 0x28),
-    RGBColor(0x94, 0x67, 0xBD),
-    RGBColor(0x8C, 0x56, 0x4B),
-];
-
-/// The colour of zone `z`'s stores.
-pub fn zone_colour(z: u32) -> RGBColor {
-    ZONES[z as usize % ZONES.len()]
-}
-
-/// A simulator run's SVG size in pixels.
-pub const SIM_HEIGHT: u32 = 820;
-
-/// A simulator run as an SVG document: peers per store, then leaders per store, against
-/// simulated time, one line per store in its zone's colour.
-pub fn sim_svg(title: &str, series: &meridian_sim::Series) -> anyhow::Result<String> {
-    let mut out = String::new();
-    {
-        let root = SVGBackend::with_string(&mut out, (WIDTH, SIM_HEIGHT)).into_drawing_area();
-        root.fill(&WHITE)?;
-        let root = root.titled(title, (FONT, 26))?;
-        let (peers, leaders) = root.split_vertically((SIM_HEIGHT - 40) / 2);
-        store_panel(&peers, series, &series.peers, "Peers per store", "peers")?;
-        store_panel(
-            &leaders,
-            series,
-            &series.leaders,
-            "Leaders per store",
-            "leaders",
-        )?;
-        root.present()?;
-    }
-    Ok(out)
-}
-
-/// Writes `sim_svg` to `path`.
-pub fn write_sim(title: &str, series: &meridian_sim::Series, path: &Path) -> anyhow::Result<()> {
-    std::fs::write(path, sim_svg(title, series)?)
-        .with_context(|| format!("writing {}", path.display()))
-}
-
-/// One panel of a simulator plot: `values[t][i]` is store i's count at sample t.
-fn store_panel(
-    area: &Area,
-    series: &meridian_sim::Series,
-    values: &[Vec<u64>],
-    caption: &str,
-    unit: &str,
-) -> anyhow::Result<()> {
-    let (area, key_area) = area.split_horizontally(WIDTH - KEY_WIDTH);
-    let minutes = |s: u64| s as f64 / 60.0;
-    let end = series.at_s.last().map_or(1.0, |&s| minutes(s).max(1.0));
-    let top = values.iter().flatten().copied().max().unwrap_or(0).max(1) as f64 * 1.1;
-    let mut chart = ChartBuilder::on(&area)
-        .caption(caption, (FONT, 19))
-        .margin(12)
-        .x_label_area_size(40)
-        .y_label_area_size(80)
-        .build_cartesian_2d(0f64..end, 0f64..top)?;
-    chart
-        .configure_mesh()
-        .x_desc("simulated time (min)")
-        .y_desc(unit)
-        .y_label_formatter(&|v| si(*v))
-        .axis_desc_style((FONT, 16))
-        .label_style((FONT, 14))
-        .light_line_style(BLACK.mix(0.04))
-        .draw()?;
-    let stores = values.iter().map(Vec::len).max().unwrap_or(0);
-    for i in 0..stores {
-        // A store added during the run has no value before its first sample.
-        let points: Vec<(f64, f64)> = series
-            .at_s
-            .iter()
-            .zip(values)
-            .filter_map(|(&at, row)| Some((minutes(at), *row.get(i)? as f64)))
-            .collect();
-        let zone = series.zones.get(i).copied().unwrap_or(0);
-        chart.draw_series(LineSeries::new(points, zone_colour(zone).stroke_width(1)))?;
-    }
-    let zones = series.zones.iter().copied().max().map_or(0, |z| z + 1);
-    let key: Vec<(Sample, String)> = (0..zones)
-        .map(|z| {
-            let n = series.zones.iter().filter(|&&x| x == z).count();
-            (
-                Sample::Line(zone_colour(z)),
-                format!("zone {}: {n} stores", z + 1),
-            )
-        })
-        .collect();
     draw_key(&key_area, &key)
 }
 
