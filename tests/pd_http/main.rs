@@ -10,6 +10,7 @@
 
 mod follower;
 mod no_leader;
+mod operator_setup;
 mod operators;
 mod roles;
 mod routes;

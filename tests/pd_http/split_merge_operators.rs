@@ -4,7 +4,7 @@
 //! never sent), and the target's ends once it has grown over the source's range; a split by
 //! each of PD's policies reaches the leader as PD's `SplitRegion` with that `CheckPolicy`.
 
-use super::operators::{created, expect, post, reply_where, setup, Setup, OPERATORS};
+use super::operator_setup::{created, expect, post, reply_where, setup, Setup, OPERATORS};
 use super::*;
 use meridian::harness::{metapb_peer as peer, metapb_region};
 use meridian::kvproto::metapb;
