@@ -50,6 +50,7 @@ proptest! {
             region: &first,
             pending_peers: &[],
             size_mib: size,
+            hot: None,
         };
         let d = on_heartbeat(&c, &input, true, &mut None, &mut ids);
         prop_assert!(d.started, "{d:?}");
@@ -63,6 +64,7 @@ proptest! {
             region: &other,
             pending_peers: &[],
             size_mib: second,
+            hot: None,
         };
         let d = on_heartbeat(&c, &input, true, &mut None, &mut ids);
         prop_assert_eq!(d.started, cost == 0.0, "{:?}", d);
