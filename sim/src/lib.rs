@@ -25,6 +25,13 @@
 //!   the target commits it: the source is gone, the target covers both ranges with version
 //!   max(source, target) + 1, and reports at once. PD's region map is the server's range
 //!   index, which drops the source on that report.
+//! - **Write flow.** A region under the hot write load (`hot-write`: 1 MiB/s each, a
+//!   thousandth as many keys) has its leader report, with every heartbeat, the bytes and keys
+//!   written over the whole seconds since its last report (TiKV's `bytes_written`,
+//!   `keys_written` and `interval`); the rest report nothing written. PD's hot cache takes
+//!   each report in (a report under 3 s only says where the region is now), and a region
+//!   counts as hot once it has been for three full 60 s intervals
+//!   (`hot-region-cache-hits-threshold`): that is the hot-write scenario's floor.
 //! - **The patrol** ticks every 100 ms and passes over every region in 10 s.
 //! - **Store states**, on PD's side, are the scheduler's own: Disconnected after 20 s without a
 //!   store heartbeat, Down after `max-store-down-time` (30 min), Offline from a decommission
@@ -51,7 +58,7 @@ pub mod scenario;
 mod world;
 
 pub use model::Timing;
-pub use report::{Report, Series};
+pub use report::{HotFlow, Report, Series};
 pub use scenario::{named, Action, Goal, Scenario, NAMES};
 pub use world::schedule_config;
 
@@ -101,6 +108,11 @@ impl Scenario {
                     if *store == 0 || *store > known =>
                 {
                     return bad(&format!("no store {store}"));
+                }
+                Action::HotWrite { leaders_on, .. }
+                    if leaders_on.iter().any(|s| *s == 0 || *s > known) =>
+                {
+                    return bad("a hot write led by a store that does not exist");
                 }
                 Action::KillZone { zone, .. } | Action::ReviveZone { zone, .. }
                     if *zone as usize >= s.zones.len() =>

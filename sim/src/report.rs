@@ -35,6 +35,8 @@ pub struct Report {
     pub merges: u64,
     /// Where the run stopped.
     pub simulated_s: f64,
+    /// A hot write load: how far the hottest store's write flow was above the mean at the end.
+    pub hot_flow: Option<HotFlow>,
     /// Peers and leaders per store over time.
     pub series: Series,
     pub wall_s: f64,
@@ -65,4 +67,15 @@ impl Series {
         self.leaders.push(l);
         self.zones = z;
     }
+}
+
+/// The stores' write flow from the hot regions at the end of a run.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct HotFlow {
+    /// One hot region's write rate.
+    pub region_bytes_per_s: u64,
+    /// The hottest store's write flow (the bytes written to all its peers) over the mean.
+    pub max_over_mean: f64,
+    /// The same for the flow as leader.
+    pub max_leader_over_mean: f64,
 }

@@ -96,6 +96,14 @@ pub enum Action {
         from: u64,
         to: u64,
     },
+    /// The first `regions` regions in key order whose leader is on one of `leaders_on`
+    /// write `bytes_per_s` each (a thousandth as many keys) from then on.
+    HotWrite {
+        at_s: u64,
+        leaders_on: Vec<u64>,
+        regions: u64,
+        bytes_per_s: u64,
+    },
 }
 
 impl Action {
@@ -109,7 +117,8 @@ impl Action {
             | Action::ReviveZone { at_s, .. }
             | Action::RollingRestart { at_s, .. }
             | Action::DeleteHalf { at_s }
-            | Action::DeleteRange { at_s, .. } => *at_s,
+            | Action::DeleteRange { at_s, .. }
+            | Action::HotWrite { at_s, .. } => *at_s,
         }
     }
 }
@@ -128,16 +137,20 @@ pub enum Goal {
     /// Every region healed and the region count at most 0.55 of what it was when keys were
     /// deleted.
     Merged,
+    /// Healed, and every live store's write flow, as leader and as peer, within the hot
+    /// scheduler's source tolerance (1.05) of the mean, or within one hot region's rate of it.
+    HotBalanced,
 }
 
 /// The named scenarios.
-pub const NAMES: [&str; 6] = [
+pub const NAMES: [&str; 7] = [
     "lost-store",
     "decommission",
     "scale-out",
     "zone-loss",
     "rolling-restart",
     "merge",
+    "hot-write",
 ];
 
 /// Stores per zone: `stores` over three zones, the first zones taking the remainder
@@ -222,6 +235,21 @@ pub fn named(name: &str, stores: u32, regions: u64) -> Option<Scenario> {
             0,
             Goal::Merged,
             4 * hour,
+        ),
+        // As many hot regions as stores, 1 MiB/s each, all led at first by two stores of the
+        // first zone: those two carry all the write flow as leaders, and their peers' flow
+        // sits on them and on the other zones' stores the regions share.
+        "hot-write" => base(
+            vec![Action::HotWrite {
+                at_s: 60,
+                leaders_on: vec![1, 2],
+                regions: u64::from(stores),
+                bytes_per_s: 1 << 20,
+            }],
+            0,
+            0,
+            Goal::HotBalanced,
+            2 * hour,
         ),
         _ => return None,
     })

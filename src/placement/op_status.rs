@@ -52,6 +52,7 @@ impl OpRecord {
             OpKind::Replica => ("replica-checker", "replica,region"),
             OpKind::Region => ("balance-region", "region"),
             OpKind::Merge => ("merge-region", "merge"),
+            OpKind::Hot => ("hot-write-region", "hot-region"),
             OpKind::Admin => ("admin", "admin"),
         };
         OpRecord {

@@ -181,17 +181,21 @@ pub enum OpKind {
     /// balance-region moves.
     Region,
     Merge,
+    /// The hot-write scheduler's leader transfers and peer moves (PD's `OpHotRegion`), capped
+    /// by `hot-region-schedule-limit`.
+    Hot,
     /// Asked for by an operator of the cluster through PD's HTTP API (`POST /operators`):
     /// PD's admin operators, which no schedule limit caps.
     Admin,
 }
 
 impl OpKind {
-    pub const ALL: [OpKind; 5] = [
+    pub const ALL: [OpKind; 6] = [
         OpKind::Leader,
         OpKind::Replica,
         OpKind::Region,
         OpKind::Merge,
+        OpKind::Hot,
         OpKind::Admin,
     ];
 
@@ -211,6 +215,8 @@ pub struct Pending {
     pub leader_store: u64,
     pub created_ms: u64,
     pub deadline_ms: u64,
+    /// The write byte rate a hot-region operator moves (PD's pending influence); 0 for others.
+    pub flow: u64,
 }
 
 /// Where an operator stands after a report.
@@ -320,6 +326,7 @@ mod tests {
             leader_store: 3,
             created_ms: 0,
             deadline_ms: 1,
+            flow: 0,
         };
         let mut r = region(
             vec![

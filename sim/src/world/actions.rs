@@ -69,6 +69,12 @@ impl Sim {
             }
             Action::DeleteHalf { .. } => self.delete_half(),
             Action::DeleteRange { from, to, .. } => self.delete_range(from, to),
+            Action::HotWrite {
+                leaders_on,
+                regions,
+                bytes_per_s,
+                ..
+            } => self.start_hot_write(&leaders_on, regions, bytes_per_s),
         }
         self.recount();
         if n == self.scn.trigger {

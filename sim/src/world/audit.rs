@@ -67,6 +67,7 @@ impl Sim {
         let within = |v: u64, mean: f64| (v as f64 - mean).abs() <= (mean * 0.05).max(1.0);
         match self.scn.goal {
             Goal::Healed => true,
+            Goal::HotBalanced => self.hot_balanced(),
             Goal::Merged => self
                 .merge_start_regions
                 .is_some_and(|n| self.live_regions as f64 <= n as f64 * 0.55),
@@ -112,6 +113,7 @@ impl Sim {
             regions_at_end: self.live_regions,
             merges: self.merges,
             simulated_s: self.now as f64 / 1000.0,
+            hot_flow: self.hot_flow(),
             series: self.series.clone(),
             wall_s: 0.0,
         }

@@ -27,6 +27,7 @@ impl Sim {
         for id in change.removed {
             if let Some(j) = self.region_index(id) {
                 self.drop_operator(j);
+                self.forget_flow(j);
             }
         }
     }

@@ -6,6 +6,7 @@
 //!
 //! - `tikv`: the simulated stores and regions, and how a leader carries out a step.
 //! - `actions`: what the scenario does to the cluster, and the floor it is measured against.
+//! - `hot`: the hot write load, the flow each leader reports, PD's hot cache fed it.
 //! - `merge`: PD's region map, the merge checker's neighbours and a merge pair's operators.
 //! - `tikv_merge`: how TiKV carries out a merge.
 //! - `audit`: the once-a-second check (Down marks, samples, convergence) and the report.
@@ -15,13 +16,14 @@
 
 mod actions;
 mod audit;
+mod hot;
 mod merge;
 mod tikv;
 mod tikv_merge;
 
 use meridian::placement::schedule::{
-    self, influence, Cluster, InFlight, MergeInput, Neighbours, Pending, RegionInput, Side,
-    StoreView, Sweep,
+    self, influence, Cluster, HotCache, InFlight, MergeInput, Neighbours, Pending, RegionInput,
+    Side, StoreView, Sweep,
 };
 use meridian::placement::{
     Epoch, Peer, PeerRole, RangeIndex, Region, ScheduleConfig, StoreMap, StoreStats,
@@ -55,9 +57,13 @@ pub struct Sim {
     cursor: usize,
     /// The patrol batch under way's memo of the stores.
     sweep: Sweep,
+    /// PD's hot peer cache, fed every leader's report of what it wrote.
+    hot: HotCache,
+    /// The regions running the hot write load.
+    hot_regions: Vec<usize>,
     // Accounting.
     check: Checker,
-    live: [usize; 4],
+    live: [usize; schedule::OpKind::ALL.len()],
     bad: u64,
     last_op_ms: u64,
     trigger_ms: Option<u64>,
@@ -169,6 +175,8 @@ impl Sim {
                 size_mib: scn.region_size_mib,
                 gone: false,
                 merging: false,
+                write_bps: 0,
+                reported_ms: 0,
             });
         }
         let mut map = StoreMap::new();
@@ -197,8 +205,10 @@ impl Sim {
             next_id,
             cursor: 0,
             sweep: Sweep::default(),
+            hot: HotCache::new(),
+            hot_regions: Vec::new(),
             check: Checker::default(),
-            live: [0; 4],
+            live: [0; schedule::OpKind::ALL.len()],
             bad: 0,
             last_op_ms: 0,
             trigger_ms: None,
@@ -375,6 +385,7 @@ impl Sim {
                 region: &r.region,
                 pending_peers: &r.pending,
                 size_mib,
+                hot: self.hot.get(r.region.id),
             };
             let c = self.cluster();
             let mut ids = || {
@@ -435,6 +446,7 @@ impl Sim {
         if changed {
             self.pd_apply(i);
         }
+        self.report_flow(i);
         self.schedule(i, Call::Heartbeat { changed });
     }
 

@@ -43,6 +43,10 @@ pub(super) struct SimRegion {
     pub(super) gone: bool,
     /// A merge is under way (sent again meanwhile, it is not started twice).
     pub(super) merging: bool,
+    /// Bytes written per second (the hot write load; 0 for the rest).
+    pub(super) write_bps: u64,
+    /// Up to when its leader has reported what it wrote.
+    pub(super) reported_ms: u64,
 }
 
 /// The record a simulated store registers with PD.
@@ -151,6 +155,7 @@ impl Sim {
                 region: &r.region,
                 pending_peers: &r.pending,
                 size_mib: r.size_mib,
+                hot: None,
             };
             let c = Cluster {
                 cfg: &self.cfg,

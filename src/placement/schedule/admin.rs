@@ -190,6 +190,7 @@ fn admin(desc: &'static str, steps: Vec<Step>) -> Result<AdminPlan, AdminRefused
         plan: Plan {
             kind: OpKind::Admin,
             steps,
+            flow: 0,
         },
         desc,
     })
@@ -334,6 +335,7 @@ fn merge_plan(c: &Cluster, r: &RegionInput, t: &MergeTarget) -> Result<AdminPlan
         region: &t.region,
         pending_peers: &t.pending,
         size_mib: t.size_mib,
+        hot: None,
     };
     if !merge::healthy(c, r) {
         return Err(AdminRefused::AbnormalPeer(r.region.id));

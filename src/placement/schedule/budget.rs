@@ -89,6 +89,71 @@ impl Delta {
     }
 }
 
+/// A store's write flow (bytes and keys per second) as the hot regions put it there
+/// (`hot_cache`), as its leader and as any peer, and what hot-region operators in flight
+/// move to (+) or from (-) it (PD's pending influence).
+#[derive(Debug, Default)]
+pub struct Flow {
+    leader_bytes: AtomicI64,
+    leader_keys: AtomicI64,
+    peer_bytes: AtomicI64,
+    peer_keys: AtomicI64,
+    pending_leader_bytes: AtomicI64,
+    pending_peer_bytes: AtomicI64,
+}
+
+impl Flow {
+    /// Moves the leader (`leader`) or peer sums by `bytes` and `keys` per second.
+    pub fn add(&self, leader: bool, bytes: i64, keys: i64) {
+        let (b, k) = if leader {
+            (&self.leader_bytes, &self.leader_keys)
+        } else {
+            (&self.peer_bytes, &self.peer_keys)
+        };
+        b.fetch_add(bytes, Ordering::Relaxed);
+        k.fetch_add(keys, Ordering::Relaxed);
+    }
+
+    /// Moves what operators in flight bring (+) or take (-), in bytes per second.
+    pub fn add_pending(&self, leader: bool, bytes: i64) {
+        let p = if leader {
+            &self.pending_leader_bytes
+        } else {
+            &self.pending_peer_bytes
+        };
+        p.fetch_add(bytes, Ordering::Relaxed);
+    }
+
+    /// The write byte rate the store's hot regions put on it as leader (or as any peer).
+    pub fn bytes(&self, leader: bool) -> i64 {
+        let b = if leader {
+            &self.leader_bytes
+        } else {
+            &self.peer_bytes
+        };
+        b.load(Ordering::Relaxed)
+    }
+
+    pub fn keys(&self, leader: bool) -> i64 {
+        let k = if leader {
+            &self.leader_keys
+        } else {
+            &self.peer_keys
+        };
+        k.load(Ordering::Relaxed)
+    }
+
+    /// What operators in flight bring (+) or take (-), in bytes per second.
+    pub fn pending_bytes(&self, leader: bool) -> i64 {
+        let p = if leader {
+            &self.pending_leader_bytes
+        } else {
+            &self.pending_peer_bytes
+        };
+        p.load(Ordering::Relaxed)
+    }
+}
+
 /// One store's limits and what operators do to it.
 #[derive(Debug)]
 pub struct StoreBudget {
@@ -98,6 +163,8 @@ pub struct StoreBudget {
     pub pending: Delta,
     /// Operators done since the store's last heartbeat, whose effect its counts do not show yet.
     pub settled: Delta,
+    /// Its write flow, for the hot-write scheduler.
+    pub flow: Flow,
 }
 
 impl StoreBudget {
@@ -107,6 +174,7 @@ impl StoreBudget {
             remove: Mutex::new(Bucket::full(cfg.store_limit_remove_per_min, now_ms)),
             pending: Delta::default(),
             settled: Delta::default(),
+            flow: Flow::default(),
         }
     }
 

@@ -43,6 +43,8 @@ pub struct RegionInput<'a> {
     /// Peers still catching up (TiKV's `pending_peers`).
     pub pending_peers: &'a [u64],
     pub size_mib: u64,
+    /// Its write rates, if the caller's hot cache (`hot_cache`) holds it as hot.
+    pub hot: Option<HotStat>,
 }
 
 impl<'a> RegionInput<'a> {
@@ -72,4 +74,13 @@ impl<'a> RegionInput<'a> {
     pub fn has_store(&self, store_id: u64) -> bool {
         self.region.peers.iter().any(|p| p.store_id == store_id)
     }
+}
+
+/// A hot region's write rates as the caller's hot cache (`hot_cache`) holds them.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct HotStat {
+    pub byte_rate: f64,
+    pub key_rate: f64,
+    /// PD's hot degree: full intervals in a row at a hot rate, less the cold ones since.
+    pub degree: i32,
 }

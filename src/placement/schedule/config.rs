@@ -20,6 +20,17 @@ pub struct ScheduleConfig {
     pub region_schedule_limit: usize,
     /// Merges in flight, cluster-wide.
     pub merge_schedule_limit: usize,
+    /// Hot-region moves in flight, cluster-wide (PD's `hot-region-schedule-limit`).
+    pub hot_region_schedule_limit: usize,
+    /// Full report intervals a region must stay hot before the stores count its flow and
+    /// the hot scheduler moves it (PD's `hot-region-cache-hits-threshold`).
+    pub hot_region_cache_hits_threshold: i32,
+    /// A store is a hot source when its write byte rate is above this times the mean (PD's
+    /// hot scheduler `src-tolerance-ratio`).
+    pub hot_src_tolerance_ratio: f64,
+    /// A store takes hot flow only while its write byte rate times this is below the mean
+    /// (PD's `dst-tolerance-ratio`).
+    pub hot_dst_tolerance_ratio: f64,
     /// A region this small (MiB) and with at most `max_merge_region_keys` keys is merged
     /// into a neighbour (PD's `max-merge-region-size`; 0 turns merging off).
     pub max_merge_region_size_mib: u64,
@@ -69,6 +80,10 @@ impl Default for ScheduleConfig {
             replica_schedule_limit: 64,
             region_schedule_limit: 2048,
             merge_schedule_limit: 8,
+            hot_region_schedule_limit: 4,
+            hot_region_cache_hits_threshold: 3,
+            hot_src_tolerance_ratio: 1.05,
+            hot_dst_tolerance_ratio: 1.05,
             max_merge_region_size_mib: 54,
             max_merge_region_keys: 540_000,
             split_merge_interval_ms: 60 * 60 * 1000,
@@ -97,6 +112,7 @@ impl ScheduleConfig {
             OpKind::Replica => self.replica_schedule_limit,
             OpKind::Region => self.region_schedule_limit,
             OpKind::Merge => self.merge_schedule_limit,
+            OpKind::Hot => self.hot_region_schedule_limit,
             // PD counts admin operators but caps them by no schedule limit.
             OpKind::Admin => usize::MAX,
         }

@@ -1,7 +1,8 @@
 //! The store limit through the scheduler, as PD charges it: a store that receives a new peer
 //! pays PD's step cost for the region's size (nothing for an empty region, a small region's
 //! influence up to 20 MiB, a whole region's above), and is a target only while its limit holds
-//! a whole region's influence, whatever the region's size.
+//! a whole region's influence, whatever the region's size; and a serving store that loses a peer
+//! pays its remove limit.
 
 use proptest::prelude::*;
 
@@ -50,6 +51,7 @@ proptest! {
             region: &first,
             pending_peers: &[],
             size_mib: size,
+            hot: None,
         };
         let d = on_heartbeat(&c, &input, true, &mut None, &mut ids);
         prop_assert!(d.started, "{d:?}");
@@ -63,8 +65,63 @@ proptest! {
             region: &other,
             pending_peers: &[],
             size_mib: second,
+            hot: None,
         };
         let d = on_heartbeat(&c, &input, true, &mut None, &mut ids);
         prop_assert_eq!(d.started, cost == 0.0, "{:?}", d);
+    }
+}
+
+/// Many moves out of the same serving stores at one instant: balance-region finds forty
+/// regions on stores 1 to 3 and three empty stores. Adds are plentiful (600 a minute), but
+/// each serving store may lose one region's worth a minute: every removal from a serving store
+/// is charged to it, so at most one move starts per source store.
+#[test]
+fn removals_from_a_serving_store_are_charged_to_its_limit() {
+    use super::{patrol, ScheduleConfig, Sweep};
+    use crate::placement::StoreStats;
+    let full = |n: u64| StoreStats {
+        region_count: n,
+        ..StoreStats::default()
+    };
+    let map = super::up_stores((1..=6).map(|id| (id, full(if id <= 3 { 40 } else { 0 }))));
+    let cfg = ScheduleConfig {
+        store_limit_add_per_min: 600.0,
+        store_limit_remove_per_min: 1.0,
+        ..ScheduleConfig::default()
+    };
+    let w = TestCluster::new(&map, cfg);
+    let c = w.at(NOW);
+    let mut next_id = 1_000;
+    let mut ids = || {
+        next_id += 1;
+        Some(next_id)
+    };
+    let mut removed = [0u32; 7];
+    let mut sweep = Sweep::default();
+    for i in 1..=40 {
+        let r = region(i, &[1, 2, 3]);
+        let input = RegionInput {
+            region: &r,
+            pending_peers: &[],
+            size_mib: 96,
+            hot: None,
+        };
+        let mut slot = None;
+        let d = patrol(&c, &mut sweep, &input, None, &mut slot, &mut ids);
+        if let Some(op) = slot.filter(|_| d.started) {
+            for s in op.removes() {
+                removed[s as usize] += 1;
+            }
+        }
+    }
+    // A remove bucket of 1 a minute holds one region's worth (PD's `limit.Reset`).
+    let cap = (capacity(1.0) / 1000.0) as u32;
+    assert!(removed.iter().sum::<u32>() > 0, "no move started");
+    for (s, n) in removed.iter().enumerate() {
+        assert!(
+            *n <= cap,
+            "store {s}: {n} removals at one instant, {cap} allowed"
+        );
     }
 }

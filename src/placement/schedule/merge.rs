@@ -61,6 +61,7 @@ impl Neighbour {
                 region: &self.region,
                 pending_peers: &[],
                 size_mib: self.size_mib,
+                hot: None,
             },
             keys: self.keys,
             busy: self.busy,
@@ -164,11 +165,16 @@ pub fn check(c: &Cluster, r: &RegionInput, m: &MergeInput) -> Option<MergePlan> 
     };
     steps.push(step(false));
     Some(MergePlan {
-        source: Plan { kind: KIND, steps },
+        source: Plan {
+            kind: KIND,
+            steps,
+            flow: 0,
+        },
         target_id: t.id,
         target: Plan {
             kind: KIND,
             steps: vec![step(true)],
+            flow: 0,
         },
     })
 }

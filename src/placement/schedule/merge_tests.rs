@@ -21,6 +21,7 @@ fn input(r: &Region, size_mib: u64) -> RegionInput<'_> {
         region: r,
         pending_peers: &[],
         size_mib,
+        hot: None,
     }
 }
 

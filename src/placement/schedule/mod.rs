@@ -10,6 +10,9 @@
 //! - `location`: distinct score and isolation.
 //! - `select`: target stores and leader targets.
 //! - `replica`, `balance`: the checkers and schedulers, each a [`Plan`] or nothing.
+//! - `hot_cache`: each region's write rates while it is hot, and the stores' sums of them
+//!   (PD's hot peer cache); `hot`: the hot-write scheduler that moves leaders, then peers,
+//!   off a store whose write flow is above the mean by the tolerance.
 //! - `merge`: the merge checker, a pair of operators (source and target) or nothing, and the
 //!   neighbours it reads as the shards and the simulator hand them over.
 //! - `admin`: the operators an operator of the cluster asks for by name (PD's `POST
@@ -31,6 +34,10 @@ mod balance;
 mod budget;
 mod cluster;
 mod config;
+mod hot;
+mod hot_cache;
+#[cfg(test)]
+mod hot_tests;
 mod joint;
 #[cfg(test)]
 mod limit_tests;
@@ -51,9 +58,13 @@ mod view;
 mod tests;
 
 pub use admin::{admin_plan, AdminAsk, AdminPlan, AdminRefused, AskedRole, MergeTarget};
-pub use budget::{capacity, influence, InFlight, StoreBudget, REGION_INFLUENCE};
-pub use cluster::{Cluster, RegionInput};
+pub use budget::{capacity, influence, Flow, InFlight, StoreBudget, REGION_INFLUENCE};
+pub use cluster::{Cluster, HotStat, RegionInput};
 pub use config::ScheduleConfig;
+pub use hot::HotLoads;
+pub use hot_cache::{
+    HotCache, WriteFlow, MIN_HOT_WRITE_BYTES_PER_S, MIN_HOT_WRITE_KEYS_PER_S, REPORT_INTERVAL_S,
+};
 pub use joint::joint_steps;
 pub use location::{distinct_score, isolated};
 pub use merge::{peers_match, Adjacent, MergeInput, MergePlan, Neighbour, Neighbours, Side};

@@ -11,6 +11,8 @@ pub const NEW_PEER: u64 = 0;
 pub struct Plan {
     pub kind: OpKind,
     pub steps: Vec<Step>,
+    /// The write byte rate a hot-region plan moves; 0 for others.
+    pub flow: u64,
 }
 
 impl Plan {
@@ -24,6 +26,7 @@ impl Plan {
         Plan {
             kind,
             steps: vec![Step::AddLearner(p.clone()), Step::PromoteLearner(p)],
+            flow: 0,
         }
     }
 
@@ -45,7 +48,11 @@ impl Plan {
         let mut steps = vec![Step::TransferLeader(leader_to.clone())];
         steps.extend(Plan::add_voter(kind, store).steps);
         steps.push(Step::RemovePeer(old.clone()));
-        Plan { kind, steps }
+        Plan {
+            kind,
+            steps,
+            flow: 0,
+        }
     }
 
     /// Removes `old`, moving the leader to `leader_to` first if it leads.
@@ -55,13 +62,18 @@ impl Plan {
             steps.push(Step::TransferLeader(to.clone()));
         }
         steps.push(Step::RemovePeer(old.clone()));
-        Plan { kind, steps }
+        Plan {
+            kind,
+            steps,
+            flow: 0,
+        }
     }
 
     pub fn transfer(kind: OpKind, to: &Peer) -> Plan {
         Plan {
             kind,
             steps: vec![Step::TransferLeader(to.clone())],
+            flow: 0,
         }
     }
 

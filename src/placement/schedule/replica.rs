@@ -35,6 +35,7 @@ pub fn check(c: &Cluster, r: &RegionInput, thorough: bool) -> Option<Plan> {
                 steps: vec![crate::placement::operator::Step::PromoteLearner(
                     learner.clone(),
                 )],
+                flow: 0,
             });
         }
         if voters >= max || health.must_drain() {
@@ -134,7 +135,11 @@ fn leave_joint(c: &Cluster, r: &RegionInput) -> Option<Plan> {
         steps.push(Step::TransferLeader(to.clone()));
     }
     steps.push(Step::JointLeave(Box::new(joint)));
-    Some(Plan { kind: KIND, steps })
+    Some(Plan {
+        kind: KIND,
+        steps,
+        flow: 0,
+    })
 }
 
 pub fn may_remove(c: &Cluster, r: &RegionInput, p: &Peer) -> bool {

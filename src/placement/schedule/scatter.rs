@@ -169,6 +169,7 @@ impl Target {
         Plan {
             kind: OpKind::Region,
             steps,
+            flow: 0,
         }
     }
 
@@ -408,6 +409,7 @@ mod tests {
             region: r,
             pending_peers: &[],
             size_mib: 10,
+            hot: None,
         }
     }
 

@@ -1,7 +1,8 @@
 //! The scheduler's entry points, shared by the server's shards and the simulator: a region
 //! heartbeat (advance the region's operator by what the leader reports and send its current
 //! step; with none and a changed report, run the replica checker), and the patrol (the same for a region the patrol
-//! reaches, plus the location checker, evict-leader, balance-region and balance-leader). An
+//! reaches, plus the location checker, evict-leader, hot-write, balance-region and
+//! balance-leader). An
 //! operator starts only within the cluster-wide cap of its kind and the stores' limits, and
 //! counts against its stores until it is done, cancelled or timed out. Each step is checked
 //! again before it is sent: it never puts two peers of a region on one store, never removes
@@ -10,6 +11,7 @@
 use super::balance::{balance_leader, balance_region, evict_leader, is_settled, Sources};
 use super::budget::influence;
 use super::cluster::{Cluster, RegionInput};
+use super::hot::{hot_write, HotLoads};
 use super::joint::joint_steps;
 use super::merge::{self, MergeInput, MergePlan};
 use super::plan::{Plan, NEW_PEER};
@@ -77,11 +79,22 @@ fn room(c: &Cluster, kind: OpKind) -> bool {
 #[derive(Debug, Default)]
 pub struct Sweep {
     sources: Option<Sources>,
+    hot: Option<HotLoads>,
 }
 
 impl Sweep {
     fn sources(&mut self, c: &Cluster) -> Sources {
         *self.sources.get_or_insert_with(|| Sources::of(c))
+    }
+
+    fn hot(&mut self, c: &Cluster) -> HotLoads {
+        *self.hot.get_or_insert_with(|| HotLoads::of(c))
+    }
+
+    /// The counts moved: judge again when next needed.
+    fn reset(&mut self) {
+        self.sources = None;
+        self.hot = None;
     }
 }
 
@@ -102,7 +115,7 @@ pub fn patrol(
     if slot.is_some() {
         d = run(c, r, slot);
         if d.ended.is_some() {
-            sweep.sources = None;
+            sweep.reset();
         }
         if slot.is_some() {
             return d;
@@ -116,11 +129,15 @@ pub fn patrol(
     if plan.is_none() && r.region.peers.iter().any(|p| p.role.is_joint()) {
         return d;
     }
-    if plan.is_none() {
+    // PD's balancers and merge checker leave a hot region to the hot scheduler.
+    let hot = r
+        .hot
+        .is_some_and(|h| h.degree >= c.cfg.hot_region_cache_hits_threshold);
+    if plan.is_none() && !hot {
         if let Some(m) = merge.filter(|_| room(c, OpKind::Merge)) {
             if let Some(mp) = merge::check(c, r, m) {
                 start_merge(c, r, mp, slot, new_peer_id, &mut d);
-                sweep.sources = None;
+                sweep.reset();
                 return d;
             }
         }
@@ -132,6 +149,19 @@ pub fn patrol(
             evict.then(|| evict_leader(c, r)).flatten()
         })
         .or_else(|| {
+            // Only a region the hot cache holds as hot can be moved for its flow.
+            if r.hot.is_none() || !room(c, OpKind::Hot) {
+                return None;
+            }
+            let loads = sweep.hot(c);
+            (loads.any() && is_settled(c, r))
+                .then(|| hot_write(c, &loads, r))
+                .flatten()
+        })
+        .or_else(|| {
+            if hot {
+                return None;
+            }
             let can = sweep.sources(c);
             let region = can.region && room(c, OpKind::Region);
             let leader = can.leader && room(c, OpKind::Leader);
@@ -145,7 +175,7 @@ pub fn patrol(
         });
     if let Some(plan) = plan {
         d.step = start(c, r, plan, slot, new_peer_id, &mut d);
-        sweep.sources = None;
+        sweep.reset();
     }
     d
 }
@@ -177,6 +207,7 @@ fn start_merge(
             leader_store: 0,
             created_ms: c.now_ms,
             deadline_ms: c.now_ms.saturating_add(c.cfg.operator_timeout_ms),
+            flow: 0,
         }),
     ));
 }
@@ -371,6 +402,7 @@ fn start(
         leader_store,
         created_ms: c.now_ms,
         deadline_ms: c.now_ms.saturating_add(c.cfg.operator_timeout_ms),
+        flow: plan.flow,
     };
     if !c.in_flight.try_start(plan.kind, c.cfg.cap(plan.kind)) {
         return None;
@@ -493,6 +525,7 @@ pub fn start_admin_plan(
         leader_store,
         created_ms: c.now_ms,
         deadline_ms: c.now_ms.saturating_add(c.cfg.operator_timeout_ms),
+        flow: 0,
     };
     charge(c, &op, 1);
     *slot = Some(Box::new(op));
@@ -517,6 +550,7 @@ pub fn start_passive(c: &Cluster, step: MergeStep) -> Option<Box<Pending>> {
         leader_store: 0,
         created_ms: c.now_ms,
         deadline_ms: c.now_ms.saturating_add(c.cfg.operator_timeout_ms),
+        flow: 0,
     }))
 }
 
@@ -535,6 +569,25 @@ fn charge(c: &Cluster, op: &Pending, sign: i64) {
         }
         if let Some(s) = c.store(op.leader_store) {
             s.budget.pending.leaders.fetch_sub(sign, Relaxed);
+        }
+    }
+    // PD's pending influence: the flow a hot-region operator moves counts on its stores
+    // while it runs, so the next decision does not pile more onto the same target.
+    if op.flow > 0 {
+        let f = i64::try_from(op.flow).unwrap_or(i64::MAX) * sign;
+        for s in op.adds().filter_map(|s| c.store(s)) {
+            s.budget.flow.add_pending(false, f);
+        }
+        for s in op.removes().filter_map(|s| c.store(s)) {
+            s.budget.flow.add_pending(false, -f);
+        }
+        if let Some(to) = op.leader_to() {
+            if let Some(s) = c.store(to) {
+                s.budget.flow.add_pending(true, f);
+            }
+            if let Some(s) = c.store(op.leader_store) {
+                s.budget.flow.add_pending(true, -f);
+            }
         }
     }
 }

@@ -9,7 +9,7 @@ use super::location::{distinct_score, isolated};
 use crate::placement::region::Peer;
 
 /// The locations of the region's stores other than `except`.
-fn others<'a>(
+pub(super) fn others<'a>(
     c: &'a Cluster<'a>,
     r: &'a RegionInput<'a>,
     except: Option<u64>,

@@ -453,6 +453,7 @@ impl Sim {
                 region,
                 pending_peers: &[],
                 size_mib: self.sizes[i],
+                hot: None,
             };
             if !can.evict {
                 assert_eq!(balance::evict_leader(&c, &r), None, "evict on {region:?}");
@@ -485,6 +486,7 @@ impl Sim {
                     region: &region,
                     pending_peers: &[],
                     size_mib,
+                    hot: None,
                 };
                 if matches!(e, Event::Patrol(_)) {
                     self.check_sources();

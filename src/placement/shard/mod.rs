@@ -27,7 +27,10 @@ use super::op_status::{OpRecord, OpStatus, OpStatusTracker};
 use super::operator::{Operator, Pending, Step};
 use super::range_index::{RangeIndex, Route};
 use super::region::{Epoch, Region, RegionError, RegionStats};
-use super::schedule::{self, Cluster, Dispatch, MergeInput, Neighbours, RegionInput, Side};
+use super::schedule::{
+    self, Cluster, Dispatch, HotCache, HotStat, MergeInput, Neighbours, RegionInput, Side,
+    WriteFlow,
+};
 use in_flight::InFlight;
 
 pub use admin_operator::RunningOp;
@@ -43,6 +46,10 @@ struct Entry {
     /// When the region last split or was made by a split (seconds of the caller's clock,
     /// 0 for never seen): no merge within split-merge-interval of it.
     split_s: u32,
+    /// When its leader last reported (seconds of the caller's clock, 0 for never): the
+    /// interval its written bytes and keys cover, as TiKV counts them from one report to
+    /// the next.
+    reported_s: u32,
 }
 
 // One entry per region: each 8 bytes more is 8 MB more at 1M regions and 80 MB at 10M (the
@@ -57,6 +64,8 @@ impl Entry {
             region,
             pending_peers,
             size_mib: self.sizes.mib(),
+            // The caller sets it from the shard's hot cache where a decision reads it.
+            hot: None,
         }
     }
 }
@@ -183,6 +192,8 @@ pub struct Shard {
     /// What the entries put on each store, moved with every change to an entry's route or
     /// size.
     totals: StoreTotals,
+    /// The write rates of this shard's hot regions, and their share of the stores' sums.
+    hot: HotCache,
 }
 
 /// One scheduling call (`call`, a heartbeat's or the patrol's) on region `id`, `region` being
@@ -191,12 +202,13 @@ pub struct Shard {
 fn decide(
     (ops, in_flight): (&mut OpStatusTracker, &mut InFlight),
     id: u64,
-    entry: &Entry,
+    (entry, hot): (&Entry, Option<HotStat>),
     (region, pending_peers): (&Region, &[u64]),
     now_ms: u64,
     call: impl FnOnce(&RegionInput, &mut Option<Box<Pending>>) -> Dispatch,
 ) -> Dispatch {
-    let input = entry.input(region, pending_peers);
+    let mut input = entry.input(region, pending_peers);
+    input.hot = hot;
     in_flight.with_slot(id, |slot| {
         // Taken before the call, which drops an operator past its deadline.
         let deadline = slot.as_ref().map(|p| p.deadline_ms);
@@ -357,6 +369,7 @@ impl Shard {
                             route: route.clone(),
                             sizes: stats.into(),
                             split_s: secs(c.now_ms),
+                            reported_s: 0,
                         },
                     )
                 })
@@ -387,6 +400,7 @@ impl Shard {
                             route: change.route,
                             sizes: stats.into(),
                             split_s: secs(c.now_ms),
+                            reported_s: 0,
                         },
                     );
                 }
@@ -399,6 +413,20 @@ impl Shard {
             return Ok(outcome);
         };
         entry.sizes = Sizes::reported(stats, previous);
+        // The report's interval is the time since the last one this shard took; the first
+        // one's is unknown, and too short to count (as PD passes over a report under 3 s).
+        let now_s = secs(c.now_ms);
+        let interval_s = match entry.reported_s {
+            0 => 0,
+            before => u64::from(now_s.saturating_sub(before)),
+        };
+        entry.reported_s = now_s;
+        let flow = WriteFlow {
+            bytes: stats.written_bytes,
+            keys: stats.written_keys,
+            interval_s,
+        };
+        let hot = self.hot.observe(c, region, flow);
         let entry = &*entry;
         match previous.filter(|_| unchanged) {
             // The same route: only a size that changed in whole MiB moves the totals.
@@ -416,7 +444,7 @@ impl Shard {
         let mut d = decide(
             (&mut self.ops, &mut self.in_flight),
             id,
-            entry,
+            (entry, hot),
             (region, pending),
             c.now_ms,
             |input, slot| schedule::on_heartbeat(c, input, changed, slot, new_peer_id),
@@ -492,7 +520,7 @@ impl Shard {
             let mut d = decide(
                 (&mut self.ops, &mut self.in_flight),
                 id,
-                entry,
+                (entry, self.hot.get(id)),
                 (&region, pending),
                 c.now_ms,
                 |input, slot| schedule::patrol(c, &mut sweep, input, merge, slot, new_peer_id),
@@ -534,6 +562,7 @@ impl Shard {
             }
         }
         self.catching_up.remove(&id);
+        self.hot.forget(c, id);
         if let Some(e) = self.regions.remove(&id) {
             self.totals.remove(&e.route, e.sizes.mib());
             let mut op = self.in_flight.take(id);
@@ -558,6 +587,7 @@ impl Shard {
         }
         self.ops.clear();
         self.catching_up.clear();
+        self.hot.clear(c);
         self.started_ms = Some(c.now_ms);
         self.regions = routes
             .into_iter()
@@ -568,6 +598,7 @@ impl Shard {
                         route,
                         sizes: Sizes::default(),
                         split_s: 0,
+                        reported_s: 0,
                     },
                 )
             })

@@ -155,5 +155,6 @@ fn split_plan(region: &Region, mut keys: Vec<Vec<u8>>) -> Result<Plan, OrderRefu
     Ok(Plan {
         kind: OpKind::Region,
         steps: vec![Step::Split(Box::new(step))],
+        flow: 0,
     })
 }

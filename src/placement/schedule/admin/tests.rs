@@ -45,6 +45,7 @@ fn plan(w: &TestCluster, r: &Region, ask: AdminAsk) -> Result<AdminPlan, AdminRe
         region: r,
         pending_peers: &[],
         size_mib: 1,
+        hot: None,
     };
     admin_plan(&w.at(1000), &input, &ask)
 }
@@ -115,6 +116,7 @@ fn adding_a_peer_checks_the_store_as_pd_does() {
         region: &r,
         pending_peers: &[],
         size_mib: 1,
+        hot: None,
     };
     let late = admin_plan(
         &w.at(STORE_UNHEALTHY_MS + 1),

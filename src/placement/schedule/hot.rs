@@ -1,0 +1,206 @@
+//! The hot-write scheduler (PD's hot-region scheduler for write: `balanceHotWriteLeaders`,
+//! then `balanceHotWritePeers`), decided one hot region at a time as the patrol passes it.
+//! A store is a source when its write byte rate (as leader for a leader move, as any peer for a
+//! peer move) is above `hot_src_tolerance_ratio` times the mean over the serving stores, and a
+//! target while its rate times `hot_dst_tolerance_ratio` is below the mean; both counted with
+//! the flow that hot operators in flight move (PD's pending influence: the source by the
+//! lesser of now and after, the target by the greater). A move must leave the target cooler
+//! than the source was, so no flow moves back and forth. The leader moves first, to a follower
+//! on a cool store; failing that, a peer moves to a cool store chosen as balance-region
+//! chooses one (a target that keeps isolation, scores no lower and has room in its add
+//! limit). Only regions hot for `hot_region_cache_hits_threshold` intervals move, and only
+//! settled ones (as balance).
+//!
+//! Must not touch: the hot cache itself (`hot_cache` keeps the rates), the budgets (the
+//! scheduler charges a started plan).
+
+use super::budget::REGION_INFLUENCE;
+use super::cluster::{Cluster, RegionInput};
+use super::location::{distinct_score, isolated};
+use super::plan::Plan;
+use super::replica::may_remove;
+use super::select::{leader_target, others, score_of};
+use super::view::StoreLoad;
+use crate::placement::operator::OpKind;
+use crate::placement::region::Peer;
+
+/// The mean write byte rates over the serving stores, as leader and as peer, and whether any
+/// store is a source for a leader or a peer move: the cheap first test, O(stores), taken once
+/// per patrol batch (and again after an operator starts or ends in it).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct HotLoads {
+    pub mean_leader: f64,
+    pub mean_peer: f64,
+    pub leader_src: bool,
+    pub peer_src: bool,
+}
+
+/// The store's write byte rate as leader (or peer): now, and with operators in flight done.
+fn load(s: &StoreLoad, leader: bool) -> (f64, f64) {
+    let now = s.budget.flow.bytes(leader) as f64;
+    (now, now + s.budget.flow.pending_bytes(leader) as f64)
+}
+
+/// What a source store weighs: the lesser of now and after.
+fn src_load(s: &StoreLoad, leader: bool) -> f64 {
+    let (now, after) = load(s, leader);
+    now.min(after)
+}
+
+/// What a target store weighs: the greater of now and after.
+fn dst_load(s: &StoreLoad, leader: bool) -> f64 {
+    let (now, after) = load(s, leader);
+    now.max(after)
+}
+
+fn is_src(c: &Cluster, s: &StoreLoad, leader: bool, mean: f64) -> bool {
+    mean > 0.0 && src_load(s, leader) > c.cfg.hot_src_tolerance_ratio * mean
+}
+
+fn is_dst(c: &Cluster, s: &StoreLoad, leader: bool, mean: f64) -> bool {
+    dst_load(s, leader) * c.cfg.hot_dst_tolerance_ratio < mean
+}
+
+impl HotLoads {
+    pub fn of(c: &Cluster) -> HotLoads {
+        let (mut n, mut leader, mut peer) = (0usize, 0.0, 0.0);
+        let serving = || {
+            c.stores
+                .iter()
+                .filter(|s| s.health(c.now_ms, c.cfg).is_serving())
+        };
+        for s in serving() {
+            n += 1;
+            leader += s.budget.flow.bytes(true) as f64;
+            peer += s.budget.flow.bytes(false) as f64;
+        }
+        let n = n.max(1) as f64;
+        let (mean_leader, mean_peer) = (leader / n, peer / n);
+        HotLoads {
+            mean_leader,
+            mean_peer,
+            leader_src: serving().any(|s| is_src(c, s, true, mean_leader)),
+            peer_src: serving().any(|s| is_src(c, s, false, mean_peer)),
+        }
+    }
+
+    pub fn any(&self) -> bool {
+        self.leader_src || self.peer_src
+    }
+}
+
+/// hot-write for a region the caller found settled: a leader move, else a peer move.
+pub fn hot_write(c: &Cluster, loads: &HotLoads, r: &RegionInput) -> Option<Plan> {
+    let hot = r.hot?;
+    if hot.degree < c.cfg.hot_region_cache_hits_threshold {
+        return None;
+    }
+    let rate = hot.byte_rate;
+    let leader = loads
+        .leader_src
+        .then(|| move_leader(c, loads, r, rate))
+        .flatten();
+    let plan = leader.or_else(|| {
+        loads
+            .peer_src
+            .then(|| move_peer(c, loads, r, rate))
+            .flatten()
+    });
+    plan.map(|mut p| {
+        p.flow = rate.round() as u64;
+        p
+    })
+}
+
+fn move_leader(c: &Cluster, loads: &HotLoads, r: &RegionInput, rate: f64) -> Option<Plan> {
+    let leader = r.leader()?;
+    let src = c.store(leader.store_id)?;
+    if !is_src(c, src, true, loads.mean_leader) {
+        return None;
+    }
+    let from = src_load(src, true);
+    r.voters()
+        .filter(|p| p.id != leader.id && r.is_healthy(c, p))
+        .filter(|p| c.health(p.store_id).is_target() && !c.stores.is_evicting(p.store_id))
+        .filter_map(|p| c.store(p.store_id).map(|s| (p, s)))
+        .filter(|(_, s)| is_dst(c, s, true, loads.mean_leader))
+        .map(|(p, s)| (p, dst_load(s, true)))
+        .filter(|(_, to)| to + rate < from)
+        .min_by(|a, b| {
+            (a.1, a.0.store_id)
+                .partial_cmp(&(b.1, b.0.store_id))
+                .unwrap_or(std::cmp::Ordering::Equal)
+        })
+        .map(|(p, _)| Plan::transfer(OpKind::Hot, p))
+}
+
+fn move_peer(c: &Cluster, loads: &HotLoads, r: &RegionInput, rate: f64) -> Option<Plan> {
+    let mut sources: Vec<(&Peer, f64)> = r
+        .voters()
+        .filter_map(|p| c.store(p.store_id).map(|s| (p, s)))
+        .filter(|(_, s)| is_src(c, s, false, loads.mean_peer))
+        .map(|(p, s)| (p, src_load(s, false)))
+        .collect();
+    sources.sort_by(|a, b| {
+        (b.1, a.0.store_id)
+            .partial_cmp(&(a.1, b.0.store_id))
+            .unwrap_or(std::cmp::Ordering::Equal)
+    });
+    sources.into_iter().find_map(|(src, from)| {
+        if !may_remove(c, r, src) {
+            return None;
+        }
+        let to = coolest_target(c, loads, r, src, from, rate)?;
+        let leader_to = if Some(src.id) == r.region.leader {
+            Some(leader_target(c, r, src.store_id)?)
+        } else {
+            None
+        };
+        Some(Plan::move_peer(OpKind::Hot, src, to, leader_to))
+    })
+}
+
+/// The coolest store that may take `src`'s place in `r`: a target holding no peer of it, that
+/// keeps isolation, scores no lower than `src` and has a whole region's room in its add limit
+/// (as balance-region's target), a hot target by the tolerance, and cooler after the move than
+/// the source (`from`) was.
+fn coolest_target(
+    c: &Cluster,
+    loads: &HotLoads,
+    r: &RegionInput,
+    src: &Peer,
+    from: f64,
+    rate: f64,
+) -> Option<u64> {
+    let rest = others(c, r, Some(src.store_id));
+    let level = c.cfg.isolation_index();
+    let min_score = score_of(c, r, src.store_id);
+    let mut best: Option<(f64, u64)> = None;
+    for s in c.stores.iter() {
+        if !s.health(c.now_ms, c.cfg).is_target() || r.has_store(s.id) {
+            continue;
+        }
+        if !is_dst(c, s, false, loads.mean_peer) {
+            continue;
+        }
+        let to = dst_load(s, false);
+        if to + rate >= from {
+            continue;
+        }
+        if !isolated(rest.clone(), &s.location, level)
+            || distinct_score(rest.clone(), &s.location) < min_score
+        {
+            continue;
+        }
+        if !s
+            .budget
+            .has(true, REGION_INFLUENCE, c.rate(s.id, true), c.now_ms)
+        {
+            continue;
+        }
+        if best.is_none_or(|(b, id)| (to, s.id) < (b, id)) {
+            best = Some((to, s.id));
+        }
+    }
+    best.map(|(_, id)| id)
+}

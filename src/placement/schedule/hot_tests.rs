@@ -1,0 +1,329 @@
+//! The hot-write scheduler through the patrol, with the hot cache fed as a shard feeds it:
+//! a store whose write flow is far above the mean sheds leaders first (to followers on cool
+//! stores), then peers (to cool stores of the same zone); a cluster whose flow is even gets no
+//! hot operator; and over random hot worlds no step breaks a safety rule and no more hot
+//! operators run than `hot-region-schedule-limit`.
+
+use proptest::prelude::*;
+
+use super::test_cluster::TestCluster;
+use super::*;
+use crate::placement::{
+    Label, Operator, Peer, PeerRole, Region, Store, StoreMap, StoreState, StoreStats,
+};
+
+/// The regions report after the stores' first heartbeat at 0, while they are still Up.
+const NOW: u64 = 1_000;
+/// One hot region's write rate: 1 MiB/s.
+const RATE: u64 = 1 << 20;
+
+/// Stores 1..=n, store i in zone `zones[i-1]`, each on its own host, under PD's defaults with
+/// location labels zone and host and isolation at zone level.
+fn world(zones: &[u8]) -> TestCluster {
+    let mut map = StoreMap::new();
+    for (i, z) in zones.iter().enumerate() {
+        let id = i as u64 + 1;
+        let label = |key: &str, value: String| Label {
+            key: key.into(),
+            value,
+        };
+        let store = Store {
+            id,
+            address: format!("s{id}:1"),
+            labels: vec![
+                label("zone", format!("z{z}")),
+                label("host", format!("h{id}")),
+            ],
+            state: StoreState::Up,
+            details: super::details(),
+        };
+        map.put(store, 0).unwrap();
+        map.heartbeat(id, StoreStats::default(), 0).unwrap();
+    }
+    let cfg = ScheduleConfig {
+        location_labels: vec!["zone".into(), "host".into()],
+        isolation_level: "zone".into(),
+        ..ScheduleConfig::default()
+    };
+    TestCluster::new(&map, cfg)
+}
+
+/// Region `id` with voters on `stores` (peer ids `id*100 + store`), led by the first.
+fn region(id: u64, stores: &[u64]) -> Region {
+    let peers: Vec<Peer> = stores
+        .iter()
+        .map(|&s| Peer {
+            id: id * 100 + s,
+            store_id: s,
+            role: PeerRole::Voter,
+        })
+        .collect();
+    Region {
+        id,
+        start_key: id.to_be_bytes().to_vec(),
+        end_key: (id + 1).to_be_bytes().to_vec(),
+        epoch: crate::placement::Epoch {
+            conf_ver: 1,
+            version: 1,
+        },
+        leader: Some(peers[0].id),
+        peers,
+    }
+}
+
+/// A full report interval of `rate` bytes a second.
+fn minute(rate: u64) -> WriteFlow {
+    WriteFlow {
+        bytes: rate * REPORT_INTERVAL_S,
+        keys: 0,
+        interval_s: REPORT_INTERVAL_S,
+    }
+}
+
+/// Feeds `regions` to the cache as hot for the cache-hits threshold's full intervals.
+fn heat(w: &TestCluster, cache: &mut HotCache, regions: &[(Region, u64)]) {
+    let c = w.at(NOW);
+    for _ in 0..c.cfg.hot_region_cache_hits_threshold {
+        for (r, rate) in regions {
+            cache.observe(&c, r, minute(*rate));
+        }
+    }
+}
+
+/// The patrol's plan for `r`: the operator it starts, if any.
+fn patrol_once(w: &TestCluster, cache: &HotCache, r: &Region) -> Option<Box<Pending>> {
+    let c = w.at(NOW);
+    let input = RegionInput {
+        region: r,
+        pending_peers: &[],
+        size_mib: 96,
+        hot: cache.get(r.id),
+    };
+    let mut slot = None;
+    let mut next = 1_000_000;
+    let mut ids = || {
+        next += 1;
+        Some(next)
+    };
+    patrol(&c, &mut Sweep::default(), &input, None, &mut slot, &mut ids);
+    slot
+}
+
+/// Zones 0, 1, 2 with two stores each: stores 1, 4 in zone 0; 2, 5 in zone 1; 3, 6 in zone 2.
+const ZONES: [u8; 6] = [0, 1, 2, 0, 1, 2];
+
+#[test]
+fn a_hot_store_sheds_a_leader_to_a_cool_follower_first() {
+    let w = world(&ZONES);
+    let mut cache = HotCache::new();
+    // Store 1 leads four hot regions whose followers are on stores 2 and 3: its flow as
+    // leader is 4 MiB/s against a mean of 2/3.
+    let hot: Vec<(Region, u64)> = (1..=4).map(|i| (region(i, &[1, 2, 3]), RATE)).collect();
+    heat(&w, &mut cache, &hot);
+    let op = patrol_once(&w, &cache, &hot[0].0).expect("a hot operator");
+    assert_eq!(op.kind, OpKind::Hot);
+    assert!(
+        matches!(op.steps.as_slice(), [Step::TransferLeader(p)] if p.store_id == 2 || p.store_id == 3),
+        "{:?}",
+        op.steps
+    );
+    assert_eq!(op.flow, RATE);
+}
+
+#[test]
+fn a_hot_store_whose_followers_are_as_hot_sheds_a_peer_within_its_zone() {
+    let w = world(&ZONES);
+    let mut cache = HotCache::new();
+    // Stores 1, 2 and 3 each lead two hot regions and follow four: as leaders they are all
+    // above the mean (stores 4 to 6 lead none), but no follower's store is cool enough to
+    // take a lead. As peers they carry 6 MiB/s each, the mean 3: a peer moves to the cool
+    // store of its zone.
+    let hot: Vec<(Region, u64)> = (0..6u64)
+        .map(|i| {
+            let on = match i % 3 {
+                0 => [1, 2, 3],
+                1 => [2, 3, 1],
+                _ => [3, 1, 2],
+            };
+            (region(i + 1, &on), RATE)
+        })
+        .collect();
+    heat(&w, &mut cache, &hot);
+    let op = patrol_once(&w, &cache, &hot[0].0).expect("a hot operator");
+    assert_eq!(op.kind, OpKind::Hot);
+    let added = op.adds_to().expect("a peer added");
+    let removed = op.removes_from().expect("a peer removed");
+    // Store 4 is zone 0's other store, as store 1 is; 5 and 6 likewise for 2 and 3.
+    assert_eq!(added, removed + 3, "{:?}", op.steps);
+}
+
+#[test]
+fn a_cluster_with_even_flow_gets_no_hot_operator() {
+    let w = world(&ZONES);
+    let mut cache = HotCache::new();
+    // Each store leads one hot region and holds three: every store at the mean.
+    let hot: Vec<(Region, u64)> = (0..6u64)
+        .map(|i| {
+            let s = i + 1;
+            let on = if s <= 3 {
+                [s, s % 3 + 4, (s + 1) % 3 + 1]
+            } else {
+                [s, (s - 3) % 3 + 1, (s - 2) % 3 + 4]
+            };
+            (region(i + 1, &on), RATE)
+        })
+        .collect();
+    heat(&w, &mut cache, &hot);
+    for (r, _) in &hot {
+        assert_eq!(patrol_once(&w, &cache, r), None, "{r:?}");
+    }
+}
+
+#[test]
+fn a_region_is_hot_only_after_the_cache_hits_threshold() {
+    let w = world(&ZONES);
+    let c = w.at(NOW);
+    let mut cache = HotCache::new();
+    let r = region(1, &[1, 2, 3]);
+    // Below PD's least hot rate (1 KiB/s): not recorded at all.
+    assert_eq!(cache.observe(&c, &r, minute(1023)), None);
+    assert!(cache.is_empty());
+    let flow = |s: u64, leader: bool| c.store(s).map(|l| l.budget.flow.bytes(leader));
+    // Counted on its stores only from the third interval: leader on 1, peers on 1, 2, 3.
+    let seen: Vec<(i32, Option<i64>)> = (0..3)
+        .map(|_| {
+            let degree = cache.observe(&c, &r, minute(RATE)).map_or(0, |h| h.degree);
+            (degree, flow(2, false))
+        })
+        .collect();
+    let counted = Some(RATE as i64);
+    assert_eq!(seen, vec![(1, Some(0)), (2, Some(0)), (3, counted)]);
+    assert_eq!(flow(1, true), Some(RATE as i64));
+    assert_eq!(flow(2, true), Some(0));
+    assert_eq!(flow(3, false), Some(RATE as i64));
+    // Cold intervals cool it, and it is dropped when its anti-count runs out.
+    cache.observe(&c, &r, minute(0));
+    assert_eq!(flow(1, true), Some(0), "degree 2 is not counted");
+    cache.observe(&c, &r, minute(0));
+    assert!(cache.is_empty());
+    assert_eq!(flow(3, false), Some(0));
+}
+
+#[derive(Debug, Clone)]
+struct HotWorld {
+    /// Per region: its stores (distinct indexes into the six), its rate in KiB/s.
+    regions: Vec<([usize; 3], u64)>,
+    /// Patrol or heartbeat of region n, or a leader change to its n-th voter.
+    events: Vec<(u8, usize, usize)>,
+}
+
+fn hot_world() -> impl Strategy<Value = HotWorld> {
+    let stores = proptest::sample::subsequence((0..6usize).collect::<Vec<_>>(), 3)
+        .prop_shuffle()
+        .prop_map(|v| [v[0], v[1], v[2]]);
+    let regions = proptest::collection::vec((stores, 0u64..4096), 1..12);
+    let events = proptest::collection::vec((0u8..3, 0usize..12, 0usize..3), 1..150);
+    (regions, events).prop_map(|(regions, events)| HotWorld { regions, events })
+}
+
+/// Random hot regions on six stores (no isolation: any store may take a peer), driven by
+/// patrols, heartbeats that feed the cache, and leader changes: every step sent keeps the
+/// safety rules, and at most `hot-region-schedule-limit` hot operators run at once; and the
+/// worlds do start hot operators, so the hot scheduler is among what is checked.
+#[test]
+fn hot_moves_never_break_a_safety_rule() {
+    let started = std::cell::Cell::new(0u64);
+    let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig::with_cases(256));
+    let run = runner.run(&hot_world(), |hw| {
+        let mut w = world(&ZONES);
+        w.cfg.isolation_level = String::new();
+        w.cfg.hot_region_schedule_limit = 2;
+        let mut cache = HotCache::new();
+        let mut regions: Vec<Region> = hw
+            .regions
+            .iter()
+            .enumerate()
+            .map(|(i, (on, _))| {
+                let stores: Vec<u64> = on.iter().map(|s| *s as u64 + 1).collect();
+                region(i as u64 + 1, &stores)
+            })
+            .collect();
+        let rates: Vec<u64> = hw.regions.iter().map(|(_, kib)| kib * 1024).collect();
+        let all: Vec<(Region, u64)> = regions.iter().cloned().zip(rates.clone()).collect();
+        heat(&w, &mut cache, &all);
+        let mut slots: Vec<Option<Box<Pending>>> = vec![None; regions.len()];
+        let mut next = 1_000_000;
+        for (kind, n, v) in hw.events {
+            let i = n % regions.len();
+            let c = w.at(NOW);
+            if kind == 2 {
+                let voters: Vec<u64> = regions[i]
+                    .peers
+                    .iter()
+                    .filter(|p| p.role == PeerRole::Voter)
+                    .map(|p| p.id)
+                    .collect();
+                regions[i].leader = Some(voters[v % voters.len()]);
+                continue;
+            }
+            if kind == 1 {
+                cache.observe(&c, &regions[i], minute(rates[i]));
+            }
+            let input = RegionInput {
+                region: &regions[i],
+                pending_peers: &[],
+                size_mib: 96,
+                hot: cache.get(regions[i].id),
+            };
+            let mut ids = || {
+                next += 1;
+                Some(next)
+            };
+            let d = if kind == 0 {
+                patrol(
+                    &c,
+                    &mut Sweep::default(),
+                    &input,
+                    None,
+                    &mut slots[i],
+                    &mut ids,
+                )
+            } else {
+                on_heartbeat(&c, &input, true, &mut slots[i], &mut ids)
+            };
+            let live = slots
+                .iter()
+                .flatten()
+                .filter(|p| p.kind == OpKind::Hot)
+                .count();
+            prop_assert!(
+                live <= w.cfg.hot_region_schedule_limit,
+                "{live} hot operators"
+            );
+            if d.started && slots[i].as_ref().is_some_and(|p| p.kind == OpKind::Hot) {
+                started.set(started.get() + 1);
+            }
+            if let Some(op) = d.step {
+                let before = regions[i].clone();
+                let healthy = |p: &Peer| p.role != PeerRole::Learner;
+                prop_assert_eq!(
+                    safety::check(&before, &op, &healthy),
+                    None,
+                    "{:?} on {:?}",
+                    op,
+                    before
+                );
+                let mut after = safety::apply(&before, &op);
+                if !matches!(op, Operator::TransferLeader(_)) {
+                    after.epoch.conf_ver += 1;
+                }
+                regions[i] = after;
+            }
+        }
+        Ok(())
+    });
+    if let Err(e) = run {
+        panic!("{e}");
+    }
+    assert!(started.get() > 0, "no world started a hot operator");
+}
