@@ -1,7 +1,8 @@
 //! `cluster-sim`: runs seeds of the cluster simulation from the command line.
-//! `cluster-sim --seeds N [--from S] [--members 3|5] [--no-faults] [--etcd-faults] [--placement]
-//! [--mutation NAME]` runs seeds S..S+N (`--placement`: with the placement client) and prints
-//! the first failing seed; `cluster-sim --seed S --trace F` runs one seed and writes its
+//! `cluster-sim --seeds N [--from S] [--members 3|5] [--no-faults] [--no-etcd-faults]
+//! [--no-placement] [--mutation NAME]` runs seeds S..S+N (etcd's faults and the placement client
+//! on unless turned off; `--etcd-faults` and `--placement` are still accepted and change
+//! nothing) and prints the first failing seed; `cluster-sim --seed S --trace F` runs one seed and writes its
 //! trace to F (the same seed writes the same file); `cluster-sim --list-mutations` prints the
 //! deliberate bugs, one name a line. Owns argument handling and printing only.
 
@@ -29,8 +30,8 @@ fn main() -> ExitCode {
         return ExitCode::SUCCESS;
     }
     let faults = !args.iter().any(|a| a == "--no-faults");
-    let etcd_faults = args.iter().any(|a| a == "--etcd-faults");
-    let placement = args.iter().any(|a| a == "--placement");
+    let etcd_faults = !args.iter().any(|a| a == "--no-etcd-faults");
+    let placement = !args.iter().any(|a| a == "--no-placement");
     let mutation = match value("--mutation") {
         None => None,
         Some(name) => match Mutation::ALL.into_iter().find(|m| m.name() == name) {

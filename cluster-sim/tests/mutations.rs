@@ -79,51 +79,46 @@ fn found_in(base: SimConfig, mutation: Mutation, shows: &[&str]) {
     );
 }
 
-/// A new term trusting its clock after a jump back hands out timestamps below earlier ones (T3).
+/// A new term trusting its clock after a jump back hands out timestamps below earlier ones (T3):
+/// in seed 3, m2 hands out timestamps below one m3 handed out before.
 #[test]
 fn trusting_the_clock_after_a_backward_jump_is_found() {
-    found_by(Mutation::TrustClockAfterBackwardJump, 15, &["not above"]);
+    found_by(Mutation::TrustClockAfterBackwardJump, 3, &["not above"]);
 }
 
-/// A leader handing over before it stops serving serves beside its target.
+/// A leader handing over before it stops serving serves beside its target: in seed 3, m1
+/// and m3 serve at once from 9,008 ms.
 #[test]
 fn transferring_before_stopping_is_found() {
     found_by(
         Mutation::TransferBeforeStopping,
-        14,
+        3,
         &["also served", "served at once"],
     );
 }
 
 /// A term keeping alive its member's previous lease proves it leads while its own lease runs
 /// out. The real client opens no keep-alive for a lease that is gone, so this shows only when
-/// the previous lease outlives its key: in seed 0 with etcd's faults, m1 hands over to m2 while
-/// etcd is lossy (its revoke of the old lease lost) and leads again once m2 stops, within that
-/// lease's TTL.
+/// the previous lease outlives its key (its revoke lost in one of etcd's lossy spells) and the
+/// member leads again within that lease's TTL: none of seeds 0-199 does; seed 424 does, m2 and
+/// m3 serving at once from 15,455 ms.
 #[test]
 fn keeping_alive_an_old_lease_is_found() {
-    found_in(
-        SimConfig {
-            etcd_faults: true,
-            ..SimConfig::seed(0)
-        },
+    found_by(
         Mutation::KeepaliveOldLease,
+        424,
         &["served at once", "also served"],
     );
 }
 
 /// A leader acknowledging a store registration before writing it loses the store when its term
-/// ends first: in seed 3 (etcd's faults and the placement client on), m1 acknowledges store
-/// 100048 at 6,903 ms and m3, leading from then on, has no such store.
+/// ends first: in seed 3, m1 acknowledges store 100048 at 6,903 ms and m3, leading from then on,
+/// has no such store.
 #[test]
 fn acknowledging_before_durable_is_found() {
-    found_in(
-        SimConfig {
-            etcd_faults: true,
-            placement: true,
-            ..SimConfig::seed(3)
-        },
+    found_by(
         Mutation::AckBeforeDurable,
+        3,
         &["no store", "no region", "below version"],
     );
 }

@@ -55,6 +55,123 @@ fn a_failed_write_or_fsync_poisons_the_store_and_loses_nothing_acknowledged() {
     }
 }
 
+/// The bytes of the record a put of `key` = `value` appends.
+fn record_bytes(key: &[u8], value: &[u8]) -> Vec<u8> {
+    let mut bytes = Vec::new();
+    Record {
+        op: OP_PUT,
+        key: key.to_vec(),
+        value: value.to_vec(),
+    }
+    .encode(&mut bytes);
+    bytes
+}
+
+/// Cuts the log at `len` bytes, as a crash leaves it when only that much reached the disk.
+fn crash_at(dir: &Path, len: u64) {
+    OpenOptions::new()
+        .write(true)
+        .open(dir.join(WAL))
+        .unwrap()
+        .set_len(len)
+        .unwrap();
+}
+
+/// Where to tear a record of `len` bytes: every byte of its header and key, then steps
+/// through its value, and its last bytes.
+fn cuts(len: usize) -> Vec<usize> {
+    let mut cuts: Vec<usize> = (0..len.min(32)).collect();
+    cuts.extend((32..len).step_by(97));
+    cuts.extend(len.saturating_sub(3)..len);
+    cuts
+}
+
+/// A crash in the middle of an append leaves any prefix of the record in flight (the rest
+/// never left the page cache): wherever a small or a large (out-of-line) record is torn,
+/// reopening keeps every acknowledged write, has none of the torn one, and takes new writes
+/// that survive the next reopen.
+#[test]
+fn a_crash_tearing_the_write_in_flight_anywhere_keeps_every_acknowledged_one() {
+    let big = value(INLINE_MAX * 4, 3);
+    for torn_value in [b"200".to_vec(), value(INLINE_MAX * 3, 9)] {
+        let torn = record_bytes(b"limit", &torn_value);
+        for cut in cuts(torn.len()) {
+            let dir = tempfile::tempdir().unwrap();
+            let store = LocalStore::open(dir.path()).unwrap();
+            store.put_blocking(b"limit", b"100").unwrap();
+            store.put_blocking(b"bucket", &big).unwrap();
+            drop(store);
+            let acknowledged = fs::metadata(dir.path().join(WAL)).unwrap().len();
+            let mut wal = OpenOptions::new()
+                .append(true)
+                .open(dir.path().join(WAL))
+                .unwrap();
+            std::io::Write::write_all(&mut wal, &torn).unwrap();
+            drop(wal);
+            crash_at(dir.path(), acknowledged + cut as u64);
+            let store = LocalStore::open(dir.path()).unwrap();
+            assert_eq!(
+                store.get_blocking(b"limit").unwrap(),
+                Some(b"100".to_vec()),
+                "torn at {cut} of {}",
+                torn.len()
+            );
+            assert_eq!(store.get_blocking(b"bucket").unwrap(), Some(big.clone()));
+            assert_eq!(
+                fs::metadata(dir.path().join(WAL)).unwrap().len(),
+                acknowledged,
+                "the torn bytes are cut"
+            );
+            store.put_blocking(b"limit", b"300").unwrap();
+            store.put_blocking(b"after", &big).unwrap();
+            drop(store);
+            let store = LocalStore::open(dir.path()).unwrap();
+            assert_eq!(store.get_blocking(b"limit").unwrap(), Some(b"300".to_vec()));
+            assert_eq!(store.get_blocking(b"after").unwrap(), Some(big.clone()));
+            assert_eq!(store.get_blocking(b"bucket").unwrap(), Some(big.clone()));
+        }
+    }
+}
+
+/// An fsync fails once and would succeed the next time: the write is refused and the store
+/// refuses every later one (fail-stop, no retry), though the disk works again. A crash then
+/// leaves any prefix of the refused record; the restart finds the acknowledged value, or the
+/// refused one only if all of it reached the disk, and takes writes again.
+#[cfg(feature = "failpoints")]
+#[test]
+fn an_fsync_failing_once_then_a_crash_loses_nothing_acknowledged() {
+    let _scenario = fail::FailScenario::setup();
+    let refused = record_bytes(b"limit", b"200");
+    for cut in cuts(refused.len()).into_iter().chain([refused.len()]) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = LocalStore::open(dir.path()).unwrap();
+        store.put_blocking(b"limit", b"100").unwrap();
+        let acknowledged = fs::metadata(dir.path().join(WAL)).unwrap().len();
+        crate::failpoint::arm(points::WAL_FSYNC, "1*return(eio)").unwrap();
+        let err = store.put_blocking(b"limit", b"200").unwrap_err();
+        assert!(err.to_string().contains("log append failed"), "{err}");
+        // The failpoint has spent its one failure: an fsync would succeed now.
+        let err = store.put_blocking(b"limit", b"300").unwrap_err();
+        assert!(err.to_string().contains("poisoned"), "{err}");
+        assert_eq!(store.get_blocking(b"limit").unwrap(), Some(b"100".to_vec()));
+        heal(points::WAL_FSYNC);
+        drop(store);
+        crash_at(dir.path(), acknowledged + cut as u64);
+        let store = LocalStore::open(dir.path()).unwrap();
+        let expect: &[u8] = if cut == refused.len() { b"200" } else { b"100" };
+        assert_eq!(
+            store.get_blocking(b"limit").unwrap(),
+            Some(expect.to_vec()),
+            "refused record cut at {cut} of {}",
+            refused.len()
+        );
+        store.put_blocking(b"limit", b"400").unwrap();
+        drop(store);
+        let store = LocalStore::open(dir.path()).unwrap();
+        assert_eq!(store.get_blocking(b"limit").unwrap(), Some(b"400".to_vec()));
+    }
+}
+
 #[cfg(feature = "failpoints")]
 #[test]
 fn a_failure_at_any_compaction_step_poisons_and_reopen_keeps_every_write() {
