@@ -43,7 +43,8 @@ pub async fn create(
 
 /// Starts an admin merge of region `source` into `target` (PD's `merge-region`): the
 /// target read from its shard, the source's half started by the source's shard (which checks
-/// both, as PD's handler does), then the target's half by the target's shard. Should the
+/// both, as PD's handler does; with the target gone, the source is looked up first, as PD
+/// does), then the target's half by the target's shard. Should the
 /// target have changed in between, the source's half is cancelled and the merge refused as
 /// PD refuses an operator it cannot add. A half whose partner ends undone is cancelled with it
 /// when both are in one shard; otherwise it ends by its timeout.
@@ -58,7 +59,15 @@ pub async fn merge(
     })
     .await?
     else {
-        return Ok(Err(AdminRefused::RegionNotFound(target)));
+        // PD looks the source up first: with both gone, the source is the one named.
+        let source_known = ask(state.shard_of(source), |reply| ShardMsg::MergeTarget {
+            id: source,
+            reply,
+        })
+        .await?
+        .is_some();
+        let missing = if source_known { target } else { source };
+        return Ok(Err(AdminRefused::RegionNotFound(missing)));
     };
     let started = ask(state.shard_of(source), |reply| ShardMsg::AdminMerge {
         id: source,

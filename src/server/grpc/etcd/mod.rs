@@ -66,7 +66,7 @@ struct Admitted<'a, T> {
 
 impl EtcdProxy {
     /// The proxy to `etcd`, or, with none, the services that say there is none. Must run in
-    /// the gRPC front end's runtime (the channel's balancer starts on it).
+    /// the gRPC front end's runtime (the channels to etcd start their tasks on it).
     pub fn new(
         etcd: Option<&EtcdUpstream>,
         shared: Arc<Shared>,

@@ -1,12 +1,19 @@
-//! The etcd behind the proxy: one gRPC channel to the `--etcd` endpoints, with the TLS and the
-//! etcd user of `--etcd-ca/--etcd-cert/--etcd-key/--etcd-user` (`meta::EtcdAccess`), and the
-//! calls made over it.
+//! The etcd behind the proxy: gRPC connections to the `--etcd` endpoints, with the TLS and
+//! the etcd user of `--etcd-ca/--etcd-cert/--etcd-key/--etcd-user` (`meta::EtcdAccess`), and
+//! the calls made over them.
 //!
-//! Owns the channel, the etcd auth token (logged in on first use, renewed when etcd says it is
-//! no longer valid) and the deadline of unary calls. Must not rewrite keys (`namespace`) or
-//! decide who may call (`auth`): it forwards what it is given.
+//! Each endpoint gets `CONNECTIONS_PER_ENDPOINT` plain lazily connected channels, and calls
+//! go round-robin over the current endpoint's; a call that finds the endpoint unavailable
+//! moves the next calls to the next endpoint. Not tonic's `Channel::balance_list`: its one
+//! buffer task and power-of-two-choices balancer sit in front of every call, and all of the
+//! proxy's traffic then shares one HTTP/2 connection to etcd.
+//!
+//! Owns the connections, the etcd auth token (logged in on first use, renewed when etcd says
+//! it is no longer valid) and the deadline of unary calls. Must not rewrite keys
+//! (`namespace`) or decide who may call (`auth`): it forwards what it is given.
 
 use std::future::Future;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::RwLock;
 use std::time::Duration;
 
@@ -30,6 +37,11 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
 /// silently ends within interval + timeout instead of hanging.
 const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(10);
 const KEEPALIVE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// HTTP/2 connections the proxy keeps to each etcd endpoint, each with its own tonic buffer
+/// task, so that the calls of a busy node are not all serialized through one task and one
+/// connection (whose frames etcd's TLS server handles on one goroutine).
+const CONNECTIONS_PER_ENDPOINT: usize = 4;
 
 /// Largest message read from etcd: a Range over many keys can be large (etcd's own limit on
 /// what it sends is far higher; tonic's default of 4 MiB would refuse what etcdctl accepts).
@@ -70,7 +82,12 @@ fn invalid_token(status: &Status) -> bool {
 }
 
 pub struct Upstream {
-    channel: Channel,
+    /// Each endpoint's connections, in `--etcd` order.
+    endpoints: Vec<Vec<Channel>>,
+    /// The endpoint calls go to, until one finds it unavailable.
+    current: AtomicUsize,
+    /// Turns over the current endpoint's connections.
+    next: AtomicUsize,
     login: Option<(String, String)>,
     token: RwLock<Option<AsciiMetadataValue>>,
     /// One login at a time: calls that all found the token stale log in once.
@@ -78,10 +95,10 @@ pub struct Upstream {
 }
 
 impl Upstream {
-    /// A channel over every endpoint, connected lazily: nothing is dialled until the first
+    /// Channels to every endpoint, connected lazily: nothing is dialled until the first
     /// call, so a node whose etcd is briefly away still starts (its control side already
     /// checked etcd at start). Must run inside the gRPC front end's runtime, which it spawns
-    /// the balancer on.
+    /// the channels' buffer tasks on.
     pub fn new(etcd: &EtcdUpstream) -> anyhow::Result<Upstream> {
         let tls = etcd.access.grpc_tls();
         let mut endpoints = Vec::with_capacity(etcd.endpoints.len());
@@ -99,11 +116,17 @@ impl Upstream {
                     .tls_config(tls.clone())
                     .with_context(|| format!("--etcd {e}: TLS"))?;
             }
-            endpoints.push(endpoint);
+            endpoints.push(
+                (0..CONNECTIONS_PER_ENDPOINT)
+                    .map(|_| endpoint.connect_lazy())
+                    .collect(),
+            );
         }
         anyhow::ensure!(!endpoints.is_empty(), "no etcd endpoint");
         Ok(Upstream {
-            channel: Channel::balance_list(endpoints.into_iter()),
+            endpoints,
+            current: AtomicUsize::new(0),
+            next: AtomicUsize::new(0),
             login: etcd
                 .access
                 .credentials()
@@ -113,8 +136,32 @@ impl Upstream {
         })
     }
 
+    /// The connection the next call goes over.
     pub fn channel(&self) -> Channel {
-        self.channel.clone()
+        self.pick().1
+    }
+
+    /// The current endpoint, and the next of its connections.
+    fn pick(&self) -> (usize, Channel) {
+        let endpoint = self.current.load(Ordering::Relaxed) % self.endpoints.len();
+        let connections = &self.endpoints[endpoint];
+        let n = self.next.fetch_add(1, Ordering::Relaxed) % connections.len();
+        (endpoint, connections[n].clone())
+    }
+
+    /// Moves the calls after one that found `endpoint` unavailable (unreachable, or without a
+    /// raft leader) to the next endpoint, as etcd's own client does; once per failure, however
+    /// many calls saw it.
+    fn unavailable(&self, endpoint: usize, status: &Status) {
+        if status.code() == Code::Unavailable && self.endpoints.len() > 1 {
+            let after = (endpoint + 1) % self.endpoints.len();
+            let _ = self.current.compare_exchange(
+                endpoint,
+                after,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            );
+        }
     }
 
     fn current_token(&self) -> Option<AsciiMetadataValue> {
@@ -201,14 +248,35 @@ impl Upstream {
         Fut: Future<Output = Result<Response<A>, Status>>,
     {
         let token = self.token().await?;
-        let request = Self::wrap(message.clone(), token.as_ref(), hints, Some(UNARY_TIMEOUT));
-        match call(self.channel(), request).await {
+        // Kept for a second try only where there is a login to renew.
+        let again = self.login.as_ref().map(|_| message.clone());
+        let request = Self::wrap(message, token.as_ref(), hints, Some(UNARY_TIMEOUT));
+        match self.call_once(&call, request).await {
             Err(status) if self.refused_token(&status) => {
+                let Some(message) = again else {
+                    return Err(status);
+                };
                 let token = self.log_in(token).await?;
                 let request = Self::wrap(message, Some(&token), hints, Some(UNARY_TIMEOUT));
-                Ok(call(self.channel(), request).await?.into_inner())
+                self.call_once(&call, request).await
             }
-            answered => Ok(answered?.into_inner()),
+            answered => answered,
+        }
+    }
+
+    /// One unary call over the next connection.
+    async fn call_once<Q, A, F, Fut>(&self, call: &F, request: Request<Q>) -> Result<A, Status>
+    where
+        F: Fn(Channel, Request<Q>) -> Fut,
+        Fut: Future<Output = Result<Response<A>, Status>>,
+    {
+        let (endpoint, channel) = self.pick();
+        match call(channel, request).await {
+            Ok(answer) => Ok(answer.into_inner()),
+            Err(status) => {
+                self.unavailable(endpoint, &status);
+                Err(status)
+            }
         }
     }
 
@@ -229,5 +297,56 @@ impl std::fmt::Debug for Upstream {
         f.debug_struct("Upstream")
             .field("user", &self.login.as_ref().map(|(user, _)| user))
             .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::etcdpb::etcdserverpb::kv_client::KvClient;
+    use crate::etcdpb::etcdserverpb::RangeRequest;
+
+    /// Two endpoints where nothing listens (port 1 refuses at once), never dialled until a call.
+    fn two_endpoints() -> Upstream {
+        Upstream::new(&EtcdUpstream {
+            endpoints: vec!["127.0.0.1:1".into(), "127.0.0.2:1".into()],
+            access: EtcdAccess::default(),
+        })
+        .unwrap()
+    }
+
+    #[tokio::test]
+    async fn calls_stay_on_one_endpoint_until_it_is_unavailable_then_move_to_the_next() {
+        let up = two_endpoints();
+        for _ in 0..2 * CONNECTIONS_PER_ENDPOINT {
+            assert_eq!(up.pick().0, 0);
+        }
+        up.unavailable(0, &Status::internal("etcd's own error"));
+        assert_eq!(up.pick().0, 0, "only unavailability moves the calls");
+        up.unavailable(0, &Status::unavailable("down"));
+        assert_eq!(up.pick().0, 1);
+        up.unavailable(0, &Status::unavailable("a late failure from the one left"));
+        assert_eq!(
+            up.pick().0,
+            1,
+            "a late failure does not move the calls again"
+        );
+        up.unavailable(1, &Status::unavailable("down too"));
+        assert_eq!(up.pick().0, 0);
+    }
+
+    #[tokio::test]
+    async fn a_call_that_cannot_reach_its_endpoint_fails_unavailable_and_moves_the_next() {
+        let up = two_endpoints();
+        let refused = up
+            .unary(
+                RangeRequest::default(),
+                Hints::default(),
+                |channel, r| async move { KvClient::new(channel).range(r).await },
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(refused.code(), Code::Unavailable, "{refused}");
+        assert_eq!(up.pick().0, 1);
     }
 }
