@@ -108,7 +108,9 @@ async fn a_marked_quic_stream_is_answered_by_a_follower_in_sync() {
     }
 
     // The client spreads its routing reads: every member serves some, every answer is a
-    // region the leader had, and once the copies caught up each answer is the leader's.
+    // region the leader had, and once the copies caught up each answer is the leader's. The
+    // other follower may still be catching up (then it refuses, and the client asks the
+    // leader): the reads go on until it serves its share too.
     let spread = client_of(&c, first, true).await;
     let leader_client = client_of(&c, first, false).await;
     let served_before: Vec<u64> = (0..3)
@@ -126,18 +128,17 @@ async fn a_marked_quic_stream_is_answered_by_a_follower_in_sync() {
             let want = leader_client.get_region_uncached(k).await.unwrap().unwrap();
             same &= got == want;
         }
-        if same {
+        let idle: Vec<usize> = (0..3)
+            .filter(|i| *i != first)
+            .filter(|&i| c.requests_handled(i, "placement").unwrap() <= served_before[i] + 5)
+            .collect();
+        if same && idle.is_empty() {
             break;
         }
         assert!(
             std::time::Instant::now() < deadline,
-            "the copies did not catch up"
-        );
-    }
-    for i in (0..3).filter(|i| *i != first) {
-        assert!(
-            c.requests_handled(i, "placement").unwrap() > served_before[i] + 5,
-            "member {i} served none of the spread reads"
+            "the copies did not catch up ({}), or members {idle:?} served none of the spread reads",
+            if same { "they did" } else { "they did not" }
         );
     }
 }
