@@ -94,63 +94,53 @@ impl Delta {
 /// move to (+) or from (-) it (PD's pending influence).
 #[derive(Debug, Default)]
 pub struct Flow {
-    leader_bytes: AtomicI64,
-    leader_keys: AtomicI64,
-    peer_bytes: AtomicI64,
-    peer_keys: AtomicI64,
-    pending_leader_bytes: AtomicI64,
-    pending_peer_bytes: AtomicI64,
+    leader: FlowSide,
+    peer: FlowSide,
+}
+
+/// One side of a store's flow: as leader, or as any peer.
+#[derive(Debug, Default)]
+struct FlowSide {
+    bytes: AtomicI64,
+    keys: AtomicI64,
+    pending_bytes: AtomicI64,
 }
 
 impl Flow {
+    fn side(&self, leader: bool) -> &FlowSide {
+        if leader {
+            &self.leader
+        } else {
+            &self.peer
+        }
+    }
+
     /// Moves the leader (`leader`) or peer sums by `bytes` and `keys` per second.
     pub fn add(&self, leader: bool, bytes: i64, keys: i64) {
-        let (b, k) = if leader {
-            (&self.leader_bytes, &self.leader_keys)
-        } else {
-            (&self.peer_bytes, &self.peer_keys)
-        };
-        b.fetch_add(bytes, Ordering::Relaxed);
-        k.fetch_add(keys, Ordering::Relaxed);
+        let side = self.side(leader);
+        side.bytes.fetch_add(bytes, Ordering::Relaxed);
+        side.keys.fetch_add(keys, Ordering::Relaxed);
     }
 
     /// Moves what operators in flight bring (+) or take (-), in bytes per second.
     pub fn add_pending(&self, leader: bool, bytes: i64) {
-        let p = if leader {
-            &self.pending_leader_bytes
-        } else {
-            &self.pending_peer_bytes
-        };
-        p.fetch_add(bytes, Ordering::Relaxed);
+        self.side(leader)
+            .pending_bytes
+            .fetch_add(bytes, Ordering::Relaxed);
     }
 
     /// The write byte rate the store's hot regions put on it as leader (or as any peer).
     pub fn bytes(&self, leader: bool) -> i64 {
-        let b = if leader {
-            &self.leader_bytes
-        } else {
-            &self.peer_bytes
-        };
-        b.load(Ordering::Relaxed)
+        self.side(leader).bytes.load(Ordering::Relaxed)
     }
 
     pub fn keys(&self, leader: bool) -> i64 {
-        let k = if leader {
-            &self.leader_keys
-        } else {
-            &self.peer_keys
-        };
-        k.load(Ordering::Relaxed)
+        self.side(leader).keys.load(Ordering::Relaxed)
     }
 
     /// What operators in flight bring (+) or take (-), in bytes per second.
     pub fn pending_bytes(&self, leader: bool) -> i64 {
-        let p = if leader {
-            &self.pending_leader_bytes
-        } else {
-            &self.pending_peer_bytes
-        };
-        p.load(Ordering::Relaxed)
+        self.side(leader).pending_bytes.load(Ordering::Relaxed)
     }
 }
 
