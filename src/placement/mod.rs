@@ -23,6 +23,8 @@ mod segment;
 mod shard;
 mod split;
 mod store;
+#[cfg(test)]
+pub(crate) mod test_region;
 mod version;
 
 pub use buckets::{Buckets, BucketsMap};

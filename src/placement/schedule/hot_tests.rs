@@ -8,6 +8,7 @@ use proptest::prelude::*;
 
 use super::test_cluster::TestCluster;
 use super::*;
+use crate::placement::test_region::{self, Keys, PeerIds};
 use crate::placement::{
     Label, Operator, Peer, PeerRole, Region, Store, StoreMap, StoreState, StoreStats,
 };
@@ -48,27 +49,10 @@ fn world(zones: &[u8]) -> TestCluster {
     TestCluster::new(&map, cfg)
 }
 
-/// Region `id` with voters on `stores` (peer ids `id*100 + store`), led by the first.
+/// Region `id` over `[id, id + 1)` (big-endian) with voters on `stores` (peer ids
+/// `id*100 + store`), led by the first.
 fn region(id: u64, stores: &[u64]) -> Region {
-    let peers: Vec<Peer> = stores
-        .iter()
-        .map(|&s| Peer {
-            id: id * 100 + s,
-            store_id: s,
-            role: PeerRole::Voter,
-        })
-        .collect();
-    Region {
-        id,
-        start_key: id.to_be_bytes().to_vec(),
-        end_key: (id + 1).to_be_bytes().to_vec(),
-        epoch: crate::placement::Epoch {
-            conf_ver: 1,
-            version: 1,
-        },
-        leader: Some(peers[0].id),
-        peers,
-    }
+    test_region::build(id, stores, PeerIds::Hundreds, Keys::BigEndian)
 }
 
 /// A full report interval of `rate` bytes a second.

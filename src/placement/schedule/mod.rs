@@ -52,6 +52,8 @@ mod select;
 mod settings;
 #[cfg(test)]
 mod test_cluster;
+#[cfg(test)]
+mod test_world;
 mod view;
 
 #[cfg(test)]

@@ -4,7 +4,8 @@
 
 use super::*;
 use crate::placement::schedule::{up_stores, Groups, TestCluster, SCATTER_DESC};
-use crate::placement::{Epoch, OpKind, Peer, PeerRole, ScheduleConfig, Split, StoreStats};
+use crate::placement::test_region::{self, Keys, PeerIds};
+use crate::placement::{OpKind, Peer, PeerRole, ScheduleConfig, Split, StoreStats};
 
 #[test]
 fn sizes_keep_whole_kib_and_saturate() {
@@ -151,25 +152,9 @@ fn world(loads: &[(u64, u64)], cfg: ScheduleConfig) -> TestCluster {
 /// Region `id` over `[start, end)` at `version` with a voter `id * 10 + s` on each store `s`,
 /// led by the first.
 pub(super) fn region(id: u64, start: &[u8], end: &[u8], version: u64, stores: &[u64]) -> Region {
-    let peers: Vec<Peer> = stores
-        .iter()
-        .map(|&s| Peer {
-            id: id * 10 + s,
-            store_id: s,
-            role: PeerRole::Voter,
-        })
-        .collect();
-    Region {
-        id,
-        start_key: start.to_vec(),
-        end_key: end.to_vec(),
-        epoch: Epoch {
-            conf_ver: 1,
-            version,
-        },
-        leader: Some(peers[0].id),
-        peers,
-    }
+    let mut r = test_region::build(id, stores, PeerIds::Tens, Keys::Range(start, end));
+    r.epoch.version = version;
+    r
 }
 
 #[test]
