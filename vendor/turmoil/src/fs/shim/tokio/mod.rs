@@ -1,0 +1,3 @@
+//! Tokio filesystem shims.
+
+pub mod fs;
