@@ -450,6 +450,7 @@ impl Shard {
             |input, slot| schedule::on_heartbeat(c, input, changed, slot, new_peer_id),
         );
         outcome.operator = d.step.take();
+        self.hot_ended(id, &d, c);
         self.merge_pair(d, c);
         Ok(outcome)
     }
@@ -528,9 +529,18 @@ impl Shard {
             if let Some(op) = d.step.take() {
                 started.push((region.clone(), op));
             }
+            self.hot_ended(id, &d, c);
             self.merge_pair(d, c);
         }
         started
+    }
+
+    /// A hot-region operator of region `id` ended in the call: the hot cache dates it, and the
+    /// hot scheduler leaves the region alone for a while.
+    fn hot_ended(&mut self, id: u64, d: &Dispatch, c: &Cluster) {
+        if let Some(flow) = d.hot_ended {
+            self.hot.hot_op_ended(id, flow, c.now_ms);
+        }
     }
 
     /// What a call did to a merge pair: the target's operator goes in its slot (the checker
