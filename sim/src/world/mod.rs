@@ -406,6 +406,10 @@ impl Sim {
         if let Some((kind, _)) = d.ended {
             self.live[kind.index()] -= 1;
         }
+        if let Some(flow) = d.hot_ended {
+            self.hot
+                .hot_op_ended(self.regions[i].region.id, flow, self.now);
+        }
         if d.started {
             if let Some(p) = slot.as_deref() {
                 self.started(p, size_mib);

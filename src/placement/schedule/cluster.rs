@@ -85,4 +85,16 @@ pub struct HotStat {
     pub degree: i32,
     /// When the cache last saw its leader change stores (PD's `lastTransferLeaderTime`).
     pub leader_moved_ms: Option<u64>,
+    /// When its last hot-region operator ended (done, cancelled or timed out), and which
+    /// flow it moved (PD keeps the region in `regionPendings` for a while after).
+    pub hot_op_ended: Option<(HotMove, u64)>,
+}
+
+/// Which flow a hot-region operator moves, as PD's write resource types: a leader transfer
+/// moves the flow as leader (`writeLeader`); an operator that moves a peer, with or without
+/// its lead, the flow as peer (`writePeer`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HotMove {
+    Leader,
+    Peer,
 }

@@ -12,20 +12,22 @@
 //! (a target that keeps isolation, scores no lower and has room in its add limit), and a
 //! leader's peer takes its lead along (PD's move-leader). Only regions hot for
 //! `hot_region_cache_hits_threshold` intervals move, only settled ones (as balance), and none
-//! whose leader moved within that many report intervals (PD's cool-down after a transfer).
+//! whose leader moved within that many report intervals (PD's cool-down after a transfer),
+//! nor one whose hot operator ended within PD's zombie rounds (3 store report intervals after
+//! a peer move, 3 region report intervals after a leader transfer).
 //!
 //! Must not touch: the hot cache itself (`hot_cache` keeps the rates), the budgets (the
 //! scheduler charges a started plan).
 
 use super::budget::REGION_INFLUENCE;
-use super::cluster::{Cluster, HotStat, RegionInput};
+use super::cluster::{Cluster, HotMove, HotStat, RegionInput};
 use super::hot_cache::REPORT_INTERVAL_S;
 use super::location::{distinct_score, isolated};
 use super::plan::{Plan, NEW_PEER};
 use super::replica::may_remove;
 use super::select::{others, score_of};
 use super::view::StoreLoad;
-use crate::placement::operator::OpKind;
+use crate::placement::operator::{OpKind, Pending};
 use crate::placement::region::{Peer, PeerRole};
 
 /// The mean write byte rates over the serving stores, as leader and as peer, and whether any
@@ -96,7 +98,7 @@ impl HotLoads {
 /// hot-write for a region the caller found settled: a leader move, else a peer move.
 pub fn hot_write(c: &Cluster, loads: &HotLoads, r: &RegionInput) -> Option<Plan> {
     let hot = r.hot?;
-    if hot.degree < c.cfg.hot_region_cache_hits_threshold || cooling(c, hot) {
+    if hot.degree < c.cfg.hot_region_cache_hits_threshold || cooling(c, hot) || pending(c, hot) {
         return None;
     }
     let rate = hot.byte_rate;
@@ -124,6 +126,43 @@ fn cooling(c: &Cluster, hot: HotStat) -> bool {
     let cool_ms = threshold * REPORT_INTERVAL_S * 1000;
     hot.leader_moved_ms
         .is_some_and(|t| c.now_ms.saturating_sub(t) < cool_ms)
+}
+
+/// PD's `max-zombie-rounds` (3): the report rounds a hot operator's region stays in
+/// `regionPendings` after the operator ends.
+pub const MAX_ZOMBIE_ROUNDS: u64 = 3;
+/// PD's `StoreHeartBeatReportInterval` (s): the round of the flow as peer, which TiKV's store
+/// heartbeats report.
+pub const STORE_REPORT_INTERVAL_S: u64 = 10;
+
+/// How long after a hot operator that moved `flow` ends its region is not picked again (PD's
+/// `calcMaxZombieDur`): the flow as leader is the sum of the regions' reports, so its rounds
+/// are region report intervals (3 x 60 s); the flow as peer TiKV's store reports, so its rounds
+/// are store report intervals (3 x 10 s).
+pub fn pending_ms(flow: HotMove) -> u64 {
+    let round_s = match flow {
+        HotMove::Leader => REPORT_INTERVAL_S,
+        HotMove::Peer => STORE_REPORT_INTERVAL_S,
+    };
+    MAX_ZOMBIE_ROUNDS * round_s * 1000
+}
+
+/// Which flow the hot operator `op` moves: one that adds no peer only transfers the lead.
+pub fn moved_flow(op: &Pending) -> HotMove {
+    match op.adds_to() {
+        Some(_) => HotMove::Peer,
+        None => HotMove::Leader,
+    }
+}
+
+/// PD's `regionPendings` after the operator ends (`summaryPendingInfluence` drops a region
+/// only once `calcPendingInfluence` finds it ended `maxZombieDur` ago, and `filterHotPeers`
+/// passes over a region it holds): a region whose hot operator ended less than
+/// [`pending_ms`] ago is left alone, whether the operator was done, cancelled or timed out,
+/// so that the stores' reports show where its flow now is before it moves again.
+fn pending(c: &Cluster, hot: HotStat) -> bool {
+    hot.hot_op_ended
+        .is_some_and(|(flow, t)| c.now_ms.saturating_sub(t) < pending_ms(flow))
 }
 
 fn move_leader(c: &Cluster, loads: &HotLoads, r: &RegionInput, rate: f64) -> Option<Plan> {

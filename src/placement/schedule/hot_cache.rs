@@ -13,7 +13,8 @@
 //! with the min hot degree): the leader's store in its leader sum, every peer's store in its
 //! peer sum. A report whose leader is on another store than the last one's dates a leader
 //! move (PD's `lastTransferLeaderTime`), by the time the caller lends with the report: the
-//! scheduler leaves the region alone for a while after it. Simplified from PD: one entry per
+//! scheduler leaves the region alone for a while after it, as after the end of a hot operator,
+//! which the caller passes on from the scheduler's dispatch. Simplified from PD: one entry per
 //! region (a write lands on every peer alike), no per-store top-N threshold, and the peer sum
 //! stands for the store's reported write rate.
 //!
@@ -23,7 +24,7 @@
 
 use std::collections::HashMap;
 
-use super::cluster::{Cluster, HotStat};
+use super::cluster::{Cluster, HotMove, HotStat};
 use crate::placement::region::{Region, MAX_PEERS};
 
 /// PD's `MinHotThresholds[RegionWriteBytes]`: 1 KiB/s.
@@ -123,6 +124,7 @@ impl HotCache {
                     key_rate: keys,
                     degree: i32::from(full),
                     leader_moved_ms: None,
+                    hot_op_ended: None,
                 },
                 anti: if full { ANTI_COUNT } else { 0 },
                 acc_bytes: if full { 0 } else { flow.bytes },
@@ -164,6 +166,16 @@ impl HotCache {
         place(e, r, c.now_ms);
         count(c, e, min_degree);
         Some(e.stat)
+    }
+
+    /// A hot-region operator that moved `flow` ended on region `region_id` at `now_ms` (the
+    /// scheduler's [`Dispatch::hot_ended`](super::Dispatch)): the scheduler leaves the region
+    /// alone for a while after. A region the cache no longer holds is not hot, and has nothing
+    /// to wait for.
+    pub fn hot_op_ended(&mut self, region_id: u64, flow: HotMove, now_ms: u64) {
+        if let Some(e) = self.regions.get_mut(&region_id) {
+            e.stat.hot_op_ended = Some((flow, now_ms));
+        }
     }
 
     /// The region is gone from this set (merged away, moved to another owner, a new term):

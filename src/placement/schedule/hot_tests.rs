@@ -397,6 +397,7 @@ fn a_hot_leader_whose_followers_lead_hot_regions_moves_with_its_peer() {
         "{:?}",
         op.steps
     );
+    assert_eq!(hot::moved_flow(&op), HotMove::Peer);
 }
 
 /// PD's cool-down after a leader transfer: a hot region whose leader changed stores is left
@@ -437,4 +438,92 @@ fn a_hot_region_whose_leader_just_moved_cools_down_first() {
         matches!(steps.as_slice(), [Step::TransferLeader(p)] if p.store_id == 2 || p.store_id == 3),
         "{steps:?}"
     );
+}
+
+/// A world whose store 1 leads four hot regions with followers on stores 2 and 3, at `now`,
+/// with region 1's hot operator ended at `ended` (if any): the patrol's plan for region 1.
+fn plan_after_hot_op(now: u64, ended: Option<(HotMove, u64)>) -> Option<Vec<Step>> {
+    let w = TestCluster::up_at(&[1, 2, 3, 4, 5, 6], now);
+    let mut cache = HotCache::new();
+    let hot: Vec<(Region, u64)> = (1..=4).map(|i| (region(i, &[1, 2, 3]), RATE)).collect();
+    let c = w.at(now);
+    for _ in 0..c.cfg.hot_region_cache_hits_threshold {
+        for (r, rate) in &hot {
+            cache.observe(&c, r, minute(*rate));
+        }
+    }
+    if let Some((flow, at)) = ended {
+        cache.hot_op_ended(1, flow, at);
+    }
+    patrol_at(&w, &cache, &hot[0].0, now).map(|op| op.steps)
+}
+
+/// PD keeps a region in `regionPendings` for `max-zombie-rounds` after its hot operator ends:
+/// 3 x 60 s after a leader transfer (write-leader), 3 x 10 s after a peer move (write-peer).
+/// Until then the hot scheduler does not pick it again.
+#[test]
+fn a_hot_region_whose_hot_operator_just_ended_is_not_picked_again() {
+    let now = 1_000_000;
+    let transfer = |steps: Option<Vec<Step>>| {
+        let steps = steps.expect("a hot operator");
+        assert!(
+            matches!(steps.as_slice(), [Step::TransferLeader(p)] if p.store_id == 2 || p.store_id == 3),
+            "{steps:?}"
+        );
+    };
+    transfer(plan_after_hot_op(now, None));
+    for (flow, wait_ms) in [(HotMove::Leader, 180_000), (HotMove::Peer, 30_000)] {
+        assert_eq!(hot::pending_ms(flow), wait_ms);
+        let at = |ago: u64| plan_after_hot_op(now, Some((flow, now - ago)));
+        assert_eq!(at(0), None, "{flow:?} ended just now");
+        assert_eq!(
+            at(wait_ms - 1),
+            None,
+            "{flow:?} ended just under {wait_ms} ms ago"
+        );
+        transfer(at(wait_ms));
+    }
+}
+
+/// The scheduler tells its caller which flow a hot operator moved when it ends, done or not,
+/// so that the caller's hot cache dates the end.
+#[test]
+fn a_hot_operator_that_ends_says_which_flow_it_moved() {
+    let now = 1_000_000;
+    let w = TestCluster::up_at(&[1, 2, 3, 4, 5, 6], now);
+    let mut cache = HotCache::new();
+    let hot: Vec<(Region, u64)> = (1..=4).map(|i| (region(i, &[1, 2, 3]), RATE)).collect();
+    let c = w.at(now);
+    for _ in 0..c.cfg.hot_region_cache_hits_threshold {
+        for (r, rate) in &hot {
+            cache.observe(&c, r, minute(*rate));
+        }
+    }
+    let op = patrol_at(&w, &cache, &hot[0].0, now).expect("a hot operator");
+    let Some(Step::TransferLeader(to)) = op.steps.first().cloned() else {
+        panic!("{:?}", op.steps);
+    };
+    let heartbeat = |r: &Region, at_ms: u64, op: &Pending| {
+        let input = RegionInput {
+            region: r,
+            pending_peers: &[],
+            size_mib: 96,
+            hot: cache.get(r.id),
+        };
+        let mut slot = Some(Box::new(op.clone()));
+        on_heartbeat(&w.at(at_ms), &input, true, &mut slot, &mut || None)
+    };
+    // Not yet done: nothing ended.
+    let d = heartbeat(&hot[0].0, now, &op);
+    assert_eq!((d.ended, d.hot_ended), (None, None));
+    // Done: the lead is on the target.
+    let mut moved = hot[0].0.clone();
+    moved.leader = Some(to.id);
+    let d = heartbeat(&moved, now, &op);
+    assert_eq!(d.ended, Some((OpKind::Hot, true)));
+    assert_eq!(d.hot_ended, Some(HotMove::Leader));
+    // Timed out: ended too.
+    let d = heartbeat(&hot[0].0, op.deadline_ms, &op);
+    assert_eq!(d.ended, Some((OpKind::Hot, false)));
+    assert_eq!(d.hot_ended, Some(HotMove::Leader));
 }

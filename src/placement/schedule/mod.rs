@@ -61,7 +61,7 @@ mod tests;
 
 pub use admin::{admin_plan, AdminAsk, AdminPlan, AdminRefused, AskedRole, MergeTarget};
 pub use budget::{capacity, influence, Flow, InFlight, StoreBudget, REGION_INFLUENCE};
-pub use cluster::{Cluster, HotStat, RegionInput};
+pub use cluster::{Cluster, HotMove, HotStat, RegionInput};
 pub use config::ScheduleConfig;
 pub use hot::HotLoads;
 pub use hot_cache::{

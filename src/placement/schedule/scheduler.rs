@@ -10,8 +10,8 @@
 
 use super::balance::{balance_leader, balance_region, evict_leader, is_settled, Sources};
 use super::budget::influence;
-use super::cluster::{Cluster, RegionInput};
-use super::hot::{hot_write, HotLoads};
+use super::cluster::{Cluster, HotMove, RegionInput};
+use super::hot::{hot_write, moved_flow, HotLoads};
 use super::joint::joint_steps;
 use super::merge::{self, MergeInput, MergePlan};
 use super::plan::{Plan, NEW_PEER};
@@ -35,6 +35,10 @@ pub struct Dispatch {
     /// A merge's operator ended without being done: the other region of the pair, whose
     /// operator the caller cancels too (as PD removes a merge's related operator).
     pub merge_partner: Option<u64>,
+    /// A hot-region operator ended in this call (done, cancelled or timed out), moving this
+    /// flow: the caller tells its hot cache (`HotCache::hot_op_ended`), and the hot scheduler
+    /// leaves the region alone for a while.
+    pub hot_ended: Option<HotMove>,
 }
 
 /// A leader's report: advance the region's operator, and once it has none, run the replica
@@ -228,12 +232,14 @@ fn run(c: &Cluster, r: &RegionInput, slot: &mut Option<Box<Pending>>) -> Dispatc
     };
     let progress = op.advance(r.region, r.pending_peers);
     let (deadline, kind, held) = (op.deadline_ms, op.kind, op.held);
+    let hot = (kind == OpKind::Hot).then(|| moved_flow(op));
     let step = match progress {
         Progress::Done => {
             if let Some(op) = slot.take() {
                 release(c, &op, true);
             }
             d.ended = Some((kind, true));
+            d.hot_ended = hot;
             return d;
         }
         Progress::Running(step) => step,
@@ -242,6 +248,7 @@ fn run(c: &Cluster, r: &RegionInput, slot: &mut Option<Box<Pending>>) -> Dispatc
         d.merge_partner = slot.as_deref().and_then(Pending::merge_partner);
         cancel(c, slot);
         d.ended = Some((kind, false));
+        d.hot_ended = hot;
         return d;
     }
     match check_step(c, r, &step) {
@@ -252,6 +259,7 @@ fn run(c: &Cluster, r: &RegionInput, slot: &mut Option<Box<Pending>>) -> Dispatc
             d.merge_partner = slot.as_deref().and_then(Pending::merge_partner);
             cancel(c, slot);
             d.ended = Some((kind, false));
+            d.hot_ended = hot;
         }
     }
     d

@@ -459,6 +459,7 @@ impl Shard {
         );
         self.merge_pair(id, &mut d, c);
         outcome.operator = d.step.take();
+        self.hot_ended(id, &d, c);
         // After the call: a target that grew over its source is done before the source's
         // end (its range gone) could cancel it.
         self.settle_pairs(c);
@@ -540,6 +541,7 @@ impl Shard {
             if let Some(op) = d.step.take() {
                 started.push((region.clone(), op));
             }
+            self.hot_ended(id, &d, c);
             self.settle_pairs(c);
         }
         started
@@ -550,6 +552,14 @@ impl Shard {
     pub fn forget(&mut self, id: u64, c: &Cluster) {
         self.drop_region(id, c);
         self.settle_pairs(c);
+    }
+
+    /// A hot-region operator of region `id` ended in the call: the hot cache dates it, and the
+    /// hot scheduler leaves the region alone for a while.
+    fn hot_ended(&mut self, id: u64, d: &Dispatch, c: &Cluster) {
+        if let Some(flow) = d.hot_ended {
+            self.hot.hot_op_ended(id, flow, c.now_ms);
+        }
     }
 
     /// [`Shard::forget`], the partner of a merge half it ran noted but not yet ended.
