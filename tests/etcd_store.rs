@@ -46,6 +46,31 @@ async fn round_trips_and_guarded_writes() {
     );
 }
 
+/// A flush of many region buckets is one batch of several MiB; etcd refuses any request over
+/// its `--max-request-bytes` (1.5 MiB by default), so the batch must reach it in pieces.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_larger_than_etcds_request_limit_is_written_whole() {
+    let tmp = tempfile::tempdir().unwrap();
+    let etcd = EtcdProcess::start(&tmp.path().join("etcd")).unwrap();
+    let store = EtcdStore::connect(&[etcd.endpoint()]).await.unwrap();
+    store.put(b"/t/leader", b"node-1").await.unwrap();
+    let leader = store.guarded(LeaderGuard {
+        key: b"/t/leader".to_vec(),
+        value: b"node-1".to_vec(),
+    });
+    let value = |i: u32| vec![(i % 251) as u8; 40 << 10];
+    let ops = (0..128u32)
+        .map(|i| (format!("/t/bucket/{i:04}").into_bytes(), Some(value(i))))
+        .collect();
+    leader.batch(ops).await.unwrap();
+    let kept = store.scan(b"/t/bucket/", 1000).await.unwrap();
+    assert_eq!(kept.len(), 128);
+    for (i, (key, v)) in kept.iter().enumerate() {
+        assert_eq!(key, format!("/t/bucket/{i:04}").as_bytes());
+        assert_eq!(v, &value(i as u32), "bucket {i}");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn etcd_down_is_an_error_within_the_timeout_and_recovers() {
     let tmp = tempfile::tempdir().unwrap();

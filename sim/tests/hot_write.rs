@@ -31,3 +31,21 @@ fn a_hot_key_range_is_spread_over_the_stores_safely() {
         r.floor_s
     );
 }
+
+/// The same scenario at 100 stores and 100,000 regions (100 hot regions), for the figure in
+/// the tuning notes: how far above the mean the hottest store's write flow ends, in all and as
+/// leader. Too slow for a debug run; `cargo test --release -p meridian-sim --test hot_write --
+/// --ignored --nocapture`.
+#[test]
+#[ignore]
+fn a_hot_key_range_over_100_stores() {
+    let scn = named("hot-write", 100, 100_000).expect("the hot-write scenario");
+    let r = run(scn, 7);
+    let flow = r.hot_flow.expect("a hot write load ran");
+    eprintln!(
+        "hot-write 100 stores: converged {} after {:?} s (floor {:.0} s), moves {}, leader transfers {}, operators {}, violations {}, simulated {} s, wall {:.1} s; hottest store over the mean: {:.2}x in all, {:.2}x as leader",
+        r.converged, r.converged_after_s, r.floor_s, r.moves, r.leader_transfers, r.operators, r.violations, r.simulated_s, r.wall_s, flow.max_over_mean, flow.max_leader_over_mean
+    );
+    assert_eq!(r.violations, 0, "{:?}", r.violation_samples);
+    assert!(r.converged, "not converged in {} s", r.simulated_s);
+}

@@ -66,19 +66,63 @@ fn find_test_binary() -> PathBuf {
 
 /// Builds the `meridian` binary into `profile_dir` (`target/debug` or `target/release`) with
 /// the Cargo that started this process (`$CARGO`); without one there is nothing to build with.
+/// The build is quiet, and on a cold target it takes minutes: unless Cargo finds the binary
+/// fresh within `FRESH_CHECK`, one line on stderr says what is being built, so that the wait
+/// is not taken for a hang.
 pub fn build_meridian(profile_dir: &Path) -> anyhow::Result<()> {
     let cargo = std::env::var_os("CARGO").context("$CARGO not set: not started by Cargo")?;
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml");
+    let release = profile_dir.file_name().is_some_and(|n| n == "release");
     let mut cmd = std::process::Command::new(cargo);
     cmd.args(["build", "--quiet", "--bin", "meridian", "--manifest-path"])
         .arg(&manifest);
-    if profile_dir.file_name().is_some_and(|n| n == "release") {
+    if release {
         cmd.arg("--release");
     }
-    let status = cmd.status().context("running cargo build")?;
+    // Cargo gives the program it runs the package's own variables. Build scripts (ring's, for
+    // one) rebuild when one of these differs from their last build, so an inner build that
+    // kept them would rebuild the dependencies, and the next outer `cargo run` or `cargo test`
+    // would rebuild them back.
+    for (key, _) in std::env::vars_os() {
+        let name = key.to_string_lossy();
+        if name.starts_with("CARGO_PKG_") || CARGO_RUN_VARS.contains(&name.as_ref()) {
+            cmd.env_remove(&key);
+        }
+    }
+    let mut child = cmd.spawn().context("running cargo build")?;
+    let started = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().context("waiting for cargo build")? {
+            break status;
+        }
+        if started.elapsed() >= FRESH_CHECK {
+            eprintln!(
+                "building the meridian server (cargo build{} --bin meridian; the first time \
+                 takes a few minutes)...",
+                if release { " --release" } else { "" }
+            );
+            break child.wait().context("waiting for cargo build")?;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
     anyhow::ensure!(status.success(), "cargo build --bin meridian failed");
     Ok(())
 }
+
+/// The variables Cargo sets for a program it runs or tests, beside the `CARGO_PKG_` ones.
+const CARGO_RUN_VARS: [&str; 7] = [
+    "CARGO_MANIFEST_DIR",
+    "CARGO_MANIFEST_PATH",
+    "CARGO_MANIFEST_LINKS",
+    "CARGO_PRIMARY_PACKAGE",
+    "CARGO_CRATE_NAME",
+    "CARGO_BIN_NAME",
+    "CARGO_TARGET_TMPDIR",
+];
+
+/// How long Cargo may take to find the `meridian` binary fresh before [`build_meridian`] says
+/// that it is building: a no-op `cargo build` takes well under this, even on a busy machine.
+const FRESH_CHECK: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// A port free on loopback right now for both UDP (QUIC) and TCP (the address guard and the
 /// gRPC front end): a node binds both on its client port.

@@ -12,6 +12,11 @@ use crate::failpoint::{self, points};
 
 /// etcd's default `--max-txn-ops`; the guard's compare does not count.
 const TXN_OPS: usize = 128;
+/// Keys and values per transaction. etcd refuses a request over its `--max-request-bytes`
+/// (1.5 MiB by default) with "request is too large", and a batch of region buckets (up to
+/// ~40 KiB each) reaches that well before 128 ops: a flush that big would fail, go back
+/// marked, and grow on every retry. 1 MiB leaves room for the request's own framing.
+const TXN_BYTES: usize = 1 << 20;
 /// Keys per page when listing a prefix of small values.
 const LIST_PAGE: i64 = 10_000;
 /// Largest response read from etcd (tonic's default is 4 MiB).
@@ -27,6 +32,27 @@ fn prefix_end(prefix: &[u8]) -> Vec<u8> {
         }
     }
     vec![0]
+}
+
+/// `ops` in order, cut into transactions of at most `max_ops` writes and, unless one write
+/// alone is larger, at most `max_bytes` of keys and values.
+fn txn_chunks(ops: Vec<WriteOp>, max_ops: usize, max_bytes: usize) -> Vec<Vec<WriteOp>> {
+    let mut chunks = Vec::new();
+    let mut current: Vec<WriteOp> = Vec::new();
+    let mut bytes = 0;
+    for op in ops {
+        let size = op.0.len() + op.1.as_ref().map_or(0, Vec::len);
+        if !current.is_empty() && (current.len() == max_ops || bytes + size > max_bytes) {
+            chunks.push(std::mem::take(&mut current));
+            bytes = 0;
+        }
+        bytes += size;
+        current.push(op);
+    }
+    if !current.is_empty() {
+        chunks.push(current);
+    }
+    chunks
 }
 
 /// The leader key and the value it must hold for a guarded write to apply.
@@ -208,15 +234,15 @@ impl MetaStore for EtcdStore {
     }
 
     async fn batch(&self, ops: Vec<WriteOp>) -> Result<(), MetaError> {
-        let ops: Vec<TxnOp> = ops
-            .into_iter()
-            .map(|(key, value)| match value {
-                Some(value) => TxnOp::put(key, value, None),
-                None => TxnOp::delete(key, None::<DeleteOptions>),
-            })
-            .collect();
-        for chunk in ops.chunks(TXN_OPS) {
-            self.write_ops(chunk.to_vec()).await?;
+        for chunk in txn_chunks(ops, TXN_OPS, TXN_BYTES) {
+            let chunk = chunk
+                .into_iter()
+                .map(|(key, value)| match value {
+                    Some(value) => TxnOp::put(key, value, None),
+                    None => TxnOp::delete(key, None::<DeleteOptions>),
+                })
+                .collect();
+            self.write_ops(chunk).await?;
         }
         Ok(())
     }
@@ -250,5 +276,58 @@ impl MetaStore for EtcdStore {
                     String::from_utf8_lossy(key)
                 ))
             })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    fn bytes(chunk: &[WriteOp]) -> usize {
+        chunk
+            .iter()
+            .map(|(k, v)| k.len() + v.as_ref().map_or(0, Vec::len))
+            .sum()
+    }
+
+    proptest! {
+        /// Every write is kept, in order, and each transaction is within both limits unless it
+        /// is one write that alone exceeds the byte limit.
+        #[test]
+        fn chunks_keep_every_write_in_order_within_the_limits(
+            sizes in prop::collection::vec((1usize..64, prop::option::of(0usize..3000)), 0..300),
+            max_ops in 1usize..20,
+            max_bytes in 1usize..5000,
+        ) {
+            let ops: Vec<WriteOp> = sizes
+                .iter()
+                .enumerate()
+                .map(|(i, (k, v))| {
+                    let mut key = vec![b'k'; *k];
+                    key.extend_from_slice(&(i as u32).to_be_bytes());
+                    (key, v.map(|n| vec![7u8; n]))
+                })
+                .collect();
+            let chunks = txn_chunks(ops.clone(), max_ops, max_bytes);
+            prop_assert_eq!(chunks.concat(), ops);
+            for chunk in &chunks {
+                prop_assert!(!chunk.is_empty());
+                prop_assert!(chunk.len() <= max_ops);
+                prop_assert!(chunk.len() == 1 || bytes(chunk) <= max_bytes, "{} bytes", bytes(chunk));
+            }
+        }
+    }
+
+    #[test]
+    fn a_flush_of_many_buckets_is_cut_by_bytes_before_etcd_refuses_it() {
+        // 128 buckets of 40 KiB: one transaction of 5 MiB, over etcd's 1.5 MiB.
+        let ops: Vec<WriteOp> = (0..128u32)
+            .map(|i| (i.to_be_bytes().to_vec(), Some(vec![0u8; 40 << 10])))
+            .collect();
+        let chunks = txn_chunks(ops, TXN_OPS, TXN_BYTES);
+        assert_eq!(chunks.len(), 6);
+        assert!(chunks.iter().all(|c| bytes(c) <= TXN_BYTES));
     }
 }

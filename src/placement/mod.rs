@@ -23,6 +23,8 @@ mod segment;
 mod shard;
 mod split;
 mod store;
+#[cfg(test)]
+pub(crate) mod test_region;
 mod version;
 
 pub use buckets::{Buckets, BucketsMap};
@@ -49,8 +51,8 @@ pub use schedule::{
     Cluster, Health, InFlight, RegionInput, ScheduleConfig, StoreBudget, StoreLoad, StoreView,
 };
 pub use shard::{
-    Order, OrderRefused, Ordered, Outcome, RegionReport, ReportedSizes, RunningOp, Shard,
-    StoreTotal, StoreTotals, SPLIT_DESC,
+    Order, OrderRefused, Ordered, Outcome, PartnerEnd, RegionReport, ReportedSizes, RunningOp,
+    Shard, StoreTotal, StoreTotals, SPLIT_DESC,
 };
 pub use split::{check_split, InvalidSplit};
 pub use store::{

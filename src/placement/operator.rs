@@ -217,6 +217,10 @@ pub struct Pending {
     pub deadline_ms: u64,
     /// The write byte rate a hot-region operator moves (PD's pending influence); 0 for others.
     pub flow: u64,
+    /// Not to be sent yet: the source's half of an admin merge whose target's half is not yet
+    /// placed (PD adds the pair at once, so that TiKV never gets a merge whose partner was
+    /// refused). It advances and times out as any other.
+    pub held: bool,
 }
 
 /// Where an operator stands after a report.
@@ -288,6 +292,15 @@ impl Pending {
     pub fn is_leader_move(&self) -> bool {
         self.kind == OpKind::Leader
     }
+
+    /// The other region of the merge this operator is a half of (PD's related merge region).
+    pub fn merge_partner(&self) -> Option<u64> {
+        self.steps.iter().find_map(|s| match s {
+            Step::Merge(m) if m.passive => Some(m.source.id),
+            Step::Merge(m) => Some(m.target.id),
+            _ => None,
+        })
+    }
 }
 
 #[cfg(test)]
@@ -327,6 +340,7 @@ mod tests {
             created_ms: 0,
             deadline_ms: 1,
             flow: 0,
+            held: false,
         };
         let mut r = region(
             vec![

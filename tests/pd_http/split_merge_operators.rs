@@ -232,6 +232,78 @@ async fn merge_region_is_checked_and_run_as_a_pair_as_in_pd() {
     alive.abort();
 }
 
+/// Either half of a merge cancelled ends both, as PD removes a merge's related operator with
+/// it: regions 10 and 21 belong to different cores of the node's two, so the partner ends on
+/// another shard. The ended partner is shown cancelled, is no longer listed, and its leader
+/// gets no more `Merge`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelling_either_half_of_a_merge_ends_both_as_in_pd() {
+    let tmp = tempfile::tempdir().unwrap();
+    let Setup {
+        mut n,
+        addr,
+        admin,
+        tx,
+        mut replies,
+        alive,
+        ..
+    } = setup(&tmp, "8.5.0").await;
+    for _ in 0..10 {
+        meridian::harness::alloc_id(&mut n.pd, n.cluster_id)
+            .await
+            .unwrap();
+    }
+    let h = n.h();
+    let (left, right) = halves();
+    tx.send(beat(&h, left, vec![])).await.unwrap();
+    tx.send(beat(&h, right.clone(), vec![])).await.unwrap();
+    for (id, key, end) in [(10, "end_key", "6D"), (21, "start_key", "6D")] {
+        until(&addr, &admin, &format!("/pd/api/v1/region/id/{id}"), |r| {
+            r[key] == end
+        })
+        .await;
+    }
+    let merge = json!({"name": "merge-region", "source_region_id": 21, "target_region_id": 10});
+    let cancelled = (StatusCode::OK, "The pending operator is canceled.");
+    // The target's half cancelled first, then, in a second merge, the source's.
+    for (deleted, partner) in [(10, 21), (21, 10)] {
+        created(&addr, &admin, merge.clone()).await;
+        let listed = get_json(&addr, &admin, OPERATORS).await;
+        assert_eq!(listed.as_array().map(Vec::len), Some(2), "{listed}");
+        // The pair placed, the source's Merge is pushed to its leader.
+        reply_where(&mut replies, |r| r.region_id == 21 && r.merge.is_some()).await;
+
+        let path = format!("{OPERATORS}/{deleted}");
+        expect(&addr, &admin, Method::DELETE, &path, None, cancelled).await;
+        // Both ended by the time the DELETE answers.
+        let listed = get_json(&addr, &admin, OPERATORS).await;
+        assert_eq!(listed, json!([]), "{deleted} cancelled");
+        for id in [deleted, partner] {
+            let shown = get_json(&addr, &admin, &format!("{OPERATORS}/{id}")).await;
+            assert!(
+                shown
+                    .as_str()
+                    .is_some_and(|s| s
+                        .starts_with("status: CANCEL, operator: admin-merge-region (kind:admin")),
+                "{id}: {shown}"
+            );
+        }
+        // The source's leader reports again and gets no Merge: the next thing it gets is a
+        // transfer-leader asked after (which its half, still running, would have refused).
+        tx.send(beat(&h, right.clone(), vec![])).await.unwrap();
+        let moved = json!({"name": "transfer-leader", "region_id": 21, "to_store_id": 2});
+        created(&addr, &admin, moved).await;
+        reply_where(&mut replies, |r| {
+            assert!(r.region_id != 21 || r.merge.is_none(), "{deleted}: {r:?}");
+            r.region_id == 21 && r.transfer_leader.is_some()
+        })
+        .await;
+        let op_21 = format!("{OPERATORS}/21");
+        expect(&addr, &admin, Method::DELETE, &op_21, None, cancelled).await;
+    }
+    alive.abort();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn split_region_reaches_the_leader_with_each_of_pds_policies() {
     let tmp = tempfile::tempdir().unwrap();

@@ -100,17 +100,19 @@ impl Sim {
         (leader, peer, live, top)
     }
 
-    /// Every live store's write flow (the bytes written to all its peers, what TiKV's store
-    /// heartbeat reports) is within the hot scheduler's source tolerance of the mean, or
-    /// within one hot region's rate of it: whole regions move, and a store above the mean by
-    /// less than one region cannot shed it without the target ending hotter than it was.
-    /// The flow as leader is reported (`hot_flow`) but not judged: a leader moves only to a
-    /// follower's store, and PD stops where no follower's store is cool enough.
+    /// Every live store's write flow, as any peer (the bytes written to all its peers, what
+    /// TiKV's store heartbeat reports) and as leader, is within the hot scheduler's source
+    /// tolerance of the mean, or within one hot region's rate of it: whole regions move, and
+    /// a store above the mean by less than one region cannot shed it without the target
+    /// ending hotter than it was.
     pub(super) fn hot_balanced(&self) -> bool {
-        let (_, peer, live, top) = self.flows();
-        let mean = live.iter().map(|&s| peer[s]).sum::<u64>() as f64 / live.len().max(1) as f64;
-        let bound = (mean * self.cfg.hot_src_tolerance_ratio).max(mean + top as f64);
-        live.iter().all(|&s| peer[s] as f64 <= bound)
+        let (leader, peer, live, top) = self.flows();
+        let within = |f: &[u64]| {
+            let mean = live.iter().map(|&s| f[s]).sum::<u64>() as f64 / live.len().max(1) as f64;
+            let bound = (mean * self.cfg.hot_src_tolerance_ratio).max(mean + top as f64);
+            live.iter().all(|&s| f[s] as f64 <= bound)
+        };
+        within(&peer) && within(&leader)
     }
 
     /// The hottest live store's write flow over the mean, as any peer and as leader, once a

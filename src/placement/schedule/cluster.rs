@@ -83,4 +83,6 @@ pub struct HotStat {
     pub key_rate: f64,
     /// PD's hot degree: full intervals in a row at a hot rate, less the cold ones since.
     pub degree: i32,
+    /// When the cache last saw its leader change stores (PD's `lastTransferLeaderTime`).
+    pub leader_moved_ms: Option<u64>,
 }

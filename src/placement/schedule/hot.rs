@@ -5,24 +5,28 @@
 //! target while its rate times `hot_dst_tolerance_ratio` is below the mean; both counted with
 //! the flow that hot operators in flight move (PD's pending influence: the source by the
 //! lesser of now and after, the target by the greater). A move must leave the target cooler
-//! than the source was, so no flow moves back and forth. The leader moves first, to a follower
-//! on a cool store; failing that, a peer moves to a cool store chosen as balance-region
-//! chooses one (a target that keeps isolation, scores no lower and has room in its add
-//! limit). Only regions hot for `hot_region_cache_hits_threshold` intervals move, and only
-//! settled ones (as balance).
+//! than the source was, so no flow moves back and forth. The two flows are balanced apart, as
+//! PD's write-leader and write-peer resource types are: the leader moves first when its store
+//! is a source as leader, to a follower on a store cool as leader; failing that, a peer moves
+//! off a store that is a source as peer, to a cool store chosen as balance-region chooses one
+//! (a target that keeps isolation, scores no lower and has room in its add limit), and a
+//! leader's peer takes its lead along (PD's move-leader). Only regions hot for
+//! `hot_region_cache_hits_threshold` intervals move, only settled ones (as balance), and none
+//! whose leader moved within that many report intervals (PD's cool-down after a transfer).
 //!
 //! Must not touch: the hot cache itself (`hot_cache` keeps the rates), the budgets (the
 //! scheduler charges a started plan).
 
 use super::budget::REGION_INFLUENCE;
-use super::cluster::{Cluster, RegionInput};
+use super::cluster::{Cluster, HotStat, RegionInput};
+use super::hot_cache::REPORT_INTERVAL_S;
 use super::location::{distinct_score, isolated};
-use super::plan::Plan;
+use super::plan::{Plan, NEW_PEER};
 use super::replica::may_remove;
-use super::select::{leader_target, others, score_of};
+use super::select::{others, score_of};
 use super::view::StoreLoad;
 use crate::placement::operator::OpKind;
-use crate::placement::region::Peer;
+use crate::placement::region::{Peer, PeerRole};
 
 /// The mean write byte rates over the serving stores, as leader and as peer, and whether any
 /// store is a source for a leader or a peer move: the cheap first test, O(stores), taken once
@@ -92,7 +96,7 @@ impl HotLoads {
 /// hot-write for a region the caller found settled: a leader move, else a peer move.
 pub fn hot_write(c: &Cluster, loads: &HotLoads, r: &RegionInput) -> Option<Plan> {
     let hot = r.hot?;
-    if hot.degree < c.cfg.hot_region_cache_hits_threshold {
+    if hot.degree < c.cfg.hot_region_cache_hits_threshold || cooling(c, hot) {
         return None;
     }
     let rate = hot.byte_rate;
@@ -110,6 +114,16 @@ pub fn hot_write(c: &Cluster, loads: &HotLoads, r: &RegionInput) -> Option<Plan>
         p.flow = rate.round() as u64;
         p
     })
+}
+
+/// PD's `IsNeedCoolDownTransferLeader`: a region whose leader moved less than the cache-hits
+/// threshold's report intervals ago is left alone, by the leader and the peer moves alike, so
+/// that its rates are measured where it now is before it moves again.
+fn cooling(c: &Cluster, hot: HotStat) -> bool {
+    let threshold = u64::try_from(c.cfg.hot_region_cache_hits_threshold).unwrap_or(0);
+    let cool_ms = threshold * REPORT_INTERVAL_S * 1000;
+    hot.leader_moved_ms
+        .is_some_and(|t| c.now_ms.saturating_sub(t) < cool_ms)
 }
 
 fn move_leader(c: &Cluster, loads: &HotLoads, r: &RegionInput, rate: f64) -> Option<Plan> {
@@ -151,12 +165,17 @@ fn move_peer(c: &Cluster, loads: &HotLoads, r: &RegionInput, rate: f64) -> Optio
             return None;
         }
         let to = coolest_target(c, loads, r, src, from, rate)?;
-        let leader_to = if Some(src.id) == r.region.leader {
-            Some(leader_target(c, r, src.store_id)?)
-        } else {
-            None
-        };
-        Some(Plan::move_peer(OpKind::Hot, src, to, leader_to))
+        // PD's move-leader (`createOperator` in `hot_region_solver.go`): the leader's peer
+        // moves with its lead, so its flow as leader lands on the cool target too. Handing
+        // the lead to a follower instead puts that flow on a store chosen by neither
+        // dimension, and the leader flow piles up where no follower is cool enough to take
+        // it back.
+        let leader_to = (Some(src.id) == r.region.leader).then_some(Peer {
+            id: NEW_PEER,
+            store_id: to,
+            role: PeerRole::Voter,
+        });
+        Some(Plan::move_peer(OpKind::Hot, src, to, leader_to.as_ref()))
     })
 }
 

@@ -11,12 +11,15 @@
 //! anti-count reaches 0). A report under 3 s is noise and is passed over. The stores count a
 //! region once its degree reaches `hot_region_cache_hits_threshold` (PD's `GetHotPeerStats`
 //! with the min hot degree): the leader's store in its leader sum, every peer's store in its
-//! peer sum. Simplified from PD: one entry per region (a write lands on every peer alike),
-//! no per-store top-N threshold, and the peer sum stands for the store's reported write rate.
+//! peer sum. A report whose leader is on another store than the last one's dates a leader
+//! move (PD's `lastTransferLeaderTime`), by the time the caller lends with the report: the
+//! scheduler leaves the region alone for a while after it. Simplified from PD: one entry per
+//! region (a write lands on every peer alike), no per-store top-N threshold, and the peer sum
+//! stands for the store's reported write rate.
 //!
 //! Owns: the per-region entries (the caller keeps one cache per set of regions it owns: a
 //! shard, the simulator) and their share of the store sums. Must not touch: decisions, I/O,
-//! the clock (reports carry their interval).
+//! a clock of its own (reports carry their interval; the caller's `Cluster` the time).
 
 use std::collections::HashMap;
 
@@ -100,7 +103,7 @@ impl HotCache {
             // is not judged by its old flow once the move's pending influence is gone.
             let e = self.regions.get_mut(&r.id)?;
             uncount(c, e);
-            place(e, r);
+            place(e, r, c.now_ms);
             count(c, e, min_degree);
             return Some(e.stat);
         }
@@ -119,6 +122,7 @@ impl HotCache {
                     byte_rate: bytes,
                     key_rate: keys,
                     degree: i32::from(full),
+                    leader_moved_ms: None,
                 },
                 anti: if full { ANTI_COUNT } else { 0 },
                 acc_bytes: if full { 0 } else { flow.bytes },
@@ -129,7 +133,7 @@ impl HotCache {
                 n: 0,
                 counted: false,
             };
-            place(&mut e, r);
+            place(&mut e, r, c.now_ms);
             count(c, &mut e, min_degree);
             let stat = e.stat;
             self.regions.insert(r.id, e);
@@ -157,7 +161,7 @@ impl HotCache {
                 }
             }
         }
-        place(e, r);
+        place(e, r, c.now_ms);
         count(c, e, min_degree);
         Some(e.stat)
     }
@@ -178,8 +182,14 @@ impl HotCache {
     }
 }
 
-fn place(e: &mut Entry, r: &Region) {
-    e.leader = r.leader_peer().map_or(0, |p| p.store_id);
+/// Where `e`'s region is now; a leader on another store than before is a leader move, dated
+/// `now_ms` (PD's `justTransferLeader`).
+fn place(e: &mut Entry, r: &Region, now_ms: u64) {
+    let leader = r.leader_peer().map_or(0, |p| p.store_id);
+    if e.leader != 0 && leader != 0 && leader != e.leader {
+        e.stat.leader_moved_ms = Some(now_ms);
+    }
+    e.leader = leader;
     e.n = 0;
     for p in r.peers.iter().take(MAX_PEERS) {
         e.stores[e.n] = p.store_id;

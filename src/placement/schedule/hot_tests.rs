@@ -8,6 +8,7 @@ use proptest::prelude::*;
 
 use super::test_cluster::TestCluster;
 use super::*;
+use crate::placement::test_region::{self, Keys, PeerIds};
 use crate::placement::{
     Label, Operator, Peer, PeerRole, Region, Store, StoreMap, StoreState, StoreStats,
 };
@@ -48,27 +49,10 @@ fn world(zones: &[u8]) -> TestCluster {
     TestCluster::new(&map, cfg)
 }
 
-/// Region `id` with voters on `stores` (peer ids `id*100 + store`), led by the first.
+/// Region `id` over `[id, id + 1)` (big-endian) with voters on `stores` (peer ids
+/// `id*100 + store`), led by the first.
 fn region(id: u64, stores: &[u64]) -> Region {
-    let peers: Vec<Peer> = stores
-        .iter()
-        .map(|&s| Peer {
-            id: id * 100 + s,
-            store_id: s,
-            role: PeerRole::Voter,
-        })
-        .collect();
-    Region {
-        id,
-        start_key: id.to_be_bytes().to_vec(),
-        end_key: (id + 1).to_be_bytes().to_vec(),
-        epoch: crate::placement::Epoch {
-            conf_ver: 1,
-            version: 1,
-        },
-        leader: Some(peers[0].id),
-        peers,
-    }
+    test_region::build(id, stores, PeerIds::Hundreds, Keys::BigEndian)
 }
 
 /// A full report interval of `rate` bytes a second.
@@ -326,4 +310,131 @@ fn hot_moves_never_break_a_safety_rule() {
         panic!("{e}");
     }
     assert!(started.get() > 0, "no world started a hot operator");
+}
+
+/// The patrol's plan for `r` at `now_ms` in `w`: the operator it starts, if any.
+fn patrol_at(w: &TestCluster, cache: &HotCache, r: &Region, now_ms: u64) -> Option<Box<Pending>> {
+    let c = w.at(now_ms);
+    let input = RegionInput {
+        region: r,
+        pending_peers: &[],
+        size_mib: 96,
+        hot: cache.get(r.id),
+    };
+    let mut slot = None;
+    let mut next = 1_000_000;
+    let mut ids = || {
+        next += 1;
+        Some(next)
+    };
+    patrol(&c, &mut Sweep::default(), &input, None, &mut slot, &mut ids);
+    slot
+}
+
+/// PD balances the flow as leader apart from the flow as peer: with every store holding three
+/// hot peers (the total even) but store 1 leading three of the six hot regions, the leaders
+/// move to followers that lead none, and no peer moves.
+#[test]
+fn even_total_flow_with_the_leaders_on_one_store_moves_leaders_only() {
+    let w = world(&ZONES);
+    let mut cache = HotCache::new();
+    // Each store holds three of the six regions; store 1 leads regions 1, 2 and 6, and
+    // stores 2 and 6 lead none.
+    let on: [[u64; 3]; 6] = [
+        [1, 5, 3],
+        [1, 2, 6],
+        [3, 4, 2],
+        [4, 2, 6],
+        [5, 3, 4],
+        [1, 6, 5],
+    ];
+    let hot: Vec<(Region, u64)> = on
+        .iter()
+        .enumerate()
+        .map(|(i, s)| (region(i as u64 + 1, s), RATE))
+        .collect();
+    heat(&w, &mut cache, &hot);
+    let c = w.at(NOW);
+    let total: Vec<i64> = (1..=6)
+        .map(|s| c.store(s).map_or(0, |l| l.budget.flow.bytes(false)))
+        .collect();
+    assert_eq!(total, vec![3 * RATE as i64; 6], "the total flow is even");
+    for (i, want) in [(1, [2, 6]), (5, [6, 5])] {
+        let op = patrol_once(&w, &cache, &hot[i].0).expect("a hot operator");
+        assert_eq!(op.kind, OpKind::Hot);
+        assert!(
+            matches!(op.steps.as_slice(), [Step::TransferLeader(p)] if want.contains(&p.store_id)),
+            "region {}: {:?}",
+            i + 1,
+            op.steps
+        );
+    }
+    // A region led by a store at the mean stays.
+    assert_eq!(patrol_once(&w, &cache, &hot[2].0), None);
+}
+
+/// A peer move off the leader's store takes the lead with it (PD's move-leader), so the flow
+/// as leader lands on the cool target, not on a follower that already leads hot regions.
+#[test]
+fn a_hot_leader_whose_followers_lead_hot_regions_moves_with_its_peer() {
+    let w = world(&ZONES);
+    let mut cache = HotCache::new();
+    // Stores 1, 2 and 3 hold every hot region (4 MiB/s each, the mean 2); store 1 leads two,
+    // stores 2 and 3 one each: no follower of region 1 is cool enough as a leader.
+    let on: [[u64; 3]; 4] = [[1, 2, 3], [1, 2, 3], [2, 3, 1], [3, 1, 2]];
+    let hot: Vec<(Region, u64)> = on
+        .iter()
+        .enumerate()
+        .map(|(i, s)| (region(i as u64 + 1, s), RATE))
+        .collect();
+    heat(&w, &mut cache, &hot);
+    let op = patrol_once(&w, &cache, &hot[0].0).expect("a hot operator");
+    assert_eq!(op.kind, OpKind::Hot);
+    // Store 4 is zone 0's cool store, as store 1 is.
+    assert_eq!(
+        (op.adds_to(), op.removes_from(), op.leader_to()),
+        (Some(4), Some(1), Some(4)),
+        "{:?}",
+        op.steps
+    );
+}
+
+/// PD's cool-down after a leader transfer: a hot region whose leader changed stores is left
+/// alone for the cache-hits threshold's report intervals (3 x 60 s), then scheduled again.
+#[test]
+fn a_hot_region_whose_leader_just_moved_cools_down_first() {
+    // Stores up and heartbeating at `now`, late enough to date a leader move 180 s before.
+    let now = 1_000_000;
+    let w = TestCluster::up_at(&[1, 2, 3, 4, 5, 6], now);
+    let cool_ms = 3 * REPORT_INTERVAL_S * 1000;
+    assert_eq!(w.cfg.hot_region_cache_hits_threshold, 3);
+    let plan = |moved_ms: u64| {
+        let mut cache = HotCache::new();
+        // Store 1 leads four hot regions with followers on 2 and 3; region 1 was led by
+        // store 2 until `moved_ms`.
+        let mut hot: Vec<(Region, u64)> = (2..=4).map(|i| (region(i, &[1, 2, 3]), RATE)).collect();
+        hot.push((region(1, &[2, 1, 3]), RATE));
+        let c = w.at(moved_ms - 1_000);
+        for _ in 0..3 {
+            for (r, rate) in &hot {
+                cache.observe(&c, r, minute(*rate));
+            }
+        }
+        // The leader's report at once after the transfer: too short to measure.
+        let r1 = region(1, &[1, 2, 3]);
+        let moved = WriteFlow {
+            bytes: 0,
+            keys: 0,
+            interval_s: 0,
+        };
+        cache.observe(&w.at(moved_ms), &r1, moved);
+        patrol_at(&w, &cache, &r1, now).map(|op| op.steps)
+    };
+    assert_eq!(plan(now - 1_000), None, "moved 1 s ago");
+    assert_eq!(plan(now - cool_ms + 1), None, "moved just under 180 s ago");
+    let steps = plan(now - cool_ms).expect("a hot operator once cooled");
+    assert!(
+        matches!(steps.as_slice(), [Step::TransferLeader(p)] if p.store_id == 2 || p.store_id == 3),
+        "{steps:?}"
+    );
 }

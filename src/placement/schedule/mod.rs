@@ -52,6 +52,8 @@ mod select;
 mod settings;
 #[cfg(test)]
 mod test_cluster;
+#[cfg(test)]
+mod test_world;
 mod view;
 
 #[cfg(test)]
@@ -71,7 +73,8 @@ pub use merge::{peers_match, Adjacent, MergeInput, MergePlan, Neighbour, Neighbo
 pub use plan::{Plan, NEW_PEER};
 pub use scatter::{scatter, Groups, Refused, Target, SCATTER_DESC};
 pub use scheduler::{
-    cancel, on_heartbeat, patrol, start_admin_plan, start_passive, start_plan, Dispatch, Sweep,
+    cancel, let_go, on_heartbeat, patrol, start_admin_plan, start_passive, start_plan, Dispatch,
+    Sweep,
 };
 pub use settings::{check_decommission, LimitType, Settings, SettingsError, StoreLimit};
 #[cfg(test)]

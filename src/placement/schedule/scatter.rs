@@ -347,7 +347,8 @@ mod tests {
 
     use super::*;
     use crate::placement::schedule::{ScheduleConfig, TestCluster};
-    use crate::placement::{Epoch, Label, Region, Store, StoreMap, StoreState, StoreStats};
+    use crate::placement::test_region::{self, Keys, PeerIds};
+    use crate::placement::{Label, Region, Store, StoreMap, StoreState, StoreStats};
 
     /// Stores 1..=n, store i in zone `zones[i - 1]` when zones are given.
     fn world(n: u64, zones: &[&str], isolation: bool) -> TestCluster {
@@ -382,26 +383,12 @@ mod tests {
         TestCluster::new(&map, cfg)
     }
 
+    /// Region `id` over every key with voters on `stores` (peer ids `id*100 + store`), led
+    /// by the one on `stores[leader]`.
     fn region(id: u64, stores: &[u64], leader: usize) -> Region {
-        let peers: Vec<Peer> = stores
-            .iter()
-            .map(|&s| Peer {
-                id: id * 100 + s,
-                store_id: s,
-                role: PeerRole::Voter,
-            })
-            .collect();
-        Region {
-            id,
-            start_key: vec![],
-            end_key: vec![],
-            epoch: Epoch {
-                conf_ver: 1,
-                version: 1,
-            },
-            leader: Some(peers[leader].id),
-            peers,
-        }
+        let mut r = test_region::build(id, stores, PeerIds::Hundreds, Keys::Range(b"", b""));
+        r.leader = Some(r.peers[leader].id);
+        r
     }
 
     fn input(r: &Region) -> RegionInput<'_> {

@@ -208,17 +208,9 @@ fn start_merge(
             created_ms: c.now_ms,
             deadline_ms: c.now_ms.saturating_add(c.cfg.operator_timeout_ms),
             flow: 0,
+            held: false,
         }),
     ));
-}
-
-/// The other region of a merge `op` belongs to.
-fn merge_partner(op: &Pending) -> Option<u64> {
-    op.steps.iter().find_map(|s| match s {
-        Step::Merge(m) if m.passive => Some(m.source.id),
-        Step::Merge(m) => Some(m.target.id),
-        _ => None,
-    })
 }
 
 /// Drops `slot`'s operator (the region is gone, or the term ended), releasing its charges.
@@ -235,7 +227,7 @@ fn run(c: &Cluster, r: &RegionInput, slot: &mut Option<Box<Pending>>) -> Dispatc
         return d;
     };
     let progress = op.advance(r.region, r.pending_peers);
-    let (deadline, kind) = (op.deadline_ms, op.kind);
+    let (deadline, kind, held) = (op.deadline_ms, op.kind, op.held);
     let step = match progress {
         Progress::Done => {
             if let Some(op) = slot.take() {
@@ -247,16 +239,17 @@ fn run(c: &Cluster, r: &RegionInput, slot: &mut Option<Box<Pending>>) -> Dispatc
         Progress::Running(step) => step,
     };
     if c.now_ms >= deadline {
-        d.merge_partner = slot.as_deref().and_then(merge_partner);
+        d.merge_partner = slot.as_deref().and_then(Pending::merge_partner);
         cancel(c, slot);
         d.ended = Some((kind, false));
         return d;
     }
     match check_step(c, r, &step) {
+        Verdict::Send if held => {}
         Verdict::Send => d.step = Some(step.wire()),
         Verdict::Hold => {}
         Verdict::Cancel => {
-            d.merge_partner = slot.as_deref().and_then(merge_partner);
+            d.merge_partner = slot.as_deref().and_then(Pending::merge_partner);
             cancel(c, slot);
             d.ended = Some((kind, false));
         }
@@ -403,6 +396,7 @@ fn start(
         created_ms: c.now_ms,
         deadline_ms: c.now_ms.saturating_add(c.cfg.operator_timeout_ms),
         flow: plan.flow,
+        held: false,
     };
     if !c.in_flight.try_start(plan.kind, c.cfg.cap(plan.kind)) {
         return None;
@@ -526,6 +520,7 @@ pub fn start_admin_plan(
         created_ms: c.now_ms,
         deadline_ms: c.now_ms.saturating_add(c.cfg.operator_timeout_ms),
         flow: 0,
+        held: false,
     };
     charge(c, &op, 1);
     *slot = Some(Box::new(op));
@@ -533,6 +528,16 @@ pub fn start_admin_plan(
     d.started = first.ended.is_none();
     d.step = first.step;
     d
+}
+
+/// Lets `slot`'s operator, held until now, be sent (an admin merge's source half, once the
+/// target's half is placed): it is run against the latest report as at its start, and the
+/// dispatch carries the step to send.
+pub fn let_go(c: &Cluster, r: &RegionInput, slot: &mut Option<Box<Pending>>) -> Dispatch {
+    if let Some(op) = slot.as_mut() {
+        op.held = false;
+    }
+    run(c, r, slot)
 }
 
 /// The target's half of an admin merge (`step`, passive): never sent, it keeps other
@@ -551,6 +556,7 @@ pub fn start_passive(c: &Cluster, step: MergeStep) -> Option<Box<Pending>> {
         created_ms: c.now_ms,
         deadline_ms: c.now_ms.saturating_add(c.cfg.operator_timeout_ms),
         flow: 0,
+        held: false,
     }))
 }
 

@@ -7,7 +7,8 @@ use super::budget::InFlight;
 use super::cluster::Cluster;
 use super::config::ScheduleConfig;
 use super::view::StoreView;
-use crate::placement::region::{Epoch, Peer, PeerRole, Region};
+use crate::placement::region::Region;
+use crate::placement::test_region::{self, Keys, PeerIds};
 use crate::placement::{Store, StoreDetails, StoreMap, StoreState, StoreStats};
 
 pub(crate) struct TestCluster {
@@ -85,26 +86,8 @@ impl TestCluster {
     }
 }
 
-/// Region `id` over `[k(id), k(id+1))` with voters on `stores` (peer ids `id*10 + store`),
-/// led by the first.
+/// Region `id` over `[b'a' + id, b'a' + id + 1)` with voters on `stores` (peer ids
+/// `id*10 + store`), led by the first.
 pub(crate) fn region(id: u64, stores: &[u64]) -> Region {
-    let peers: Vec<Peer> = stores
-        .iter()
-        .map(|&s| Peer {
-            id: id * 10 + s,
-            store_id: s,
-            role: PeerRole::Voter,
-        })
-        .collect();
-    Region {
-        id,
-        start_key: vec![b'a' + id as u8],
-        end_key: vec![b'a' + id as u8 + 1],
-        epoch: Epoch {
-            conf_ver: 1,
-            version: 1,
-        },
-        leader: Some(peers[0].id),
-        peers,
-    }
+    test_region::build(id, stores, PeerIds::Tens, Keys::Letter)
 }

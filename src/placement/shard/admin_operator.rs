@@ -101,16 +101,17 @@ impl Shard {
             kind,
             group: None,
         };
-        super::start(
-            (&mut self.ops, &mut self.in_flight),
+        let started = super::start(
+            (&mut self.ops, &mut self.in_flight, &mut self.partner_ends),
             id,
             entry,
             (&region, pending),
             c,
             names,
             |input, slot| schedule::start_admin_plan(c, input, plan, slot),
-        )
-        .ok_or(AdminRefused::AddOperator)
+        );
+        self.settle_pairs(c);
+        started.ok_or(AdminRefused::AddOperator)
     }
 
     /// Region `id` as an admin merge's target: as last reported, with its peers catching up;
@@ -126,21 +127,26 @@ impl Shard {
     }
 
     /// Starts the source's half of an admin merge of region `id` into `target` (as
-    /// [`Shard::start_admin`]); returns its first step, and the target's half with its kind
-    /// flags, for the target's shard to start ([`Shard::start_merge_target`]).
+    /// [`Shard::start_admin`]), held: none of its steps is sent until the target's half is
+    /// placed and [`Shard::release_admin_merge`] lets it go, as PD adds the pair at once.
+    /// Returns the target's half with its kind flags, for the target's shard to start
+    /// ([`Shard::start_merge_target`]).
     pub fn start_admin_merge(
         &mut self,
         id: u64,
         target: MergeTarget,
         c: &Cluster,
         new_peer_id: &mut dyn FnMut() -> Option<u64>,
-    ) -> Result<(Option<Operator>, MergeStep, &'static str), AdminRefused> {
+    ) -> Result<(MergeStep, &'static str), AdminRefused> {
         let ask = AdminAsk::Merge {
             target: Box::new(target),
         };
-        let first = self.start_admin(id, &ask, c, new_peer_id)?;
+        // Its first step is not sent: it is sent on release, checked again then.
+        let _held = self.start_admin(id, &ask, c, new_peer_id)?;
         let kind = self.ops.get(id, c.now_ms).map_or("admin", |r| r.kind);
-        let half = self.in_flight.get(id).and_then(|p| {
+        let half = self.in_flight.with_slot(id, |slot| {
+            let p = slot.as_mut()?;
+            p.held = true;
             p.steps.iter().find_map(|s| match s {
                 Step::Merge(m) => Some(MergeStep {
                     passive: true,
@@ -150,10 +156,55 @@ impl Shard {
             })
         });
         match half {
-            Some(half) => Ok((first, half, kind)),
+            Some(half) => Ok((half, kind)),
             // The merge is the plan's last step: an operator without it did not start.
             None => Err(AdminRefused::AddOperator),
         }
+    }
+
+    /// Ends the hold on region `id`'s half of an admin merge with `partner`: with the
+    /// partner's half `placed`, the half runs and its first step is returned, to send the
+    /// leader; otherwise it is cancelled, never having been sent. Refused when the held half
+    /// is no longer there (it was cancelled, timed out or its region went meanwhile): the
+    /// caller then ends the partner's half.
+    pub fn release_admin_merge(
+        &mut self,
+        id: u64,
+        partner: u64,
+        placed: bool,
+        c: &Cluster,
+    ) -> Result<Option<Operator>, AdminRefused> {
+        let held = self
+            .in_flight
+            .get(id)
+            .is_some_and(|p| p.held && p.merge_partner() == Some(partner));
+        if !held {
+            return Err(AdminRefused::AddOperator);
+        }
+        let current = self.regions.get(&id).filter(|e| e.route.is_current());
+        let Some(entry) = current.filter(|_| placed) else {
+            schedule::cancel(c, &mut self.in_flight.take(id));
+            self.ops.end(id, OpStatus::Cancel, c.now_ms);
+            return if placed {
+                Err(AdminRefused::AddOperator)
+            } else {
+                Ok(None)
+            };
+        };
+        let region = entry.route.region();
+        let pending = self.catching_up.get(&id).map_or(&[][..], |p| &p[..]);
+        let mut d = super::decide(
+            (&mut self.ops, &mut self.in_flight),
+            id,
+            (entry, self.hot.get(id)),
+            (&region, pending),
+            c.now_ms,
+            |input, slot| schedule::let_go(c, input, slot),
+        );
+        self.merge_pair(id, &mut d, c);
+        let step = d.step.take();
+        self.settle_pairs(c);
+        Ok(step)
     }
 
     /// Starts the target's half of an admin merge (`step`, passive) on region `id`, under the
@@ -179,9 +230,10 @@ impl Shard {
             return Err(AdminRefused::AddOperator);
         }
         let op = schedule::start_passive(c, step).ok_or(AdminRefused::AddOperator)?;
-        let (ops, in_flight) = (&mut self.ops, &mut self.in_flight);
+        let (ops, in_flight, ends) = (&mut self.ops, &mut self.in_flight, &mut self.partner_ends);
         in_flight.with_slot(id, |slot| {
-            if slot.is_some() {
+            if let Some(old) = slot.as_deref() {
+                super::merge_pair::half_ended(ends, id, old);
                 schedule::cancel(c, slot);
                 ops.end(id, OpStatus::Replace, c.now_ms);
             }
@@ -198,20 +250,23 @@ impl Shard {
                 at_ms: c.now_ms,
             },
         );
+        self.settle_pairs(c);
         Ok(())
     }
 
     /// Cancels the running operator of `region`, or of every region this shard owns (PD's
-    /// admin stop); returns the regions whose operator was cancelled.
+    /// admin stop), a merge half with its partner; returns the regions whose operator was
+    /// cancelled (a partner of another shard's is left in [`Shard::take_partner_ends`]).
     pub fn cancel_operators(&mut self, region: Option<u64>, c: &Cluster) -> Vec<u64> {
         let mut cancelled = Vec::new();
         if self.in_flight.is_empty() {
             return cancelled;
         }
-        let (in_flight, ops) = (&mut self.in_flight, &mut self.ops);
+        let (in_flight, ops, ends) = (&mut self.in_flight, &mut self.ops, &mut self.partner_ends);
         let mut cancel = |id: u64| {
             let mut op = in_flight.take(id);
-            if op.is_some() {
+            if let Some(ended) = op.as_deref() {
+                super::merge_pair::half_ended(ends, id, ended);
                 schedule::cancel(c, &mut op);
                 ops.end(id, OpStatus::Cancel, c.now_ms);
                 cancelled.push(id);
@@ -222,6 +277,7 @@ impl Shard {
             // In the entries' order, as when each entry held its operator.
             None => self.regions.iter_mut().for_each(|(id, _)| cancel(id)),
         }
+        self.settle_pairs(c);
         cancelled
     }
 
@@ -444,11 +500,9 @@ mod tests {
         assert_eq!(shard.merge_target(9, 10), None);
         let target = shard.merge_target(1, 10).unwrap();
         assert_eq!((target.region.id, target.runs_admin), (1, false));
-        let (first, half, kind) = shard
+        let (half, kind) = shard
             .start_admin_merge(2, target, &c, &mut || None)
             .unwrap();
-        let left = region(1, b"", b"m", 1, &[1, 2, 3]);
-        assert_eq!(first, Some(Operator::Merge(Box::new(left))));
         assert_eq!(kind, "admin");
         assert!(half.passive && half.source.id == 2 && half.target.id == 1);
         // The target changed since it was read: its half is refused.
@@ -460,6 +514,12 @@ mod tests {
         );
         assert_eq!(shard.start_merge_target(1, half, kind, &c), Ok(()));
         assert_eq!(w.in_flight.get(OpKind::Admin), 2);
+        // The target's half placed: the source's goes.
+        let left = region(1, b"", b"m", 1, &[1, 2, 3]);
+        assert_eq!(
+            shard.release_admin_merge(2, 1, true, &c),
+            Ok(Some(Operator::Merge(Box::new(left))))
+        );
         let listed = shard.running_operators(None, 10);
         let shown: Vec<_> = listed.iter().map(|o| (o.region_id, o.desc)).collect();
         assert_eq!(shown, vec![(1, MERGE_DESC), (2, MERGE_DESC)]);

@@ -13,6 +13,9 @@
 
 mod admin_operator;
 mod in_flight;
+mod merge_pair;
+#[cfg(test)]
+mod merge_pair_tests;
 mod neighbours;
 mod orders;
 mod store_totals;
@@ -24,7 +27,7 @@ use std::sync::Arc;
 
 use super::dense_map::DenseIdMap;
 use super::op_status::{OpRecord, OpStatus, OpStatusTracker};
-use super::operator::{Operator, Pending, Step};
+use super::operator::{Operator, Pending};
 use super::range_index::{RangeIndex, Route};
 use super::region::{Epoch, Region, RegionError, RegionStats};
 use super::schedule::{
@@ -34,6 +37,7 @@ use super::schedule::{
 use in_flight::InFlight;
 
 pub use admin_operator::RunningOp;
+pub use merge_pair::PartnerEnd;
 pub use orders::{Order, OrderRefused, Ordered, SPLIT_DESC};
 pub use store_totals::{StoreTotal, StoreTotals};
 
@@ -186,6 +190,8 @@ pub struct Shard {
     ops: OpStatusTracker,
     /// The operator each region runs, of those that run one.
     in_flight: InFlight,
+    /// Merge halves to end because their partners ended undone (`merge_pair`).
+    partner_ends: Vec<PartnerEnd>,
     /// The peers still catching up, of the regions whose leader last reported any: few at a
     /// time (those adding a peer), so kept beside the entries rather than in each.
     catching_up: HashMap<u64, Box<[u64]>>,
@@ -248,11 +254,12 @@ struct Names {
 
 /// Starts an operator asked for from outside the scheduler (`call` starts its plan) on region
 /// `id`, `region` being its entry's route as reported: the operator running there, which the
-/// caller's rule let it replace, is cancelled first and its status ends as replaced; the new
+/// caller's rule let it replace, is cancelled first and its status ends as replaced (a merge
+/// half's partner is noted in `ends`, to end with it); the new
 /// one, once started, is recorded as running under `names`. The step to send the leader, or
 /// `None` when it did not start.
 fn start(
-    (ops, in_flight): (&mut OpStatusTracker, &mut InFlight),
+    (ops, in_flight, ends): (&mut OpStatusTracker, &mut InFlight, &mut Vec<PartnerEnd>),
     id: u64,
     entry: &Entry,
     (region, pending_peers): (&Region, &[u64]),
@@ -261,7 +268,8 @@ fn start(
     call: impl FnOnce(&RegionInput, &mut Option<Box<Pending>>) -> Dispatch,
 ) -> Option<Option<Operator>> {
     let d = in_flight.with_slot(id, |slot| {
-        if slot.is_some() {
+        if let Some(old) = slot.as_deref() {
+            merge_pair::half_ended(ends, id, old);
             schedule::cancel(c, slot);
             ops.end(id, OpStatus::Replace, c.now_ms);
         }
@@ -406,7 +414,7 @@ impl Shard {
                 }
             }
             for removed in &outcome.removed {
-                self.forget(*removed, c);
+                self.drop_region(*removed, c);
             }
         }
         let Some(entry) = self.regions.get_mut(&id) else {
@@ -449,8 +457,11 @@ impl Shard {
             c.now_ms,
             |input, slot| schedule::on_heartbeat(c, input, changed, slot, new_peer_id),
         );
+        self.merge_pair(id, &mut d, c);
         outcome.operator = d.step.take();
-        self.merge_pair(d, c);
+        // After the call: a target that grew over its source is done before the source's
+        // end (its range gone) could cancel it.
+        self.settle_pairs(c);
         Ok(outcome)
     }
 
@@ -525,37 +536,24 @@ impl Shard {
                 c.now_ms,
                 |input, slot| schedule::patrol(c, &mut sweep, input, merge, slot, new_peer_id),
             );
+            self.merge_pair(id, &mut d, c);
             if let Some(op) = d.step.take() {
                 started.push((region.clone(), op));
             }
-            self.merge_pair(d, c);
+            self.settle_pairs(c);
         }
         started
     }
 
-    /// What a call did to a merge pair: the target's operator goes in its slot (the checker
-    /// chose a target of this shard's with none), and a merge that ended undone takes its
-    /// partner's operator with it.
-    fn merge_pair(&mut self, mut d: Dispatch, c: &Cluster) {
-        if let Some((id, op)) = d.merge_target.take() {
-            if self.regions.contains_key(&id) && !self.in_flight.busy(id) {
-                self.in_flight.put(id, op);
-            } else {
-                schedule::cancel(c, &mut Some(op));
-            }
-        }
-        if let Some(id) = d.merge_partner {
-            // The scheduler's merges and the admin ones alike.
-            let merging = |p: &Pending| p.steps.iter().any(|s| matches!(s, Step::Merge(_)));
-            if self.in_flight.get(id).is_some_and(merging) {
-                schedule::cancel(c, &mut self.in_flight.take(id));
-                self.ops.end(id, OpStatus::Cancel, c.now_ms);
-            }
-        }
+    /// Drops a region another change displaced (or that left the index); a merge half it ran
+    /// ends its partner.
+    pub fn forget(&mut self, id: u64, c: &Cluster) {
+        self.drop_region(id, c);
+        self.settle_pairs(c);
     }
 
-    /// Drops a region another change displaced (or that left the index).
-    pub fn forget(&mut self, id: u64, c: &Cluster) {
+    /// [`Shard::forget`], the partner of a merge half it ran noted but not yet ended.
+    fn drop_region(&mut self, id: u64, c: &Cluster) {
         if let Some(e) = self.regions.get(&id) {
             if e.route.is_current() {
                 return;
@@ -566,7 +564,8 @@ impl Shard {
         if let Some(e) = self.regions.remove(&id) {
             self.totals.remove(&e.route, e.sizes.mib());
             let mut op = self.in_flight.take(id);
-            if op.is_some() {
+            if let Some(op) = op.as_deref() {
+                merge_pair::half_ended(&mut self.partner_ends, id, op);
                 self.ops.end(id, OpStatus::Cancel, c.now_ms);
             }
             schedule::cancel(c, &mut op);
@@ -585,6 +584,8 @@ impl Shard {
         for (_, op) in self.in_flight.drain() {
             schedule::cancel(c, &mut Some(op));
         }
+        // Every shard starts over: no partner is left to end.
+        self.partner_ends.clear();
         self.ops.clear();
         self.catching_up.clear();
         self.hot.clear(c);

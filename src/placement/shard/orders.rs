@@ -120,17 +120,19 @@ impl Shard {
             }
         };
         let names = Names { desc, kind, group };
-        super::start(
-            (&mut self.ops, &mut self.in_flight),
+        let started = super::start(
+            (&mut self.ops, &mut self.in_flight, &mut self.partner_ends),
             id,
             entry,
             (&region, pending),
             c,
             names,
             |input, slot| schedule::start_plan(c, input, plan, slot, &mut || None),
-        )
-        .map(Ordered::Started)
-        .ok_or(OrderRefused::NotStarted(id))
+        );
+        self.settle_pairs(c);
+        started
+            .map(Ordered::Started)
+            .ok_or(OrderRefused::NotStarted(id))
     }
 }
 

@@ -8,9 +8,10 @@
 use tokio::sync::{mpsc, oneshot};
 
 use super::messages::ShardMsg;
+use super::shard_task::by_shard;
 use super::state::PlacementState;
 use crate::placement::schedule::{AdminAsk, AdminRefused};
-use crate::placement::{OpRecord, RunningOp};
+use crate::placement::{OpRecord, PartnerEnd, RunningOp};
 use crate::proto::ErrorReply;
 
 fn shut() -> ErrorReply {
@@ -41,13 +42,15 @@ pub async fn create(
     .await
 }
 
-/// Starts an admin merge of region `source` into `target` (PD's `merge-region`): the
-/// target read from its shard, the source's half started by the source's shard (which checks
-/// both, as PD's handler does; with the target gone, the source is looked up first, as PD
-/// does), then the target's half by the target's shard. Should the
-/// target have changed in between, the source's half is cancelled and the merge refused as
-/// PD refuses an operator it cannot add. A half whose partner ends undone is cancelled with it
-/// when both are in one shard; otherwise it ends by its timeout.
+/// Starts an admin merge of region `source` into `target` (PD's `merge-region`), the pair
+/// added as one as PD adds it: the target read from its shard; the source's half started by
+/// the source's shard (which checks both, as PD's handler does; with the target gone, the
+/// source is looked up first, as PD does), held there so that none of its steps reaches TiKV;
+/// the target's half placed by the target's shard; and only then the source's half let go.
+/// Should the target's half be refused (the target changed in between), the held half is
+/// cancelled unsent and the merge refused as PD refuses an operator it cannot add; should the
+/// held half have ended meanwhile, the placed target's half is ended too. Once both run,
+/// either ending undone ends the other, across shards too (`Shard::end_merge_half`).
 pub async fn merge(
     state: &PlacementState,
     source: u64,
@@ -86,11 +89,33 @@ pub async fn merge(
         reply,
     })
     .await?;
-    if let Err(why) = placed {
-        cancel(state, Some(source)).await?;
-        return Ok(Err(why));
+    let released = ask(state.shard_of(source), |reply| ShardMsg::ReleaseMerge {
+        id: source,
+        partner: target,
+        placed: placed.is_ok(),
+        reply,
+    })
+    .await?;
+    if placed.is_ok() && released.is_err() {
+        end_halves(state, vec![(target, source)]).await?;
     }
-    Ok(Ok(()))
+    Ok(placed.and(released))
+}
+
+/// Ends the merge halves in `ends` (each `(region, partner)`), whose partners ended undone,
+/// and waits until their shards have.
+async fn end_halves(state: &PlacementState, ends: Vec<PartnerEnd>) -> Result<(), ErrorReply> {
+    for (i, ends) in by_shard(state, ends).into_iter().enumerate() {
+        if ends.is_empty() {
+            continue;
+        }
+        ask(&state.shards[i], |reply| ShardMsg::EndMergeHalves {
+            ends,
+            reply: Some(reply),
+        })
+        .await?;
+    }
+    Ok(())
 }
 
 /// The shard that owns region `id`, or every shard.
@@ -102,12 +127,17 @@ fn shards_of(state: &PlacementState, region: Option<u64>) -> Vec<&mpsc::Sender<S
 }
 
 /// Cancels region `id`'s running operator, or every running operator; returns the regions
-/// whose operator was cancelled.
+/// whose operator was cancelled. A merge half's partner ends with it, on any shard, before
+/// this answers (as PD removes the related merge operator in the same call).
 pub async fn cancel(state: &PlacementState, region: Option<u64>) -> Result<Vec<u64>, ErrorReply> {
     let mut cancelled = Vec::new();
+    let mut partners = Vec::new();
     for shard in shards_of(state, region) {
-        cancelled.extend(ask(shard, |reply| ShardMsg::CancelOperators { region, reply }).await?);
+        let (ids, ends) = ask(shard, |reply| ShardMsg::CancelOperators { region, reply }).await?;
+        cancelled.extend(ids);
+        partners.extend(ends);
     }
+    end_halves(state, partners).await?;
     cancelled.sort_unstable();
     Ok(cancelled)
 }

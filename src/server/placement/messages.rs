@@ -11,8 +11,8 @@ use crate::meta::{MetaError, WriteOp};
 use crate::placement::schedule::{AdminAsk, AdminRefused, MergeTarget};
 use crate::placement::MergeStep;
 use crate::placement::{
-    OpRecord, Operator, OrderRefused, Ordered, Region, RegionReport, RegionStats, Route, RunningOp,
-    StoreTotal,
+    OpRecord, Operator, OrderRefused, Ordered, PartnerEnd, Region, RegionReport, RegionStats,
+    Route, RunningOp, StoreTotal,
 };
 use crate::proto::{ErrorReply, Reply, Response};
 
@@ -64,8 +64,8 @@ pub enum ShardMsg {
         id: u64,
         reply: oneshot::Sender<Option<MergeTarget>>,
     },
-    /// The source's half of an admin merge (`merge-region`), answered with the target's half
-    /// and its kind flags.
+    /// The source's half of an admin merge (`merge-region`), started held (nothing sent),
+    /// answered with the target's half and its kind flags.
     AdminMerge {
         id: u64,
         target: Box<MergeTarget>,
@@ -78,11 +78,27 @@ pub enum ShardMsg {
         kind: &'static str,
         reply: oneshot::Sender<Result<(), AdminRefused>>,
     },
+    /// The source's half of an admin merge, held until now: with the target's half
+    /// `placed`, its first step is sent; otherwise it is cancelled. Refused when the held half
+    /// is gone.
+    ReleaseMerge {
+        id: u64,
+        partner: u64,
+        placed: bool,
+        reply: oneshot::Sender<Result<(), AdminRefused>>,
+    },
+    /// Merge halves to end, each `(region, partner)`, because their partners (another shard's)
+    /// ended undone; answered, when asked, once they are ended.
+    EndMergeHalves {
+        ends: Vec<PartnerEnd>,
+        reply: Option<oneshot::Sender<()>>,
+    },
     /// Cancels the running operator of one region, or of all (`DELETE /operators`);
-    /// answered with the regions whose operator was cancelled.
+    /// answered with the regions whose operator was cancelled, and the merge halves of other
+    /// shards to end with them.
     CancelOperators {
         region: Option<u64>,
-        reply: oneshot::Sender<Vec<u64>>,
+        reply: oneshot::Sender<(Vec<u64>, Vec<PartnerEnd>)>,
     },
     /// The records of the operators that ended since a time (`GET /operators/records`).
     EndedOperators {

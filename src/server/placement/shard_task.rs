@@ -11,7 +11,7 @@ use tokio::sync::{mpsc, watch};
 
 use super::messages::{Beat, BeatReply, Beats, OrderOp, ShardMsg};
 use super::state::PlacementState;
-use crate::placement::{Cluster, Order, Region, RegionError, RegionStats, Shard};
+use crate::placement::{Cluster, Order, PartnerEnd, Region, RegionError, RegionStats, Shard};
 use crate::proto::ErrorReply;
 
 thread_local! {
@@ -36,6 +36,9 @@ pub fn heartbeat_local(
             let reply = heartbeat(shard, state, &c, core, &region, stats, out);
             out.replies.push(reply);
         }
+        if shard.has_partner_ends() {
+            end_partners_elsewhere(state, core, shard.take_partner_ends());
+        }
     })
 }
 
@@ -51,12 +54,15 @@ fn patrol(state: &PlacementState, core: usize) {
     let now = state.clock.now_ms();
     let view = state.view.load();
     let c = state.cluster(&view, now);
-    let (checked, steps) = with_shard(|s| {
+    let (checked, steps, ends) = with_shard(|s| {
         let batch = state.cfg.patrol_batch_for(s.len());
         let checked = batch.min(s.len()) as u64;
         let steps = s.patrol(&c, batch, Some(&state.index), &mut || state.ids.try_alloc());
-        (checked, steps)
+        (checked, steps, s.take_partner_ends())
     });
+    if !ends.is_empty() {
+        end_partners_elsewhere(state, core, ends);
+    }
     for (region, op) in steps {
         let leader_store = region.leader_peer().map(|p| p.store_id);
         if let Some(store) = leader_store {
@@ -148,10 +154,30 @@ pub async fn run_shard(
                     let started = with_shard(|s| {
                         s.start_admin_merge(id, *target, &c, &mut || state.ids.try_alloc())
                     });
-                    let _ = reply.send(started.map(|(step, half, kind)| {
-                        push_first(&state, id, step);
-                        (half, kind)
-                    }));
+                    let _ = reply.send(started);
+                }
+                ShardMsg::ReleaseMerge {
+                    id,
+                    partner,
+                    placed,
+                    reply,
+                } => {
+                    let view = state.view.load();
+                    let c = state.cluster(&view, state.clock.now_ms());
+                    let released = with_shard(|s| s.release_admin_merge(id, partner, placed, &c));
+                    let _ = reply.send(released.map(|step| push_first(&state, id, step)));
+                }
+                ShardMsg::EndMergeHalves { ends, reply } => {
+                    let view = state.view.load();
+                    let c = state.cluster(&view, state.clock.now_ms());
+                    with_shard(|s| {
+                        for (id, partner) in ends {
+                            s.end_merge_half(id, partner, &c);
+                        }
+                    });
+                    if let Some(reply) = reply {
+                        let _ = reply.send(());
+                    }
                 }
                 ShardMsg::AdminMergeTarget {
                     id,
@@ -166,7 +192,11 @@ pub async fn run_shard(
                 ShardMsg::CancelOperators { region, reply } => {
                     let view = state.view.load();
                     let c = state.cluster(&view, state.clock.now_ms());
-                    let _ = reply.send(with_shard(|s| s.cancel_operators(region, &c)));
+                    // The partners of other shards' are ended by the caller, which waits for
+                    // them, so that the cancel's answer is seen with both halves ended.
+                    let _ = reply.send(with_shard(|s| {
+                        (s.cancel_operators(region, &c), s.take_partner_ends())
+                    }));
                 }
                 ShardMsg::EndedOperators { from_ms, reply } => {
                     let now = state.clock.now_ms();
@@ -187,6 +217,10 @@ pub async fn run_shard(
                     with_shard(|s| s.reset(routes, &c))
                 }
             }
+        }
+        let ends = with_shard(Shard::take_partner_ends);
+        if !ends.is_empty() {
+            end_partners_elsewhere(&state, index, ends);
         }
     }
 }
@@ -288,6 +322,34 @@ pub fn region_error(e: RegionError) -> ErrorReply {
         RegionError::StaleEpoch { .. } => ErrorReply::StaleEpoch(e.to_string()),
         RegionError::Invalid(..) => ErrorReply::InvalidArgument(e.to_string()),
     }
+}
+
+/// Tells the owners of the merge halves in `ends` (each `(region, partner)`) to end them,
+/// their partners having ended undone on core `done`, which ended its own. Never waits: a full
+/// queue gets them from a task.
+pub fn end_partners_elsewhere(state: &PlacementState, done: usize, ends: Vec<PartnerEnd>) {
+    for (i, ends) in by_shard(state, ends).into_iter().enumerate() {
+        if i == done || ends.is_empty() {
+            continue;
+        }
+        let msg = ShardMsg::EndMergeHalves { ends, reply: None };
+        if let Err(mpsc::error::TrySendError::Full(msg)) = state.shards[i].try_send(msg) {
+            let tx = state.shards[i].clone();
+            tokio::spawn(async move {
+                let _ = tx.send(msg).await;
+            });
+        }
+    }
+}
+
+/// `ends` by the shard that owns each region to end.
+pub fn by_shard(state: &PlacementState, ends: Vec<PartnerEnd>) -> Vec<Vec<PartnerEnd>> {
+    let n = state.shards.len();
+    let mut by_shard: Vec<Vec<PartnerEnd>> = vec![Vec::new(); n];
+    for (id, partner) in ends {
+        by_shard[(id % n as u64) as usize].push((id, partner));
+    }
+    by_shard
 }
 
 /// Tells the owners of displaced regions (other than shard `done`, which already forgot them)

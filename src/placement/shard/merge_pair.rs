@@ -1,0 +1,93 @@
+//! A merge's two operators as one, as PD's operator controller keeps them: the target's half
+//! placed beside the source's when the checker starts a merge, and, when either half ends
+//! without being done (cancelled, timed out, replaced, its region gone), its partner ended
+//! with it (PD's `removeRelatedMergeOperator`). A partner this shard owns is ended here, at the
+//! end of the call that ended the first half; one another shard owns is handed to the caller
+//! ([`Shard::take_partner_ends`]), which tells that shard ([`Shard::end_merge_half`]).
+//!
+//! Must not touch: the scheduler's decisions (it only carries out what a call decided), I/O.
+
+use super::{OpStatus, Pending, Shard};
+use crate::placement::schedule::{self, Cluster, Dispatch};
+
+/// A merge half that ended undone: `(partner, ended)`, the partner's region to end and the
+/// region whose half ended.
+pub type PartnerEnd = (u64, u64);
+
+/// Notes that region `id`'s operator `op` ended without being done: if it was a merge's half,
+/// its partner is to end too.
+pub(super) fn half_ended(ends: &mut Vec<PartnerEnd>, id: u64, op: &Pending) {
+    if let Some(partner) = op.merge_partner() {
+        ends.push((partner, id));
+    }
+}
+
+impl Shard {
+    /// What a call on region `id` did to a merge pair: the target's operator goes in its slot
+    /// (the checker chose a target of this shard's with none), and a merge that ended undone
+    /// takes its partner's operator with it. A target that cannot be placed ends the source's
+    /// half too, before its step goes anywhere.
+    pub(super) fn merge_pair(&mut self, id: u64, d: &mut Dispatch, c: &Cluster) {
+        if let Some((target, op)) = d.merge_target.take() {
+            if self.regions.contains_key(&target) && !self.in_flight.busy(target) {
+                self.in_flight.put(target, op);
+            } else {
+                schedule::cancel(c, &mut Some(op));
+                let mut source = self.in_flight.take(id);
+                if source.is_some() {
+                    schedule::cancel(c, &mut source);
+                    self.ops.end(id, OpStatus::Cancel, c.now_ms);
+                    d.step = None;
+                }
+            }
+        }
+        if let Some(partner) = d.merge_partner {
+            self.partner_ends.push((partner, id));
+        }
+    }
+
+    /// Ends the partners of the merge halves that ended in this call and that this shard
+    /// owns; those of other shards stay for [`Shard::take_partner_ends`].
+    pub(super) fn settle_pairs(&mut self, c: &Cluster) {
+        if self.partner_ends.is_empty() {
+            return;
+        }
+        let ends = std::mem::take(&mut self.partner_ends);
+        for (partner, ended) in ends {
+            if self.regions.contains_key(&partner) {
+                self.end_merge_half(partner, ended, c);
+            } else {
+                self.partner_ends.push((partner, ended));
+            }
+        }
+    }
+
+    /// Ends region `id`'s operator if it is the half of a merge with region `partner`, whose
+    /// half ended undone: cancelled, as PD cancels a related merge operator. Any other
+    /// operator `id` runs (the pair's half already ended, and another started) is left alone.
+    /// Whether a half was ended.
+    pub fn end_merge_half(&mut self, id: u64, partner: u64, c: &Cluster) -> bool {
+        let paired = self
+            .in_flight
+            .get(id)
+            .and_then(Pending::merge_partner)
+            .is_some_and(|p| p == partner);
+        if !paired {
+            return false;
+        }
+        schedule::cancel(c, &mut self.in_flight.take(id));
+        self.ops.end(id, OpStatus::Cancel, c.now_ms);
+        true
+    }
+
+    /// The merge halves of other shards' regions to end, because their partners here ended
+    /// undone; each `(partner, ended)`. Taken out: the caller tells their shards.
+    pub fn take_partner_ends(&mut self) -> Vec<PartnerEnd> {
+        std::mem::take(&mut self.partner_ends)
+    }
+
+    /// Whether [`Shard::take_partner_ends`] has anything: most calls end no merge half.
+    pub fn has_partner_ends(&self) -> bool {
+        !self.partner_ends.is_empty()
+    }
+}

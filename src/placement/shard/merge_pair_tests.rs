@@ -1,0 +1,161 @@
+//! An admin merge's two halves on two shards, as the server runs them when the source and the
+//! target belong to different cores: the source's half sends nothing until the target's is
+//! placed, and either half ending undone (cancelled, timed out) ends the other, as PD's
+//! operator controller removes a merge's related operator.
+
+use super::tests::region;
+use super::*;
+use crate::placement::operator::OpKind;
+use crate::placement::range_index::RangeIndex;
+use crate::placement::schedule::{AdminRefused, TestCluster};
+
+/// Region 1 over `["", "m")` on its own shard (the target's) and region 2 over `["m", "")` on
+/// another (the source's), each on stores 1-3 led from store 1, heartbeated at time 0.
+fn two_shards() -> (TestCluster, RangeIndex, Shard, Shard) {
+    let w = TestCluster::up(&[1, 2, 3]);
+    let index = RangeIndex::new();
+    let (mut target, mut source) = (Shard::new(), Shard::new());
+    for (shard, r) in [
+        (&mut target, region(1, b"", b"m", 1, &[1, 2, 3])),
+        (&mut source, region(2, b"m", b"", 1, &[1, 2, 3])),
+    ] {
+        shard
+            .heartbeat(&r, RegionStats::default(), &w.at(0), &index, &mut || None)
+            .unwrap();
+    }
+    (w, index, target, source)
+}
+
+/// What region `id`'s leader gets on a heartbeat at `now_ms` reporting `r`.
+fn beat(
+    shard: &mut Shard,
+    w: &TestCluster,
+    index: &RangeIndex,
+    r: &Region,
+    now_ms: u64,
+) -> Option<Operator> {
+    shard
+        .heartbeat(r, RegionStats::default(), &w.at(now_ms), index, &mut || {
+            None
+        })
+        .unwrap()
+        .operator
+}
+
+/// Starts the merge of region 2 into 1 across the two shards, as the server's `merge` does:
+/// the source's half (held), the target's, then the source's let go; returns its first step.
+fn merge(w: &TestCluster, target: &mut Shard, source: &mut Shard, now_ms: u64) -> Option<Operator> {
+    let c = w.at(now_ms);
+    let t = target.merge_target(1, now_ms).unwrap();
+    let (half, kind) = source.start_admin_merge(2, t, &c, &mut || None).unwrap();
+    assert_eq!(target.start_merge_target(1, half, kind, &c), Ok(()));
+    source.release_admin_merge(2, 1, true, &c).unwrap()
+}
+
+fn status(shard: &Shard, id: u64, now_ms: u64) -> Option<OpStatus> {
+    shard.operator_status(id, now_ms).map(|r| r.status)
+}
+
+#[test]
+fn the_sources_half_sends_nothing_until_the_targets_half_is_placed() {
+    let (w, index, mut target, mut source) = two_shards();
+    let left = region(1, b"", b"m", 1, &[1, 2, 3]);
+    let right = region(2, b"m", b"", 1, &[1, 2, 3]);
+    let merge_step = Some(Operator::Merge(Box::new(left.clone())));
+    let c = w.at(10);
+    let t = target.merge_target(1, 10).unwrap();
+    let (half, kind) = source.start_admin_merge(2, t, &c, &mut || None).unwrap();
+    // Held: the source's leader gets nothing, on a heartbeat or from the patrol.
+    assert_eq!(beat(&mut source, &w, &index, &right, 11), None);
+    assert!(source
+        .patrol(&w.at(12), 10, Some(&index), &mut || None)
+        .is_empty());
+    // The target changed meanwhile: its half is refused, and the held one is cancelled
+    // without ever having been sent.
+    let mut stale = half.clone();
+    stale.target.epoch.version += 1;
+    assert_eq!(
+        target.start_merge_target(1, stale, kind, &c),
+        Err(AdminRefused::AddOperator)
+    );
+    assert_eq!(source.release_admin_merge(2, 1, false, &c), Ok(None));
+    assert_eq!(status(&source, 2, 13), Some(OpStatus::Cancel));
+    assert_eq!(beat(&mut source, &w, &index, &right, 13), None);
+    assert_eq!(w.in_flight.get(OpKind::Admin), 0);
+    // A release with nothing held is refused (the caller then ends the target's half).
+    assert_eq!(
+        source.release_admin_merge(2, 1, true, &c),
+        Err(AdminRefused::AddOperator)
+    );
+    // Placed: the pair runs, and the source's Merge goes to its leader from then on.
+    assert_eq!(merge(&w, &mut target, &mut source, 20), merge_step);
+    assert_eq!(beat(&mut source, &w, &index, &right, 21), merge_step);
+    assert_eq!(w.in_flight.get(OpKind::Admin), 2);
+}
+
+#[test]
+fn either_half_ending_undone_ends_its_partner_on_the_other_shard() {
+    let (w, index, mut target, mut source) = two_shards();
+    let left = region(1, b"", b"m", 1, &[1, 2, 3]);
+    let right = region(2, b"m", b"", 1, &[1, 2, 3]);
+    let merge_step = Some(Operator::Merge(Box::new(left.clone())));
+
+    // The target's half cancelled (PD's DELETE): the source's ends with it.
+    assert_eq!(merge(&w, &mut target, &mut source, 10), merge_step);
+    assert_eq!(target.cancel_operators(Some(1), &w.at(11)), vec![1]);
+    assert_eq!(target.take_partner_ends(), vec![(2, 1)]);
+    assert!(!target.has_partner_ends());
+    // Only the half paired with the one that ended.
+    assert!(!source.end_merge_half(2, 9, &w.at(12)));
+    assert!(source.end_merge_half(2, 1, &w.at(12)));
+    assert_eq!(status(&source, 2, 12), Some(OpStatus::Cancel));
+    assert!(source.running_operators(None, 12).is_empty());
+    assert_eq!(beat(&mut source, &w, &index, &right, 13), None);
+    assert_eq!(w.in_flight.get(OpKind::Admin), 0);
+
+    // The source's half cancelled: the target's ends with it.
+    assert_eq!(merge(&w, &mut target, &mut source, 20), merge_step);
+    assert_eq!(source.cancel_operators(Some(2), &w.at(21)), vec![2]);
+    assert_eq!(source.take_partner_ends(), vec![(1, 2)]);
+    assert!(target.end_merge_half(1, 2, &w.at(22)));
+    assert_eq!(status(&target, 1, 22), Some(OpStatus::Cancel));
+    assert!(target.running_operators(None, 22).is_empty());
+    assert_eq!(w.in_flight.get(OpKind::Admin), 0);
+
+    // The source's half timed out on a heartbeat: the target's ends with it.
+    assert_eq!(merge(&w, &mut target, &mut source, 30), merge_step);
+    let late = 30 + w.cfg.operator_timeout_ms;
+    assert_eq!(beat(&mut source, &w, &index, &right, late), None);
+    assert_eq!(status(&source, 2, late), Some(OpStatus::Timeout));
+    assert_eq!(source.take_partner_ends(), vec![(1, 2)]);
+    assert!(target.end_merge_half(1, 2, &w.at(late)));
+    assert_eq!(status(&target, 1, late), Some(OpStatus::Cancel));
+    assert_eq!(w.in_flight.get(OpKind::Admin), 0);
+}
+
+#[test]
+fn on_one_shard_cancelling_either_half_ends_both_at_once() {
+    let w = TestCluster::up(&[1, 2, 3]);
+    let index = RangeIndex::new();
+    let mut shard = Shard::new();
+    for r in [
+        region(1, b"", b"m", 1, &[1, 2, 3]),
+        region(2, b"m", b"", 1, &[1, 2, 3]),
+    ] {
+        shard
+            .heartbeat(&r, RegionStats::default(), &w.at(0), &index, &mut || None)
+            .unwrap();
+    }
+    for (at, cancelled, partner) in [(10, 1, 2), (20, 2, 1)] {
+        let c = w.at(at);
+        let t = shard.merge_target(1, at).unwrap();
+        let (half, kind) = shard.start_admin_merge(2, t, &c, &mut || None).unwrap();
+        assert_eq!(shard.start_merge_target(1, half, kind, &c), Ok(()));
+        assert!(shard.release_admin_merge(2, 1, true, &c).unwrap().is_some());
+        assert_eq!(shard.cancel_operators(Some(cancelled), &c), vec![cancelled]);
+        assert_eq!(status(&shard, partner, at), Some(OpStatus::Cancel));
+        assert!(shard.running_operators(None, at).is_empty());
+        assert!(!shard.has_partner_ends(), "nothing for another shard");
+        assert_eq!(w.in_flight.get(OpKind::Admin), 0);
+    }
+}
