@@ -102,7 +102,11 @@ impl Leadership {
                     )))
                 });
             let step = match started {
+                // Polled in order, not tokio's random order: that order is drawn from an
+                // unseeded generator, so a command arriving on a tick would end the term
+                // before or after that tick's work by chance, and a simulation would not replay.
                 Ok(limit) => tokio::select! {
+                    biased;
                     ended = tso.run(self.tick, limit, shutdown.clone()) => Step::Ended(ended),
                     Some(command) = self.commands.recv() => Step::Command(command),
                     ended = &mut placement => {
