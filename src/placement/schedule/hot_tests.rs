@@ -76,21 +76,7 @@ fn heat(w: &TestCluster, cache: &mut HotCache, regions: &[(Region, u64)]) {
 
 /// The patrol's plan for `r`: the operator it starts, if any.
 fn patrol_once(w: &TestCluster, cache: &HotCache, r: &Region) -> Option<Box<Pending>> {
-    let c = w.at(NOW);
-    let input = RegionInput {
-        region: r,
-        pending_peers: &[],
-        size_mib: 96,
-        hot: cache.get(r.id),
-    };
-    let mut slot = None;
-    let mut next = 1_000_000;
-    let mut ids = || {
-        next += 1;
-        Some(next)
-    };
-    patrol(&c, &mut Sweep::default(), &input, None, &mut slot, &mut ids);
-    slot
+    patrol_at(w, cache, r, NOW)
 }
 
 /// Zones 0, 1, 2 with two stores each: stores 1, 4 in zone 0; 2, 5 in zone 1; 3, 6 in zone 2.
