@@ -37,7 +37,7 @@ fn a_hot_key_range_is_spread_over_the_stores_safely() {
 /// leader. Too slow for a debug run; `cargo test --release -p meridian-sim --test hot_write --
 /// --ignored --nocapture`.
 #[test]
-#[ignore]
+#[ignore = "100,000 regions: minutes in a debug build; run in release for the tuning figure"]
 fn a_hot_key_range_over_100_stores() {
     let scn = named("hot-write", 100, 100_000).expect("the hot-write scenario");
     let r = run(scn, 7);

@@ -12,6 +12,8 @@
 //! Must not touch: I/O, the OS clock, persistence (it says what to persist in [`Outcome`]).
 
 mod admin_operator;
+#[cfg(test)]
+mod hot_feed_tests;
 mod in_flight;
 mod merge_pair;
 #[cfg(test)]
