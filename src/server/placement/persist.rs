@@ -383,13 +383,10 @@ async fn load<M: MetaStore>(
     // earlier term's) is never taken for one of this log's.
     state.index.restart_log(new_log_stream());
     let indexed_ms = started.elapsed().as_millis() as u64;
-    let n = state.shards.len();
-    let mut by_shard = vec![Vec::new(); n];
-    for route in state.index.snapshot().iter() {
-        by_shard[(route.id() % n as u64) as usize].push(route.clone());
-    }
-    for (tx, routes) in state.shards.iter().zip(by_shard) {
-        let _ = tx.send(ShardMsg::Reset(routes)).await;
+    // Each shard takes its share of the index on its own core; its heartbeats queue behind.
+    let snapshot = Arc::clone(&state.index.snapshot());
+    for tx in &state.shards {
+        let _ = tx.send(ShardMsg::Reset(Some(snapshot.clone()))).await;
     }
     tracing::info!(
         regions = count,
@@ -544,7 +541,7 @@ async fn clear(state: &PlacementState) {
         state.publish_stores(&map);
     }
     for tx in &state.shards {
-        let _ = tx.send(ShardMsg::Reset(Vec::new())).await;
+        let _ = tx.send(ShardMsg::Reset(None)).await;
     }
 }
 

@@ -211,10 +211,15 @@ pub async fn run_shard(
                     let c = state.cluster(&view, state.clock.now_ms());
                     with_shard(|s| ids.into_iter().for_each(|id| s.forget(id, &c)))
                 }
-                ShardMsg::Reset(routes) => {
+                ShardMsg::Reset(snapshot) => {
                     let view = state.view.load();
                     let c = state.cluster(&view, state.clock.now_ms());
-                    with_shard(|s| s.reset(routes, &c))
+                    let n = state.shards.len() as u64;
+                    let mine = snapshot
+                        .iter()
+                        .flat_map(|s| s.iter())
+                        .filter(|r| r.id() % n == index as u64);
+                    with_shard(|s| s.reset(mine.cloned(), &c))
                 }
             }
         }
