@@ -45,8 +45,12 @@ pub mod points {
     /// A term that took over its syncer's copy, before it reads the store's regions to
     /// reconcile the copy with them.
     pub const RECONCILE: &str = "placement::reconcile";
+    /// An admin merge with its source's half started and held, before the target's half is
+    /// placed: a hang holds open the window in which nothing of the merge may reach TiKV; a
+    /// failure stands for the target's half refused.
+    pub const MERGE_HELD: &str = "placement::merge_held";
 
-    pub const ALL: [&str; 13] = [
+    pub const ALL: [&str; 14] = [
         WAL_WRITE,
         WAL_FSYNC,
         SNAPSHOT_WRITE,
@@ -60,6 +64,7 @@ pub mod points {
         PLACEMENT_LOAD,
         SYNC_SNAPSHOT_END,
         RECONCILE,
+        MERGE_HELD,
     ];
 }
 

@@ -42,7 +42,7 @@ pub use range_index::{Change, RangeIndex, Snapshot, SEGMENT};
 pub use region::{Epoch, Peer, PeerRole, Region, RegionError, RegionShape, RegionStats, MAX_PEERS};
 // The reference model the property tests and the fuzzers check `RangeIndex` against; no
 // request is served from it, so it is not part of the public API.
-pub use op_status::{OpRecord, OpStatus, RECORD_TTL_MS};
+pub use op_status::{CancelReason, OpRecord, OpStatus, RECORD_TTL_MS};
 #[cfg(any(test, feature = "testkit"))]
 pub(crate) use region_map::RegionMap;
 pub use resolved_ts::{may_resolve, ResolvedTs};

@@ -3,8 +3,11 @@
 //! only, as PD keeps it. An ended operator's record is forgotten [`RECORD_TTL_MS`] after it
 //! ended (PD's `operatorStatusRemainTime`), and a shard keeps at most [`MAX_RECORDS`]: past
 //! it, the ended records that ended first are dropped (a running operator's record is kept:
-//! the in-flight caps bound those). Owns no operator: its shard tells it what each
-//! scheduling call started and ended (`observe`) and what an order started or replaced.
+//! the in-flight caps bound those). A record also keeps what PD keeps in an operator's
+//! additional infos and writes in its log when the operator ends: a merge half's related merge
+//! region and why it was cancelled ([`OpRecord::additional_info`]). Owns no operator: its
+//! shard tells it what each scheduling call started and ended (`observe`) and what an order
+//! started, replaced or cancelled.
 
 use std::collections::HashMap;
 
@@ -28,6 +31,29 @@ pub enum OpStatus {
     Replace,
 }
 
+/// Why an operator was cancelled, in PD's words (its `CancelReasonType`), for the cancels that
+/// Meridian tells apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CancelReason {
+    /// Cancelled through the operator API (`DELETE /operators`).
+    AdminStop,
+    /// The other half of its merge ended undone.
+    RelatedMergeRegion,
+    /// Its region is gone.
+    RegionNotFound,
+}
+
+impl CancelReason {
+    /// PD's words for it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CancelReason::AdminStop => "admin stop",
+            CancelReason::RelatedMergeRegion => "related merge region",
+            CancelReason::RegionNotFound => "region not found",
+        }
+    }
+}
+
 /// One region's operator as GetOperator reports it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OpRecord {
@@ -42,6 +68,10 @@ pub struct OpRecord {
     pub epoch: Epoch,
     /// When it started, or when it ended once it has.
     pub at_ms: u64,
+    /// The other region of the merge it is a half of (PD's `related merge region`).
+    pub related_merge: Option<u64>,
+    /// Why it was cancelled, once it was for a reason told apart (PD's `cancel-reason`).
+    pub cancel_reason: Option<CancelReason>,
 }
 
 impl OpRecord {
@@ -62,12 +92,45 @@ impl OpRecord {
             group: None,
             epoch,
             at_ms: now_ms,
+            related_merge: None,
+            cancel_reason: None,
         }
     }
 
     pub fn is_running(&self) -> bool {
         self.status == OpStatus::Running
     }
+
+    /// PD's `LogAdditionalInfo`: the operator's additional infos as Go's `json.Marshal` writes
+    /// a `map[string]string` (keys sorted; `<`, `>` and `&` escaped), or nothing without any.
+    pub fn additional_info(&self) -> String {
+        let related = self.related_merge.map(|id| id.to_string());
+        let infos = [
+            (
+                "cancel-reason",
+                self.cancel_reason.map(CancelReason::as_str),
+            ),
+            ("group", self.group.as_deref()),
+            ("related merge region", related.as_deref()),
+        ];
+        let fields: Vec<String> = infos
+            .into_iter()
+            .filter_map(|(key, value)| Some(format!("{}:{}", go_json(key), go_json(value?))))
+            .collect();
+        if fields.is_empty() {
+            return String::new();
+        }
+        format!("{{{}}}", fields.join(","))
+    }
+}
+
+/// A string as Go's `encoding/json` writes it, HTML-safe.
+fn go_json(s: &str) -> String {
+    let quoted = serde_json::Value::from(s).to_string();
+    quoted
+        .replace('<', "\\u003c")
+        .replace('>', "\\u003e")
+        .replace('&', "\\u0026")
 }
 
 #[derive(Debug, Default)]
@@ -96,6 +159,16 @@ impl OpStatusTracker {
         }
     }
 
+    /// The running operator of `region` was cancelled for `reason`: its record, now ended,
+    /// when it had one running.
+    pub fn cancel(&mut self, region: u64, reason: CancelReason, now_ms: u64) -> Option<&OpRecord> {
+        let r = self.records.get_mut(&region).filter(|r| r.is_running())?;
+        r.status = OpStatus::Cancel;
+        r.cancel_reason = Some(reason);
+        r.at_ms = now_ms;
+        Some(r)
+    }
+
     /// What a scheduling call did to `region`'s operator: an end (done, past `deadline_ms`,
     /// or cancelled) and a start (the operator now in `slot`).
     pub fn observe(
@@ -119,7 +192,11 @@ impl OpStatusTracker {
         }
         if d.started {
             if let Some(p) = slot {
-                self.start(region, OpRecord::scheduled(p.kind, epoch, now_ms));
+                let record = OpRecord {
+                    related_merge: p.merge_partner(),
+                    ..OpRecord::scheduled(p.kind, epoch, now_ms)
+                };
+                self.start(region, record);
             }
         }
     }
@@ -184,6 +261,8 @@ mod tests {
             group: Some("g".into()),
             epoch: Epoch::default(),
             at_ms,
+            related_merge: None,
+            cancel_reason: None,
         }
     }
 
@@ -214,6 +293,62 @@ mod tests {
         t.end(1, OpStatus::Cancel, 200);
         assert_eq!(t.get(1, 200).unwrap().status, OpStatus::Success);
         assert!(t.get(1, 100 + RECORD_TTL_MS).is_none());
+    }
+
+    /// PD keeps the first reason an operator was cancelled for, and logs it beside the other
+    /// additional infos as Go writes a map.
+    #[test]
+    fn a_cancel_keeps_its_reason_and_reads_as_pds_additional_info() {
+        let mut t = OpStatusTracker::default();
+        assert_eq!(
+            t.cancel(1, CancelReason::AdminStop, 5),
+            None,
+            "none running"
+        );
+        let merge_half = OpRecord {
+            group: None,
+            related_merge: Some(10),
+            ..record(0)
+        };
+        assert_eq!(
+            merge_half.additional_info(),
+            r#"{"related merge region":"10"}"#
+        );
+        t.start(1, merge_half);
+        let ended = t.cancel(1, CancelReason::RelatedMergeRegion, 5).cloned();
+        let ended = ended.unwrap();
+        assert_eq!(
+            (ended.status, ended.at_ms, ended.cancel_reason),
+            (OpStatus::Cancel, 5, Some(CancelReason::RelatedMergeRegion))
+        );
+        assert_eq!(
+            ended.additional_info(),
+            r#"{"cancel-reason":"related merge region","related merge region":"10"}"#
+        );
+        assert_eq!(t.cancel(1, CancelReason::AdminStop, 6), None);
+        assert_eq!(
+            t.get(1, 6).unwrap().cancel_reason,
+            Some(CancelReason::RelatedMergeRegion),
+            "the first reason stays"
+        );
+        let scatter = OpRecord {
+            group: Some("a<b>&\"c".into()),
+            cancel_reason: Some(CancelReason::AdminStop),
+            ..record(0)
+        };
+        assert_eq!(
+            scatter.additional_info(),
+            r#"{"cancel-reason":"admin stop","group":"a\u003cb\u003e\u0026\"c"}"#
+        );
+        assert_eq!(
+            OpRecord {
+                group: None,
+                ..record(0)
+            }
+            .additional_info(),
+            ""
+        );
+        assert_eq!(CancelReason::RegionNotFound.as_str(), "region not found");
     }
 
     #[test]

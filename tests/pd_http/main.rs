@@ -6,9 +6,11 @@
 //! and kept across a restart (`rules`), a follower's answers (`follower`, on etcd), a TiDB
 //! server's start emulated from its code (`tidb_start`), and PD's operator API: operators
 //! created, listed, sent to the leader and cancelled (`operators`; merges and splits by each
-//! policy in `split_merge_operators`), and the sizes regions report (`sizes`).
+//! policy in `split_merge_operators`, a merge's two halves ending as one in `merge_pair`), and
+//! the sizes regions report (`sizes`).
 
 mod follower;
+mod merge_pair;
 mod no_leader;
 mod operator_setup;
 mod operators;

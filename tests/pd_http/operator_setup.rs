@@ -1,6 +1,7 @@
 //! What the operator API's tests share: a node with four stores and region 10 reported on a
-//! heartbeat stream (`setup`), PD's answers to `POST /operators` checked as PD words them, and
-//! the replies its leader gets, read until the one a test waits for.
+//! heartbeat stream (`setup`), or region 10 split in two halves for the merge tests
+//! (`split_in_halves`), PD's answers to `POST /operators` checked as PD words them, and the
+//! replies its leader gets, read until the one a test waits for.
 
 use super::*;
 use meridian::harness::{metapb_peer as peer, metapb_region, metapb_store as store};
@@ -108,6 +109,89 @@ pub(super) async fn reply_where(
             return next;
         }
     }
+}
+
+/// Waits until `GET path` answers 200 with a body `done` accepts.
+pub(super) async fn until(addr: &str, trust: &Trust, path: &str, done: impl Fn(&Value) -> bool) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let a = call(addr, trust, Method::GET, path, None).await;
+        if a.status == StatusCode::OK && done(&a.json()) {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{path}: {}",
+            a.text()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Region `region`'s heartbeat from its first peer, with `pending` catching up.
+pub(super) fn beat(
+    h: &Option<pdpb::RequestHeader>,
+    region: metapb::Region,
+    pending: Vec<metapb::Peer>,
+) -> pdpb::RegionHeartbeatRequest {
+    pdpb::RegionHeartbeatRequest {
+        header: h.clone(),
+        leader: region.peers.first().cloned(),
+        region: Some(region),
+        pending_peers: pending,
+        approximate_size: 1 << 20,
+        ..Default::default()
+    }
+}
+
+/// Region 10 over `["", "m")` and region 21 over `["m", "")`, both on stores 1-3 (21's peers
+/// 22-24), led on store 1.
+pub(super) fn halves() -> (metapb::Region, metapb::Region) {
+    let left = metapb_region(
+        10,
+        b"",
+        b"m",
+        (3, 2),
+        vec![peer(11, 1), peer(12, 2), peer(13, 3)],
+    );
+    let right = metapb_region(
+        21,
+        b"m",
+        b"",
+        (3, 2),
+        vec![peer(22, 1), peer(23, 2), peer(24, 3)],
+    );
+    (left, right)
+}
+
+/// [`setup`] at version 8.5.0 with region 10 split at "m": region 10 over `["", "m")` and
+/// region 21 over `["m", "")` (its peers in `pending` catching up), both reported and known to
+/// the node, and ids up to 30 taken. The two belong to different cores of the node's two, so
+/// a merge of them runs on two shards. Returns the setup and the two halves.
+pub(super) async fn split_in_halves(
+    tmp: &tempfile::TempDir,
+    pending: Vec<metapb::Peer>,
+) -> (Setup, metapb::Region, metapb::Region) {
+    let mut s = setup(tmp, "8.5.0").await;
+    for _ in 0..10 {
+        meridian::harness::alloc_id(&mut s.n.pd, s.n.cluster_id)
+            .await
+            .unwrap();
+    }
+    let h = s.n.h();
+    let (left, right) = halves();
+    let catching_up = pending.len();
+    s.tx.send(beat(&h, left.clone(), vec![])).await.unwrap();
+    s.tx.send(beat(&h, right.clone(), pending)).await.unwrap();
+    until(&s.addr, &s.admin, "/pd/api/v1/region/id/21", |r| {
+        r["start_key"] == "6D" && r["pending_peers"].as_array().map_or(0, Vec::len) == catching_up
+    })
+    .await;
+    until(&s.addr, &s.admin, "/pd/api/v1/region/id/10", |r| {
+        r["end_key"] == "6D"
+    })
+    .await;
+    (s, left, right)
 }
 
 /// A node with stores 1-4 at `version` heartbeating, and region 10 (voters on stores 1-3, led

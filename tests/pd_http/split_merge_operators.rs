@@ -3,99 +3,35 @@
 //! pair of operators (the source's, sent to its leader as PD's `Merge`, and the target's,
 //! never sent), and the target's ends once it has grown over the source's range; a split by
 //! each of PD's policies reaches the leader as PD's `SplitRegion` with that `CheckPolicy`.
+//! How the pair ends together is `merge_pair`'s.
 
-use super::operator_setup::{created, expect, post, reply_where, setup, Setup, OPERATORS};
+use super::operator_setup::{
+    beat, created, expect, post, reply_where, setup, split_in_halves, until, Setup, OPERATORS,
+};
 use super::*;
 use meridian::harness::{metapb_peer as peer, metapb_region};
-use meridian::kvproto::metapb;
 use meridian::tls::cert::Role;
-use serde_json::{json, Value};
-
-/// Waits until `GET path` answers 200 with a body `done` accepts.
-async fn until(addr: &str, trust: &Trust, path: &str, done: impl Fn(&Value) -> bool) {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    loop {
-        let a = call(addr, trust, Method::GET, path, None).await;
-        if a.status == StatusCode::OK && done(&a.json()) {
-            return;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "{path}: {}",
-            a.text()
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
-fn beat(
-    h: &Option<pdpb::RequestHeader>,
-    region: metapb::Region,
-    pending: Vec<metapb::Peer>,
-) -> pdpb::RegionHeartbeatRequest {
-    pdpb::RegionHeartbeatRequest {
-        header: h.clone(),
-        leader: region.peers.first().cloned(),
-        region: Some(region),
-        pending_peers: pending,
-        approximate_size: 1 << 20,
-        ..Default::default()
-    }
-}
-
-/// Region 10 over `["", "m")` and region 21 over `["m", "")`, both on stores 1-3 (21's peers
-/// 22-24), led on store 1.
-fn halves() -> (metapb::Region, metapb::Region) {
-    let left = metapb_region(
-        10,
-        b"",
-        b"m",
-        (3, 2),
-        vec![peer(11, 1), peer(12, 2), peer(13, 3)],
-    );
-    let right = metapb_region(
-        21,
-        b"m",
-        b"",
-        (3, 2),
-        vec![peer(22, 1), peer(23, 2), peer(24, 3)],
-    );
-    (left, right)
-}
+use serde_json::json;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn merge_region_is_checked_and_run_as_a_pair_as_in_pd() {
     let tmp = tempfile::tempdir().unwrap();
-    let Setup {
-        mut n,
-        data,
-        addr,
-        admin,
-        tx,
-        mut replies,
-        alive,
-        ..
-    } = setup(&tmp, "8.5.0").await;
-    for _ in 0..10 {
-        meridian::harness::alloc_id(&mut n.pd, n.cluster_id)
-            .await
-            .unwrap();
-    }
-    let h = n.h();
     // Region 10 splits at "m"; 21 is the new right half. 21's peer on store 2 catches up.
-    let (left, right) = halves();
-    tx.send(beat(&h, left.clone(), vec![])).await.unwrap();
-    tx.send(beat(&h, right.clone(), vec![peer(23, 2)]))
-        .await
-        .unwrap();
-    until(&addr, &admin, "/pd/api/v1/region/id/21", |r| {
-        r["pending_peers"].as_array().map(Vec::len) == Some(1)
-    })
-    .await;
-    until(&addr, &admin, "/pd/api/v1/region/id/10", |r| {
-        r["end_key"] == "6D"
-    })
-    .await;
+    let (
+        Setup {
+            n,
+            data,
+            addr,
+            admin,
+            tx,
+            mut replies,
+            alive,
+            ..
+        },
+        _,
+        right,
+    ) = split_in_halves(&tmp, vec![peer(23, 2)]).await;
+    let h = n.h();
 
     let merge = |source: u64, target: u64| {
         json!({"name": "merge-region", "source_region_id": source,
@@ -229,78 +165,6 @@ async fn merge_region_is_checked_and_run_as_a_pair_as_in_pd() {
         ),
     )
     .await;
-    alive.abort();
-}
-
-/// Either half of a merge cancelled ends both, as PD removes a merge's related operator with
-/// it: regions 10 and 21 belong to different cores of the node's two, so the partner ends on
-/// another shard. The ended partner is shown cancelled, is no longer listed, and its leader
-/// gets no more `Merge`.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn cancelling_either_half_of_a_merge_ends_both_as_in_pd() {
-    let tmp = tempfile::tempdir().unwrap();
-    let Setup {
-        mut n,
-        addr,
-        admin,
-        tx,
-        mut replies,
-        alive,
-        ..
-    } = setup(&tmp, "8.5.0").await;
-    for _ in 0..10 {
-        meridian::harness::alloc_id(&mut n.pd, n.cluster_id)
-            .await
-            .unwrap();
-    }
-    let h = n.h();
-    let (left, right) = halves();
-    tx.send(beat(&h, left, vec![])).await.unwrap();
-    tx.send(beat(&h, right.clone(), vec![])).await.unwrap();
-    for (id, key, end) in [(10, "end_key", "6D"), (21, "start_key", "6D")] {
-        until(&addr, &admin, &format!("/pd/api/v1/region/id/{id}"), |r| {
-            r[key] == end
-        })
-        .await;
-    }
-    let merge = json!({"name": "merge-region", "source_region_id": 21, "target_region_id": 10});
-    let cancelled = (StatusCode::OK, "The pending operator is canceled.");
-    // The target's half cancelled first, then, in a second merge, the source's.
-    for (deleted, partner) in [(10, 21), (21, 10)] {
-        created(&addr, &admin, merge.clone()).await;
-        let listed = get_json(&addr, &admin, OPERATORS).await;
-        assert_eq!(listed.as_array().map(Vec::len), Some(2), "{listed}");
-        // The pair placed, the source's Merge is pushed to its leader.
-        reply_where(&mut replies, |r| r.region_id == 21 && r.merge.is_some()).await;
-
-        let path = format!("{OPERATORS}/{deleted}");
-        expect(&addr, &admin, Method::DELETE, &path, None, cancelled).await;
-        // Both ended by the time the DELETE answers.
-        let listed = get_json(&addr, &admin, OPERATORS).await;
-        assert_eq!(listed, json!([]), "{deleted} cancelled");
-        for id in [deleted, partner] {
-            let shown = get_json(&addr, &admin, &format!("{OPERATORS}/{id}")).await;
-            assert!(
-                shown
-                    .as_str()
-                    .is_some_and(|s| s
-                        .starts_with("status: CANCEL, operator: admin-merge-region (kind:admin")),
-                "{id}: {shown}"
-            );
-        }
-        // The source's leader reports again and gets no Merge: the next thing it gets is a
-        // transfer-leader asked after (which its half, still running, would have refused).
-        tx.send(beat(&h, right.clone(), vec![])).await.unwrap();
-        let moved = json!({"name": "transfer-leader", "region_id": 21, "to_store_id": 2});
-        created(&addr, &admin, moved).await;
-        reply_where(&mut replies, |r| {
-            assert!(r.region_id != 21 || r.merge.is_none(), "{deleted}: {r:?}");
-            r.region_id == 21 && r.transfer_leader.is_some()
-        })
-        .await;
-        let op_21 = format!("{OPERATORS}/21");
-        expect(&addr, &admin, Method::DELETE, &op_21, None, cancelled).await;
-    }
     alive.abort();
 }
 

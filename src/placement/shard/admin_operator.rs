@@ -1,8 +1,7 @@
 //! A shard's part in PD's operator API (`/operators`): an admin operator started on a region
 //! this shard owns, under PD's rule for one already running (an admin operator replaces any
-//! operator of lower priority, the scheduler's; never another admin one or a scatter), a
-//! region's operator cancelled (PD's admin stop), and the operators running, as the API lists
-//! them. Orders from clients (scatter, split) do not replace an admin operator either
+//! operator of lower priority, the scheduler's; never another admin one or a scatter), and
+//! the operators running and ended, as the API lists them (PD's admin stop is `cancel`'s). Orders from clients (scatter, split) do not replace an admin operator either
 //! ([`Shard::order_beside_admin`]). Pure, as the shard is: the caller passes the clock, the
 //! stores and the id source. Planning is `schedule::admin`'s.
 
@@ -229,6 +228,7 @@ impl Shard {
         if current.is_none() {
             return Err(AdminRefused::AddOperator);
         }
+        let partner = step.source.id;
         let op = schedule::start_passive(c, step).ok_or(AdminRefused::AddOperator)?;
         let (ops, in_flight, ends) = (&mut self.ops, &mut self.in_flight, &mut self.partner_ends);
         in_flight.with_slot(id, |slot| {
@@ -248,37 +248,12 @@ impl Shard {
                 group: None,
                 epoch,
                 at_ms: c.now_ms,
+                related_merge: Some(partner),
+                cancel_reason: None,
             },
         );
         self.settle_pairs(c);
         Ok(())
-    }
-
-    /// Cancels the running operator of `region`, or of every region this shard owns (PD's
-    /// admin stop), a merge half with its partner; returns the regions whose operator was
-    /// cancelled (a partner of another shard's is left in [`Shard::take_partner_ends`]).
-    pub fn cancel_operators(&mut self, region: Option<u64>, c: &Cluster) -> Vec<u64> {
-        let mut cancelled = Vec::new();
-        if self.in_flight.is_empty() {
-            return cancelled;
-        }
-        let (in_flight, ops, ends) = (&mut self.in_flight, &mut self.ops, &mut self.partner_ends);
-        let mut cancel = |id: u64| {
-            let mut op = in_flight.take(id);
-            if let Some(ended) = op.as_deref() {
-                super::merge_pair::half_ended(ends, id, ended);
-                schedule::cancel(c, &mut op);
-                ops.end(id, OpStatus::Cancel, c.now_ms);
-                cancelled.push(id);
-            }
-        };
-        match region {
-            Some(id) => cancel(id),
-            // In the entries' order, as when each entry held its operator.
-            None => self.regions.iter_mut().for_each(|(id, _)| cancel(id)),
-        }
-        self.settle_pairs(c);
-        cancelled
     }
 
     /// The operators running on `region`, or on every region this shard owns, in region order.
@@ -348,27 +323,11 @@ impl Shard {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::placement::op_status::CancelReason;
     use crate::placement::range_index::RangeIndex;
     use crate::placement::region::{Peer, PeerRole, RegionStats};
     use crate::placement::schedule::{Groups, TestCluster};
-    use crate::placement::shard::tests::region;
-
-    /// A shard holding region 1 over `["", "m")` and region 2 over `["m", "")`, each on stores
-    /// 1-3 led from store 1, heartbeated at time 0, in a cluster of `stores`.
-    fn halves_on(stores: &[u64]) -> (TestCluster, RangeIndex, Shard) {
-        let w = TestCluster::up(stores);
-        let index = RangeIndex::new();
-        let mut shard = Shard::new();
-        for r in [
-            region(1, b"", b"m", 1, &[1, 2, 3]),
-            region(2, b"m", b"", 1, &[1, 2, 3]),
-        ] {
-            shard
-                .heartbeat(&r, RegionStats::default(), &w.at(0), &index, &mut || None)
-                .unwrap();
-        }
-        (w, index, shard)
-    }
+    use crate::placement::shard::tests::{cancels, halves_on, region};
 
     #[test]
     fn an_admin_operator_runs_is_listed_refuses_another_and_is_cancelled() {
@@ -544,6 +503,12 @@ mod tests {
         assert_eq!(
             shard.operator_status(1, 20).map(|r| r.status),
             Some(OpStatus::Success)
+        );
+        // The source's region is gone: its half is cancelled for that, as PD cancels an
+        // operator whose region it no longer finds.
+        assert_eq!(
+            cancels(&mut shard),
+            vec![(2, Some(CancelReason::RegionNotFound), Some(1))]
         );
     }
 }

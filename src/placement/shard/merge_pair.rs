@@ -8,6 +8,7 @@
 //! Must not touch: the scheduler's decisions (it only carries out what a call decided), I/O.
 
 use super::{OpStatus, Pending, Shard};
+use crate::placement::op_status::CancelReason;
 use crate::placement::schedule::{self, Cluster, Dispatch};
 
 /// A merge half that ended undone: `(partner, ended)`, the partner's region to end and the
@@ -47,23 +48,26 @@ impl Shard {
     }
 
     /// Ends the partners of the merge halves that ended in this call and that this shard
-    /// owns; those of other shards stay for [`Shard::take_partner_ends`].
-    pub(super) fn settle_pairs(&mut self, c: &Cluster) {
+    /// owns; those of other shards stay for [`Shard::take_partner_ends`]. The regions whose
+    /// half it ended.
+    pub(super) fn settle_pairs(&mut self, c: &Cluster) -> Vec<u64> {
+        let mut settled = Vec::new();
         if self.partner_ends.is_empty() {
-            return;
+            return settled;
         }
         let ends = std::mem::take(&mut self.partner_ends);
         for (partner, ended) in ends {
-            if self.regions.contains_key(&partner) {
-                self.end_merge_half(partner, ended, c);
-            } else {
+            if !self.regions.contains_key(&partner) {
                 self.partner_ends.push((partner, ended));
+            } else if self.end_merge_half(partner, ended, c) {
+                settled.push(partner);
             }
         }
+        settled
     }
 
     /// Ends region `id`'s operator if it is the half of a merge with region `partner`, whose
-    /// half ended undone: cancelled, as PD cancels a related merge operator. Any other
+    /// half ended undone: cancelled for its related merge region, as PD cancels it. Any other
     /// operator `id` runs (the pair's half already ended, and another started) is left alone.
     /// Whether a half was ended.
     pub fn end_merge_half(&mut self, id: u64, partner: u64, c: &Cluster) -> bool {
@@ -75,8 +79,10 @@ impl Shard {
         if !paired {
             return false;
         }
-        schedule::cancel(c, &mut self.in_flight.take(id));
-        self.ops.end(id, OpStatus::Cancel, c.now_ms);
+        let Some(op) = self.in_flight.take(id) else {
+            return false;
+        };
+        self.cancel_for(id, op, CancelReason::RelatedMergeRegion, c);
         true
     }
 

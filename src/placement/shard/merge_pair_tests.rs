@@ -3,8 +3,9 @@
 //! placed, and either half ending undone (cancelled, timed out) ends the other, as PD's
 //! operator controller removes a merge's related operator.
 
-use super::tests::region;
+use super::tests::{cancels, halves, halves_on, shard_with};
 use super::*;
+use crate::placement::op_status::CancelReason;
 use crate::placement::operator::OpKind;
 use crate::placement::range_index::RangeIndex;
 use crate::placement::schedule::{AdminRefused, TestCluster};
@@ -14,15 +15,9 @@ use crate::placement::schedule::{AdminRefused, TestCluster};
 fn two_shards() -> (TestCluster, RangeIndex, Shard, Shard) {
     let w = TestCluster::up(&[1, 2, 3]);
     let index = RangeIndex::new();
-    let (mut target, mut source) = (Shard::new(), Shard::new());
-    for (shard, r) in [
-        (&mut target, region(1, b"", b"m", 1, &[1, 2, 3])),
-        (&mut source, region(2, b"m", b"", 1, &[1, 2, 3])),
-    ] {
-        shard
-            .heartbeat(&r, RegionStats::default(), &w.at(0), &index, &mut || None)
-            .unwrap();
-    }
+    let [left, right] = halves();
+    let target = shard_with(&w, &index, &[left]);
+    let source = shard_with(&w, &index, &[right]);
     (w, index, target, source)
 }
 
@@ -56,12 +51,14 @@ fn status(shard: &Shard, id: u64, now_ms: u64) -> Option<OpStatus> {
     shard.operator_status(id, now_ms).map(|r| r.status)
 }
 
+const STOP: Option<CancelReason> = Some(CancelReason::AdminStop);
+const RELATED: Option<CancelReason> = Some(CancelReason::RelatedMergeRegion);
+
 #[test]
 fn the_sources_half_sends_nothing_until_the_targets_half_is_placed() {
     let (w, index, mut target, mut source) = two_shards();
-    let left = region(1, b"", b"m", 1, &[1, 2, 3]);
-    let right = region(2, b"m", b"", 1, &[1, 2, 3]);
-    let merge_step = Some(Operator::Merge(Box::new(left.clone())));
+    let [left, right] = halves();
+    let merge_step = Some(Operator::Merge(Box::new(left)));
     let c = w.at(10);
     let t = target.merge_target(1, 10).unwrap();
     let (half, kind) = source.start_admin_merge(2, t, &c, &mut || None).unwrap();
@@ -96,19 +93,25 @@ fn the_sources_half_sends_nothing_until_the_targets_half_is_placed() {
 #[test]
 fn either_half_ending_undone_ends_its_partner_on_the_other_shard() {
     let (w, index, mut target, mut source) = two_shards();
-    let left = region(1, b"", b"m", 1, &[1, 2, 3]);
-    let right = region(2, b"m", b"", 1, &[1, 2, 3]);
-    let merge_step = Some(Operator::Merge(Box::new(left.clone())));
+    let [left, right] = halves();
+    let merge_step = Some(Operator::Merge(Box::new(left)));
 
     // The target's half cancelled (PD's DELETE): the source's ends with it.
     assert_eq!(merge(&w, &mut target, &mut source, 10), merge_step);
     assert_eq!(target.cancel_operators(Some(1), &w.at(11)), vec![1]);
     assert_eq!(target.take_partner_ends(), vec![(2, 1)]);
     assert!(!target.has_partner_ends());
+    assert_eq!(cancels(&mut target), vec![(1, STOP, Some(2))]);
     // Only the half paired with the one that ended.
     assert!(!source.end_merge_half(2, 9, &w.at(12)));
+    assert!(cancels(&mut source).is_empty());
     assert!(source.end_merge_half(2, 1, &w.at(12)));
     assert_eq!(status(&source, 2, 12), Some(OpStatus::Cancel));
+    assert_eq!(cancels(&mut source), vec![(2, RELATED, Some(1))]);
+    assert!(
+        !source.has_partner_ends(),
+        "a half ended through its partner sends nothing back"
+    );
     assert!(source.running_operators(None, 12).is_empty());
     assert_eq!(beat(&mut source, &w, &index, &right, 13), None);
     assert_eq!(w.in_flight.get(OpKind::Admin), 0);
@@ -119,6 +122,8 @@ fn either_half_ending_undone_ends_its_partner_on_the_other_shard() {
     assert_eq!(source.take_partner_ends(), vec![(1, 2)]);
     assert!(target.end_merge_half(1, 2, &w.at(22)));
     assert_eq!(status(&target, 1, 22), Some(OpStatus::Cancel));
+    assert_eq!(cancels(&mut source), vec![(2, STOP, Some(1))]);
+    assert_eq!(cancels(&mut target), vec![(1, RELATED, Some(2))]);
     assert!(target.running_operators(None, 22).is_empty());
     assert_eq!(w.in_flight.get(OpKind::Admin), 0);
 
@@ -130,30 +135,36 @@ fn either_half_ending_undone_ends_its_partner_on_the_other_shard() {
     assert_eq!(source.take_partner_ends(), vec![(1, 2)]);
     assert!(target.end_merge_half(1, 2, &w.at(late)));
     assert_eq!(status(&target, 1, late), Some(OpStatus::Cancel));
+    assert!(cancels(&mut source).is_empty(), "a timeout is no cancel");
+    assert_eq!(cancels(&mut target), vec![(1, RELATED, Some(2))]);
     assert_eq!(w.in_flight.get(OpKind::Admin), 0);
 }
 
 #[test]
 fn on_one_shard_cancelling_either_half_ends_both_at_once() {
-    let w = TestCluster::up(&[1, 2, 3]);
-    let index = RangeIndex::new();
-    let mut shard = Shard::new();
-    for r in [
-        region(1, b"", b"m", 1, &[1, 2, 3]),
-        region(2, b"m", b"", 1, &[1, 2, 3]),
-    ] {
-        shard
-            .heartbeat(&r, RegionStats::default(), &w.at(0), &index, &mut || None)
-            .unwrap();
-    }
-    for (at, cancelled, partner) in [(10, 1, 2), (20, 2, 1)] {
+    let (w, _, mut shard) = halves_on(&[1, 2, 3]);
+    // Either half cancelled, then every operator (the entries' first, 1, stopped first): the
+    // partner ends at once, for its related merge region, and is reported with it.
+    for (at, cancelled, partner) in [(10, Some(1), 2), (20, Some(2), 1), (30, None, 2)] {
         let c = w.at(at);
         let t = shard.merge_target(1, at).unwrap();
         let (half, kind) = shard.start_admin_merge(2, t, &c, &mut || None).unwrap();
         assert_eq!(shard.start_merge_target(1, half, kind, &c), Ok(()));
         assert!(shard.release_admin_merge(2, 1, true, &c).unwrap().is_some());
-        assert_eq!(shard.cancel_operators(Some(cancelled), &c), vec![cancelled]);
+        let stopped = cancelled.unwrap_or(1);
+        assert_eq!(
+            shard.cancel_operators(cancelled, &c),
+            vec![stopped, partner]
+        );
+        assert_eq!(status(&shard, stopped, at), Some(OpStatus::Cancel));
         assert_eq!(status(&shard, partner, at), Some(OpStatus::Cancel));
+        assert_eq!(
+            cancels(&mut shard),
+            vec![
+                (stopped, STOP, Some(partner)),
+                (partner, RELATED, Some(stopped))
+            ]
+        );
         assert!(shard.running_operators(None, at).is_empty());
         assert!(!shard.has_partner_ends(), "nothing for another shard");
         assert_eq!(w.in_flight.get(OpKind::Admin), 0);

@@ -12,6 +12,7 @@
 //! Must not touch: I/O, the OS clock, persistence (it says what to persist in [`Outcome`]).
 
 mod admin_operator;
+mod cancel;
 #[cfg(test)]
 mod hot_feed_tests;
 mod in_flight;
@@ -28,7 +29,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::dense_map::DenseIdMap;
-use super::op_status::{OpRecord, OpStatus, OpStatusTracker};
+use super::op_status::{CancelReason, OpRecord, OpStatus, OpStatusTracker};
 use super::operator::{Operator, Pending};
 use super::range_index::{RangeIndex, Route};
 use super::region::{Epoch, Region, RegionError, RegionStats};
@@ -194,6 +195,8 @@ pub struct Shard {
     in_flight: InFlight,
     /// Merge halves to end because their partners ended undone (`merge_pair`).
     partner_ends: Vec<PartnerEnd>,
+    /// The operators cancelled for a reason, not yet taken for the caller's log (`cancel`).
+    cancelled: Vec<(u64, OpRecord)>,
     /// The peers still catching up, of the regions whose leader last reported any: few at a
     /// time (those adding a peer), so kept beside the entries rather than in each.
     catching_up: HashMap<u64, Box<[u64]>>,
@@ -289,6 +292,8 @@ fn start(
             group: names.group,
             epoch: region.epoch,
             at_ms: c.now_ms,
+            related_merge: in_flight.get(id).and_then(Pending::merge_partner),
+            cancel_reason: None,
         },
     );
     Some(d.step)
@@ -575,12 +580,9 @@ impl Shard {
         self.hot.forget(c, id);
         if let Some(e) = self.regions.remove(&id) {
             self.totals.remove(&e.route, e.sizes.mib());
-            let mut op = self.in_flight.take(id);
-            if let Some(op) = op.as_deref() {
-                merge_pair::half_ended(&mut self.partner_ends, id, op);
-                self.ops.end(id, OpStatus::Cancel, c.now_ms);
+            if let Some(op) = self.in_flight.take(id) {
+                self.cancel_for(id, op, CancelReason::RegionNotFound, c);
             }
-            schedule::cancel(c, &mut op);
         }
     }
 
@@ -596,8 +598,9 @@ impl Shard {
         for (_, op) in self.in_flight.drain() {
             schedule::cancel(c, &mut Some(op));
         }
-        // Every shard starts over: no partner is left to end.
+        // Every shard starts over: no partner is left to end, no cancel to log.
         self.partner_ends.clear();
+        self.cancelled.clear();
         self.ops.clear();
         self.catching_up.clear();
         self.hot.clear(c);

@@ -157,6 +157,44 @@ pub(super) fn region(id: u64, start: &[u8], end: &[u8], version: u64, stores: &[
     r
 }
 
+/// Region 1 over `["", "m")` and region 2 over `["m", "")`, each on stores 1-3 led from
+/// store 1: the two halves of a merge.
+pub(super) fn halves() -> [Region; 2] {
+    [
+        region(1, b"", b"m", 1, &[1, 2, 3]),
+        region(2, b"m", b"", 1, &[1, 2, 3]),
+    ]
+}
+
+/// A shard that took the heartbeats of `regions` at time 0.
+pub(super) fn shard_with(w: &TestCluster, index: &RangeIndex, regions: &[Region]) -> Shard {
+    let mut shard = Shard::new();
+    for r in regions {
+        shard
+            .heartbeat(r, RegionStats::default(), &w.at(0), index, &mut || None)
+            .unwrap();
+    }
+    shard
+}
+
+/// The operators `shard` cancelled for a reason since last asked, each `(region, reason,
+/// related merge region)`, as the server logs them.
+pub(super) fn cancels(shard: &mut Shard) -> Vec<(u64, Option<CancelReason>, Option<u64>)> {
+    let taken = shard.take_cancelled();
+    taken
+        .into_iter()
+        .map(|(id, r)| (id, r.cancel_reason, r.related_merge))
+        .collect()
+}
+
+/// One shard holding both [`halves`], heartbeated at time 0, in a cluster of `stores`.
+pub(super) fn halves_on(stores: &[u64]) -> (TestCluster, RangeIndex, Shard) {
+    let w = TestCluster::up(stores);
+    let index = RangeIndex::new();
+    let shard = shard_with(&w, &index, &halves());
+    (w, index, shard)
+}
+
 #[test]
 fn repeats_touch_nothing_shared_and_changes_are_persisted() {
     let index = RangeIndex::new();

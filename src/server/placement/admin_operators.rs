@@ -10,6 +10,7 @@ use tokio::sync::{mpsc, oneshot};
 use super::messages::ShardMsg;
 use super::shard_task::by_shard;
 use super::state::PlacementState;
+use crate::failpoint::{self, points};
 use crate::placement::schedule::{AdminAsk, AdminRefused};
 use crate::placement::{OpRecord, PartnerEnd, RunningOp};
 use crate::proto::ErrorReply;
@@ -82,13 +83,18 @@ pub async fn merge(
         Ok(started) => started,
         Err(why) => return Ok(Err(why)),
     };
-    let placed = ask(state.shard_of(target), |reply| ShardMsg::AdminMergeTarget {
-        id: target,
-        step: Box::new(half),
-        kind,
-        reply,
-    })
-    .await?;
+    let placed = match failpoint::step(points::MERGE_HELD).await {
+        Ok(()) => {
+            ask(state.shard_of(target), |reply| ShardMsg::AdminMergeTarget {
+                id: target,
+                step: Box::new(half),
+                kind,
+                reply,
+            })
+            .await?
+        }
+        Err(_) => Err(AdminRefused::AddOperator),
+    };
     let released = ask(state.shard_of(source), |reply| ShardMsg::ReleaseMerge {
         id: source,
         partner: target,
@@ -103,19 +109,23 @@ pub async fn merge(
 }
 
 /// Ends the merge halves in `ends` (each `(region, partner)`), whose partners ended undone,
-/// and waits until their shards have.
-async fn end_halves(state: &PlacementState, ends: Vec<PartnerEnd>) -> Result<(), ErrorReply> {
+/// and waits until their shards have; the regions whose half was still running and is now
+/// ended.
+async fn end_halves(state: &PlacementState, ends: Vec<PartnerEnd>) -> Result<Vec<u64>, ErrorReply> {
+    let mut ended = Vec::new();
     for (i, ends) in by_shard(state, ends).into_iter().enumerate() {
         if ends.is_empty() {
             continue;
         }
-        ask(&state.shards[i], |reply| ShardMsg::EndMergeHalves {
-            ends,
-            reply: Some(reply),
-        })
-        .await?;
+        ended.extend(
+            ask(&state.shards[i], |reply| ShardMsg::EndMergeHalves {
+                ends,
+                reply: Some(reply),
+            })
+            .await?,
+        );
     }
-    Ok(())
+    Ok(ended)
 }
 
 /// The shard that owns region `id`, or every shard.
@@ -126,18 +136,18 @@ fn shards_of(state: &PlacementState, region: Option<u64>) -> Vec<&mpsc::Sender<S
     }
 }
 
-/// Cancels region `id`'s running operator, or every running operator; returns the regions
-/// whose operator was cancelled. A merge half's partner ends with it, on any shard, before
-/// this answers (as PD removes the related merge operator in the same call).
+/// Cancels region `id`'s running operator, or every running operator (PD's admin stop);
+/// returns the regions whose operator was cancelled, the partners of merge halves included. A
+/// half's partner ends with it, on any shard, before this answers (as PD removes the related
+/// merge operator in the same call), and before the next shard is asked: a partner ended so
+/// is cancelled for its related merge region, as in PD, not stopped in its own right.
 pub async fn cancel(state: &PlacementState, region: Option<u64>) -> Result<Vec<u64>, ErrorReply> {
     let mut cancelled = Vec::new();
-    let mut partners = Vec::new();
     for shard in shards_of(state, region) {
         let (ids, ends) = ask(shard, |reply| ShardMsg::CancelOperators { region, reply }).await?;
         cancelled.extend(ids);
-        partners.extend(ends);
+        cancelled.extend(end_halves(state, ends).await?);
     }
-    end_halves(state, partners).await?;
     cancelled.sort_unstable();
     Ok(cancelled)
 }

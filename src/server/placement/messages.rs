@@ -88,10 +88,11 @@ pub enum ShardMsg {
         reply: oneshot::Sender<Result<(), AdminRefused>>,
     },
     /// Merge halves to end, each `(region, partner)`, because their partners (another shard's)
-    /// ended undone; answered, when asked, once they are ended.
+    /// ended undone; answered, when asked, once they are ended, with the regions whose half
+    /// was still running and is now ended.
     EndMergeHalves {
         ends: Vec<PartnerEnd>,
-        reply: Option<oneshot::Sender<()>>,
+        reply: Option<oneshot::Sender<Vec<u64>>>,
     },
     /// Cancels the running operator of one region, or of all (`DELETE /operators`);
     /// answered with the regions whose operator was cancelled, and the merge halves of other

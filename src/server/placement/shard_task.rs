@@ -2,7 +2,9 @@
 //! the owning core are handled inline, with no queue and no wake-up; those for another core's
 //! shard are forwarded in one batch per read through that core's bounded queue, and its shard
 //! task handles them on its own thread. The shard task also runs the patrol on a timer, a
-//! bounded batch of regions per tick. Nothing else ever touches a shard.
+//! bounded batch of regions per tick. What the shard's calls leave for outside it (the merge
+//! halves of other shards to end, the cancelled operators to log) is taken after each batch of
+//! calls. Nothing else ever touches a shard.
 
 use std::cell::RefCell;
 use std::sync::Arc;
@@ -36,9 +38,7 @@ pub fn heartbeat_local(
             let reply = heartbeat(shard, state, &c, core, &region, stats, out);
             out.replies.push(reply);
         }
-        if shard.has_partner_ends() {
-            end_partners_elsewhere(state, core, shard.take_partner_ends());
-        }
+        after_calls(state, core, shard);
     })
 }
 
@@ -54,15 +54,13 @@ fn patrol(state: &PlacementState, core: usize) {
     let now = state.clock.now_ms();
     let view = state.view.load();
     let c = state.cluster(&view, now);
-    let (checked, steps, ends) = with_shard(|s| {
+    let (checked, steps) = with_shard(|s| {
         let batch = state.cfg.patrol_batch_for(s.len());
         let checked = batch.min(s.len()) as u64;
         let steps = s.patrol(&c, batch, Some(&state.index), &mut || state.ids.try_alloc());
-        (checked, steps, s.take_partner_ends())
+        after_calls(state, core, s);
+        (checked, steps)
     });
-    if !ends.is_empty() {
-        end_partners_elsewhere(state, core, ends);
-    }
     for (region, op) in steps {
         let leader_store = region.leader_peer().map(|p| p.store_id);
         if let Some(store) = leader_store {
@@ -170,13 +168,14 @@ pub async fn run_shard(
                 ShardMsg::EndMergeHalves { ends, reply } => {
                     let view = state.view.load();
                     let c = state.cluster(&view, state.clock.now_ms());
-                    with_shard(|s| {
-                        for (id, partner) in ends {
-                            s.end_merge_half(id, partner, &c);
-                        }
+                    let ended: Vec<u64> = with_shard(|s| {
+                        ends.into_iter()
+                            .filter(|(id, partner)| s.end_merge_half(*id, *partner, &c))
+                            .map(|(id, _)| id)
+                            .collect()
                     });
                     if let Some(reply) = reply {
-                        let _ = reply.send(());
+                        let _ = reply.send(ended);
                     }
                 }
                 ShardMsg::AdminMergeTarget {
@@ -223,10 +222,25 @@ pub async fn run_shard(
                 }
             }
         }
-        let ends = with_shard(Shard::take_partner_ends);
-        if !ends.is_empty() {
-            end_partners_elsewhere(&state, index, ends);
-        }
+        with_shard(|s| after_calls(&state, index, s));
+    }
+}
+
+/// What calls on core `core`'s shard left to do outside it: the merge halves of other shards
+/// to end, and a line in the log for each operator cancelled for a reason, as PD logs it
+/// (`operator canceled`, with its additional infos).
+fn after_calls(state: &PlacementState, core: usize, shard: &mut Shard) {
+    if shard.has_partner_ends() {
+        end_partners_elsewhere(state, core, shard.take_partner_ends());
+    }
+    for (id, r) in shard.take_cancelled() {
+        tracing::info!(
+            region_id = id,
+            desc = r.desc,
+            kind = r.kind,
+            additional_info = %r.additional_info(),
+            "operator canceled"
+        );
     }
 }
 

@@ -474,6 +474,8 @@ mod tests {
                 version: 4,
             },
             at_ms: 1_000,
+            related_merge: None,
+            cancel_reason: None,
         };
         assert_eq!(
             with_status(3, None, Some(&record)).unwrap(),

@@ -201,6 +201,8 @@ mod tests {
             group: None,
             epoch: Epoch::default(),
             at_ms: 0,
+            related_merge: None,
+            cancel_reason: None,
         };
         let reply = operator_reply(None, 7, &r);
         assert_eq!(reply.region_id, 7);
