@@ -285,6 +285,29 @@ impl Runtime {
         self.handle.spawn_blocking(func)
     }
 
+    cfg_test_util! {
+        /// Not public API: for a simulator (turmoil) that drives a paused current-thread
+        /// runtime one fixed tick at a time with `block_on(local.run_until(sleep(tick)))`.
+        ///
+        /// If that call would run no task and fire no timer but its own sleep (nothing queued
+        /// or woken in the runtime or in `local`, no timer due by the end of the tick), makes
+        /// every change the call would make (the clock advanced by `tick`, the timer wheel, the
+        /// scheduler's and the local set's tick counts, the seed `block_on` draws) without
+        /// running it, and returns `true`, so that what follows runs as if it had run.
+        /// Otherwise changes nothing and returns `false`. Always `false` on a multi-thread
+        /// runtime.
+        #[doc(hidden)]
+        pub fn __sim_skip_idle_tick(&self, local: &crate::task::LocalSet, tick: Duration) -> bool {
+            match &self.scheduler {
+                Scheduler::CurrentThread(exec) => {
+                    exec.sim_skip_idle_tick(&self.handle.inner, local, tick)
+                }
+                #[cfg(feature = "rt-multi-thread")]
+                Scheduler::MultiThread(_) => false,
+            }
+        }
+    }
+
     /// Runs a future to completion on the Tokio runtime. This is the
     /// runtime's entry point.
     ///

@@ -817,6 +817,39 @@ impl LocalSet {
         }
     }
 
+    cfg_test_util! {
+        /// Not public API (see `Runtime::__sim_skip_idle_tick`): whether no task of this set
+        /// is queued to run and none has panicked unhandled. Must be called from the thread
+        /// that owns the set.
+        pub(crate) fn sim_is_idle(&self) -> bool {
+            if self.context.unhandled_panic.get() {
+                return false;
+            }
+            self.context.shared.local_state.assert_called_from_owner_thread();
+            let local_empty = self
+                .context
+                .shared
+                .local_state
+                .local_queue
+                .with(|ptr| unsafe { (*ptr).is_empty() });
+            local_empty
+                && self
+                    .context
+                    .shared
+                    .queue
+                    .lock()
+                    .as_ref()
+                    .is_none_or(VecDeque::is_empty)
+        }
+
+        /// Not public API: counts one look at the queues that found nothing, as polling
+        /// `run_until` with no task queued does (the count decides which queue is looked at
+        /// first).
+        pub(crate) fn sim_count_idle_tick(&self) {
+            self.tick.set(self.tick.get().wrapping_add(1));
+        }
+    }
+
     fn with<T>(&self, f: impl FnOnce() -> T) -> T {
         CURRENT.with(|local_data| {
             let _guard = local_data.enter(self.context.clone());

@@ -452,6 +452,45 @@ impl Handle {
     }
 
     cfg_test_util! {
+        /// Not public API (see `Runtime::__sim_skip_idle_tick`). On a paused clock: if a tick
+        /// of `tick` (a park that auto-advances to a sleep of `tick` registered now, of one
+        /// millisecond, the wheel's resolution) would fire no timer but that sleep, makes the
+        /// changes such a tick makes to the clock and the timer wheel (the clock advanced, the
+        /// wheel's elapsed time and next wake moved on, the driver marked woken as the fired
+        /// sleep's waker marks it) and returns whether the driver had been woken before (a
+        /// woken driver parks once without advancing first). Otherwise changes nothing and
+        /// returns `None`.
+        pub(crate) fn sim_skip_idle_tick(&self, clock: &Clock, tick: Duration) -> Option<bool> {
+            if self.is_shutdown() || !clock.can_auto_advance() || tick.is_zero() {
+                return None;
+            }
+            let now_instant = clock.now();
+            let now = self.time_source.instant_to_tick(now_instant);
+            // The sleep's deadline and the advance to it, computed as the sleep and the park do.
+            let when = self.time_source.deadline_to_tick(now_instant + tick);
+            // Only a tick of one wheel slot: a longer one can cross a slot boundary of a
+            // higher level, where the park stops (cascading the sleep) before reaching it.
+            if when != now + 1 {
+                return None;
+            }
+            {
+                let lock = self.inner.lock();
+                if lock.wheel.next_expiration_time().is_some_and(|t| t <= when) {
+                    return None;
+                }
+            }
+            let woken = self.did_wake();
+            let advance = self.time_source.tick_to_duration(when.saturating_sub(now));
+            if let Err(msg) = clock.advance(advance) {
+                panic!("{}", msg);
+            }
+            self.process(clock);
+            self.unpark();
+            Some(woken)
+        }
+    }
+
+    cfg_test_util! {
         pub(super) fn did_wake(&self) -> bool {
             match &self.inner {
                 Inner::Traditional { did_wake, .. } => did_wake.swap(false, Ordering::SeqCst),

@@ -239,6 +239,26 @@ impl CurrentThread {
         })
     }
 
+    cfg_test_util! {
+        /// Not public API (see `Runtime::__sim_skip_idle_tick`).
+        pub(crate) fn sim_skip_idle_tick(
+            &self,
+            handle: &scheduler::Handle,
+            local: &crate::task::LocalSet,
+            tick: Duration,
+        ) -> bool {
+            let handle = handle.as_current_thread();
+            // Taken only while looking: a `block_on` in progress holds it, and then nothing
+            // is skipped.
+            let Some(mut core) = self.core.take() else {
+                return false;
+            };
+            let skipped = skip_idle_tick(&mut core, handle, local, tick);
+            self.core.set(core);
+            skipped
+        }
+    }
+
     fn take_core(&self, handle: &Arc<Handle>) -> Option<CoreGuard<'_>> {
         let core = self.core.take()?;
 
@@ -316,6 +336,44 @@ fn shutdown2(mut core: Box<Core>, handle: &Handle) -> Box<Core> {
     }
 
     core
+}
+
+cfg_test_util! {
+    /// With `block_on(local.run_until(sleep(tick)))` on a paused clock and nothing queued, the
+    /// scheduler polls the future once (the local set looks at its queues once and finds
+    /// nothing), looks at its own queues, parks (first without advancing if the driver was
+    /// woken, which costs one more look), advances the clock to the sleep, fires it and returns.
+    /// If no task is queued or woken here or in `local` and the tick fires no timer but its
+    /// own sleep, this makes exactly those changes (the seed `block_on` draws, both tick
+    /// counts, the clock and the timer wheel) without polling anything.
+    fn skip_idle_tick(
+        core: &mut Core,
+        handle: &Handle,
+        local: &crate::task::LocalSet,
+        tick: Duration,
+    ) -> bool {
+        if !core.tasks.is_empty()
+            || core.unhandled_panic
+            || core.driver.is_none()
+            || handle.shared.config.before_park.is_some()
+            || handle.shared.config.after_unpark.is_some()
+            || handle.shared.inject.len() != 0
+            || handle.shared.woken.load(Acquire)
+            || !local.sim_is_idle()
+        {
+            return false;
+        }
+        let Some(time) = handle.driver.time.as_ref() else {
+            return false;
+        };
+        let Some(woken) = time.sim_skip_idle_tick(handle.driver.clock(), tick) else {
+            return false;
+        };
+        let _ = handle.seed_generator.next_seed();
+        local.sim_count_idle_tick();
+        core.tick = core.tick.wrapping_add(if woken { 2 } else { 1 });
+        true
+    }
 }
 
 impl fmt::Debug for CurrentThread {
