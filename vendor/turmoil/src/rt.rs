@@ -169,6 +169,22 @@ impl<'a> Rt<'a> {
                 .await
         });
 
+        self.software_finished()
+    }
+
+    /// Skips this step's [`Rt::tick`] if it would run nothing: no task queued or woken on the
+    /// runtime or its `LocalSet`, and no timer due within the step but the tick's own sleep.
+    /// Then the runtime is left exactly as the tick would leave it (clock, timer wheel,
+    /// scheduler counters, seed; see tokio's `Runtime::__sim_skip_idle_tick`, vendor/tokio),
+    /// so what runs later runs as if every step had ticked. Returns `false`, changing nothing,
+    /// if the tick has something to do.
+    pub(crate) fn skip_idle_tick(&mut self, duration: Duration) -> bool {
+        self.tokio.__sim_skip_idle_tick(&self.local, duration)
+    }
+
+    /// Whether the software has finished successfully, or the error that caused failure, as
+    /// [`Rt::tick`] returns it.
+    pub(crate) fn software_finished(&mut self) -> Result<bool> {
         // pull for software completion
         match &self.handle {
             Some(handle) if handle.is_finished() => {

@@ -452,7 +452,14 @@ impl<'a> Sim<'a> {
                 world.current_host_mut().timer.now(rt.now());
             }
 
-            let is_software_finished = World::enter(&self.world, || rt.tick(tick))?;
+            // A host with nothing to run this step (nothing queued or woken, whether by a
+            // message delivered above or by another host, and no timer due) is not run: its
+            // runtime is moved on exactly as the tick would move it.
+            let is_software_finished = if rt.skip_idle_tick(tick) {
+                World::enter(&self.world, || rt.software_finished())?
+            } else {
+                World::enter(&self.world, || rt.tick(tick))?
+            };
 
             if rt.is_client() {
                 is_finished = is_finished && is_software_finished;

@@ -1,0 +1,3 @@
+//! Unix datagram types.
+
+pub(crate) mod socket;
