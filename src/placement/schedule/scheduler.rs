@@ -333,10 +333,13 @@ fn check_step(c: &Cluster, r: &RegionInput, step: &Step) -> Verdict {
             Some(l) if l.role == PeerRole::DemotingVoter => Verdict::Cancel,
             _ => Verdict::Send,
         },
+        // The peer as it is now: a voter when planned, it may have been demoted to a learner
+        // since (a joint change), and a learner's removal takes no vote away.
         Step::RemovePeer(p) => {
+            let now = peers.iter().find(|q| q.id == p.id).unwrap_or(p);
             if Some(p.id) == r.region.leader {
                 Verdict::Cancel
-            } else if !may_remove(c, r, p) {
+            } else if !may_remove(c, r, now) {
                 Verdict::Hold
             } else {
                 Verdict::Send

@@ -62,6 +62,44 @@ fn a_down_peer_is_replaced_by_learner_promotion_then_removal() {
     assert!(sim.slots[0].is_none());
 }
 
+/// A move's last step removes the old peer, which the joint change has demoted to a learner.
+/// When another voter's store stops serving just then, the removal is still sent (a learner's
+/// removal takes no vote away). It is not held until the operator times out, which would leave
+/// the region with a peer too many and its lost voter unrepaired.
+#[test]
+fn a_demoted_peer_is_removed_while_another_voter_is_unhealthy() {
+    let mut sim = fixed(
+        &[
+            (0, Fate::Up),
+            (1, Fate::Up),
+            (2, Fate::Offline),
+            (2, Fate::Up),
+        ],
+        vec![vec![(0, false), (1, false), (2, false)]],
+        true,
+    );
+    // The learner on store 4, the joint state entered, then left.
+    for _ in 0..3 {
+        sim.step(&Event::Heartbeat(0));
+    }
+    let r = &sim.regions[0];
+    let role = |store: u64| r.peers.iter().find(|p| p.store_id == store).map(|p| p.role);
+    assert_eq!(role(3), Some(PeerRole::Learner), "{r:?}");
+    assert_eq!(role(4), Some(PeerRole::Voter), "{r:?}");
+    assert!(sim.slots[0].is_some(), "the removal is still to come");
+    // Store 2 falls silent: Disconnected after 20 s, so two healthy voters are left.
+    sim.step(&Event::Store(1, Fate::Disconnected));
+    sim.step(&Event::Wait(21_000));
+    sim.step(&Event::Heartbeat(0));
+    let r = &sim.regions[0];
+    let mut stores: Vec<u64> = r.peers.iter().map(|p| p.store_id).collect();
+    stores.sort_unstable();
+    assert_eq!(stores, vec![1, 2, 4], "{r:?}");
+    // The next report shows it made: the operator ends.
+    sim.step(&Event::Heartbeat(0));
+    assert!(sim.slots[0].is_none(), "the move is done");
+}
+
 /// With isolation at zone level and a zone gone, nothing goes into the surviving zones.
 #[test]
 fn a_lost_zone_is_not_repaired_into_the_others() {
