@@ -201,6 +201,44 @@ async fn get_json(addr: &str, trust: &Trust, path: &str) -> serde_json::Value {
     seen.remove(0)
 }
 
+/// GET `path` over HTTP/1.1, asked every 50 ms until `done` holds of the answer, which is
+/// returned; past `within`, a panic naming the last answer.
+async fn poll(
+    addr: &str,
+    trust: &Trust,
+    path: &str,
+    within: Duration,
+    done: impl Fn(&Answer) -> bool,
+) -> Answer {
+    let deadline = std::time::Instant::now() + within;
+    loop {
+        let a = get(addr, trust, Proto::H1, path).await;
+        if done(&a) {
+            return a;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{path}: not within {within:?}; the last answer: {} {}",
+            a.status,
+            a.text()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// The JSON of `path` once it answers 200 and `done` holds of it, within 10 s ([`poll`]).
+async fn until(
+    addr: &str,
+    trust: &Trust,
+    path: &str,
+    done: impl Fn(&serde_json::Value) -> bool,
+) -> serde_json::Value {
+    let ok = |a: &Answer| a.status == StatusCode::OK && done(&a.json());
+    poll(addr, trust, path, Duration::from_secs(10), ok)
+        .await
+        .json()
+}
+
 struct Node {
     server: ServerProcess,
     pd: PdClient<Channel>,

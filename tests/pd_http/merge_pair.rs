@@ -151,7 +151,7 @@ async fn deleting_every_operator_ends_a_pair_on_two_shards_as_in_pd() {
 #[cfg(feature = "failpoints")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn nothing_of_a_merge_reaches_the_source_until_the_targets_half_is_placed() {
-    use super::operator_setup::{post, until};
+    use super::operator_setup::post;
     use meridian::failpoint::points::MERGE_HELD;
 
     let tmp = tempfile::tempdir().unwrap();

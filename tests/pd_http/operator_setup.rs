@@ -111,23 +111,6 @@ pub(super) async fn reply_where(
     }
 }
 
-/// Waits until `GET path` answers 200 with a body `done` accepts.
-pub(super) async fn until(addr: &str, trust: &Trust, path: &str, done: impl Fn(&Value) -> bool) {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    loop {
-        let a = call(addr, trust, Method::GET, path, None).await;
-        if a.status == StatusCode::OK && done(&a.json()) {
-            return;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "{path}: {}",
-            a.text()
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
 /// Region `region`'s heartbeat from its first peer, with `pending` catching up.
 pub(super) fn beat(
     h: &Option<pdpb::RequestHeader>,

@@ -63,7 +63,7 @@ async fn a_regions_reported_sizes_show_on_every_region_route() {
     let (tx, _replies) = heartbeats(&mut n, beat).await;
 
     let path = format!("/pd/api/v1/region/id/{left}");
-    let by_id = until(&addr, &trust, &path, |v| v["approximate_size"] != 0).await;
+    let by_id = until_both(&addr, &trust, &path, |v| v["approximate_size"] != 0).await;
     let reported = json!({
         "cpu_usage": 0,
         "written_bytes": 64 << 10,
@@ -120,7 +120,7 @@ async fn a_regions_reported_sizes_show_on_every_region_route() {
         again.approximate_keys = keys;
         again.bytes_written = written;
         tx.send(again).await.unwrap();
-        let v = until(&addr, &trust, &path, |v| v["written_bytes"] == written).await;
+        let v = until_both(&addr, &trust, &path, |v| v["written_bytes"] == written).await;
         assert_eq!(
             (v["approximate_size"].clone(), v["approximate_keys"].clone()),
             (json!(shown.0), json!(shown.1)),
@@ -133,7 +133,7 @@ async fn a_regions_reported_sizes_show_on_every_region_route() {
     again.bytes_written = 64 << 10;
     tx.send(again).await.unwrap();
     assert_eq!(
-        until(&addr, &trust, &path, |v| v["written_bytes"] == 64 << 10).await,
+        until_both(&addr, &trust, &path, |v| v["written_bytes"] == 64 << 10).await,
         by_id
     );
 
@@ -148,24 +148,17 @@ async fn a_regions_reported_sizes_show_on_every_region_route() {
     }
 }
 
-/// Polls `path` until `done` accepts its JSON.
-async fn until(
+/// [`until`](super::until), then the same answer over both protocols: one protocol while the
+/// change is on its way (two reads may straddle it), then both once it is there, to hold them
+/// to the same answer.
+async fn until_both(
     addr: &str,
     trust: &Trust,
     path: &str,
     done: impl Fn(&serde_json::Value) -> bool,
 ) -> serde_json::Value {
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    loop {
-        // One protocol while the change is on its way (two reads may straddle it), then both
-        // once it is there, to hold them to the same answer.
-        let a = get(addr, trust, Proto::H1, path).await;
-        if a.status == StatusCode::OK && done(&a.json()) {
-            return get_json(addr, trust, path).await;
-        }
-        assert!(std::time::Instant::now() < deadline, "{path}: {}", a.text());
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    super::until(addr, trust, path, done).await;
+    get_json(addr, trust, path).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -203,7 +196,7 @@ async fn pending_peers_show_until_reported_caught_up() {
     let (tx, _replies) = heartbeats(&mut n, beat.clone()).await;
 
     let path = format!("/pd/api/v1/region/id/{left}");
-    let by_id = until(&addr, &trust, &path, |v| v.get("pending_peers").is_some()).await;
+    let by_id = until_both(&addr, &trust, &path, |v| v.get("pending_peers").is_some()).await;
     let shown = json!({"id": learner_id, "store_id": s2, "role": 1, "role_name": "Learner",
         "is_learner": true});
     assert_eq!(by_id["pending_peers"], json!([shown]));
@@ -219,7 +212,7 @@ async fn pending_peers_show_until_reported_caught_up() {
     })
     .await
     .unwrap();
-    let caught_up = until(&addr, &trust, &path, |v| v.get("pending_peers").is_none()).await;
+    let caught_up = until_both(&addr, &trust, &path, |v| v.get("pending_peers").is_none()).await;
     assert_eq!(caught_up["peers"], by_id["peers"]);
     let all = get_json(&addr, &trust, "/pd/api/v1/regions").await;
     assert_eq!(all["regions"][0], caught_up);
@@ -297,7 +290,7 @@ async fn a_stores_status_sums_the_regions_it_holds_and_leads() {
         let (addr, trust) = (addr.clone(), trust.clone());
         async move {
             let path = store_path(id);
-            let got = until(&addr, &trust, &path, |v| fields(v) == want).await;
+            let got = until_both(&addr, &trust, &path, |v| fields(v) == want).await;
             assert_eq!(fields(&got), want, "store {id}");
             got
         }

@@ -6,7 +6,7 @@
 //! How the pair ends together is `merge_pair`'s.
 
 use super::operator_setup::{
-    beat, created, expect, post, reply_where, setup, split_in_halves, until, Setup, OPERATORS,
+    beat, created, expect, post, reply_where, setup, split_in_halves, Setup, OPERATORS,
 };
 use super::*;
 use meridian::harness::{metapb_peer as peer, metapb_region};
