@@ -114,9 +114,13 @@ impl<M: MetaStore + Clone> TsoControl<M> {
         interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
         let mut renewal: Option<(u64, JoinHandle<Result<(), MetaError>>)> = None;
         let ended = loop {
+            // Shutdown first: the 1 ms tick is ready at almost every poll, and an unbiased
+            // choice would run one more tick after a stop or not by chance, which a seeded
+            // simulation cannot replay.
             tokio::select! {
-                _ = interval.tick() => {}
+                biased;
                 _ = shutdown.wait_for(|stop| *stop) => break Ended::Shutdown,
+                _ = interval.tick() => {}
             }
             // T4: stop serving the moment the lease can no longer be proven.
             if term.as_ref().is_some_and(|t| !t.holds(mono_ms()))
