@@ -51,8 +51,8 @@ pub use schedule::{
     Cluster, Health, InFlight, RegionInput, ScheduleConfig, StoreBudget, StoreLoad, StoreView,
 };
 pub use shard::{
-    Order, OrderRefused, Ordered, Outcome, PartnerEnd, RegionReport, ReportedSizes, RunningOp,
-    Shard, StoreTotal, StoreTotals, SPLIT_DESC,
+    owner, Order, OrderRefused, Ordered, Outcome, PartnerEnd, RegionReport, ReportedSizes,
+    RunningOp, Shard, StoreTotal, StoreTotals, SPLIT_DESC,
 };
 pub use split::{check_split, InvalidSplit};
 pub use store::{

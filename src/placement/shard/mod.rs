@@ -1,4 +1,4 @@
-//! A shard: the regions one core owns (`region_id % cores`) with what only heartbeats change:
+//! A shard: the regions one core owns (by [`owner`]) with what only heartbeats change:
 //! sizes, and the one pending operator (beside the entries, in `in_flight`). A heartbeat that repeats the current route touches
 //! nothing shared; one that changes the route goes through the shared index (P1, P2). The
 //! scheduling decisions are `schedule`'s, called on each heartbeat and by the patrol, which
@@ -21,6 +21,7 @@ mod merge_pair;
 mod merge_pair_tests;
 mod neighbours;
 mod orders;
+mod owner;
 mod store_totals;
 #[cfg(test)]
 mod tests;
@@ -42,6 +43,7 @@ use in_flight::InFlight;
 pub use admin_operator::RunningOp;
 pub use merge_pair::PartnerEnd;
 pub use orders::{Order, OrderRefused, Ordered, SPLIT_DESC};
+pub use owner::owner;
 pub use store_totals::{StoreTotal, StoreTotals};
 
 /// What the shard keeps of every region. Its operator, when one runs, is kept beside it

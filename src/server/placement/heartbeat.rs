@@ -51,7 +51,7 @@ pub async fn batch(
     let mut remote: Vec<Vec<Beat>> = vec![Vec::new(); n];
     let mut refused: Vec<BeatReply> = Vec::new();
     for (region, stats) in items {
-        let shard = (region.id % n as u64) as usize;
+        let shard = crate::placement::owner(region.id, n);
         if let Err(e) = state.limits.check_region(&region) {
             slots.push(Slot::Refused(refused.len()));
             refused.push(Err(Box::new(ErrorReply::LimitExceeded(e.to_string()))));

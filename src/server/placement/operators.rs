@@ -80,11 +80,11 @@ async fn order(
     state: &PlacementState,
     orders: Vec<(u64, OrderOp)>,
 ) -> Result<HashMap<u64, Result<Ordered, OrderRefused>>, ErrorReply> {
-    let n = state.shards.len() as u64;
+    let n = state.shards.len();
     let mut by_shard: BTreeMap<usize, Vec<(u64, OrderOp)>> = BTreeMap::new();
     for (id, op) in orders {
         by_shard
-            .entry((id % n) as usize)
+            .entry(crate::placement::owner(id, n))
             .or_default()
             .push((id, op));
     }

@@ -1,5 +1,5 @@
 //! The sizes and pending peers regions last reported, for PD's HTTP API's region JSON: the
-//! ids asked for are grouped by owning shard (`region_id % cores`), each shard is asked once
+//! ids asked for are grouped by owning shard (`placement::owner`), each shard is asked once
 //! for its own, and the answers are gathered. The reports live only in the shards (a
 //! heartbeat's, kept beside the route); nothing here keeps or changes them.
 
@@ -22,10 +22,13 @@ pub async fn sizes(
     state: &PlacementState,
     ids: impl IntoIterator<Item = u64>,
 ) -> Result<HashMap<u64, RegionReport>, ErrorReply> {
-    let n = state.shards.len() as u64;
+    let n = state.shards.len();
     let mut by_shard: BTreeMap<usize, Vec<u64>> = BTreeMap::new();
     for id in ids {
-        by_shard.entry((id % n) as usize).or_default().push(id);
+        by_shard
+            .entry(crate::placement::owner(id, n))
+            .or_default()
+            .push(id);
     }
     // Every shard is asked before any answer is awaited, so the shards work at once.
     let mut waiting = Vec::with_capacity(by_shard.len());

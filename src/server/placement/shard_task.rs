@@ -211,14 +211,29 @@ pub async fn run_shard(
                     with_shard(|s| ids.into_iter().for_each(|id| s.forget(id, &c)))
                 }
                 ShardMsg::Reset(snapshot) => {
+                    let began = std::time::Instant::now();
                     let view = state.view.load();
                     let c = state.cluster(&view, state.clock.now_ms());
-                    let n = state.shards.len() as u64;
+                    let n = state.shards.len();
+                    let loading = snapshot.is_some();
                     let mine = snapshot
                         .iter()
                         .flat_map(|s| s.iter())
-                        .filter(|r| r.id() % n == index as u64);
-                    with_shard(|s| s.reset(mine.cloned(), &c))
+                        .filter(|r| crate::placement::owner(r.id(), n) == index);
+                    let held = with_shard(|s| {
+                        s.reset(mine.cloned(), &c);
+                        s.len()
+                    });
+                    // The core serves nothing else meanwhile: how long a new term's share
+                    // holds it up is part of a takeover's time to its first routing answer.
+                    if loading {
+                        tracing::info!(
+                            core = index,
+                            regions = held,
+                            took_ms = began.elapsed().as_millis() as u64,
+                            "the shard took its share of the index"
+                        );
+                    }
                 }
             }
         }
@@ -366,7 +381,7 @@ pub fn by_shard(state: &PlacementState, ends: Vec<PartnerEnd>) -> Vec<Vec<Partne
     let n = state.shards.len();
     let mut by_shard: Vec<Vec<PartnerEnd>> = vec![Vec::new(); n];
     for (id, partner) in ends {
-        by_shard[(id % n as u64) as usize].push((id, partner));
+        by_shard[crate::placement::owner(id, n)].push((id, partner));
     }
     by_shard
 }
@@ -380,7 +395,7 @@ pub fn forget_elsewhere(state: &PlacementState, done: Option<usize>, mut removed
     let n = state.shards.len();
     let mut by_shard: Vec<Vec<u64>> = vec![Vec::new(); n];
     for id in removed {
-        by_shard[(id % n as u64) as usize].push(id);
+        by_shard[crate::placement::owner(id, n)].push(id);
     }
     for (i, ids) in by_shard.into_iter().enumerate() {
         if Some(i) == done || ids.is_empty() {

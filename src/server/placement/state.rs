@@ -213,7 +213,7 @@ impl PlacementState {
 
     /// The shard owning region `id`.
     pub fn shard_of(&self, id: u64) -> &mpsc::Sender<ShardMsg> {
-        &self.shards[(id % self.shards.len() as u64) as usize]
+        &self.shards[crate::placement::owner(id, self.shards.len())]
     }
 
     pub fn stores(&self) -> MutexGuard<'_, StoreMap> {
