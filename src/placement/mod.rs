@@ -5,6 +5,7 @@
 //! persists what changed.
 
 mod buckets;
+mod cancel_reason;
 mod change_log;
 mod dense_map;
 mod id_alloc;

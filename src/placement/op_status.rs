@@ -5,15 +5,18 @@
 //! it, the ended records that ended first are dropped (a running operator's record is kept:
 //! the in-flight caps bound those). A record also keeps what PD keeps in an operator's
 //! additional infos and writes in its log when the operator ends: a merge half's related merge
-//! region and why it was cancelled ([`OpRecord::additional_info`]). Owns no operator: its
-//! shard tells it what each scheduling call started and ended (`observe`) and what an order
-//! started, replaced or cancelled.
+//! region and why it was cancelled ([`OpRecord::additional_info`]). Every start and end is
+//! also kept, as the record stood then, until the caller takes it ([`OpStatusTracker::take_events`])
+//! to log it as PD's operator controller logs it. Owns no operator: its shard tells it what
+//! each scheduling call started and ended (`observe`) and what an order started, replaced or
+//! cancelled.
 
 use std::collections::HashMap;
 
+pub use super::cancel_reason::CancelReason;
 use super::operator::{OpKind, Pending};
 use super::region::Epoch;
-use super::schedule::Dispatch;
+use super::schedule::{Dispatch, Ended};
 
 /// An ended operator's record is kept this long (PD's ten minutes).
 pub const RECORD_TTL_MS: u64 = 10 * 60 * 1000;
@@ -31,29 +34,6 @@ pub enum OpStatus {
     Replace,
 }
 
-/// Why an operator was cancelled, in PD's words (its `CancelReasonType`), for the cancels that
-/// Meridian tells apart.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CancelReason {
-    /// Cancelled through the operator API (`DELETE /operators`).
-    AdminStop,
-    /// The other half of its merge ended undone.
-    RelatedMergeRegion,
-    /// Its region is gone.
-    RegionNotFound,
-}
-
-impl CancelReason {
-    /// PD's words for it.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            CancelReason::AdminStop => "admin stop",
-            CancelReason::RelatedMergeRegion => "related merge region",
-            CancelReason::RegionNotFound => "region not found",
-        }
-    }
-}
-
 /// One region's operator as GetOperator reports it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OpRecord {
@@ -68,6 +48,8 @@ pub struct OpRecord {
     pub epoch: Epoch,
     /// When it started, or when it ended once it has.
     pub at_ms: u64,
+    /// When it started.
+    pub started_ms: u64,
     /// The other region of the merge it is a half of (PD's `related merge region`).
     pub related_merge: Option<u64>,
     /// Why it was cancelled, once it was for a reason told apart (PD's `cancel-reason`).
@@ -92,9 +74,18 @@ impl OpRecord {
             group: None,
             epoch,
             at_ms: now_ms,
+            started_ms: now_ms,
             related_merge: None,
             cancel_reason: None,
         }
+    }
+
+    /// How long it ran: PD's `takes` (nothing yet while it runs).
+    pub fn takes_ms(&self) -> u64 {
+        if self.is_running() {
+            return 0;
+        }
+        self.at_ms.saturating_sub(self.started_ms)
     }
 
     pub fn is_running(&self) -> bool {
@@ -136,6 +127,8 @@ fn go_json(s: &str) -> String {
 #[derive(Debug, Default)]
 pub struct OpStatusTracker {
     records: HashMap<u64, OpRecord>,
+    /// Each start and end since the caller last took them, the record as it stood then.
+    events: Vec<(u64, OpRecord)>,
 }
 
 impl OpStatusTracker {
@@ -147,48 +140,78 @@ impl OpStatusTracker {
     /// An operator started on `region` (replacing any record it had).
     pub fn start(&mut self, region: u64, record: OpRecord) {
         let now_ms = record.at_ms;
+        self.note(region, &record);
         self.records.insert(region, record);
         self.bound(now_ms);
     }
 
-    /// The running operator of `region` ended so.
+    /// The running operator of `region` ended so: done (PD records an empty cancel reason
+    /// as it removes it), timed out (PD's `timeout` reason) or replaced (none).
     pub fn end(&mut self, region: u64, status: OpStatus, now_ms: u64) {
-        if let Some(r) = self.records.get_mut(&region).filter(|r| r.is_running()) {
-            r.status = status;
-            r.at_ms = now_ms;
-        }
+        let reason = match status {
+            OpStatus::Success => Some(CancelReason::Unnamed),
+            OpStatus::Timeout => Some(CancelReason::Timeout),
+            _ => None,
+        };
+        self.end_for(region, status, reason, now_ms);
     }
 
     /// The running operator of `region` was cancelled for `reason`: its record, now ended,
     /// when it had one running.
     pub fn cancel(&mut self, region: u64, reason: CancelReason, now_ms: u64) -> Option<&OpRecord> {
-        let r = self.records.get_mut(&region).filter(|r| r.is_running())?;
-        r.status = OpStatus::Cancel;
-        r.cancel_reason = Some(reason);
-        r.at_ms = now_ms;
-        Some(r)
+        self.end_for(region, OpStatus::Cancel, Some(reason), now_ms)?;
+        self.records.get(&region)
     }
 
-    /// What a scheduling call did to `region`'s operator: an end (done, past `deadline_ms`,
-    /// or cancelled) and a start (the operator now in `slot`).
+    fn end_for(
+        &mut self,
+        region: u64,
+        status: OpStatus,
+        reason: Option<CancelReason>,
+        now_ms: u64,
+    ) -> Option<()> {
+        let r = self.records.get_mut(&region).filter(|r| r.is_running())?;
+        r.status = status;
+        // PD keeps the first reason given.
+        r.cancel_reason = r.cancel_reason.or(reason);
+        r.at_ms = now_ms;
+        let r = r.clone();
+        self.note(region, &r);
+        Some(())
+    }
+
+    /// Keeps a start or an end for the caller's log; past [`MAX_RECORDS`] not taken, the
+    /// newest are lost rather than memory.
+    fn note(&mut self, region: u64, r: &OpRecord) {
+        if self.events.len() < MAX_RECORDS {
+            self.events.push((region, r.clone()));
+        }
+    }
+
+    /// The starts and ends since this was last called, in order, each with the record as it
+    /// stood then. Taken out.
+    pub fn take_events(&mut self) -> Vec<(u64, OpRecord)> {
+        std::mem::take(&mut self.events)
+    }
+
+    /// What a scheduling call did to `region`'s operator: an end (done, timed out or
+    /// cancelled for a reason) and a start (the operator now in `slot`).
     pub fn observe(
         &mut self,
         region: u64,
         d: &Dispatch,
-        deadline_ms: Option<u64>,
         slot: &Option<Box<Pending>>,
         epoch: Epoch,
         now_ms: u64,
     ) {
-        if let Some((_, done)) = d.ended {
-            let status = if done {
-                OpStatus::Success
-            } else if deadline_ms.is_some_and(|t| now_ms >= t) {
-                OpStatus::Timeout
-            } else {
-                OpStatus::Cancel
-            };
-            self.end(region, status, now_ms);
+        if let Some((_, ended)) = d.ended {
+            match ended {
+                Ended::Done => self.end(region, OpStatus::Success, now_ms),
+                Ended::TimedOut => self.end(region, OpStatus::Timeout, now_ms),
+                Ended::Cancelled(reason) => {
+                    self.cancel(region, reason, now_ms);
+                }
+            }
         }
         if d.started {
             if let Some(p) = slot {
@@ -216,9 +239,10 @@ impl OpStatusTracker {
         })
     }
 
-    /// Forgets everything (a new term).
+    /// Forgets everything (a new term), what was not yet logged included.
     pub fn clear(&mut self) {
         self.records.clear();
+        self.events.clear();
     }
 
     /// Drops expired records once the map is full, then the oldest ended ones if it still is.
@@ -261,6 +285,7 @@ mod tests {
             group: Some("g".into()),
             epoch: Epoch::default(),
             at_ms,
+            started_ms: at_ms,
             related_merge: None,
             cancel_reason: None,
         }

@@ -12,6 +12,7 @@
 mod follower;
 mod merge_pair;
 mod no_leader;
+mod operator_log;
 mod operator_setup;
 mod operators;
 mod roles;

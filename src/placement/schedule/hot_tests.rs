@@ -8,6 +8,7 @@ use proptest::prelude::*;
 
 use super::test_cluster::TestCluster;
 use super::*;
+use crate::placement::schedule::Ended;
 use crate::placement::test_region::{self, Keys, PeerIds};
 use crate::placement::{
     Label, Operator, Peer, PeerRole, Region, Store, StoreMap, StoreState, StoreStats,
@@ -506,10 +507,10 @@ fn a_hot_operator_that_ends_says_which_flow_it_moved() {
     let mut moved = hot[0].0.clone();
     moved.leader = Some(to.id);
     let d = heartbeat(&moved, now, &op);
-    assert_eq!(d.ended, Some((OpKind::Hot, true)));
+    assert_eq!(d.ended, Some((OpKind::Hot, Ended::Done)));
     assert_eq!(d.hot_ended, Some(HotMove::Leader));
     // Timed out: ended too.
     let d = heartbeat(&hot[0].0, op.deadline_ms, &op);
-    assert_eq!(d.ended, Some((OpKind::Hot, false)));
+    assert_eq!(d.ended, Some((OpKind::Hot, Ended::TimedOut)));
     assert_eq!(d.hot_ended, Some(HotMove::Leader));
 }

@@ -3,7 +3,8 @@ use proptest::prelude::*;
 use super::*;
 use crate::placement::schedule::safety;
 use crate::placement::schedule::test_cluster::{region, TestCluster};
-use crate::placement::schedule::{patrol, Dispatch, Sweep};
+use crate::placement::schedule::{patrol, Dispatch, Ended, Sweep};
+use crate::placement::CancelReason;
 use crate::placement::{Operator, Pending};
 
 /// Past split-merge-interval from a start at 0.
@@ -292,7 +293,7 @@ fn the_patrol_starts_a_pair_within_the_merge_cap() {
         &mut tslot,
         &mut || None,
     );
-    assert_eq!(done.ended, Some((OpKind::Merge, true)));
+    assert_eq!(done.ended, Some((OpKind::Merge, Ended::Done)));
     // The source's is sent again while the region is as planned; once its peers differ from
     // the target's it is cancelled, naming the target to cancel with it.
     let again = patrol_once(&w, &b, &c, &mut slot);
@@ -313,7 +314,9 @@ fn the_patrol_starts_a_pair_within_the_merge_cap() {
         &mut slot,
         &mut || None,
     );
-    assert_eq!(gone.ended, Some((OpKind::Merge, false)));
+    // Its peers moved under it: PD's epoch check of a merge.
+    let stale = Ended::Cancelled(CancelReason::EpochNotMatch);
+    assert_eq!(gone.ended, Some((OpKind::Merge, stale)));
     assert_eq!(gone.merge_partner, Some(3));
     assert_eq!(gone.step, None);
     assert_eq!(w.in_flight.get(OpKind::Merge), 0);

@@ -16,17 +16,28 @@ use super::joint::joint_steps;
 use super::merge::{self, MergeInput, MergePlan};
 use super::plan::{Plan, NEW_PEER};
 use super::replica::{self, may_remove};
+use crate::placement::cancel_reason::CancelReason;
 use crate::placement::operator::{Joint, MergeStep, OpKind, Operator, Pending, Progress, Step};
 use crate::placement::region::PeerRole;
+
+/// How an operator ended, as PD's operator controller tells the ends apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ended {
+    /// All its steps done.
+    Done,
+    /// Past its deadline.
+    TimedOut,
+    /// Cancelled, for the reason PD would give.
+    Cancelled(CancelReason),
+}
 
 /// What one call did to a region's operator.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Dispatch {
     /// The step to send to the region's leader now.
     pub step: Option<Operator>,
-    /// The operator that ended in this call (its kind, and whether it was done rather than
-    /// cancelled or timed out).
-    pub ended: Option<(OpKind, bool)>,
+    /// The operator that ended in this call: its kind, and how it ended.
+    pub ended: Option<(OpKind, Ended)>,
     /// Whether an operator started in this call.
     pub started: bool,
     /// A merge started in this call: the target region's operator, which the caller puts in
@@ -238,7 +249,7 @@ fn run(c: &Cluster, r: &RegionInput, slot: &mut Option<Box<Pending>>) -> Dispatc
             if let Some(op) = slot.take() {
                 release(c, &op, true);
             }
-            d.ended = Some((kind, true));
+            d.ended = Some((kind, Ended::Done));
             d.hot_ended = hot;
             return d;
         }
@@ -247,7 +258,7 @@ fn run(c: &Cluster, r: &RegionInput, slot: &mut Option<Box<Pending>>) -> Dispatc
     if c.now_ms >= deadline {
         d.merge_partner = slot.as_deref().and_then(Pending::merge_partner);
         cancel(c, slot);
-        d.ended = Some((kind, false));
+        d.ended = Some((kind, Ended::TimedOut));
         d.hot_ended = hot;
         return d;
     }
@@ -255,10 +266,10 @@ fn run(c: &Cluster, r: &RegionInput, slot: &mut Option<Box<Pending>>) -> Dispatc
         Verdict::Send if held => {}
         Verdict::Send => d.step = Some(step.wire()),
         Verdict::Hold => {}
-        Verdict::Cancel => {
+        Verdict::Cancel(reason) => {
             d.merge_partner = slot.as_deref().and_then(Pending::merge_partner);
             cancel(c, slot);
-            d.ended = Some((kind, false));
+            d.ended = Some((kind, Ended::Cancelled(reason)));
             d.hot_ended = hot;
         }
     }
@@ -269,9 +280,13 @@ enum Verdict {
     Send,
     /// Not now (a removal would leave too few healthy voters); the operator may time out.
     Hold,
-    /// The step can never be made as planned.
-    Cancel,
+    /// The step can never be made as planned, for PD's reason: `stale status` for a step
+    /// whose peers are no longer as it needs them (PD's `CheckInProgress` failing), `epoch
+    /// not match` for a merge whose source changed under it (PD's check of a merge's epoch).
+    Cancel(CancelReason),
 }
+
+const STALE: Verdict = Verdict::Cancel(CancelReason::StaleStatus);
 
 /// The safety rules, checked against the latest report before a step is sent.
 fn check_step(c: &Cluster, r: &RegionInput, step: &Step) -> Verdict {
@@ -282,7 +297,7 @@ fn check_step(c: &Cluster, r: &RegionInput, step: &Step) -> Verdict {
                 .iter()
                 .any(|q| q.store_id == p.store_id && q.id != p.id);
             if taken || !c.health(p.store_id).is_serving() {
-                Verdict::Cancel
+                STALE
             } else {
                 Verdict::Send
             }
@@ -294,7 +309,7 @@ fn check_step(c: &Cluster, r: &RegionInput, step: &Step) -> Verdict {
             {
                 Verdict::Send
             } else {
-                Verdict::Cancel
+                STALE
             }
         }
         // An incoming voter may take the lead inside a joint state, as PD moves it there.
@@ -307,7 +322,7 @@ fn check_step(c: &Cluster, r: &RegionInput, step: &Step) -> Verdict {
             if ok {
                 Verdict::Send
             } else {
-                Verdict::Cancel
+                STALE
             }
         }
         // The leader checks the keys against its own range; a stale one is refused there.
@@ -320,7 +335,7 @@ fn check_step(c: &Cluster, r: &RegionInput, step: &Step) -> Verdict {
                 || r.region.end_key != m.source.end_key
                 || !merge::peers_match(r.region, &m.target)
             {
-                Verdict::Cancel
+                Verdict::Cancel(CancelReason::EpochNotMatch)
             } else if !r.pending_peers.is_empty() {
                 Verdict::Hold
             } else {
@@ -330,7 +345,7 @@ fn check_step(c: &Cluster, r: &RegionInput, step: &Step) -> Verdict {
         Step::JointEnter(j) => check_enter(c, r, j),
         // TiKV refuses to leave a joint state that demotes its leader: the leader moves first.
         Step::JointLeave(_) => match r.leader() {
-            Some(l) if l.role == PeerRole::DemotingVoter => Verdict::Cancel,
+            Some(l) if l.role == PeerRole::DemotingVoter => STALE,
             _ => Verdict::Send,
         },
         // The peer as it is now: a voter when planned, it may have been demoted to a learner
@@ -338,7 +353,7 @@ fn check_step(c: &Cluster, r: &RegionInput, step: &Step) -> Verdict {
         Step::RemovePeer(p) => {
             let now = peers.iter().find(|q| q.id == p.id).unwrap_or(p);
             if Some(p.id) == r.region.leader {
-                Verdict::Cancel
+                STALE
             } else if !may_remove(c, r, now) {
                 Verdict::Hold
             } else {
@@ -368,7 +383,7 @@ fn check_enter(c: &Cluster, r: &RegionInput, j: &Joint) -> Verdict {
         .iter()
         .all(|p| matches!(role(p), Some(PeerRole::Voter | PeerRole::DemotingVoter)));
     if !promotable || !demotable {
-        return Verdict::Cancel;
+        return STALE;
     }
     let healthy = |p: &crate::placement::region::Peer| {
         c.health(p.store_id).is_serving() && !r.pending_peers.contains(&p.id)

@@ -6,7 +6,7 @@
 //! stores and the id source. Planning is `schedule::admin`'s.
 
 use super::{Names, Order, OrderRefused, Ordered, Shard};
-use crate::placement::op_status::{OpRecord, OpStatus};
+use crate::placement::op_status::{CancelReason, OpRecord, OpStatus};
 use crate::placement::operator::{MergeStep, OpKind, Operator, Step};
 use crate::placement::region::Epoch;
 use crate::placement::schedule::{
@@ -183,7 +183,13 @@ impl Shard {
         let current = self.regions.get(&id).filter(|e| e.route.is_current());
         let Some(entry) = current.filter(|_| placed) else {
             schedule::cancel(c, &mut self.in_flight.take(id));
-            self.ops.end(id, OpStatus::Cancel, c.now_ms);
+            // A region gone ends it for that; else its partner was refused.
+            let reason = if current.is_none() {
+                CancelReason::RegionNotFound
+            } else {
+                CancelReason::RelatedMergeRegion
+            };
+            self.ops.cancel(id, reason, c.now_ms);
             return if placed {
                 Err(AdminRefused::AddOperator)
             } else {
@@ -248,6 +254,7 @@ impl Shard {
                 group: None,
                 epoch,
                 at_ms: c.now_ms,
+                started_ms: c.now_ms,
                 related_merge: Some(partner),
                 cancel_reason: None,
             },
@@ -257,11 +264,13 @@ impl Shard {
     }
 
     /// The operators running on `region`, or on every region this shard owns, in region order.
+    /// The list leaves out a merge's source half held for its target's: PD adds a merge's two
+    /// operators at once, so its list never shows one half without the other.
     pub fn running_operators(&self, region: Option<u64>, now_ms: u64) -> Vec<RunningOp> {
         let mut running: Vec<RunningOp> = self
             .in_flight
             .iter()
-            .filter(|(id, _)| region.is_none_or(|r| r == *id))
+            .filter(|(id, p)| region.map_or(!p.held, |r| r == *id))
             .filter_map(|(id, p)| {
                 let e = self.regions.get(&id)?;
                 let record = self
@@ -325,7 +334,7 @@ mod tests {
     use super::*;
     use crate::placement::op_status::CancelReason;
     use crate::placement::range_index::RangeIndex;
-    use crate::placement::region::{Peer, PeerRole, RegionStats};
+    use crate::placement::region::{Peer, PeerRole, Region, RegionStats};
     use crate::placement::schedule::{Groups, TestCluster};
     use crate::placement::shard::tests::{cancels, halves_on, region};
 
@@ -448,6 +457,105 @@ mod tests {
         assert_eq!(
             shard.operator_status(1, 6).map(|r| (r.desc, r.status)),
             Some(("admin-transfer-leader", OpStatus::Success))
+        );
+        assert_eq!(w.in_flight.get(OpKind::Admin), 0);
+        // Each start and end is kept for the log, in order, as PD's controller logs them: the
+        // repair added and replaced, the transfer added and finished (PD records an empty
+        // cancel reason as it removes a finished operator), each with how long it ran.
+        let logged: Vec<_> = shard
+            .take_op_events()
+            .into_iter()
+            .map(|(id, r)| (id, r.desc, r.status, r.cancel_reason, r.takes_ms()))
+            .collect();
+        assert_eq!(
+            logged,
+            vec![
+                (1, "replica-checker", OpStatus::Running, None, 0),
+                (1, "replica-checker", OpStatus::Replace, None, 5),
+                (1, "admin-transfer-leader", OpStatus::Running, None, 0),
+                (
+                    1,
+                    "admin-transfer-leader",
+                    OpStatus::Success,
+                    Some(CancelReason::Unnamed),
+                    1
+                ),
+            ]
+        );
+        assert!(shard.take_op_events().is_empty(), "taken out");
+    }
+
+    /// A step that can no longer be made ends its operator as stale (PD's `stale status`),
+    /// and one past its deadline as timed out, with PD's `timeout` reason; both ends are kept
+    /// for the log.
+    #[test]
+    fn an_operator_ends_stale_or_timed_out_for_pds_reasons() {
+        let (w, index, mut shard) = halves_on(&[1, 2, 3, 4]);
+        shard.take_op_events();
+        let c = w.at(10);
+        for id in [1, 2] {
+            let step =
+                shard.start_admin(id, &AdminAsk::TransferLeader { store: 2 }, &c, &mut || None);
+            assert!(
+                matches!(step, Ok(Some(Operator::TransferLeader(_)))),
+                "{step:?}"
+            );
+        }
+        // Region 1's peer on store 2 is gone: the transfer to it is stale.
+        let mut gone = region(1, b"", b"m", 1, &[1, 3]);
+        gone.epoch.conf_ver += 1;
+        let beat = |shard: &mut Shard, r: &Region, at: u64| {
+            shard
+                .heartbeat(r, RegionStats::default(), &w.at(at), &index, &mut || None)
+                .unwrap()
+        };
+        beat(&mut shard, &gone, 20);
+        let stale = shard.operator_status(1, 20).unwrap();
+        assert_eq!(
+            (stale.desc, stale.status, stale.cancel_reason),
+            (
+                "admin-transfer-leader",
+                OpStatus::Cancel,
+                Some(CancelReason::StaleStatus)
+            )
+        );
+        assert_eq!(
+            stale.additional_info(),
+            r#"{"cancel-reason":"stale status"}"#
+        );
+        // Region 2's leader reports nothing new, then its report comes at the deadline.
+        let right = region(2, b"m", b"", 1, &[1, 2, 3]);
+        let deadline = shard.running_operators(Some(2), 10)[0].deadline_ms;
+        beat(&mut shard, &right, 20);
+        assert!(shard.operator_status(2, 20).unwrap().is_running());
+        beat(&mut shard, &right, deadline);
+        let timed_out = shard.operator_status(2, deadline).unwrap();
+        assert_eq!(
+            (
+                timed_out.status,
+                timed_out.cancel_reason,
+                timed_out.takes_ms()
+            ),
+            (
+                OpStatus::Timeout,
+                Some(CancelReason::Timeout),
+                deadline - 10
+            )
+        );
+        let ends: Vec<_> = shard
+            .take_op_events()
+            .into_iter()
+            .filter(|(_, r)| r.desc == "admin-transfer-leader")
+            .map(|(id, r)| (id, r.status, r.cancel_reason))
+            .collect();
+        assert_eq!(
+            ends,
+            vec![
+                (1, OpStatus::Running, None),
+                (2, OpStatus::Running, None),
+                (1, OpStatus::Cancel, Some(CancelReason::StaleStatus)),
+                (2, OpStatus::Timeout, Some(CancelReason::Timeout)),
+            ]
         );
         assert_eq!(w.in_flight.get(OpKind::Admin), 0);
     }

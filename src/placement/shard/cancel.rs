@@ -1,7 +1,8 @@
 //! An operator cancelled for a reason PD tells apart (PD's `RemoveOperator` with a
 //! `CancelReasonType`): its charges released, its status record ended with the reason, a merge
-//! half's partner noted to end with it (`merge_pair`), and the ended record kept until the
-//! caller takes it ([`Shard::take_cancelled`]), to log it as PD logs a cancelled operator. The
+//! half's partner noted to end with it (`merge_pair`), and the end kept, with every other
+//! start and end, until the caller takes them ([`Shard::take_op_events`]) to log them as PD's
+//! operator controller does. The
 //! admin stop (`DELETE /operators`) is here too: it ends a merge half's partner on this shard
 //! before it goes on, so that the partner ends for its related merge region, as in PD, and
 //! not as stopped in its own right.
@@ -28,9 +29,7 @@ impl Shard {
             merge_pair::half_ended(&mut self.partner_ends, id, &op);
         }
         schedule::cancel(c, &mut Some(op));
-        if let Some(record) = self.ops.cancel(id, reason, c.now_ms) {
-            self.cancelled.push((id, record.clone()));
-        }
+        self.ops.cancel(id, reason, c.now_ms);
     }
 
     /// Cancels the running operator of `region`, or of every region this shard owns (PD's
@@ -65,9 +64,9 @@ impl Shard {
         cancelled
     }
 
-    /// The operators cancelled for a reason since this was last called, each with its ended
-    /// record, for the caller's log. Taken out.
-    pub fn take_cancelled(&mut self) -> Vec<(u64, OpRecord)> {
-        std::mem::take(&mut self.cancelled)
+    /// The operators started and ended since this was last called, in order, each with its
+    /// record as it stood then (running for a start), for the caller's log. Taken out.
+    pub fn take_op_events(&mut self) -> Vec<(u64, OpRecord)> {
+        self.ops.take_events()
     }
 }

@@ -7,8 +7,9 @@
 //!
 //! Must not touch: the scheduler's decisions (it only carries out what a call decided), I/O.
 
-use super::{OpStatus, Pending, Shard};
-use crate::placement::op_status::CancelReason;
+use super::{Pending, Shard};
+use crate::placement::op_status::{CancelReason, OpRecord};
+use crate::placement::operator::OpKind;
 use crate::placement::schedule::{self, Cluster, Dispatch};
 
 /// A merge half that ended undone: `(partner, ended)`, the partner's region to end and the
@@ -30,14 +31,27 @@ impl Shard {
     /// half too, before its step goes anywhere.
     pub(super) fn merge_pair(&mut self, id: u64, d: &mut Dispatch, c: &Cluster) {
         if let Some((target, op)) = d.merge_target.take() {
-            if self.regions.contains_key(&target) && !self.in_flight.busy(target) {
+            let known = self.regions.get(&target).map(|e| e.route.epoch());
+            if let Some(epoch) = known.filter(|_| !self.in_flight.busy(target)) {
                 self.in_flight.put(target, op);
+                // Recorded as PD adds the pair: both halves running, each naming the other.
+                let record = OpRecord {
+                    related_merge: Some(id),
+                    ..OpRecord::scheduled(OpKind::Merge, epoch, c.now_ms)
+                };
+                self.ops.start(target, record);
             } else {
                 schedule::cancel(c, &mut Some(op));
                 let mut source = self.in_flight.take(id);
                 if source.is_some() {
                     schedule::cancel(c, &mut source);
-                    self.ops.end(id, OpStatus::Cancel, c.now_ms);
+                    // PD refuses the pair together, for the target's reason.
+                    let reason = if known.is_some() {
+                        CancelReason::AlreadyExist
+                    } else {
+                        CancelReason::RegionNotFound
+                    };
+                    self.ops.cancel(id, reason, c.now_ms);
                     d.step = None;
                 }
             }

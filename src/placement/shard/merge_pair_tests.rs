@@ -62,8 +62,15 @@ fn the_sources_half_sends_nothing_until_the_targets_half_is_placed() {
     let c = w.at(10);
     let t = target.merge_target(1, 10).unwrap();
     let (half, kind) = source.start_admin_merge(2, t, &c, &mut || None).unwrap();
-    // Held: the source's leader gets nothing, on a heartbeat or from the patrol.
+    // Held: the source's leader gets nothing, on a heartbeat or from the patrol, and the
+    // list leaves it out until its target's half is placed, as PD lists the pair together.
     assert_eq!(beat(&mut source, &w, &index, &right, 11), None);
+    assert!(source.running_operators(None, 11).is_empty());
+    assert_eq!(
+        source.running_operators(Some(2), 11).len(),
+        1,
+        "asked for by id"
+    );
     assert!(source
         .patrol(&w.at(12), 10, Some(&index), &mut || None)
         .is_empty());
@@ -88,6 +95,11 @@ fn the_sources_half_sends_nothing_until_the_targets_half_is_placed() {
     assert_eq!(merge(&w, &mut target, &mut source, 20), merge_step);
     assert_eq!(beat(&mut source, &w, &index, &right, 21), merge_step);
     assert_eq!(w.in_flight.get(OpKind::Admin), 2);
+    assert_eq!(
+        source.running_operators(None, 21).len(),
+        1,
+        "let go: listed"
+    );
 }
 
 #[test]

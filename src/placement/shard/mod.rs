@@ -197,8 +197,6 @@ pub struct Shard {
     in_flight: InFlight,
     /// Merge halves to end because their partners ended undone (`merge_pair`).
     partner_ends: Vec<PartnerEnd>,
-    /// The operators cancelled for a reason, not yet taken for the caller's log (`cancel`).
-    cancelled: Vec<(u64, OpRecord)>,
     /// The peers still catching up, of the regions whose leader last reported any: few at a
     /// time (those adding a peer), so kept beside the entries rather than in each.
     catching_up: HashMap<u64, Box<[u64]>>,
@@ -223,10 +221,8 @@ fn decide(
     let mut input = entry.input(region, pending_peers);
     input.hot = hot;
     in_flight.with_slot(id, |slot| {
-        // Taken before the call, which drops an operator past its deadline.
-        let deadline = slot.as_ref().map(|p| p.deadline_ms);
         let d = call(&input, slot);
-        ops.observe(id, &d, deadline, slot, region.epoch, now_ms);
+        ops.observe(id, &d, slot, region.epoch, now_ms);
         d
     })
 }
@@ -294,6 +290,7 @@ fn start(
             group: names.group,
             epoch: region.epoch,
             at_ms: c.now_ms,
+            started_ms: c.now_ms,
             related_merge: in_flight.get(id).and_then(Pending::merge_partner),
             cancel_reason: None,
         },
@@ -600,9 +597,8 @@ impl Shard {
         for (_, op) in self.in_flight.drain() {
             schedule::cancel(c, &mut Some(op));
         }
-        // Every shard starts over: no partner is left to end, no cancel to log.
+        // Every shard starts over: no partner is left to end, nothing to log.
         self.partner_ends.clear();
-        self.cancelled.clear();
         self.ops.clear();
         self.catching_up.clear();
         self.hot.clear(c);

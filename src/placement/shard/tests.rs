@@ -180,9 +180,10 @@ pub(super) fn shard_with(w: &TestCluster, index: &RangeIndex, regions: &[Region]
 /// The operators `shard` cancelled for a reason since last asked, each `(region, reason,
 /// related merge region)`, as the server logs them.
 pub(super) fn cancels(shard: &mut Shard) -> Vec<(u64, Option<CancelReason>, Option<u64>)> {
-    let taken = shard.take_cancelled();
+    let taken = shard.take_op_events();
     taken
         .into_iter()
+        .filter(|(_, r)| r.status == OpStatus::Cancel)
         .map(|(id, r)| (id, r.cancel_reason, r.related_merge))
         .collect()
 }

@@ -28,6 +28,7 @@ mod gc;
 mod global_config;
 mod heartbeat;
 mod messages;
+mod op_log;
 pub mod operators;
 // `pub(crate)` for `crate::fuzzing`.
 pub(crate) mod persist;

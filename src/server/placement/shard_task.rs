@@ -3,7 +3,7 @@
 //! shard are forwarded in one batch per read through that core's bounded queue, and its shard
 //! task handles them on its own thread. The shard task also runs the patrol on a timer, a
 //! bounded batch of regions per tick. What the shard's calls leave for outside it (the merge
-//! halves of other shards to end, the cancelled operators to log) is taken after each batch of
+//! halves of other shards to end, the operators started and ended, to log) is taken after each batch of
 //! calls. Nothing else ever touches a shard.
 
 use std::cell::RefCell;
@@ -242,20 +242,14 @@ pub async fn run_shard(
 }
 
 /// What calls on core `core`'s shard left to do outside it: the merge halves of other shards
-/// to end, and a line in the log for each operator cancelled for a reason, as PD logs it
-/// (`operator canceled`, with its additional infos).
+/// to end, and PD's lines in the log for each operator started or ended (`op_log`).
 fn after_calls(state: &PlacementState, core: usize, shard: &mut Shard) {
     if shard.has_partner_ends() {
         end_partners_elsewhere(state, core, shard.take_partner_ends());
     }
-    for (id, r) in shard.take_cancelled() {
-        tracing::info!(
-            region_id = id,
-            desc = r.desc,
-            kind = r.kind,
-            additional_info = %r.additional_info(),
-            "operator canceled"
-        );
+    let events = shard.take_op_events();
+    if !events.is_empty() {
+        super::op_log::log(events);
     }
 }
 

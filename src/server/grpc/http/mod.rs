@@ -17,6 +17,7 @@ mod config;
 mod gc;
 mod json;
 mod operator_text;
+pub(crate) use json::go_duration_ms;
 mod operators;
 pub mod proxy;
 mod regions;

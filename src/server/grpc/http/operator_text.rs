@@ -474,6 +474,7 @@ mod tests {
                 version: 4,
             },
             at_ms: 1_000,
+            started_ms: 1_000,
             related_merge: None,
             cancel_reason: None,
         };

@@ -201,6 +201,7 @@ mod tests {
             group: None,
             epoch: Epoch::default(),
             at_ms: 0,
+            started_ms: 0,
             related_merge: None,
             cancel_reason: None,
         };
