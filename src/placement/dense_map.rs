@@ -110,6 +110,13 @@ impl<V> DenseIdMap<V> {
         self.entries.clear();
         self.table.clear();
     }
+
+    /// Room for `more` entries without growing (a rehash of millions is one long pause).
+    pub fn reserve(&mut self, more: usize) {
+        self.entries.reserve(more);
+        let entries = &self.entries;
+        self.table.reserve(more, |&i| hash(entries[i as usize].0));
+    }
 }
 
 impl<V> FromIterator<(u64, V)> for DenseIdMap<V> {

@@ -603,25 +603,32 @@ impl Shard {
         self.catching_up.clear();
         self.hot.clear(c);
         self.started_ms = Some(c.now_ms);
-        self.regions = routes
-            .into_iter()
-            .map(|route| {
-                (
-                    route.id(),
-                    Entry {
-                        route,
-                        sizes: Sizes::default(),
-                        split_s: 0,
-                        reported_s: 0,
-                    },
-                )
-            })
-            .collect();
+        self.regions.clear();
         self.totals.clear();
-        for e in self.regions.values() {
-            self.totals.add(&e.route, e.sizes.mib());
-        }
         self.cursor = 0;
+        self.take_in(routes);
+    }
+
+    /// Room for `more` regions, so that taking a share in chunks does not rehash midway.
+    pub fn reserve(&mut self, more: usize) {
+        self.regions.reserve(more);
+    }
+
+    /// Takes `routes` in beside the regions held (a new term's share, a chunk at a time after
+    /// a `reset`); a region held already is replaced, counted once.
+    pub fn take_in(&mut self, routes: impl IntoIterator<Item = Arc<Route>>) {
+        for route in routes {
+            let entry = Entry {
+                route,
+                sizes: Sizes::default(),
+                split_s: 0,
+                reported_s: 0,
+            };
+            self.totals.add(&entry.route, entry.sizes.mib());
+            if let Some(old) = self.regions.insert(entry.route.id(), entry) {
+                self.totals.remove(&old.route, old.sizes.mib());
+            }
+        }
     }
 
     /// What this shard's regions put on each store (PD's counts and sizes per store).
