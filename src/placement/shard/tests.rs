@@ -692,7 +692,18 @@ fn store_totals_follow_every_change_to_the_regions() {
         .iter()
         .filter_map(|id| index.get(*id))
         .collect();
-    shard.reset(routes, &stores.at(0));
+    shard.reset(routes.clone(), &stores.at(0));
     assert_eq!(shard.totals, recount(&shard));
     assert_eq!(shard.store_totals().get(3), total(2, 0, 0, 0));
+
+    // The same load a chunk at a time, as a term's shard takes it (yielding its core between
+    // chunks), one route taken twice: the same regions, each counted once.
+    let mut chunked = Shard::new();
+    chunked.reset(std::iter::empty(), &stores.at(0));
+    chunked.reserve(routes.len());
+    chunked.take_in(routes[..1].to_vec());
+    chunked.take_in(routes.clone());
+    assert_eq!(chunked.len(), shard.len());
+    assert_eq!(chunked.totals, recount(&chunked));
+    assert_eq!(chunked.totals, shard.totals);
 }
