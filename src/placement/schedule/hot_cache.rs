@@ -55,12 +55,16 @@ struct Entry {
     acc_bytes: u64,
     acc_keys: u64,
     acc_s: u64,
-    /// Where its rates are counted in the store sums (when `counted`).
+    /// Where its rates are counted in the store sums (when `counted`): its leader's store and
+    /// its peers' stores. Boxed to their number, not an array of [`MAX_PEERS`]: with every
+    /// region hot, the entries are as many as the regions, and an array of 16 doubled each.
     leader: u64,
-    stores: [u64; MAX_PEERS],
-    n: usize,
+    stores: Box<[u64]>,
     counted: bool,
 }
+
+// An entry's size is paid once per hot region, and every region may be hot.
+const _: () = assert!(std::mem::size_of::<Entry>() <= 112);
 
 /// The write rates of one set of regions' hot ones.
 #[derive(Debug, Default)]
@@ -131,8 +135,7 @@ impl HotCache {
                 acc_keys: if full { 0 } else { flow.keys },
                 acc_s: if full { 0 } else { flow.interval_s },
                 leader: 0,
-                stores: [0; MAX_PEERS],
-                n: 0,
+                stores: Box::default(),
                 counted: false,
             };
             place(&mut e, r, c.now_ms);
@@ -202,10 +205,10 @@ fn place(e: &mut Entry, r: &Region, now_ms: u64) {
         e.stat.leader_moved_ms = Some(now_ms);
     }
     e.leader = leader;
-    e.n = 0;
-    for p in r.peers.iter().take(MAX_PEERS) {
-        e.stores[e.n] = p.store_id;
-        e.n += 1;
+    let stores = || r.peers.iter().take(MAX_PEERS).map(|p| p.store_id);
+    // Most reports name the same stores: no allocation then.
+    if !e.stores.iter().copied().eq(stores()) {
+        e.stores = stores().collect();
     }
 }
 
@@ -227,7 +230,7 @@ fn uncount(c: &Cluster, e: &mut Entry) {
 fn shift(c: &Cluster, e: &Entry, sign: i64) {
     let bytes = e.stat.byte_rate.round() as i64 * sign;
     let keys = e.stat.key_rate.round() as i64 * sign;
-    for &s in &e.stores[..e.n] {
+    for &s in e.stores.iter() {
         if let Some(load) = c.store(s) {
             load.budget.flow.add(false, bytes, keys);
         }
