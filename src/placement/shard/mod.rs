@@ -319,6 +319,15 @@ impl Shard {
             .filter(|r| r.is_current())
     }
 
+    /// Reads what a heartbeat of region `id` reads first and nothing else: its slot in the
+    /// map, its entry, its route and the route's keys. With a million regions each of these is
+    /// a cache miss, and one heartbeat waits on them one after another. Touched for a whole
+    /// batch first, in a loop that does nothing else, they are fetched side by side.
+    pub fn touch(&self, id: u64) -> Option<u8> {
+        let route = &self.regions.get(&id)?.route;
+        route.start_key().first().copied()
+    }
+
     /// The sizes and the peers still catching up region `id` last reported, when this shard
     /// owns its current route.
     pub fn report(&self, id: u64) -> Option<RegionReport> {
