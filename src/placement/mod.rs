@@ -19,6 +19,7 @@ mod region;
 mod region_map;
 mod resolved_ts;
 mod route;
+mod running_op;
 pub mod schedule;
 mod segment;
 mod shard;
@@ -43,7 +44,7 @@ pub use range_index::{Change, RangeIndex, Snapshot, SEGMENT};
 pub use region::{Epoch, Peer, PeerRole, Region, RegionError, RegionShape, RegionStats, MAX_PEERS};
 // The reference model the property tests and the fuzzers check `RangeIndex` against; no
 // request is served from it, so it is not part of the public API.
-pub use op_status::{CancelReason, OpRecord, OpStatus, RECORD_TTL_MS};
+pub use op_status::{CancelReason, OpEvent, OpRecord, OpStatus, RECORD_TTL_MS};
 #[cfg(any(test, feature = "testkit"))]
 pub(crate) use region_map::RegionMap;
 pub use resolved_ts::{may_resolve, ResolvedTs};

@@ -6,17 +6,21 @@
 //! the in-flight caps bound those). A record also keeps what PD keeps in an operator's
 //! additional infos and writes in its log when the operator ends: a merge half's related merge
 //! region and why it was cancelled ([`OpRecord::additional_info`]). Every start and end is
-//! also kept, as the record stood then, until the caller takes it ([`OpStatusTracker::take_events`])
-//! to log it as PD's operator controller logs it. Owns no operator: its shard tells it what
-//! each scheduling call started and ended (`observe`) and what an order started, replaced or
-//! cancelled.
+//! also kept, as the record stood then and with a copy of the operator as it stood then
+//! (its steps, for PD's `Operator.String()`), until the caller takes it
+//! ([`OpStatusTracker::take_events`]) to log it as PD's operator controller logs it. A merge
+//! half may be recorded before it is added (`hold`): its start is kept for the log only once
+//! the pair is added (`announce`), as PD logs no add for a pair it refuses. Owns no operator:
+//! its shard tells it what each scheduling call started and ended (`observe`) and what an
+//! order started, replaced or cancelled.
 
 use std::collections::HashMap;
 
 pub use super::cancel_reason::CancelReason;
 use super::operator::{OpKind, Pending};
 use super::region::Epoch;
-use super::schedule::{Dispatch, Ended};
+use super::running_op::RunningOp;
+use super::schedule::{Dispatch, Ended, Stale};
 
 /// An ended operator's record is kept this long (PD's ten minutes).
 pub const RECORD_TTL_MS: u64 = 10 * 60 * 1000;
@@ -124,11 +128,32 @@ fn go_json(s: &str) -> String {
         .replace('&', "\\u0026")
 }
 
+/// A start or an end, for the log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OpEvent {
+    pub region: u64,
+    /// The record as it stood then (running, for a start).
+    pub record: OpRecord,
+    /// The operator as it stood then, when the caller had it.
+    pub op: Option<RunningOp>,
+    /// Why its step was found stale, for a cancel of that kind (PD's `operator is stale`).
+    pub stale: Option<Stale>,
+    /// An end of an operator never added (a merge half refused with its pair): PD logs only
+    /// its cancel.
+    pub refused: bool,
+}
+
+/// An operator as the caller hands it over with a start or an end: the operator and its
+/// region's size (MiB).
+pub type Shown<'a> = Option<(&'a Pending, u64)>;
+
 #[derive(Debug, Default)]
 pub struct OpStatusTracker {
     records: HashMap<u64, OpRecord>,
-    /// Each start and end since the caller last took them, the record as it stood then.
-    events: Vec<(u64, OpRecord)>,
+    /// Each start and end since the caller last took them.
+    events: Vec<OpEvent>,
+    /// The regions whose running record is held: recorded, not yet added (few at a time).
+    held: Vec<u64>,
 }
 
 impl OpStatusTracker {
@@ -137,29 +162,65 @@ impl OpStatusTracker {
         self.records.len()
     }
 
-    /// An operator started on `region` (replacing any record it had).
-    pub fn start(&mut self, region: u64, record: OpRecord) {
+    /// An operator started on `region` (replacing any record it had), `op` being it.
+    pub fn start(&mut self, region: u64, record: OpRecord, op: Shown<'_>) {
+        self.note(region, &record, op);
+        self.keep(region, record);
+    }
+
+    /// An operator recorded as running on `region` but not yet added, so not logged: a
+    /// merge's half whose partner is yet to be placed. [`OpStatusTracker::announce`] logs
+    /// its start once the pair is added; a cancel before then logs only the cancel.
+    pub fn hold(&mut self, region: u64, record: OpRecord) {
+        self.keep(region, record);
+        self.held.push(region);
+    }
+
+    fn keep(&mut self, region: u64, record: OpRecord) {
         let now_ms = record.at_ms;
-        self.note(region, &record);
+        self.held.retain(|&id| id != region);
         self.records.insert(region, record);
         self.bound(now_ms);
     }
 
-    /// The running operator of `region` ended so: done (PD records an empty cancel reason
-    /// as it removes it), timed out (PD's `timeout` reason) or replaced (none).
-    pub fn end(&mut self, region: u64, status: OpStatus, now_ms: u64) {
+    /// The start of `region`'s held operator, `op`, for the log: the pair it is a half of
+    /// was added.
+    pub fn announce(&mut self, region: u64, op: Shown<'_>) {
+        if !self.held.contains(&region) {
+            return;
+        }
+        self.held.retain(|&id| id != region);
+        if let Some(r) = self
+            .records
+            .get(&region)
+            .filter(|r| r.is_running())
+            .cloned()
+        {
+            self.note(region, &r, op);
+        }
+    }
+
+    /// The running operator of `region`, `op`, ended so: done (PD records an empty cancel
+    /// reason as it removes it), timed out (PD's `timeout` reason) or replaced (none).
+    pub fn end(&mut self, region: u64, status: OpStatus, now_ms: u64, op: Shown<'_>) {
         let reason = match status {
             OpStatus::Success => Some(CancelReason::Unnamed),
             OpStatus::Timeout => Some(CancelReason::Timeout),
             _ => None,
         };
-        self.end_for(region, status, reason, now_ms);
+        self.end_for(region, status, reason, now_ms, op);
     }
 
-    /// The running operator of `region` was cancelled for `reason`: its record, now ended,
-    /// when it had one running.
-    pub fn cancel(&mut self, region: u64, reason: CancelReason, now_ms: u64) -> Option<&OpRecord> {
-        self.end_for(region, OpStatus::Cancel, Some(reason), now_ms)?;
+    /// The running operator of `region`, `op`, was cancelled for `reason`: its record, now
+    /// ended, when it had one running.
+    pub fn cancel(
+        &mut self,
+        region: u64,
+        reason: CancelReason,
+        now_ms: u64,
+        op: Shown<'_>,
+    ) -> Option<&OpRecord> {
+        self.end_for(region, OpStatus::Cancel, Some(reason), now_ms, op)?;
         self.records.get(&region)
     }
 
@@ -169,6 +230,7 @@ impl OpStatusTracker {
         status: OpStatus,
         reason: Option<CancelReason>,
         now_ms: u64,
+        op: Shown<'_>,
     ) -> Option<()> {
         let r = self.records.get_mut(&region).filter(|r| r.is_running())?;
         r.status = status;
@@ -176,40 +238,62 @@ impl OpStatusTracker {
         r.cancel_reason = r.cancel_reason.or(reason);
         r.at_ms = now_ms;
         let r = r.clone();
-        self.note(region, &r);
+        let refused = self.held.contains(&region);
+        self.held.retain(|&id| id != region);
+        self.note(region, &r, op);
+        if let Some(e) = self.events.last_mut().filter(|e| e.region == region) {
+            e.refused = refused;
+        }
         Some(())
     }
 
     /// Keeps a start or an end for the caller's log; past [`MAX_RECORDS`] not taken, the
     /// newest are lost rather than memory.
-    fn note(&mut self, region: u64, r: &OpRecord) {
+    fn note(&mut self, region: u64, r: &OpRecord, op: Shown<'_>) {
         if self.events.len() < MAX_RECORDS {
-            self.events.push((region, r.clone()));
+            let names = (r.desc, r.kind, r.epoch);
+            self.events.push(OpEvent {
+                region,
+                record: r.clone(),
+                op: op.map(|(p, size_mib)| RunningOp::of(region, names, p, size_mib)),
+                stale: None,
+                refused: false,
+            });
         }
     }
 
-    /// The starts and ends since this was last called, in order, each with the record as it
-    /// stood then. Taken out.
-    pub fn take_events(&mut self) -> Vec<(u64, OpRecord)> {
+    /// The starts and ends since this was last called, in order. Taken out.
+    pub fn take_events(&mut self) -> Vec<OpEvent> {
         std::mem::take(&mut self.events)
     }
 
-    /// What a scheduling call did to `region`'s operator: an end (done, timed out or
-    /// cancelled for a reason) and a start (the operator now in `slot`).
+    /// What a scheduling call did to `region`'s operator, the region being `size_mib` large:
+    /// an end (done, timed out or cancelled for a reason) and a start (the operator now in
+    /// `slot`). A merge's source half is held: the caller announces it once the target's
+    /// half is placed beside it.
     pub fn observe(
         &mut self,
         region: u64,
         d: &Dispatch,
         slot: &Option<Box<Pending>>,
-        epoch: Epoch,
+        (epoch, size_mib): (Epoch, u64),
         now_ms: u64,
     ) {
         if let Some((_, ended)) = d.ended {
+            let op = d.ended_op.as_deref().map(|p| (p, size_mib));
             match ended {
-                Ended::Done => self.end(region, OpStatus::Success, now_ms),
-                Ended::TimedOut => self.end(region, OpStatus::Timeout, now_ms),
+                Ended::Done => self.end(region, OpStatus::Success, now_ms, op),
+                Ended::TimedOut => self.end(region, OpStatus::Timeout, now_ms, op),
                 Ended::Cancelled(reason) => {
-                    self.cancel(region, reason, now_ms);
+                    if self.cancel(region, reason, now_ms, op).is_some() {
+                        let last = self
+                            .events
+                            .last_mut()
+                            .filter(|e| e.region == region && e.record.status == OpStatus::Cancel);
+                        if let Some(e) = last {
+                            e.stale = d.stale;
+                        }
+                    }
                 }
             }
         }
@@ -219,7 +303,11 @@ impl OpStatusTracker {
                     related_merge: p.merge_partner(),
                     ..OpRecord::scheduled(p.kind, epoch, now_ms)
                 };
-                self.start(region, record);
+                if d.merge_target.is_some() {
+                    self.hold(region, record);
+                } else {
+                    self.start(region, record, Some((&**p, size_mib)));
+                }
             }
         }
     }
@@ -239,10 +327,12 @@ impl OpStatusTracker {
         })
     }
 
-    /// Forgets everything (a new term), what was not yet logged included.
+    /// Forgets every record (a new term). What happened before and is not yet logged stays
+    /// for the log: PD logged it as it happened. The operators the term drops are not
+    /// logged, as PD's new coordinator starts with none and logs nothing of the old one's.
     pub fn clear(&mut self) {
         self.records.clear();
-        self.events.clear();
+        self.held.clear();
     }
 
     /// Drops expired records once the map is full, then the oldest ended ones if it still is.
@@ -295,7 +385,7 @@ mod tests {
     fn running_then_ended_then_forgotten() {
         let mut t = OpStatusTracker::default();
         assert!(t.get(1, 0).is_none());
-        t.start(1, record(0));
+        t.start(1, record(0), None);
         assert_eq!(
             t.get(1, RECORD_TTL_MS * 5).unwrap().status,
             OpStatus::Running
@@ -305,7 +395,7 @@ mod tests {
             0,
             "a running one has not ended"
         );
-        t.end(1, OpStatus::Success, 100);
+        t.end(1, OpStatus::Success, 100, None);
         assert_eq!(t.get(1, 100).unwrap().status, OpStatus::Success);
         assert_eq!(
             t.ended_since(100, 100)
@@ -315,7 +405,7 @@ mod tests {
         );
         assert_eq!(t.ended_since(101, 101).count(), 0);
         // A second end does not overwrite the first.
-        t.end(1, OpStatus::Cancel, 200);
+        t.end(1, OpStatus::Cancel, 200, None);
         assert_eq!(t.get(1, 200).unwrap().status, OpStatus::Success);
         assert!(t.get(1, 100 + RECORD_TTL_MS).is_none());
     }
@@ -326,7 +416,7 @@ mod tests {
     fn a_cancel_keeps_its_reason_and_reads_as_pds_additional_info() {
         let mut t = OpStatusTracker::default();
         assert_eq!(
-            t.cancel(1, CancelReason::AdminStop, 5),
+            t.cancel(1, CancelReason::AdminStop, 5, None),
             None,
             "none running"
         );
@@ -339,8 +429,10 @@ mod tests {
             merge_half.additional_info(),
             r#"{"related merge region":"10"}"#
         );
-        t.start(1, merge_half);
-        let ended = t.cancel(1, CancelReason::RelatedMergeRegion, 5).cloned();
+        t.start(1, merge_half, None);
+        let ended = t
+            .cancel(1, CancelReason::RelatedMergeRegion, 5, None)
+            .cloned();
         let ended = ended.unwrap();
         assert_eq!(
             (ended.status, ended.at_ms, ended.cancel_reason),
@@ -350,7 +442,7 @@ mod tests {
             ended.additional_info(),
             r#"{"cancel-reason":"related merge region","related merge region":"10"}"#
         );
-        assert_eq!(t.cancel(1, CancelReason::AdminStop, 6), None);
+        assert_eq!(t.cancel(1, CancelReason::AdminStop, 6, None), None);
         assert_eq!(
             t.get(1, 6).unwrap().cancel_reason,
             Some(CancelReason::RelatedMergeRegion),
@@ -376,13 +468,48 @@ mod tests {
         assert_eq!(CancelReason::RegionNotFound.as_str(), "region not found");
     }
 
+    /// A held record is running but not logged; announced, its start is; cancelled before
+    /// that, only its cancel is, marked as never added. A new term forgets the records, not
+    /// what happened before it and is still to be logged.
+    #[test]
+    fn a_held_start_is_logged_once_announced_and_a_new_term_keeps_the_log() {
+        let lines = |t: &mut OpStatusTracker| -> Vec<(u64, OpStatus, bool)> {
+            let events = t.take_events();
+            events
+                .into_iter()
+                .map(|e| (e.region, e.record.status, e.refused))
+                .collect()
+        };
+        let mut t = OpStatusTracker::default();
+        t.hold(1, record(0));
+        t.hold(2, record(0));
+        assert!(t.get(1, 0).unwrap().is_running());
+        assert!(lines(&mut t).is_empty(), "held: not logged");
+        t.announce(1, None);
+        t.announce(1, None);
+        t.cancel(2, CancelReason::RelatedMergeRegion, 5, None);
+        t.cancel(1, CancelReason::AdminStop, 6, None);
+        assert_eq!(
+            lines(&mut t),
+            vec![
+                (1, OpStatus::Running, false),
+                (2, OpStatus::Cancel, true),
+                (1, OpStatus::Cancel, false),
+            ]
+        );
+        t.start(3, record(7), None);
+        t.clear();
+        assert!(t.get(3, 7).is_none(), "records forgotten");
+        assert_eq!(lines(&mut t), vec![(3, OpStatus::Running, false)]);
+    }
+
     #[test]
     fn bounded_by_dropping_the_oldest_ended() {
         let mut t = OpStatusTracker::default();
-        t.start(0, record(0));
+        t.start(0, record(0), None);
         for id in 1..=MAX_RECORDS as u64 + 1 {
-            t.start(id, record(id));
-            t.end(id, OpStatus::Success, id);
+            t.start(id, record(id), None);
+            t.end(id, OpStatus::Success, id, None);
         }
         assert!(t.len() <= MAX_RECORDS, "{}", t.len());
         assert!(t.get(0, 0).is_some(), "a running record stays");

@@ -260,7 +260,14 @@ impl Node {
 /// A node on its own local CA (the harness's client certificate has client, store and
 /// admin), with gRPC up and placement loaded.
 async fn start(data: &Path) -> Node {
-    let server = ServerProcess::start(test_binary(), data, "127.0.0.1:0", Some(2)).unwrap();
+    start_with(data, &[]).await
+}
+
+/// [`start`], with `extra` `serve` flags (a `--config FILE`).
+async fn start_with(data: &Path, extra: &[String]) -> Node {
+    let mut args = vec!["--cores".to_string(), "2".to_string()];
+    args.extend_from_slice(extra);
+    let server = ServerProcess::start_with(test_binary(), data, "127.0.0.1:0", &args).unwrap();
     assert_eq!(
         server.grpc_addr.as_deref(),
         Some(server.client_addr.as_str())

@@ -192,8 +192,13 @@ pub(super) struct Setup {
 }
 
 pub(super) async fn setup(tmp: &tempfile::TempDir, version: &str) -> Setup {
+    setup_with(tmp, version, &[]).await
+}
+
+/// [`setup`], the node started with `extra` `serve` flags.
+pub(super) async fn setup_with(tmp: &tempfile::TempDir, version: &str, extra: &[String]) -> Setup {
     let data = tmp.path().join("data");
-    let mut n = start(&data).await;
+    let mut n = start_with(&data, extra).await;
     let addr = n.addr().to_string();
     let admin = n.trust.clone();
     let h = n.h();

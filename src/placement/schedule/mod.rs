@@ -74,7 +74,7 @@ pub use plan::{Plan, NEW_PEER};
 pub use scatter::{scatter, Groups, Refused, Target, SCATTER_DESC};
 pub use scheduler::{
     cancel, let_go, on_heartbeat, patrol, start_admin_plan, start_passive, start_plan, Dispatch,
-    Ended, Sweep,
+    Ended, Stale, Sweep,
 };
 pub use settings::{check_decommission, LimitType, Settings, SettingsError, StoreLimit};
 #[cfg(test)]

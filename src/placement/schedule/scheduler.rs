@@ -18,7 +18,7 @@ use super::plan::{Plan, NEW_PEER};
 use super::replica::{self, may_remove};
 use crate::placement::cancel_reason::CancelReason;
 use crate::placement::operator::{Joint, MergeStep, OpKind, Operator, Pending, Progress, Step};
-use crate::placement::region::PeerRole;
+use crate::placement::region::{Epoch, Peer, PeerRole};
 
 /// How an operator ended, as PD's operator controller tells the ends apart.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -31,6 +31,41 @@ pub enum Ended {
     Cancelled(CancelReason),
 }
 
+/// Why a step was found stale, as PD's `operator is stale` line tells it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stale {
+    /// The step's own check failed (PD's `CheckInProgress`): PD's error text.
+    Step(&'static str),
+    /// Another peer is on the store a learner was to be added to (PD's `AddLearner` check,
+    /// whose error names them).
+    PeerExists {
+        existing: u64,
+        store: u64,
+        adding: u64,
+    },
+    /// The region's peers changed under the operator: its epoch now (PD's `latest-epoch`).
+    Epoch(Epoch),
+}
+
+impl Stale {
+    /// PD's error for a failed step check; none for a changed epoch, which PD logs by its
+    /// numbers instead.
+    pub fn error(&self) -> Option<String> {
+        match *self {
+            Stale::Step(error) => Some(error.to_string()),
+            Stale::PeerExists {
+                existing,
+                store,
+                adding,
+            } => Some(format!(
+                "peer {existing} has already existed in store {store}, \
+                 the timeout is trying to add peer {adding} on the same store"
+            )),
+            Stale::Epoch(_) => None,
+        }
+    }
+}
+
 /// What one call did to a region's operator.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Dispatch {
@@ -38,6 +73,11 @@ pub struct Dispatch {
     pub step: Option<Operator>,
     /// The operator that ended in this call: its kind, and how it ended.
     pub ended: Option<(OpKind, Ended)>,
+    /// That operator as it stood when it ended (its steps and the step it was at), for the
+    /// line the caller logs of it.
+    pub ended_op: Option<Box<Pending>>,
+    /// Why that operator's step was found stale, when it was cancelled for that.
+    pub stale: Option<Stale>,
     /// Whether an operator started in this call.
     pub started: bool,
     /// A merge started in this call: the target region's operator, which the caller puts in
@@ -228,11 +268,12 @@ fn start_merge(
     ));
 }
 
-/// Drops `slot`'s operator (the region is gone, or the term ended), releasing its charges.
-pub fn cancel(c: &Cluster, slot: &mut Option<Box<Pending>>) {
-    if let Some(op) = slot.take() {
-        release(c, &op, false);
-    }
+/// Drops `slot`'s operator (the region is gone, or the term ended), releasing its charges;
+/// the operator, as it stood, for the caller's log.
+pub fn cancel(c: &Cluster, slot: &mut Option<Box<Pending>>) -> Option<Box<Pending>> {
+    let op = slot.take()?;
+    release(c, &op, false);
+    Some(op)
 }
 
 /// Advances the pending operator; with its step if it is to be sent.
@@ -248,6 +289,7 @@ fn run(c: &Cluster, r: &RegionInput, slot: &mut Option<Box<Pending>>) -> Dispatc
         Progress::Done => {
             if let Some(op) = slot.take() {
                 release(c, &op, true);
+                d.ended_op = Some(op);
             }
             d.ended = Some((kind, Ended::Done));
             d.hot_ended = hot;
@@ -257,7 +299,7 @@ fn run(c: &Cluster, r: &RegionInput, slot: &mut Option<Box<Pending>>) -> Dispatc
     };
     if c.now_ms >= deadline {
         d.merge_partner = slot.as_deref().and_then(Pending::merge_partner);
-        cancel(c, slot);
+        d.ended_op = cancel(c, slot);
         d.ended = Some((kind, Ended::TimedOut));
         d.hot_ended = hot;
         return d;
@@ -266,10 +308,11 @@ fn run(c: &Cluster, r: &RegionInput, slot: &mut Option<Box<Pending>>) -> Dispatc
         Verdict::Send if held => {}
         Verdict::Send => d.step = Some(step.wire()),
         Verdict::Hold => {}
-        Verdict::Cancel(reason) => {
+        Verdict::Cancel(reason, why) => {
             d.merge_partner = slot.as_deref().and_then(Pending::merge_partner);
-            cancel(c, slot);
+            d.ended_op = cancel(c, slot);
             d.ended = Some((kind, Ended::Cancelled(reason)));
+            d.stale = why;
             d.hot_ended = hot;
         }
     }
@@ -282,11 +325,24 @@ enum Verdict {
     Hold,
     /// The step can never be made as planned, for PD's reason: `stale status` for a step
     /// whose peers are no longer as it needs them (PD's `CheckInProgress` failing), `epoch
-    /// not match` for a merge whose source changed under it (PD's check of a merge's epoch).
-    Cancel(CancelReason),
+    /// not match` for a merge whose source changed under it (PD's check of a merge's epoch);
+    /// with what PD's `operator is stale` line says of it, where PD writes one.
+    Cancel(CancelReason, Option<Stale>),
 }
 
-const STALE: Verdict = Verdict::Cancel(CancelReason::StaleStatus);
+/// A step that can no longer be made as planned, with PD's error for it.
+fn stale(error: &'static str) -> Verdict {
+    Verdict::Cancel(CancelReason::StaleStatus, Some(Stale::Step(error)))
+}
+
+/// PD's error for a step to a store that no longer serves (its `validateStore`).
+fn store_gone(c: &Cluster, store: u64) -> &'static str {
+    if c.store(store).is_none() {
+        "target store does not exist"
+    } else {
+        "target store is down"
+    }
+}
 
 /// The safety rules, checked against the latest report before a step is sent.
 fn check_step(c: &Cluster, r: &RegionInput, step: &Step) -> Verdict {
@@ -295,9 +351,18 @@ fn check_step(c: &Cluster, r: &RegionInput, step: &Step) -> Verdict {
         Step::AddLearner(p) => {
             let taken = peers
                 .iter()
-                .any(|q| q.store_id == p.store_id && q.id != p.id);
-            if taken || !c.health(p.store_id).is_serving() {
-                STALE
+                .find(|q| q.store_id == p.store_id && q.id != p.id);
+            if let Some(q) = taken {
+                Verdict::Cancel(
+                    CancelReason::StaleStatus,
+                    Some(Stale::PeerExists {
+                        existing: q.id,
+                        store: p.store_id,
+                        adding: p.id,
+                    }),
+                )
+            } else if !c.health(p.store_id).is_serving() {
+                stale(store_gone(c, p.store_id))
             } else {
                 Verdict::Send
             }
@@ -309,33 +374,38 @@ fn check_step(c: &Cluster, r: &RegionInput, step: &Step) -> Verdict {
             {
                 Verdict::Send
             } else {
-                STALE
+                stale("peer does not exist")
             }
         }
         // An incoming voter may take the lead inside a joint state, as PD moves it there.
-        Step::TransferLeader(p) => {
-            let ok = peers
-                .iter()
-                .any(|q| q.id == p.id && q.role.votes_incoming())
-                && c.health(p.store_id).is_serving()
-                && !r.pending_peers.contains(&p.id);
-            if ok {
-                Verdict::Send
-            } else {
-                STALE
+        // PD writes its errors here as a list.
+        Step::TransferLeader(p) => match peers.iter().find(|q| q.id == p.id) {
+            None => stale("[peer does not existed]"),
+            Some(q) if !q.role.votes_incoming() => stale("[peer already is a learner]"),
+            Some(_) if !c.health(p.store_id).is_serving() => {
+                if c.store(p.store_id).is_none() {
+                    stale("[target store does not exist]")
+                } else {
+                    stale("[target store is down]")
+                }
             }
-        }
+            // Beyond PD, which would send it: a peer still catching up does not lead.
+            Some(_) if r.pending_peers.contains(&p.id) => stale("[peer is pending]"),
+            Some(_) => Verdict::Send,
+        },
         // The leader checks the keys against its own range; a stale one is refused there.
         Step::Split(_) => Verdict::Send,
         // The target's part is never sent; it waits for the target's range to change.
         Step::Merge(m) if m.passive => Verdict::Hold,
-        // Only a source whose peers sit where the target's do, all caught up, is merged.
+        // Only a source whose peers sit where the target's do, all caught up, is merged. A
+        // source whose range changed is dropped as PD's light check drops it (no stale line);
+        // one whose peers changed, as PD's heartbeat check finds its epoch stale.
         Step::Merge(m) => {
-            if r.region.start_key != m.source.start_key
-                || r.region.end_key != m.source.end_key
-                || !merge::peers_match(r.region, &m.target)
-            {
-                Verdict::Cancel(CancelReason::EpochNotMatch)
+            if r.region.start_key != m.source.start_key || r.region.end_key != m.source.end_key {
+                Verdict::Cancel(CancelReason::EpochNotMatch, None)
+            } else if !merge::peers_match(r.region, &m.target) {
+                let latest = Stale::Epoch(r.region.epoch);
+                Verdict::Cancel(CancelReason::EpochNotMatch, Some(latest))
             } else if !r.pending_peers.is_empty() {
                 Verdict::Hold
             } else {
@@ -345,7 +415,7 @@ fn check_step(c: &Cluster, r: &RegionInput, step: &Step) -> Verdict {
         Step::JointEnter(j) => check_enter(c, r, j),
         // TiKV refuses to leave a joint state that demotes its leader: the leader moves first.
         Step::JointLeave(_) => match r.leader() {
-            Some(l) if l.role == PeerRole::DemotingVoter => STALE,
+            Some(l) if l.role == PeerRole::DemotingVoter => stale("cannot demote leader peer"),
             _ => Verdict::Send,
         },
         // The peer as it is now: a voter when planned, it may have been demoted to a learner
@@ -353,7 +423,7 @@ fn check_step(c: &Cluster, r: &RegionInput, step: &Step) -> Verdict {
         Step::RemovePeer(p) => {
             let now = peers.iter().find(|q| q.id == p.id).unwrap_or(p);
             if Some(p.id) == r.region.leader {
-                STALE
+                stale("cannot remove leader peer")
             } else if !may_remove(c, r, now) {
                 Verdict::Hold
             } else {
@@ -363,31 +433,41 @@ fn check_step(c: &Cluster, r: &RegionInput, step: &Step) -> Verdict {
     }
 }
 
-/// Entering a joint state: the learners to promote are there and caught up, the voters to
-/// demote are voters, and the incoming configuration keeps two healthy voters where the
-/// region had two (the outgoing one is the region's voters as they are).
-fn check_enter(c: &Cluster, r: &RegionInput, j: &Joint) -> Verdict {
-    let peers = &r.region.peers;
-    let role = |p: &crate::placement::region::Peer| {
+/// Why a joint change can no longer be entered, in PD's words (`ChangePeerV2Enter`'s
+/// `CheckInProgress`, promotions first): a learner to promote is there (or already incoming),
+/// a voter to demote is there (or already demoting).
+fn enter_error(peers: &[Peer], j: &Joint) -> Option<&'static str> {
+    let role = |p: &Peer| {
         peers
             .iter()
             .find(|q| q.id == p.id && q.store_id == p.store_id)
             .map(|q| q.role)
     };
-    let promotable = j
-        .promote
-        .iter()
-        .all(|p| matches!(role(p), Some(PeerRole::Learner | PeerRole::IncomingVoter)));
-    let demotable = j
-        .demote
-        .iter()
-        .all(|p| matches!(role(p), Some(PeerRole::Voter | PeerRole::DemotingVoter)));
-    if !promotable || !demotable {
-        return STALE;
+    let promote = j.promote.iter().find_map(|p| match role(p) {
+        None => Some("peer does not exist"),
+        Some(PeerRole::Learner | PeerRole::IncomingVoter) => None,
+        Some(PeerRole::DemotingVoter) => Some("cannot promote a demoting voter"),
+        Some(PeerRole::Voter) => Some("unexpected peer role"),
+    });
+    promote.or_else(|| {
+        j.demote.iter().find_map(|p| match role(p) {
+            None => Some("peer does not exist"),
+            Some(PeerRole::Voter | PeerRole::DemotingVoter) => None,
+            Some(PeerRole::IncomingVoter) => Some("cannot demote a incoming voter"),
+            Some(PeerRole::Learner) => Some("unexpected peer role"),
+        })
+    })
+}
+
+/// Entering a joint state: the learners to promote are there and caught up, the voters to
+/// demote are voters, and the incoming configuration keeps two healthy voters where the
+/// region had two (the outgoing one is the region's voters as they are).
+fn check_enter(c: &Cluster, r: &RegionInput, j: &Joint) -> Verdict {
+    let peers = &r.region.peers;
+    if let Some(error) = enter_error(peers, j) {
+        return stale(error);
     }
-    let healthy = |p: &crate::placement::region::Peer| {
-        c.health(p.store_id).is_serving() && !r.pending_peers.contains(&p.id)
-    };
+    let healthy = |p: &Peer| c.health(p.store_id).is_serving() && !r.pending_peers.contains(&p.id);
     let incoming = peers
         .iter()
         .filter(|p| {

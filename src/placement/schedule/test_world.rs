@@ -430,7 +430,9 @@ impl Sim {
             let j = (0..self.regions.len()).find(|&j| self.regions[j].id == id);
             match j.filter(|&j| self.slots[j].is_none() && !self.gone[j]) {
                 Some(j) => self.slots[j] = Some(op),
-                None => cancel(&self.cluster(), &mut Some(op)),
+                None => {
+                    cancel(&self.cluster(), &mut Some(op));
+                }
             }
         }
         let partner = d

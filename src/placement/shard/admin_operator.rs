@@ -8,7 +8,7 @@
 use super::{Names, Order, OrderRefused, Ordered, Shard};
 use crate::placement::op_status::{CancelReason, OpRecord, OpStatus};
 use crate::placement::operator::{MergeStep, OpKind, Operator, Step};
-use crate::placement::region::Epoch;
+use crate::placement::running_op::RunningOp;
 use crate::placement::schedule::{
     self, admin_plan, AdminAsk, AdminPlan, AdminRefused, Cluster, MergeTarget, NEW_PEER,
     SCATTER_DESC,
@@ -16,25 +16,6 @@ use crate::placement::schedule::{
 
 /// PD's description of an admin merge, on both of its regions.
 pub const MERGE_DESC: &str = "admin-merge-region";
-
-/// One running operator as PD's API shows it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RunningOp {
-    pub region_id: u64,
-    /// The region's epoch when the operator started.
-    pub epoch: Epoch,
-    /// PD's description and kind flags.
-    pub desc: &'static str,
-    pub kind: &'static str,
-    pub steps: Vec<Step>,
-    /// The step being run.
-    pub at: usize,
-    /// The store the leader was on when the operator started.
-    pub leader_store: u64,
-    pub created_ms: u64,
-    pub deadline_ms: u64,
-    pub size_mib: u64,
-}
 
 impl Shard {
     /// Whether region `id` runs an operator PD gives the same priority as an admin one: an
@@ -99,6 +80,7 @@ impl Shard {
             desc,
             kind,
             group: None,
+            held: matches!(ask, AdminAsk::Merge { .. }),
         };
         let started = super::start(
             (&mut self.ops, &mut self.in_flight, &mut self.partner_ends),
@@ -182,14 +164,17 @@ impl Shard {
         }
         let current = self.regions.get(&id).filter(|e| e.route.is_current());
         let Some(entry) = current.filter(|_| placed) else {
-            schedule::cancel(c, &mut self.in_flight.take(id));
-            // A region gone ends it for that; else its partner was refused.
+            let op = schedule::cancel(c, &mut self.in_flight.take(id));
+            // A region gone ends it for that; else its partner was refused. Never added, it
+            // is logged as cancelled only.
             let reason = if current.is_none() {
                 CancelReason::RegionNotFound
             } else {
                 CancelReason::RelatedMergeRegion
             };
-            self.ops.cancel(id, reason, c.now_ms);
+            let size_mib = current.map_or(0, |e| e.sizes.mib());
+            let shown = op.as_deref().map(|p| (p, size_mib));
+            self.ops.cancel(id, reason, c.now_ms, shown);
             return if placed {
                 Err(AdminRefused::AddOperator)
             } else {
@@ -198,6 +183,9 @@ impl Shard {
         };
         let region = entry.route.region();
         let pending = self.catching_up.get(&id).map_or(&[][..], |p| &p[..]);
+        // The pair is added: the source's half is logged as added, then run.
+        let shown = self.in_flight.get(id).map(|p| (p, entry.sizes.mib()));
+        self.ops.announce(id, shown);
         let mut d = super::decide(
             (&mut self.ops, &mut self.in_flight),
             id,
@@ -235,13 +223,15 @@ impl Shard {
             return Err(AdminRefused::AddOperator);
         }
         let partner = step.source.id;
+        let size_mib = current.map_or(0, |e| e.sizes.mib());
         let op = schedule::start_passive(c, step).ok_or(AdminRefused::AddOperator)?;
         let (ops, in_flight, ends) = (&mut self.ops, &mut self.in_flight, &mut self.partner_ends);
         in_flight.with_slot(id, |slot| {
             if let Some(old) = slot.as_deref() {
                 super::merge_pair::half_ended(ends, id, old);
-                schedule::cancel(c, slot);
-                ops.end(id, OpStatus::Replace, c.now_ms);
+                let old = schedule::cancel(c, slot);
+                let shown = old.as_deref().map(|p| (p, size_mib));
+                ops.end(id, OpStatus::Replace, c.now_ms, shown);
             }
             *slot = Some(op);
         });
@@ -258,6 +248,7 @@ impl Shard {
                 related_merge: Some(partner),
                 cancel_reason: None,
             },
+            in_flight.get(id).map(|p| (p, size_mib)),
         );
         self.settle_pairs(c);
         Ok(())
@@ -279,18 +270,8 @@ impl Shard {
                     .filter(|r| r.is_running())
                     .cloned()
                     .unwrap_or_else(|| OpRecord::scheduled(p.kind, e.route.region().epoch, 0));
-                Some(RunningOp {
-                    region_id: id,
-                    epoch: record.epoch,
-                    desc: record.desc,
-                    kind: record.kind,
-                    steps: p.steps.clone(),
-                    at: p.at,
-                    leader_store: p.leader_store,
-                    created_ms: p.created_ms,
-                    deadline_ms: p.deadline_ms,
-                    size_mib: e.sizes.mib(),
-                })
+                let names = (record.desc, record.kind, record.epoch);
+                Some(RunningOp::of(id, names, p, e.sizes.mib()))
             })
             .collect();
         running.sort_unstable_by_key(|r| r.region_id);
@@ -335,7 +316,7 @@ mod tests {
     use crate::placement::op_status::CancelReason;
     use crate::placement::range_index::RangeIndex;
     use crate::placement::region::{Peer, PeerRole, Region, RegionStats};
-    use crate::placement::schedule::{Groups, TestCluster};
+    use crate::placement::schedule::{Groups, Stale, TestCluster};
     use crate::placement::shard::tests::{cancels, halves_on, region};
 
     #[test]
@@ -465,7 +446,15 @@ mod tests {
         let logged: Vec<_> = shard
             .take_op_events()
             .into_iter()
-            .map(|(id, r)| (id, r.desc, r.status, r.cancel_reason, r.takes_ms()))
+            .map(|e| {
+                (
+                    e.region,
+                    e.record.desc,
+                    e.record.status,
+                    e.record.cancel_reason,
+                    e.record.takes_ms(),
+                )
+            })
             .collect();
         assert_eq!(
             logged,
@@ -545,16 +534,40 @@ mod tests {
         let ends: Vec<_> = shard
             .take_op_events()
             .into_iter()
-            .filter(|(_, r)| r.desc == "admin-transfer-leader")
-            .map(|(id, r)| (id, r.status, r.cancel_reason))
+            .filter(|e| e.record.desc == "admin-transfer-leader")
+            .map(|e| {
+                let at = e.op.map(|op| op.at);
+                (
+                    e.region,
+                    e.record.status,
+                    e.record.cancel_reason,
+                    e.stale,
+                    at,
+                )
+            })
             .collect();
+        // The stale one with PD's error for a transfer to a peer gone (its `operator is
+        // stale` line); each with the operator as it stood, at its one step.
+        let gone = Some(Stale::Step("[peer does not existed]"));
         assert_eq!(
             ends,
             vec![
-                (1, OpStatus::Running, None),
-                (2, OpStatus::Running, None),
-                (1, OpStatus::Cancel, Some(CancelReason::StaleStatus)),
-                (2, OpStatus::Timeout, Some(CancelReason::Timeout)),
+                (1, OpStatus::Running, None, None, Some(0)),
+                (2, OpStatus::Running, None, None, Some(0)),
+                (
+                    1,
+                    OpStatus::Cancel,
+                    Some(CancelReason::StaleStatus),
+                    gone,
+                    Some(0)
+                ),
+                (
+                    2,
+                    OpStatus::Timeout,
+                    Some(CancelReason::Timeout),
+                    None,
+                    Some(0)
+                ),
             ]
         );
         assert_eq!(w.in_flight.get(OpKind::Admin), 0);

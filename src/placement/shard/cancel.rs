@@ -10,7 +10,7 @@
 //! Must not touch: I/O (the caller logs), the scheduler's decisions.
 
 use super::{merge_pair, Shard};
-use crate::placement::op_status::{CancelReason, OpRecord};
+use crate::placement::op_status::{CancelReason, OpEvent};
 use crate::placement::operator::Pending;
 use crate::placement::schedule::{self, Cluster};
 
@@ -28,8 +28,10 @@ impl Shard {
         if reason != CancelReason::RelatedMergeRegion {
             merge_pair::half_ended(&mut self.partner_ends, id, &op);
         }
-        schedule::cancel(c, &mut Some(op));
-        self.ops.cancel(id, reason, c.now_ms);
+        let size_mib = self.regions.get(&id).map_or(0, |e| e.sizes.mib());
+        let op = schedule::cancel(c, &mut Some(op));
+        let shown = op.as_deref().map(|p| (p, size_mib));
+        self.ops.cancel(id, reason, c.now_ms, shown);
     }
 
     /// Cancels the running operator of `region`, or of every region this shard owns (PD's
@@ -65,8 +67,9 @@ impl Shard {
     }
 
     /// The operators started and ended since this was last called, in order, each with its
-    /// record as it stood then (running for a start), for the caller's log. Taken out.
-    pub fn take_op_events(&mut self) -> Vec<(u64, OpRecord)> {
+    /// record and the operator as they stood then (running for a start), for the caller's
+    /// log. Taken out.
+    pub fn take_op_events(&mut self) -> Vec<OpEvent> {
         self.ops.take_events()
     }
 }

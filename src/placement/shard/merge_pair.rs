@@ -31,27 +31,36 @@ impl Shard {
     /// half too, before its step goes anywhere.
     pub(super) fn merge_pair(&mut self, id: u64, d: &mut Dispatch, c: &Cluster) {
         if let Some((target, op)) = d.merge_target.take() {
-            let known = self.regions.get(&target).map(|e| e.route.epoch());
-            if let Some(epoch) = known.filter(|_| !self.in_flight.busy(target)) {
-                self.in_flight.put(target, op);
-                // Recorded as PD adds the pair: both halves running, each naming the other.
+            let size = |e: &super::Entry| e.sizes.mib();
+            let source_mib = self.regions.get(&id).map_or(0, size);
+            let known = self
+                .regions
+                .get(&target)
+                .map(|e| (e.route.epoch(), size(e)));
+            if let Some((epoch, target_mib)) = known.filter(|_| !self.in_flight.busy(target)) {
+                // Recorded as PD adds the pair: both halves running, each naming the other,
+                // the source's start logged first.
+                self.ops
+                    .announce(id, self.in_flight.get(id).map(|p| (p, source_mib)));
                 let record = OpRecord {
                     related_merge: Some(id),
                     ..OpRecord::scheduled(OpKind::Merge, epoch, c.now_ms)
                 };
-                self.ops.start(target, record);
+                self.ops.start(target, record, Some((&*op, target_mib)));
+                self.in_flight.put(target, op);
             } else {
                 schedule::cancel(c, &mut Some(op));
-                let mut source = self.in_flight.take(id);
-                if source.is_some() {
-                    schedule::cancel(c, &mut source);
-                    // PD refuses the pair together, for the target's reason.
+                let source = schedule::cancel(c, &mut self.in_flight.take(id));
+                if let Some(source) = source {
+                    // PD refuses the pair together, for the target's reason: the source's
+                    // half, never added, is logged as cancelled only.
                     let reason = if known.is_some() {
                         CancelReason::AlreadyExist
                     } else {
                         CancelReason::RegionNotFound
                     };
-                    self.ops.cancel(id, reason, c.now_ms);
+                    let shown = Some((&*source, source_mib));
+                    self.ops.cancel(id, reason, c.now_ms, shown);
                     d.step = None;
                 }
             }

@@ -51,6 +51,18 @@ fn status(shard: &Shard, id: u64, now_ms: u64) -> Option<OpStatus> {
     shard.operator_status(id, now_ms).map(|r| r.status)
 }
 
+/// The admin merge's starts and ends `shard` kept for the log since last asked, each
+/// `(region, status, never added)`; each with the operator as it stood.
+fn merge_lines(shard: &mut Shard) -> Vec<(u64, OpStatus, bool)> {
+    shard
+        .take_op_events()
+        .into_iter()
+        .filter(|e| e.record.desc == super::admin_operator::MERGE_DESC)
+        .inspect(|e| assert!(e.op.is_some(), "{e:?}"))
+        .map(|e| (e.region, e.record.status, e.refused))
+        .collect()
+}
+
 const STOP: Option<CancelReason> = Some(CancelReason::AdminStop);
 const RELATED: Option<CancelReason> = Some(CancelReason::RelatedMergeRegion);
 
@@ -84,6 +96,8 @@ fn the_sources_half_sends_nothing_until_the_targets_half_is_placed() {
     );
     assert_eq!(source.release_admin_merge(2, 1, false, &c), Ok(None));
     assert_eq!(status(&source, 2, 13), Some(OpStatus::Cancel));
+    // Never added: PD logs the refused half's cancel alone, with no add before it.
+    assert_eq!(merge_lines(&mut source), vec![(2, OpStatus::Cancel, true)]);
     assert_eq!(beat(&mut source, &w, &index, &right, 13), None);
     assert_eq!(w.in_flight.get(OpKind::Admin), 0);
     // A release with nothing held is refused (the caller then ends the target's half).
@@ -91,8 +105,17 @@ fn the_sources_half_sends_nothing_until_the_targets_half_is_placed() {
         source.release_admin_merge(2, 1, true, &c),
         Err(AdminRefused::AddOperator)
     );
-    // Placed: the pair runs, and the source's Merge goes to its leader from then on.
+    // Placed: the pair runs, and the source's Merge goes to its leader from then on. Each
+    // half is logged as added, the source's once its target's is placed.
     assert_eq!(merge(&w, &mut target, &mut source, 20), merge_step);
+    assert_eq!(
+        merge_lines(&mut target),
+        vec![(1, OpStatus::Running, false)]
+    );
+    assert_eq!(
+        merge_lines(&mut source),
+        vec![(2, OpStatus::Running, false)]
+    );
     assert_eq!(beat(&mut source, &w, &index, &right, 21), merge_step);
     assert_eq!(w.in_flight.get(OpKind::Admin), 2);
     assert_eq!(

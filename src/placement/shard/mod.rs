@@ -40,7 +40,7 @@ use super::schedule::{
 };
 use in_flight::InFlight;
 
-pub use admin_operator::RunningOp;
+pub use super::running_op::RunningOp;
 pub use merge_pair::PartnerEnd;
 pub use orders::{Order, OrderRefused, Ordered, SPLIT_DESC};
 pub use owner::owner;
@@ -222,7 +222,7 @@ fn decide(
     input.hot = hot;
     in_flight.with_slot(id, |slot| {
         let d = call(&input, slot);
-        ops.observe(id, &d, slot, region.epoch, now_ms);
+        ops.observe(id, &d, slot, (region.epoch, entry.sizes.mib()), now_ms);
         d
     })
 }
@@ -253,6 +253,9 @@ struct Names {
     kind: &'static str,
     /// The scatter group, for an admin scatter.
     group: Option<Box<str>>,
+    /// Recorded but not yet logged as added: an admin merge's source half, added (and
+    /// announced) with its target's.
+    held: bool,
 }
 
 /// Starts an operator asked for from outside the scheduler (`call` starts its plan) on region
@@ -270,31 +273,36 @@ fn start(
     names: Names,
     call: impl FnOnce(&RegionInput, &mut Option<Box<Pending>>) -> Dispatch,
 ) -> Option<Option<Operator>> {
+    let size_mib = entry.sizes.mib();
     let d = in_flight.with_slot(id, |slot| {
         if let Some(old) = slot.as_deref() {
             merge_pair::half_ended(ends, id, old);
-            schedule::cancel(c, slot);
-            ops.end(id, OpStatus::Replace, c.now_ms);
+            let old = schedule::cancel(c, slot);
+            let shown = old.as_deref().map(|p| (p, size_mib));
+            ops.end(id, OpStatus::Replace, c.now_ms, shown);
         }
         call(&entry.input(region, pending_peers), slot)
     });
     if !d.started {
         return None;
     }
-    ops.start(
-        id,
-        OpRecord {
-            desc: names.desc,
-            kind: names.kind,
-            status: OpStatus::Running,
-            group: names.group,
-            epoch: region.epoch,
-            at_ms: c.now_ms,
-            started_ms: c.now_ms,
-            related_merge: in_flight.get(id).and_then(Pending::merge_partner),
-            cancel_reason: None,
-        },
-    );
+    let op = in_flight.get(id);
+    let record = OpRecord {
+        desc: names.desc,
+        kind: names.kind,
+        status: OpStatus::Running,
+        group: names.group,
+        epoch: region.epoch,
+        at_ms: c.now_ms,
+        started_ms: c.now_ms,
+        related_merge: op.and_then(Pending::merge_partner),
+        cancel_reason: None,
+    };
+    if names.held {
+        ops.hold(id, record);
+    } else {
+        ops.start(id, record, op.map(|p| (p, size_mib)));
+    }
     Some(d.step)
 }
 
@@ -586,11 +594,14 @@ impl Shard {
         }
         self.catching_up.remove(&id);
         self.hot.forget(c, id);
-        if let Some(e) = self.regions.remove(&id) {
-            self.totals.remove(&e.route, e.sizes.mib());
+        // Its operator first, while its size is still there for the log.
+        if self.regions.contains_key(&id) {
             if let Some(op) = self.in_flight.take(id) {
                 self.cancel_for(id, op, CancelReason::RegionNotFound, c);
             }
+        }
+        if let Some(e) = self.regions.remove(&id) {
+            self.totals.remove(&e.route, e.sizes.mib());
         }
     }
 
@@ -606,7 +617,8 @@ impl Shard {
         for (_, op) in self.in_flight.drain() {
             schedule::cancel(c, &mut Some(op));
         }
-        // Every shard starts over: no partner is left to end, nothing to log.
+        // Every shard starts over: no partner is left to end, and the operators dropped are
+        // not logged (PD's new coordinator logs nothing of the old one's).
         self.partner_ends.clear();
         self.ops.clear();
         self.catching_up.clear();

@@ -119,7 +119,12 @@ impl Shard {
                 (split_plan(&region, keys)?, SPLIT_DESC, "split", None)
             }
         };
-        let names = Names { desc, kind, group };
+        let names = Names {
+            desc,
+            kind,
+            group,
+            held: false,
+        };
         let started = super::start(
             (&mut self.ops, &mut self.in_flight, &mut self.partner_ends),
             id,

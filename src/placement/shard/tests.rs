@@ -183,8 +183,8 @@ pub(super) fn cancels(shard: &mut Shard) -> Vec<(u64, Option<CancelReason>, Opti
     let taken = shard.take_op_events();
     taken
         .into_iter()
-        .filter(|(_, r)| r.status == OpStatus::Cancel)
-        .map(|(id, r)| (id, r.cancel_reason, r.related_merge))
+        .filter(|e| e.record.status == OpStatus::Cancel)
+        .map(|e| (e.region, e.record.cancel_reason, e.record.related_merge))
         .collect()
 }
 
@@ -587,6 +587,23 @@ fn the_patrol_merges_a_small_region_and_the_targets_report_drops_the_source() {
     let got = shard.patrol(&stores.at(5_000), 3, Some(&index), &mut || ids.next());
     assert_eq!(got, vec![(a.clone(), Operator::Merge(Box::new(b.clone())))]);
     assert_eq!(stores.in_flight.get(OpKind::Merge), 2);
+    // Logged as PD adds the pair: the source's half, then the target's, each with its
+    // steps; none before the target's half was placed.
+    let added: Vec<_> = shard
+        .take_op_events()
+        .into_iter()
+        .map(|e| {
+            let steps = e.op.map(|op| op.steps.len());
+            (e.region, e.record.status, e.record.related_merge, steps)
+        })
+        .collect();
+    assert_eq!(
+        added,
+        vec![
+            (1, OpStatus::Running, Some(2), Some(1)),
+            (2, OpStatus::Running, Some(1), Some(1))
+        ]
+    );
     // The target's report of its grown range drops the source and ends the pair.
     let mut grown = b.clone();
     grown.start_key = Vec::new();

@@ -29,8 +29,8 @@ use crate::kvproto::pdpb::pd_server::PdServer;
 use super::Shared;
 use connection::Authenticated;
 pub use etcd::EtcdUpstream;
-/// Go's duration text, for the operator lines of the log.
-pub(crate) use http::go_duration_ms;
+/// Go's duration text and PD's `Operator.String()`, for the operator lines of the log.
+pub(crate) use http::{go_duration_ms, operator_string};
 pub use service::PdService;
 
 /// `key` as etcd holds it when a client names it through the etcd API or `MetaStorage`

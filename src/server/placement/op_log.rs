@@ -1,28 +1,41 @@
 //! PD's operator controller lines in the node's log, for each operator a shard started or
 //! ended (`Shard::take_op_events`): `add operator`, `operator finish`, `operator timeout`,
-//! `replace old operator`, and for a cancel `operator removed` (PD's `RemoveOperator` with a
-//! reason) or `remove operator because region disappeared`, then `operator canceled`. Each
-//! with PD's fields: `region-id`, `takes` (how long it ran, as Go writes a duration),
-//! `operator` (Go's `Operator.String()` by what the record keeps: its steps are not kept) and
-//! `additional-info` (PD's `LogAdditionalInfo`), last.
+//! `replace old operator`, and for a cancel `operator is stale` (a step found stale, with
+//! PD's `error`, or the region's epoch moved on, with PD's `diff` and `latest-epoch`), then
+//! `operator removed` (PD's `RemoveOperator` with a reason) or `remove operator because region
+//! disappeared`, then `operator canceled`. An operator never added (a merge half refused with
+//! its pair) gets only its cancel, as PD logs it. Each with PD's fields: `region-id`, `takes`
+//! (how long it ran, as Go writes a duration), `operator` (Go's `Operator.String()`,
+//! `operator_string`) and `additional-info` (PD's `LogAdditionalInfo`), last.
+//!
+//! PD's `operator expired` has no counterpart: PD writes it for an operator that waited in its
+//! queue of waiting operators for 3 s without being started, and Meridian starts an operator
+//! in the call that makes it or not at all. Nor is anything written for the operators a term's
+//! end drops: PD's new coordinator starts with none and logs nothing of the old one's.
 //!
 //! Must not touch: the shards (it is handed what they did), any decision.
 
-use crate::placement::{CancelReason, OpRecord, OpStatus};
+use crate::placement::schedule::Stale;
+use crate::placement::{CancelReason, Epoch, OpEvent, OpRecord, OpStatus};
 use crate::server::grpc::go_duration_ms;
+use crate::server::grpc::operator_string::{end_suffix, operator_string};
 
-/// Go's `Operator.String()` of region `id`'s operator, as far as its record keeps it, with
-/// PD's `finished` and `timeout` suffixes.
-pub fn operator_text(id: u64, r: &OpRecord) -> String {
-    let suffix = match r.status {
-        OpStatus::Success => " finished",
-        OpStatus::Timeout => " timeout",
-        _ => "",
-    };
-    format!(
-        "{} (kind:{}, region:{}({}, {})){suffix}",
-        r.desc, r.kind, id, r.epoch.version, r.epoch.conf_ver
-    )
+/// Go's `Operator.String()` of an event's operator; by what its record keeps when the
+/// operator itself was not at hand.
+pub fn operator_text(e: &OpEvent) -> String {
+    let r = &e.record;
+    match &e.op {
+        Some(op) => operator_string(op, r.status),
+        None => format!(
+            "{} (kind:{}, region:{}({}, {})){}",
+            r.desc,
+            r.kind,
+            e.region,
+            r.epoch.version,
+            r.epoch.conf_ver,
+            end_suffix(r.status)
+        ),
+    }
 }
 
 /// PD's message for an operator's start or end, as its record now stands.
@@ -36,31 +49,69 @@ pub fn message(r: &OpRecord) -> &'static str {
     }
 }
 
+/// PD's line when its heartbeat check finds an operator stale.
+const STALE: &str = "operator is stale";
 /// PD's `RemoveOperator` with a reason, at info level.
 const REMOVED: &str = "operator removed";
-/// PD's dispatch finding no region, at warn level.
+/// PD's light check finding the region gone or changed, at warn level.
 const DISAPPEARED: &str = "remove operator because region disappeared";
 
-/// The line PD writes before `operator canceled` for a cancel of this reason, if any: its
-/// `RemoveOperator` with a reason (an admin stop, a stale step, a changed epoch) says it
-/// removed the operator; its dispatch says a region disappeared.
-pub fn removal(reason: Option<CancelReason>) -> Option<&'static str> {
-    match reason? {
-        CancelReason::AdminStop | CancelReason::StaleStatus | CancelReason::EpochNotMatch => {
-            Some(REMOVED)
-        }
-        CancelReason::RegionNotFound => Some(DISAPPEARED),
+/// The line PD writes before `operator canceled`, if any: its `RemoveOperator` with a reason
+/// (an admin stop, a step found stale, an epoch moved on) says it removed the operator; its
+/// light check (a region gone, a merge's region whose range changed) says a region
+/// disappeared. A cancel of an operator never added, or through its merge partner, has none.
+pub fn removal(e: &OpEvent) -> Option<&'static str> {
+    if e.refused {
+        return None;
+    }
+    match e.record.cancel_reason? {
+        CancelReason::AdminStop | CancelReason::StaleStatus => Some(REMOVED),
+        CancelReason::EpochNotMatch if e.stale.is_some() => Some(REMOVED),
+        CancelReason::EpochNotMatch | CancelReason::RegionNotFound => Some(DISAPPEARED),
         _ => None,
     }
 }
 
+/// kvproto's `metapb.RegionEpoch` as Go's `encoding/json` writes it (zero fields left out),
+/// as PD's `latest-epoch` field has it.
+pub fn epoch_json(e: Epoch) -> String {
+    let mut fields = Vec::with_capacity(2);
+    if e.conf_ver != 0 {
+        fields.push(format!("\"conf_ver\":{}", e.conf_ver));
+    }
+    if e.version != 0 {
+        fields.push(format!("\"version\":{}", e.version));
+    }
+    format!("{{{}}}", fields.join(","))
+}
+
+/// PD's `operator is stale` line, for a cancel whose step was found stale.
+fn log_stale(e: &OpEvent) {
+    let id = e.region;
+    match e.stale {
+        Some(Stale::Epoch(latest)) => {
+            let diff = latest.conf_ver.saturating_sub(e.record.epoch.conf_ver);
+            let latest = epoch_json(latest);
+            tracing::info!("region-id" = id, diff, "latest-epoch" = %latest, "{STALE}");
+        }
+        Some(stale) => {
+            let error = stale.error().unwrap_or_default();
+            tracing::info!("region-id" = id, error = %error, "{STALE}");
+        }
+        None => {}
+    }
+}
+
 /// Logs each start and end, in order.
-pub fn log(events: Vec<(u64, OpRecord)>) {
-    for (id, r) in events {
-        let operator = operator_text(id, &r);
+pub fn log(events: Vec<OpEvent>) {
+    for e in events {
+        let id = e.region;
+        let r = &e.record;
+        let operator = operator_text(&e);
         let takes = go_duration_ms(r.takes_ms());
         if r.status == OpStatus::Cancel {
-            match removal(r.cancel_reason) {
+            log_stale(&e);
+            match removal(&e) {
                 Some(REMOVED) => {
                     tracing::info!("region-id" = id, takes = %takes, operator = %operator, "{REMOVED}")
                 }
@@ -69,7 +120,7 @@ pub fn log(events: Vec<(u64, OpRecord)>) {
             }
         }
         let info = r.additional_info();
-        let msg = message(&r);
+        let msg = message(r);
         if r.status == OpStatus::Running {
             tracing::info!("region-id" = id, operator = %operator, "additional-info" = %info, "{msg}");
         } else {
@@ -87,7 +138,7 @@ pub fn log(events: Vec<(u64, OpRecord)>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::placement::{Epoch, OpKind};
+    use crate::placement::{OpKind, Peer, PeerRole, RunningOp, Step};
 
     fn record(status: OpStatus, reason: Option<CancelReason>) -> OpRecord {
         let mut r = OpRecord::scheduled(
@@ -102,6 +153,16 @@ mod tests {
         r.cancel_reason = reason;
         r.at_ms = 2_500;
         r
+    }
+
+    fn event(status: OpStatus, reason: Option<CancelReason>) -> OpEvent {
+        OpEvent {
+            region: 7,
+            record: record(status, reason),
+            op: None,
+            stale: None,
+            refused: false,
+        }
     }
 
     /// PD's words for each end, and the line it writes before a cancel of each reason.
@@ -129,27 +190,96 @@ mod tests {
         for (status, reason, want) in cases {
             assert_eq!(message(&record(status, reason)), want);
         }
-        let done = record(OpStatus::Success, Some(CancelReason::Unnamed));
+        let done = event(OpStatus::Success, Some(CancelReason::Unnamed));
         assert_eq!(
-            operator_text(7, &done),
+            operator_text(&done),
             "balance-region (kind:region, region:7(2, 3)) finished"
         );
-        assert_eq!(go_duration_ms(done.takes_ms()), "1.5s");
-        assert_eq!(done.additional_info(), r#"{"cancel-reason":""}"#);
+        assert_eq!(go_duration_ms(done.record.takes_ms()), "1.5s");
+        assert_eq!(done.record.additional_info(), r#"{"cancel-reason":""}"#);
         assert_eq!(
             record(OpStatus::Running, None).takes_ms(),
             0,
             "nothing taken yet"
         );
+        let cancel = |reason| event(OpStatus::Cancel, Some(reason));
         assert_eq!(
-            removal(Some(CancelReason::AdminStop)),
+            removal(&cancel(CancelReason::AdminStop)),
             Some("operator removed")
         );
         assert_eq!(
-            removal(Some(CancelReason::RegionNotFound)),
+            removal(&cancel(CancelReason::StaleStatus)),
+            Some("operator removed")
+        );
+        assert_eq!(
+            removal(&cancel(CancelReason::RegionNotFound)),
             Some("remove operator because region disappeared")
         );
-        assert_eq!(removal(Some(CancelReason::RelatedMergeRegion)), None);
-        assert_eq!(removal(Some(CancelReason::Timeout)), None);
+        // A merge's source whose range changed goes as PD's light check drops it; one whose
+        // peers changed, as its heartbeat check finds the epoch stale.
+        let moved = cancel(CancelReason::EpochNotMatch);
+        assert_eq!(
+            removal(&moved),
+            Some("remove operator because region disappeared")
+        );
+        let latest = Epoch {
+            conf_ver: 5,
+            version: 2,
+        };
+        let changed = OpEvent {
+            stale: Some(Stale::Epoch(latest)),
+            ..moved
+        };
+        assert_eq!(removal(&changed), Some("operator removed"));
+        assert_eq!(removal(&cancel(CancelReason::RelatedMergeRegion)), None);
+        assert_eq!(removal(&cancel(CancelReason::Timeout)), None);
+        // Never added: only its cancel, whatever the reason.
+        let refused = OpEvent {
+            refused: true,
+            ..cancel(CancelReason::RegionNotFound)
+        };
+        assert_eq!(removal(&refused), None);
+        assert_eq!(epoch_json(latest), r#"{"conf_ver":5,"version":2}"#);
+        assert_eq!(epoch_json(Epoch::default()), "{}");
+    }
+
+    /// With the operator at hand, the operator field is PD's whole `Operator.String()`, with
+    /// PD's suffix for how it ended.
+    #[test]
+    fn the_operator_field_is_pds_whole_string() {
+        let learner = Peer {
+            id: 5,
+            store_id: 4,
+            role: PeerRole::Learner,
+        };
+        let op = RunningOp {
+            region_id: 7,
+            epoch: Epoch {
+                conf_ver: 3,
+                version: 2,
+            },
+            desc: "balance-region",
+            kind: "region",
+            steps: vec![
+                Step::AddLearner(learner.clone()),
+                Step::PromoteLearner(learner),
+            ],
+            at: 2,
+            leader_store: 1,
+            created_ms: 1_000,
+            deadline_ms: 601_000,
+            size_mib: 1,
+        };
+        let done = OpEvent {
+            op: Some(op),
+            ..event(OpStatus::Success, Some(CancelReason::Unnamed))
+        };
+        assert_eq!(
+            operator_text(&done),
+            "balance-region {add peer: store [4]} (kind:region, region:7(2, 3), \
+             createAt:1970-01-01 00:00:01 +0000 UTC, startAt:1970-01-01 00:00:01 +0000 UTC, \
+             currentStep:2, size:1, steps:[0:{add learner peer 5 on store 4}, \
+             1:{promote learner peer 5 on store 4 to voter}], timeout:[10m0s]) finished"
+        );
     }
 }

@@ -16,6 +16,7 @@ mod cluster;
 mod config;
 mod gc;
 mod json;
+pub(crate) mod operator_string;
 mod operator_text;
 pub(crate) use json::go_duration_ms;
 mod operators;

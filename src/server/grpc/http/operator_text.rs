@@ -1,14 +1,13 @@
 //! PD's operator as its HTTP API writes one: Go's `Operator.String()` (each item of `GET
-//! /operators`, a JSON string), `OpWithStatus` (`status: RUNNING, operator: ...`, the answer of
+//! /operators`, a JSON string; written by `operator_string`), `OpWithStatus` (`status: RUNNING, operator: ...`, the answer of
 //! `GET /operators/{id}`), `OpObject` (`GET /operators?object`), the kind flags as PD names and
 //! numbers them, and PD's words for a refused admin operator. Pure: no I/O, no state.
 
 use serde::Serialize;
 
-use super::json::{go_duration_ms, hex_key};
+use super::operator_string::{brief, end_suffix, go_time, operator_text, timeout};
 use crate::placement::schedule::AdminRefused;
-use crate::placement::schedule::Joint;
-use crate::placement::{OpRecord, OpStatus, RunningOp, Step};
+use crate::placement::{OpRecord, OpStatus, RunningOp};
 
 /// PD's operator kind flags, by bit (`pkg/schedule/operator/kind.go`).
 const KIND_BITS: [(&str, u32); 12] = [
@@ -51,170 +50,6 @@ pub fn status_name(s: OpStatus) -> &'static str {
     }
 }
 
-/// Go's `%v` of a `[]uint64`: `[1 2 3]`.
-fn list(ids: &[u64]) -> String {
-    let items: Vec<String> = ids.iter().map(u64::to_string).collect();
-    format!("[{}]", items.join(" "))
-}
-
-/// Each step as PD's steps print themselves, the leader followed from step to step.
-pub fn step_texts(op: &RunningOp) -> Vec<String> {
-    let mut leader = op.leader_store;
-    op.steps
-        .iter()
-        .map(|s| match s {
-            Step::AddLearner(p) => {
-                format!("add learner peer {} on store {}", p.id, p.store_id)
-            }
-            Step::PromoteLearner(p) => format!(
-                "promote learner peer {} on store {} to voter",
-                p.id, p.store_id
-            ),
-            Step::RemovePeer(p) => format!("remove peer on store {}", p.store_id),
-            Step::TransferLeader(p) => {
-                let text = format!(
-                    "transfer leader from store {leader} to store {}",
-                    p.store_id
-                );
-                leader = p.store_id;
-                text
-            }
-            Step::Split(s) => format!("split region with policy {}", s.policy.name()),
-            Step::Merge(m) => format!("merge region {} into region {}", m.source.id, m.target.id),
-            Step::JointEnter(j) => joint_text("use joint consensus", j),
-            Step::JointLeave(j) => joint_text("leave joint state", j),
-        })
-        .collect()
-}
-
-/// PD's `ChangePeerV2Enter` and `ChangePeerV2Leave` strings: the head, then each promotion
-/// and each demotion.
-fn joint_text(head: &str, j: &Joint) -> String {
-    let mut text = head.to_string();
-    for p in &j.promote {
-        text += &format!(
-            ", promote learner peer {} on store {} to voter",
-            p.id, p.store_id
-        );
-    }
-    for p in &j.demote {
-        text += &format!(
-            ", demote voter peer {} on store {} to learner",
-            p.id, p.store_id
-        );
-    }
-    text
-}
-
-/// PD's brief (the operator builder's, or the splitter's).
-pub fn brief(op: &RunningOp) -> String {
-    let mut adds = Vec::new();
-    let mut removes = Vec::new();
-    let mut promotes = Vec::new();
-    let mut leader_to = None;
-    for s in &op.steps {
-        match s {
-            Step::AddLearner(p) => adds.push(p.store_id),
-            Step::RemovePeer(p) => removes.push(p.store_id),
-            // A new peer's promotion is part of adding it.
-            Step::PromoteLearner(p) if !adds.contains(&p.store_id) => promotes.push(p.store_id),
-            Step::PromoteLearner(_) => {}
-            Step::TransferLeader(p) => leader_to = Some(p.store_id),
-            Step::Split(split) => {
-                let mut brief = format!(
-                    "split: region {} use policy {}",
-                    op.region_id,
-                    split.policy.name()
-                );
-                if !split.keys.is_empty() {
-                    let keys: Vec<String> = split.keys.iter().map(|k| hex_key(k)).collect();
-                    brief += &format!(" and keys [{}]", keys.join(" "));
-                }
-                return brief;
-            }
-            Step::Merge(m) => {
-                return format!("merge: region {} to {}", m.source.id, m.target.id);
-            }
-            // The joint steps carry the adds and removes written elsewhere in the operator;
-            // an existing learner's promotion is one of its own.
-            Step::JointEnter(j) => {
-                for p in &j.promote {
-                    if !adds.contains(&p.store_id) && !promotes.contains(&p.store_id) {
-                        promotes.push(p.store_id);
-                    }
-                }
-            }
-            Step::JointLeave(_) => {}
-        }
-    }
-    match (adds.is_empty(), removes.is_empty(), promotes.is_empty()) {
-        (false, false, _) => format!("mv peer: store {} to {}", list(&removes), list(&adds)),
-        (false, true, _) => format!("add peer: store {}", list(&adds)),
-        // PD's builder names the two lists the other way round here.
-        (true, false, false) => format!(
-            "promote peer: store {}, rm peer: store {}",
-            list(&removes),
-            list(&promotes)
-        ),
-        (true, false, true) => format!("rm peer: store {}", list(&removes)),
-        (true, true, false) => format!("promote peer: store {}", list(&promotes)),
-        (true, true, true) => match leader_to {
-            Some(to) => format!("transfer leader: store {} to {to}", op.leader_store),
-            None => String::new(),
-        },
-    }
-}
-
-/// Go's `time.Time.String()` of a Unix time in milliseconds, in UTC.
-pub fn go_time(ms: u64) -> String {
-    let Ok(t) = time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000) else {
-        return "0001-01-01 00:00:00 +0000 UTC".into();
-    };
-    let fraction = match ms % 1000 {
-        0 => String::new(),
-        f => format!(".{}", format!("{f:03}").trim_end_matches('0')),
-    };
-    format!(
-        "{:04}-{:02}-{:02} {:02}:{:02}:{:02}{fraction} +0000 UTC",
-        t.year(),
-        u8::from(t.month()),
-        t.day(),
-        t.hour(),
-        t.minute(),
-        t.second()
-    )
-}
-
-/// The operator's timeout as Go writes a duration.
-fn timeout(op: &RunningOp) -> String {
-    go_duration_ms(op.deadline_ms.saturating_sub(op.created_ms))
-}
-
-/// Go's `Operator.String()` of a running operator (started when it was made, as an admin
-/// operator is).
-pub fn operator_text(op: &RunningOp) -> String {
-    let steps: Vec<String> = step_texts(op)
-        .into_iter()
-        .enumerate()
-        .map(|(i, s)| format!("{i}:{{{s}}}"))
-        .collect();
-    let at = go_time(op.created_ms);
-    format!(
-        "{} {{{}}} (kind:{}, region:{}({}, {}), createAt:{at}, startAt:{at}, currentStep:{}, \
-         size:{}, steps:[{}], timeout:[{}])",
-        op.desc,
-        brief(op),
-        op.kind,
-        op.region_id,
-        op.epoch.version,
-        op.epoch.conf_ver,
-        op.at,
-        op.size_mib,
-        steps.join(", "),
-        timeout(op)
-    )
-}
-
 /// PD's `OpWithStatus` of region `id`: the running operator in full; an ended one by what its
 /// record keeps (its steps are not kept once it ends).
 pub fn with_status(
@@ -226,11 +61,7 @@ pub fn with_status(
         return Some(format!("status: RUNNING, operator: {}", operator_text(op)));
     }
     let r = record?;
-    let suffix = match r.status {
-        OpStatus::Success => " finished",
-        OpStatus::Timeout => " timeout",
-        _ => "",
-    };
+    let suffix = end_suffix(r.status);
     Some(format!(
         "status: {}, operator: {} (kind:{}, region:{}({}, {}), endAt:{}){suffix}",
         status_name(r.status),
@@ -316,7 +147,7 @@ pub fn refusal_text(e: &AdminRefused) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::placement::{Epoch, Peer, PeerRole, SplitPolicy, SplitStep};
+    use crate::placement::{Epoch, Peer, PeerRole, Step};
 
     fn peer(id: u64, store_id: u64, role: PeerRole) -> Peer {
         Peer { id, store_id, role }
@@ -339,36 +170,6 @@ mod tests {
             deadline_ms: 1_795_741_323_450 + 600_000,
             size_mib: 96,
         }
-    }
-
-    /// PD's `ChangePeerV2Enter` and `ChangePeerV2Leave` strings, and the brief of the move.
-    #[test]
-    fn a_joint_move_reads_as_pds_steps() {
-        let new = peer(100, 4, PeerRole::Learner);
-        let joint = crate::placement::schedule::Joint {
-            promote: vec![new.clone()],
-            demote: vec![peer(11, 1, PeerRole::Voter)],
-        };
-        let o = op(vec![
-            Step::AddLearner(new),
-            Step::TransferLeader(peer(12, 2, PeerRole::Voter)),
-            Step::JointEnter(Box::new(joint.clone())),
-            Step::JointLeave(Box::new(joint)),
-            Step::RemovePeer(peer(11, 1, PeerRole::Voter)),
-        ]);
-        assert_eq!(brief(&o), "mv peer: store [1] to [4]");
-        assert_eq!(
-            step_texts(&o),
-            [
-                "add learner peer 100 on store 4",
-                "transfer leader from store 1 to store 2",
-                "use joint consensus, promote learner peer 100 on store 4 to voter, \
-                 demote voter peer 11 on store 1 to learner",
-                "leave joint state, promote learner peer 100 on store 4 to voter, \
-                 demote voter peer 11 on store 1 to learner",
-                "remove peer on store 1",
-            ]
-        );
     }
 
     #[test]
@@ -407,47 +208,6 @@ mod tests {
                 "status": 1,
             })
         );
-    }
-
-    #[test]
-    fn briefs_as_pds_builder_writes_them() {
-        let to2 = Step::TransferLeader(peer(12, 2, PeerRole::Voter));
-        assert_eq!(
-            brief(&op(vec![to2.clone()])),
-            "transfer leader: store 1 to 2"
-        );
-        let rm = Step::RemovePeer(peer(13, 3, PeerRole::Voter));
-        assert_eq!(brief(&op(vec![to2, rm.clone()])), "rm peer: store [3]");
-        let learner = Step::AddLearner(peer(100, 4, PeerRole::Learner));
-        assert_eq!(brief(&op(vec![learner])), "add peer: store [4]");
-        let promote = Step::PromoteLearner(peer(15, 5, PeerRole::Learner));
-        assert_eq!(brief(&op(vec![promote.clone()])), "promote peer: store [5]");
-        assert_eq!(
-            brief(&op(vec![promote, rm])),
-            "promote peer: store [3], rm peer: store [5]"
-        );
-        let split = Step::Split(Box::new(SplitStep {
-            start_key: vec![],
-            end_key: vec![],
-            policy: SplitPolicy::UseKey,
-            keys: vec![b"a".to_vec(), vec![0x80, 0x01]],
-        }));
-        let o = op(vec![split]);
-        assert_eq!(
-            brief(&o),
-            "split: region 7 use policy USEKEY and keys [61 8001]"
-        );
-        assert_eq!(step_texts(&o), vec!["split region with policy USEKEY"]);
-        // The leader picks the key: PD's brief names none.
-        let scan = Step::Split(Box::new(SplitStep {
-            start_key: vec![],
-            end_key: vec![],
-            policy: SplitPolicy::Approximate,
-            keys: vec![],
-        }));
-        let o = op(vec![scan]);
-        assert_eq!(brief(&o), "split: region 7 use policy APPROXIMATE");
-        assert_eq!(step_texts(&o), vec!["split region with policy APPROXIMATE"]);
     }
 
     #[test]

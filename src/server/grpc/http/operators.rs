@@ -19,6 +19,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::{Map, Value};
 
+use super::operator_string::operator_text;
 use super::operator_text::{self as text, OpObject};
 use super::reply::Failure;
 use super::{query_values, Api};
@@ -77,8 +78,7 @@ pub async fn list(State(api): State<Api>, uri: Uri) -> Result<Response, Failure>
             .collect();
         return Ok(Json(objects).into_response());
     }
-    let texts: Option<Vec<String>> =
-        chosen.map(|ops| ops.into_iter().map(text::operator_text).collect());
+    let texts: Option<Vec<String>> = chosen.map(|ops| ops.into_iter().map(operator_text).collect());
     Ok(Json(texts).into_response())
 }
 
