@@ -42,8 +42,8 @@ pub struct SimArgs {
     pub plot: Option<PathBuf>,
 }
 
-/// Runs it. Returns the violations (at least 1 when the run did not converge), which make the
-/// exit status non-zero.
+/// Runs it. Returns the violations and stuck operators (at least 1 when the run did not
+/// converge), which make the exit status non-zero.
 pub fn run(args: &SimArgs) -> anyhow::Result<u64> {
     if let Some(seeds) = args.fuzz {
         return fuzz(args, seeds);
@@ -74,7 +74,7 @@ pub fn run(args: &SimArgs) -> anyhow::Result<u64> {
     let mut report = meridian_sim::run(scenario, args.seed);
     report.wall_s = started.elapsed().as_secs_f64();
     println!(
-        "{}: seed {}, {} stores, {} regions ({} at the end, {} merges): converged {} after {} s (floor {:.0} s); moves {} (min {}), leader transfers {}, operators {}; violations {}; {:.0} s simulated in {:.1} s",
+        "{}: seed {}, {} stores, {} regions ({} at the end, {} merges): converged {} after {} s (floor {:.0} s); moves {} (min {}), leader transfers {}, operators {}; violations {}, stuck operators {}; {:.0} s simulated in {:.1} s",
         report.scenario,
         report.seed,
         report.stores,
@@ -91,11 +91,15 @@ pub fn run(args: &SimArgs) -> anyhow::Result<u64> {
         report.leader_transfers,
         report.operators,
         report.violations,
+        report.stuck_operators,
         report.simulated_s,
         report.wall_s,
     );
     for v in &report.violation_samples {
         println!("  violation {v}");
+    }
+    for v in &report.stuck_samples {
+        println!("  stuck {v}");
     }
     if let Some(path) = &args.json {
         let text = serde_json::to_string_pretty(&report)?;
@@ -108,12 +112,13 @@ pub fn run(args: &SimArgs) -> anyhow::Result<u64> {
         );
         crate::plot::write_sim(&title, &report.series, path)?;
     }
-    Ok(report.violations.max(u64::from(!report.converged)))
+    Ok((report.violations + report.stuck_operators).max(u64::from(!report.converged)))
 }
 
 /// `--fuzz`: `seeds` random mixed scenarios, one line for each that broke a rule or did not
-/// heal, and the summary. Returns the violations, which make the exit status non-zero; a run
-/// that did not heal is reported but is no failure, as random events may outlast a run.
+/// heal or left an operator stuck, and the summary. Returns the violations and stuck operators,
+/// which make the exit status non-zero; a run that did not heal is reported but is no failure,
+/// as random events may outlast a run.
 fn fuzz(args: &SimArgs, seeds: u64) -> anyhow::Result<u64> {
     let stores = args
         .stores
@@ -129,14 +134,16 @@ fn fuzz(args: &SimArgs, seeds: u64) -> anyhow::Result<u64> {
     for seed in args.seed..args.seed + seeds {
         let scenario = meridian_sim::fuzz::scenario(seed, stores, regions);
         let report = meridian_sim::run(scenario, seed);
-        if report.violations > 0 || !report.converged {
+        if report.violations > 0 || report.stuck_operators > 0 || !report.converged {
             println!(
-                "seed {seed}: violations {}, converged {}{}",
+                "seed {seed}: violations {}, stuck operators {}, converged {}{}",
                 report.violations,
+                report.stuck_operators,
                 report.converged,
                 report
                     .violation_samples
                     .first()
+                    .or(report.stuck_samples.first())
                     .map_or_else(String::new, |v| format!(": {v}"))
             );
         }
@@ -144,10 +151,11 @@ fn fuzz(args: &SimArgs, seeds: u64) -> anyhow::Result<u64> {
     }
     summary.wall_s = started.elapsed().as_secs_f64();
     println!(
-        "fuzz: {} seeds from {}, {stores} stores, {regions} regions: violations {}, healed {} of {}, operators {}, merges {}; {:.1} s",
+        "fuzz: {} seeds from {}, {stores} stores, {regions} regions: violations {}, stuck operators {}, healed {} of {}, operators {}, merges {}; {:.1} s",
         summary.seeds,
         args.seed,
         summary.violations,
+        summary.stuck_operators,
         summary.converged,
         summary.seeds,
         summary.operators,
@@ -158,5 +166,5 @@ fn fuzz(args: &SimArgs, seeds: u64) -> anyhow::Result<u64> {
         let text = serde_json::to_string_pretty(&summary)?;
         std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?;
     }
-    Ok(summary.violations)
+    Ok(summary.violations + summary.stuck_operators)
 }

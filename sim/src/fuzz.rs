@@ -5,9 +5,10 @@
 //! keeps at least two of its starting stores untouched, and the stores lost are all in one zone
 //! (with isolation at zone level a region has one replica there, so no region loses its
 //! quorum: two zones down at once would lose regions for good, which no scheduler can heal).
-//! So a run can always heal; what a run must never do is break a safety rule, whatever the
-//! schedule of events. The run is judged healed after the last event, as the named scenarios
-//! are (after a deletion, not before the merge checker has passed once over every region).
+//! So a run can always heal; what a run must never do is break a safety rule or leave an
+//! operator stuck (`liveness`), whatever the schedule of events. The run is judged healed
+//! after the last event, as the named scenarios are (after a deletion, not before the merge
+//! checker has passed once over every region).
 //!
 //! Owns: the making of such scenarios and the summary of many runs. Must not: run the
 //! cluster (the world does) or decide anything the scheduler decides.
@@ -117,6 +118,10 @@ pub struct Summary {
     pub violations: u64,
     /// The seeds whose run broke a safety rule, with the first violation of each.
     pub violating: Vec<(u64, String)>,
+    /// Operators stuck (timed out though every store they name kept serving), in all runs.
+    pub stuck_operators: u64,
+    /// The seeds whose run had a stuck operator, with the first of each.
+    pub stuck: Vec<(u64, String)>,
     pub converged: u64,
     /// The seeds whose run did not heal before its end.
     pub not_converged: Vec<u64>,
@@ -133,6 +138,11 @@ impl Summary {
         if r.violations > 0 {
             let first = r.violation_samples.first().cloned().unwrap_or_default();
             self.violating.push((seed, first));
+        }
+        self.stuck_operators += r.stuck_operators;
+        if r.stuck_operators > 0 {
+            let first = r.stuck_samples.first().cloned().unwrap_or_default();
+            self.stuck.push((seed, first));
         }
         if r.converged {
             self.converged += 1;

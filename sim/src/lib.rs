@@ -46,11 +46,17 @@
 //! operator that starts, the caps and store limits (`check.rs`). The report counts
 //! violations and describes the first few.
 //!
+//! Liveness, on every operator that ends (`liveness.rs`): none is stuck, that is, none times
+//! out unless a store it names stopped or started while it ran (why this rule and not a bound
+//! on the time to heal: that module's docs). The report counts stuck operators apart from the
+//! violations and describes the first few; a run is also judged by whether it converged.
+//!
 //! Owns: the simulated cluster, scenarios, the report. Must not: decide anything the
 //! scheduler decides, read the OS clock or touch the network.
 
 mod check;
 pub mod fuzz;
+mod liveness;
 mod model;
 mod queue;
 mod report;

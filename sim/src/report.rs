@@ -26,6 +26,10 @@ pub struct Report {
     pub violations: u64,
     /// The first few violations, described.
     pub violation_samples: Vec<String>,
+    /// Operators stuck: timed out though every store they name kept serving (`liveness`).
+    pub stuck_operators: u64,
+    /// The first few, described.
+    pub stuck_samples: Vec<String>,
     /// Rolling restart: the longest time a store took to lead nothing after evict-leader.
     pub longest_evict_s: Option<f64>,
     /// Zone loss: peers added while the zone was down.

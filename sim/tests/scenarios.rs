@@ -1,5 +1,5 @@
 //! Every named scenario at a small size (10 stores, 1,000 regions): it converges with no
-//! violation, and one seed gives the same report twice.
+//! violation and no operator stuck, and one seed gives the same report twice.
 
 use meridian_sim::{named, run, Report, NAMES};
 
@@ -25,6 +25,7 @@ fn every_scenario_converges_safely_at_a_small_size() {
             r.violations,
             r.violation_samples
         );
+        assert_eq!(r.stuck_operators, 0, "{name}: {:?}", r.stuck_samples);
         assert_eq!(r.repairs_during_loss, 0, "{name}");
     }
 }
@@ -45,6 +46,7 @@ fn every_scenario_converges_safely_without_joint_consensus() {
             r.violations,
             r.violation_samples
         );
+        assert_eq!(r.stuck_operators, 0, "{name}: {:?}", r.stuck_samples);
         assert_eq!(r.repairs_during_loss, 0, "{name}");
     }
 }

@@ -105,6 +105,8 @@ impl Sim {
             operators: self.operators,
             violations: self.check.count,
             violation_samples: self.check.samples.clone(),
+            stuck_operators: self.liveness.count,
+            stuck_samples: self.liveness.samples.clone(),
             longest_evict_s: self
                 .rolling
                 .as_ref()

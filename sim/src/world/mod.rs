@@ -22,8 +22,8 @@ mod tikv;
 mod tikv_merge;
 
 use meridian::placement::schedule::{
-    self, influence, Cluster, HotCache, InFlight, MergeInput, Neighbours, Pending, RegionInput,
-    Side, StoreView, Sweep,
+    self, influence, Cluster, Ended, HotCache, InFlight, MergeInput, Neighbours, Pending,
+    RegionInput, Side, StoreView, Sweep,
 };
 use meridian::placement::{
     Epoch, Peer, PeerRole, RangeIndex, Region, ScheduleConfig, StoreMap, StoreStats,
@@ -32,6 +32,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use crate::check::Checker;
+use crate::liveness::Liveness;
 use crate::queue::{Event, Queue};
 use crate::report::{Report, Series};
 use crate::scenario::Scenario;
@@ -63,6 +64,7 @@ pub struct Sim {
     hot_regions: Vec<usize>,
     // Accounting.
     check: Checker,
+    liveness: Liveness,
     live: [usize; schedule::OpKind::ALL.len()],
     bad: u64,
     last_op_ms: u64,
@@ -208,6 +210,7 @@ impl Sim {
             hot: HotCache::new(),
             hot_regions: Vec::new(),
             check: Checker::default(),
+            liveness: Liveness::default(),
             live: [0; schedule::OpKind::ALL.len()],
             bad: 0,
             last_op_ms: 0,
@@ -377,6 +380,11 @@ impl Sim {
             adjacent: &adjacent,
         };
         let mut slot = self.regions[i].slot.take();
+        // An operator at its deadline may time out in this call: kept to judge it then.
+        let due = slot
+            .as_deref()
+            .filter(|p| self.now >= p.deadline_ms)
+            .cloned();
         let mut next_id = self.next_id;
         let mut sweep = std::mem::take(&mut self.sweep);
         let mut d = {
@@ -403,8 +411,17 @@ impl Sim {
         };
         self.next_id = next_id;
         self.sweep = sweep;
-        if let Some((kind, _)) = d.ended {
+        if let Some((kind, how)) = d.ended {
             self.live[kind.index()] -= 1;
+            if let (Ended::TimedOut, Some(op)) = (how, &due) {
+                let stores = &self.stores;
+                let alive = |id: u64| {
+                    let s = id.checked_sub(1).and_then(|s| stores.get(s as usize));
+                    s.is_some_and(|s| s.alive)
+                };
+                let region = self.regions[i].region.id;
+                self.liveness.timed_out(self.now, region, op, &alive);
+            }
         }
         if let Some(flow) = d.hot_ended {
             self.hot

@@ -379,6 +379,7 @@ impl Sim {
             return;
         }
         self.stores[s].alive = false;
+        self.liveness.store_changed(s, self.now);
         let at = self.now + self.scn.timing.election_ms;
         for i in 0..self.regions.len() {
             if self.regions[i]
@@ -397,6 +398,7 @@ impl Sim {
             return;
         }
         self.stores[s].alive = true;
+        self.liveness.store_changed(s, self.now);
         self.q.push(self.now, Event::StoreBeat { store: s as u32 });
         let at = self.now + self.scn.timing.election_ms;
         for i in 0..self.regions.len() {

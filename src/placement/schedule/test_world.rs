@@ -4,8 +4,10 @@
 //! region heartbeats and patrols through the core, leader elections, store failures and time.
 //! Every step sent is checked by `safety` against the region before it, then applied; a merge
 //! is checked against its target as it stands, then committed as TiKV commits it; and every
-//! operator started is checked against the caps and store limits. Must not touch: what the
-//! tests assert beyond those checks (the tests in `tests.rs` own that).
+//! operator started is checked against the caps and store limits. Once the events are over,
+//! `settle` checks liveness: with the stores' fates fixed, no operator stays in flight for
+//! long (none is stuck). Must not touch: what the tests assert beyond those checks (the tests
+//! in `tests.rs` own that).
 
 use proptest::prelude::*;
 
@@ -124,6 +126,11 @@ pub(super) fn fixed(
 
 /// When the world starts: stores registered at 0 and silent since are Down by then.
 const START: u64 = 100_000;
+
+/// Rounds of [`Sim::settle`] within which an operator must end: a move's five steps, a call
+/// each, take three rounds of two calls, a merge's alignment a few more; 10 rounds (20 s) is
+/// still short of the operator timeout (30 s), so a held step is caught before it times out.
+const STUCK_ROUNDS: u64 = 10;
 
 pub(super) struct Sim {
     cfg: ScheduleConfig,
@@ -478,6 +485,40 @@ impl Sim {
                 let plan = balance::balance_leader(&c, &r);
                 assert_eq!(plan, None, "balance-leader on {region:?}");
             }
+        }
+    }
+
+    /// Liveness once the stores settle: no store changes its fate any more, and a silent store
+    /// is left to be marked Down (every operator of before then has timed out too). Then, every
+    /// round, each live region reports and is patrolled, and 2 s pass. TiKV here makes each
+    /// step at once, so an operator whose stores keep their health sends its next step on each
+    /// call and ends within a few rounds. One still in flight [`STUCK_ROUNDS`] rounds after it
+    /// started is stuck: a step the scheduler holds, or sends and sees refused, for ever (it
+    /// would time out at 30 s and be planned again).
+    pub(super) fn settle(&mut self) {
+        self.step(&Event::Wait(self.cfg.max_store_down_time_ms + 1_000));
+        let n = self.regions.len();
+        for i in 0..n {
+            self.step(&Event::Heartbeat(i));
+        }
+        let round_ms = 2_000;
+        for _ in 0..STUCK_ROUNDS + 2 {
+            for i in 0..n {
+                self.step(&Event::Heartbeat(i));
+                self.step(&Event::Patrol(i));
+            }
+            for (i, slot) in self.slots.iter().enumerate() {
+                let Some(op) = slot.as_ref().filter(|_| !self.gone[i]) else {
+                    continue;
+                };
+                let rounds = self.now.saturating_sub(op.created_ms) / round_ms;
+                assert!(
+                    rounds < STUCK_ROUNDS,
+                    "stuck: {op:?} on {:?}, {rounds} rounds after it started",
+                    self.regions[i]
+                );
+            }
+            self.step(&Event::Wait(round_ms));
         }
     }
 

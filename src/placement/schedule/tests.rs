@@ -1,6 +1,7 @@
 //! The scheduler against the four safety rules, over random clusters and random sequences of
 //! heartbeats, patrols (with the merge checker, small regions beside each other), leader
-//! elections, store failures and time, in the simulated world of `test_world`; and fixed
+//! elections, store failures and time, in the simulated world of `test_world`; against
+//! liveness in the same worlds once their stores settle (no operator stuck); and fixed
 //! worlds in which PD's repair and balance orders are asserted step by step.
 
 use proptest::prelude::*;
@@ -28,6 +29,25 @@ fn no_step_breaks_a_safety_rule() {
         panic!("{e}");
     }
     assert!(merges.get() > 0, "no world merged a region");
+}
+
+/// After random events, once no store changes its fate any more, every operator ends within a
+/// few rounds of reports and patrols (`Sim::settle`): none is stuck on a step the scheduler
+/// holds or TiKV refuses, whatever the stores' health (some Down or Offline for good).
+#[test]
+fn no_operator_is_stuck_once_the_stores_settle() {
+    let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig::with_cases(256));
+    let run = runner.run(&world(), |w| {
+        let mut sim = Sim::new(&w);
+        for e in &w.events {
+            sim.step(e);
+        }
+        sim.settle();
+        Ok(())
+    });
+    if let Err(e) = run {
+        panic!("{e}");
+    }
 }
 
 /// A region on a Down store is repaired as PD does: a learner on the best-separated store,
