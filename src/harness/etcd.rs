@@ -4,7 +4,6 @@
 //! requires client certificates (`--client-cert-auth`), with certificates made by
 //! [`crate::tls::cert`]; `enable_auth` turns etcd's own users and roles on.
 
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -99,10 +98,6 @@ impl EtcdTlsFiles {
     }
 }
 
-fn free_port() -> anyhow::Result<u16> {
-    Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
-}
-
 impl EtcdProcess {
     /// Starts etcd in `dir` (created if needed) and waits until it answers.
     pub fn start(dir: &Path) -> anyhow::Result<EtcdProcess> {
@@ -120,8 +115,8 @@ impl EtcdProcess {
         let mut etcd = EtcdProcess {
             child: None,
             data_dir: dir.to_path_buf(),
-            client_port: free_port()?,
-            peer_port: free_port()?,
+            client_port: super::free_udp_port(),
+            peer_port: super::free_udp_port(),
             tls,
         };
         etcd.resume()?;

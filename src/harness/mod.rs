@@ -126,12 +126,33 @@ const FRESH_CHECK: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// A port free on loopback right now for both UDP (QUIC) and TCP (the address guard and the
 /// gRPC front end): a node binds both on its client port.
+///
+/// Chosen at random below the kernel's ephemeral range, not by binding port 0: a port is
+/// released here and bound by the node later, and in between any outgoing connection of a
+/// test running beside it (to etcd, to another node) may take an ephemeral port as its own
+/// source, which made a node fail to start with its port "already served".
 pub fn free_udp_port() -> u16 {
-    loop {
-        let tcp = std::net::TcpListener::bind("127.0.0.1:0").expect("binding a loopback TCP port");
-        let port = tcp.local_addr().expect("a bound port").port();
+    use std::hash::{BuildHasher, Hasher};
+    let ephemeral_from = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse::<u16>().ok())
+        .unwrap_or(32768);
+    let (low, high) = (FREE_PORTS_FROM, ephemeral_from.max(FREE_PORTS_FROM + 1024));
+    let random = std::collections::hash_map::RandomState::new();
+    for attempt in 0u64.. {
+        let mut h = random.build_hasher();
+        h.write_u64(attempt);
+        let port = low + (h.finish() % u64::from(high - low)) as u16;
+        let Ok(_tcp) = std::net::TcpListener::bind(("127.0.0.1", port)) else {
+            continue;
+        };
         if std::net::UdpSocket::bind(("127.0.0.1", port)).is_ok() {
             return port;
         }
     }
+    unreachable!("an endless loop returns only a port")
 }
+
+/// The lowest port [`free_udp_port`] hands out: above the fixed ports the benchmark scripts
+/// use (23890-27999).
+const FREE_PORTS_FROM: u16 = 28000;
