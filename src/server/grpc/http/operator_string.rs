@@ -196,7 +196,7 @@ pub fn operator_string(op: &RunningOp, status: OpStatus) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::placement::{Epoch, MergeStep, Peer, PeerRole, Region, SplitPolicy, SplitStep};
 
@@ -212,7 +212,8 @@ mod tests {
         peer(id, id, PeerRole::Learner)
     }
 
-    fn op(steps: Vec<Step>) -> RunningOp {
+    /// An admin move of region 7 with `steps`, for the tests of PD's operator shapes.
+    pub(in crate::server::grpc::http) fn op(steps: Vec<Step>) -> RunningOp {
         RunningOp {
             region_id: 7,
             epoch: Epoch {

@@ -146,30 +146,12 @@ pub fn refusal_text(e: &AdminRefused) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::super::operator_string::tests::op;
     use super::*;
     use crate::placement::{Epoch, Peer, PeerRole, Step};
 
     fn peer(id: u64, store_id: u64, role: PeerRole) -> Peer {
         Peer { id, store_id, role }
-    }
-
-    fn op(steps: Vec<Step>) -> RunningOp {
-        RunningOp {
-            region_id: 7,
-            epoch: Epoch {
-                conf_ver: 3,
-                version: 2,
-            },
-            desc: "admin-move-peer",
-            kind: "admin,region,leader",
-            steps,
-            at: 1,
-            leader_store: 1,
-            // 2026-11-27 01:02:03.450 UTC
-            created_ms: 1_795_741_323_450,
-            deadline_ms: 1_795_741_323_450 + 600_000,
-            size_mib: 96,
-        }
     }
 
     #[test]
