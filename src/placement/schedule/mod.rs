@@ -23,6 +23,7 @@
 //!   into `ChangePeerV2` enter and leave steps when `enable_joint_consensus` is on and the
 //!   cluster version takes `ChangePeerV2` (5.0 and later).
 //! - `scheduler`: the entry points; starts plans within budget, runs operators step by step.
+//! - `step_check`: the safety rules and PD's step checks, run on a step before it is sent.
 //! - `settings`: what an operator changes while the cluster runs (evict-leader's stores,
 //!   per-store limits) and PD's check before a store is decommissioned.
 //! - `safety`: the four rules as an independent check, for the simulator and tests.
@@ -50,6 +51,7 @@ mod scatter;
 mod scheduler;
 mod select;
 mod settings;
+mod step_check;
 #[cfg(test)]
 mod test_cluster;
 #[cfg(test)]
@@ -74,9 +76,10 @@ pub use plan::{Plan, NEW_PEER};
 pub use scatter::{scatter, Groups, Refused, Target, SCATTER_DESC};
 pub use scheduler::{
     cancel, let_go, on_heartbeat, patrol, start_admin_plan, start_passive, start_plan, Dispatch,
-    Ended, Stale, Sweep,
+    Ended, Sweep,
 };
 pub use settings::{check_decommission, LimitType, Settings, SettingsError, StoreLimit};
+pub use step_check::Stale;
 #[cfg(test)]
 pub(crate) use test_cluster::{details, up_stores, TestCluster};
 pub use view::{Health, StoreLoad, StoreView};

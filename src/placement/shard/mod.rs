@@ -24,6 +24,8 @@ mod orders;
 mod owner;
 mod store_totals;
 #[cfg(test)]
+mod store_totals_tests;
+#[cfg(test)]
 mod tests;
 
 use std::collections::HashMap;
