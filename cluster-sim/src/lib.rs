@@ -9,9 +9,9 @@
 //!
 //! A crate of its own rather than a module of `sim/`: `sim/` is the pure scheduling simulator
 //! and builds nothing of the server's I/O, while this needs turmoil, tonic, the etcd model and
-//! the server's `sim` feature, and for full determinism a build with `--cfg tokio_unstable`
-//! (tokio seeds its `select!` and scheduler randomness only then), which belongs in its own
-//! target directory and CI job rather than in `sim/`'s fast tests.
+//! the server's `sim` feature, and the vendored turmoil, which seeds each host's tokio runtime
+//! (its `select!` branch order and `watch` waiter lists) from the seed without
+//! `--cfg tokio_unstable`, so that the ordinary build replays.
 //!
 //! Owns the harness: hosts, nemesis, checks and trace. It must not change how the server
 //! behaves; it reaches it only through `meridian::server::sim` and the `sim` seams.

@@ -126,9 +126,11 @@ impl Election {
                 if let Ok(Some((m, _))) = self.current_leader().await {
                     leader.send_replace(m);
                 }
+                // Shutdown first: a stop as the pause ends needs no more reads.
                 tokio::select! {
-                    _ = tokio::time::sleep(Duration::from_millis(500)) => continue,
+                    biased;
                     _ = shutdown.wait_for(|s| *s) => return Ok(None),
+                    _ = tokio::time::sleep(Duration::from_millis(500)) => continue,
                 }
             }
             // A leader handing over to another member named it here: stand back until that
@@ -226,7 +228,11 @@ impl Election {
             .await
             .map_err(io)?;
         loop {
+            // Shutdown first: a node that is stopping follows no leader, and either branch
+            // ends in `campaign` seeing the stop; only the order is fixed (tokio's random one
+            // is drawn from an unseeded generator).
             tokio::select! {
+                biased;
                 _ = shutdown.wait_for(|s| *s) => return Ok(()),
                 message = stream.message() => match message.map_err(io)? {
                     None => return Ok(()),

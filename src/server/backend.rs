@@ -216,9 +216,11 @@ async fn watch_registry(
                 }
             }
         }
+        // Shutdown first: a stop as the poll's pause ends reads the registry no more.
         tokio::select! {
-            _ = tokio::time::sleep(Duration::from_millis(500)) => {}
+            biased;
             _ = shutdown.wait_for(|s| *s) => return,
+            _ = tokio::time::sleep(Duration::from_millis(500)) => {}
         }
     }
 }

@@ -52,9 +52,12 @@ impl Leadership {
                 Ok(None) => return,
                 Err(e) => {
                     tracing::warn!("campaign failed: {e}; retrying");
+                    // A stop that lands as the pause ends wins over one more campaign (and
+                    // the order is not drawn from tokio's unseeded generator).
                     tokio::select! {
-                        _ = tokio::time::sleep(Duration::from_millis(500)) => continue,
+                        biased;
                         _ = shutdown.wait_for(|s| *s) => return,
+                        _ = tokio::time::sleep(Duration::from_millis(500)) => continue,
                     }
                 }
             };
@@ -153,9 +156,11 @@ impl Leadership {
                 Step::Ended(ended @ (Ended::ClockBehind | Ended::WindowStuck)) => {
                     tracing::info!(?ended, "leadership ended; sitting out {:?}", self.sit_out);
                     self.election.resign(term).await;
+                    // Shutdown first, as for the campaign's pause.
                     tokio::select! {
-                        _ = tokio::time::sleep(self.sit_out) => {}
+                        biased;
                         _ = shutdown.wait_for(|s| *s) => return,
+                        _ = tokio::time::sleep(self.sit_out) => {}
                     }
                 }
                 Step::Ended(ended) => {
@@ -165,9 +170,11 @@ impl Leadership {
                         return;
                     }
                     if bad_value {
+                        // Shutdown first, as for the campaign's pause.
                         tokio::select! {
-                            _ = tokio::time::sleep(self.sit_out) => {}
+                            biased;
                             _ = shutdown.wait_for(|s| *s) => return,
+                            _ = tokio::time::sleep(self.sit_out) => {}
                         }
                     }
                 }
@@ -175,9 +182,11 @@ impl Leadership {
                     self.election.resign(term).await;
                     tracing::info!("resigned on request");
                     let _ = reply.send(Ok(()));
+                    // Shutdown first, as for the campaign's pause.
                     tokio::select! {
-                        _ = tokio::time::sleep(self.sit_out) => {}
+                        biased;
                         _ = shutdown.wait_for(|s| *s) => return,
+                        _ = tokio::time::sleep(self.sit_out) => {}
                     }
                 }
                 Step::Command(Command::Transfer(target, reply)) => {

@@ -53,7 +53,11 @@ impl Lease for EtcdModel {
         let model = self.clone();
         tokio::spawn(async move {
             loop {
+                // A renewal read before the client went away is applied, as etcd applies
+                // one it has received whether or not its answer can be sent (and the order
+                // is fixed, not drawn from tokio's generator).
                 let message = tokio::select! {
+                    biased;
                     message = inbound.message() => message,
                     _ = tx.closed() => return,
                 };

@@ -359,9 +359,12 @@ async fn expire_leases(shared: Weak<Shared>, wake: Arc<Notify>) {
         };
         match deadline {
             Some(at) => {
+                // Either way the same apply follows; the wake first takes its permit, so a
+                // deadline and a wake together cost one apply, not two.
                 tokio::select! {
-                    _ = tokio::time::sleep_until(at) => {}
+                    biased;
                     _ = wake.notified() => {}
+                    _ = tokio::time::sleep_until(at) => {}
                 }
             }
             None => wake.notified().await,

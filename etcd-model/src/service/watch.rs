@@ -52,7 +52,9 @@ impl Watch for EtcdModel {
         tokio::spawn(async move {
             let mut reading = true;
             loop {
+                // A request read before the client went away is handled, as for keep-alives.
                 tokio::select! {
+                    biased;
                     message = inbound.message(), if reading => match message {
                         Ok(Some(r)) => model.with_etcd(|etcd, now| etcd.watch_request(stream, &r, now)),
                         Ok(None) => reading = false,

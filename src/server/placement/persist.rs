@@ -59,7 +59,9 @@ pub async fn serve_term<M: MetaStore + Clone>(
                          {backoff:?}, the TSO serves meanwhile"
                     );
                     clear(&state).await;
+                    // Stop first: a term that ends as the backoff does loads nothing more.
                     tokio::select! {
+                        biased;
                         _ = stop.wait_for(|s| *s) => return Ok(()),
                         _ = tokio::time::sleep(backoff) => {}
                     }
@@ -87,7 +89,9 @@ pub async fn serve_term<M: MetaStore + Clone>(
                         tracing::warn!(
                             "the synced copy is not reconciled yet ({e}); retrying in {backoff:?}"
                         );
+                        // Stop first, as for the load above.
                         tokio::select! {
+                            biased;
                             _ = stop.wait_for(|s| *s) => return Ok(()),
                             _ = tokio::time::sleep(backoff) => {}
                         }
@@ -101,6 +105,11 @@ pub async fn serve_term<M: MetaStore + Clone>(
             let mut sync = Vec::new();
             let mut stopping = false;
             let mut ticked = false;
+            // Not biased, on purpose: under load the dirty set's wake is ready at almost
+            // every poll (every region change), and after flushes slower than a second so is
+            // the tick, so any fixed order would starve a branch (no store marked Down, or
+            // acknowledged writes waiting out their timeout). tokio's random order is fair;
+            // the simulation seeds it per host, so its runs still replay.
             tokio::select! {
                 _ = stop.wait_for(|s| *s) => stopping = true,
                 op = rx.recv() => {

@@ -35,10 +35,8 @@ pub struct Config {
     /// Whether io is enabled on the runtime.
     pub enable_io: bool,
 
-    /// Rng used to seed the tokio runtime.
-    ///
-    /// Only used if the `tokio_unstable` cfg flag is set.
-    #[cfg_attr(not(tokio_unstable), expect(dead_code))]
+    /// Rng used to seed the tokio runtime (with or without the `tokio_unstable` cfg flag:
+    /// the vendored tokio's `Builder::__sim_rng_seed`).
     pub rng: Option<SmallRng>,
 }
 
@@ -255,11 +253,12 @@ fn init(config: &mut Config) -> (Runtime, LocalSet) {
         tokio_builder.enable_io();
     }
 
-    #[cfg(tokio_unstable)]
+    // Seeded with or without `--cfg tokio_unstable` (upstream seeds only under the cfg), so
+    // that every unbiased `select!` and `watch` waiter list on a host replays from the
+    // simulation's seed.
     if let Some(rng) = &mut config.rng {
-        let bytes: [u8; 32] = rand::Rng::random(rng);
-        let seed = tokio::runtime::RngSeed::from_bytes(&bytes);
-        tokio_builder.rng_seed(seed);
+        let seed: u64 = rand::Rng::random(rng);
+        tokio_builder.__sim_rng_seed(seed);
     }
 
     let tokio = tokio_builder

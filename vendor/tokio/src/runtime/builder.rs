@@ -1465,6 +1465,18 @@ impl Builder {
         }
     }
 
+    cfg_test_util! {
+        /// Not public API: for a simulator (turmoil) that must replay a run exactly without
+        /// `--cfg tokio_unstable`. Seeds the runtime's random number generation from `seed`,
+        /// as [`Builder::rng_seed`] does under that cfg: the branch order of every unbiased
+        /// `select!` polled on the runtime and the waiter list a `watch` receiver waits on.
+        #[doc(hidden)]
+        pub fn __sim_rng_seed(&mut self, seed: u64) -> &mut Self {
+            self.seed_generator = RngSeedGenerator::new(RngSeed::from_u64(seed));
+            self
+        }
+    }
+
     cfg_unstable_metrics! {
         /// Enables tracking the distribution of task poll times.
         ///
