@@ -122,6 +122,7 @@ impl Sim {
                     leaders: 0,
                     send_free_ms: 0,
                     recv_free_ms: 0,
+                    started_ms: 0,
                 });
             }
             // A shuffled round robin: every store of a zone holds the same number of peers,
@@ -179,6 +180,7 @@ impl Sim {
                 merging: false,
                 write_bps: 0,
                 reported_ms: 0,
+                reported_by: 0,
             });
         }
         let mut map = StoreMap::new();

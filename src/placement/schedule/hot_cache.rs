@@ -25,7 +25,7 @@
 use std::collections::HashMap;
 
 use super::cluster::{Cluster, HotMove, HotStat};
-use crate::placement::region::{Region, MAX_PEERS};
+use crate::placement::region::{Region, RegionStats, MAX_PEERS};
 
 /// PD's `MinHotThresholds[RegionWriteBytes]`: 1 KiB/s.
 pub const MIN_HOT_WRITE_BYTES_PER_S: f64 = 1024.0;
@@ -45,6 +45,20 @@ pub struct WriteFlow {
     pub keys: u64,
     /// The report's interval (TiKV's `interval`, end minus start), in seconds.
     pub interval_s: u64,
+}
+
+impl WriteFlow {
+    /// What a leader's report `stats` says was written, over the interval the report gives
+    /// (PD divides by TiKV's end minus start, whenever it arrived); a report that gives none
+    /// (0/0) is taken over `since_last_s`, the time since its owner took the region's last
+    /// report, and a first such report over 0 s, too short to count.
+    pub fn reported(stats: &RegionStats, since_last_s: Option<u64>) -> WriteFlow {
+        WriteFlow {
+            bytes: stats.written_bytes,
+            keys: stats.written_keys,
+            interval_s: stats.interval.secs().or(since_last_s).unwrap_or(0),
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
