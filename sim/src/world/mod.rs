@@ -395,7 +395,7 @@ impl Sim {
                 region: &r.region,
                 pending_peers: &r.pending,
                 size_mib,
-                hot: self.hot.get(r.region.id),
+                hot: self.hot.get(&r.region),
             };
             let c = self.cluster();
             let mut ids = || {
@@ -475,6 +475,14 @@ impl Sim {
 
     fn patrol(&mut self) {
         self.sweep = Sweep::default();
+        // The hot scheduler's candidates, ranked as PD's are before it schedules.
+        let c = Cluster {
+            cfg: &self.cfg,
+            stores: &self.view,
+            in_flight: &self.in_flight,
+            now_ms: self.now,
+        };
+        self.hot.rank(&c);
         let n = self.regions.len();
         for _ in 0..self.cfg.patrol_batch_for(n).min(n) {
             if self.cursor >= n {

@@ -38,12 +38,16 @@ fn heartbeats_written_above_the_hot_rate_make_the_region_hot() {
                 .heartbeat(r, written(rate), &c, &index, &mut || ids.next())
                 .unwrap();
         }
-        degrees.push(shard.hot.get(1).map(|h| h.degree));
+        degrees.push(shard.hot.get(&hot).map(|h| h.degree));
     }
     assert_eq!(degrees, vec![None, Some(1), Some(2), Some(3)]);
-    let stat = shard.hot.get(1).expect("region 1 hot");
+    let stat = shard.hot.get(&hot).expect("region 1 hot");
     assert_eq!(stat.byte_rate, RATE as f64);
-    assert_eq!(shard.hot.get(2), None, "written below the least hot rate");
+    assert_eq!(
+        shard.hot.get(&cold),
+        None,
+        "written below the least hot rate"
+    );
     let c = stores.at(4 * REPORT_INTERVAL_S * 1000);
     let flow = |s: u64, leader: bool| c.store(s).map(|l| l.budget.flow.bytes(leader));
     let rate = Some(RATE as i64);
@@ -112,7 +116,12 @@ fn a_reported_interval_sets_the_rate_whatever_the_arrival_gap() {
                 .unwrap();
         }
     }
-    let rate = |id: u64| shard.hot.get(id).map(|h| h.byte_rate);
+    let rate = |id: u64| {
+        shard
+            .hot
+            .get(&regions[id as usize - 1])
+            .map(|h| h.byte_rate)
+    };
     let per_s = Some((WRITTEN / 10) as f64);
     assert_eq!(
         (rate(1), rate(2), rate(3)),

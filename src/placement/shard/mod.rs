@@ -507,6 +507,8 @@ impl Shard {
             leader: None,
         };
         let mut sweep = schedule::Sweep::default();
+        // The hot scheduler's candidates, ranked as PD's are before it schedules.
+        self.hot.rank(c);
         let started_ms = *self.started_ms.get_or_insert(c.now_ms);
         let n = self.regions.len();
         for _ in 0..budget.min(n) {
@@ -551,7 +553,7 @@ impl Shard {
             let mut d = decide(
                 (&mut self.ops, &mut self.in_flight),
                 id,
-                (entry, self.hot.get(id)),
+                (entry, self.hot.get(&region)),
                 (&region, pending),
                 c.now_ms,
                 |input, slot| schedule::patrol(c, &mut sweep, input, merge, slot, new_peer_id),
