@@ -1,7 +1,7 @@
 //! The TLS a client needs: how it trusts the server ([`Trust`]: a CA file, with or without a
 //! client certificate, or no verification at all), the rustls and QUIC client configs built
 //! from that, and the crypto provider (ring) every config of the project uses. TLS 1.3 only,
-//! ALPN `meridian/4` on QUIC. It reads the files it is given and nothing else: making
+//! ALPN `meridian/5` on QUIC. It reads the files it is given and nothing else: making
 //! certificates, the server's configs and what a role may do belong to the server crate.
 
 use std::path::{Path, PathBuf};

@@ -130,10 +130,11 @@ async fn drive(
         }
         batch.clear();
         picked.clear();
+        let now_s = share::unix_s();
         while picked.len() < depth {
             let Some(i) = share.urgent.pop() else { break };
             if !share.frames[i].is_empty() {
-                batch.extend_from_slice(&share.frames[i]);
+                share.send(i, &mut batch, now_s);
                 picked.push(i);
             }
         }
@@ -144,7 +145,7 @@ async fn drive(
             at = (at + 1) % n;
             looked += 1;
             if !share.frames[i].is_empty() {
-                batch.extend_from_slice(&share.frames[i]);
+                share.send(i, &mut batch, now_s);
                 picked.push(i);
             }
         }
@@ -269,6 +270,10 @@ async fn drive_grpc(
         })
     };
     let start = Instant::now();
+    // Each region's last report (Unix seconds): a report's interval runs from it, or from
+    // the start for the first, as TiKV stamps its heartbeats.
+    let started_s = share::unix_s();
+    let mut reported_s = vec![started_s; requests.len()];
     for (sent, req) in requests.iter().cycle().enumerate() {
         if Instant::now() >= deadline {
             break;
@@ -277,9 +282,17 @@ async fn drive_grpc(
             let due = start + Duration::from_secs_f64(sent as f64 / rate);
             tokio::time::sleep_until(due.into()).await;
         }
+        let mut req = req.clone();
+        let last = &mut reported_s[sent % requests.len()];
+        let now_s = share::unix_s().max(*last);
+        req.interval = Some(pdpb::TimeInterval {
+            start_timestamp: *last,
+            end_timestamp: now_s,
+        });
+        *last = now_s;
         // The channel is bounded and HTTP/2 flow control stands behind it: the sender waits
         // for the server instead of queueing without end.
-        if tx.send(req.clone()).await.is_err() {
+        if tx.send(req).await.is_err() {
             break;
         }
         counters.heartbeats.fetch_add(1, Relaxed);

@@ -158,6 +158,10 @@ pub fn seeds() -> Vec<Seed> {
                     written_bytes: 4096,
                     written_keys: 16,
                     pending: 0,
+                    interval: crate::placement::TimeInterval {
+                        start_s: 1_700_000_000,
+                        end_s: 1_700_000_060,
+                    },
                 },
             },
         ),
@@ -438,6 +442,10 @@ pub fn seeds() -> Vec<Seed> {
             region: Some(meta_region(&everything)),
             bytes_written: 4096,
             approximate_size: 96 << 20,
+            interval: Some(pdpb::TimeInterval {
+                start_timestamp: 1_700_000_000,
+                end_timestamp: 1_700_000_060,
+            }),
             ..Default::default()
         }
         .encode_to_vec(),

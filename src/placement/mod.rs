@@ -41,7 +41,9 @@ pub use operator::{
     MergeStep, OpKind, Operator, Pending, Progress, Split, SplitPolicy, SplitStep, Step,
 };
 pub use range_index::{Change, RangeIndex, Snapshot, SEGMENT};
-pub use region::{Epoch, Peer, PeerRole, Region, RegionError, RegionShape, RegionStats, MAX_PEERS};
+pub use region::{
+    Epoch, Peer, PeerRole, Region, RegionError, RegionShape, RegionStats, TimeInterval, MAX_PEERS,
+};
 // The reference model the property tests and the fuzzers check `RangeIndex` against; no
 // request is served from it, so it is not part of the public API.
 pub use op_status::{CancelReason, OpEvent, OpRecord, OpStatus, RECORD_TTL_MS};

@@ -2,7 +2,7 @@
 //! and a leader that a store could report. What a region is belongs to the frames
 //! (`meridian-client`); this knows nothing of other regions.
 
-pub use meridian_client::placement::{Epoch, Peer, PeerRole, Region, RegionStats};
+pub use meridian_client::placement::{Epoch, Peer, PeerRole, Region, RegionStats, TimeInterval};
 
 /// Most peers a region may have; more is a malformed report, not a placement.
 pub const MAX_PEERS: usize = 16;

@@ -1,7 +1,7 @@
 //! TLS material and the server's crypto configs: the server's certificate (given, or a local CA
 //! with a node and a client certificate created once in the data dir and kept), and client
 //! authentication (the CA that signs client certificates, or the explicit opt-out). TLS 1.3
-//! only, ALPN `meridian/4` on QUIC. The client side (`Trust`, the client configs, the crypto
+//! only, ALPN `meridian/5` on QUIC. The client side (`Trust`, the client configs, the crypto
 //! provider) is `meridian-client`'s and is re-exported here. What a verified certificate may
 //! do is `auth`'s business, not this module's.
 

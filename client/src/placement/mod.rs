@@ -14,5 +14,5 @@ mod store;
 pub use buckets::Buckets;
 pub use cluster::ClusterMeta;
 pub use operator::{Operator, Split, SplitPolicy};
-pub use region::{Epoch, Peer, PeerRole, Region, RegionStats};
+pub use region::{Epoch, Peer, PeerRole, Region, RegionStats, TimeInterval};
 pub use store::{Label, Store, StoreDetails, StoreState, StoreStats, StoreStatus};

@@ -84,6 +84,28 @@ pub struct RegionStats {
     /// `peers[i]`. A bit past the last peer makes the report malformed. A mask keeps the stats
     /// a fixed size on the heartbeat path, and a region has at most 16 peers.
     pub pending: u16,
+    /// What the written bytes and keys cover (TiKV's `interval`): 0/0 when the sender does not
+    /// say, and the server then takes the time since it took the region's last report.
+    pub interval: TimeInterval,
+}
+
+/// A report's interval as TiKV sends it (pdpb's `TimeInterval`): Unix seconds, from the
+/// leader's last report of the region (or its store's start) to this one.
+#[derive(Archive, Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct TimeInterval {
+    pub start_s: u64,
+    pub end_s: u64,
+}
+
+impl TimeInterval {
+    /// Its length in seconds, as PD reads it (end minus start; an end before the start is an
+    /// interval of 0), or None for one not given (0/0).
+    pub fn secs(&self) -> Option<u64> {
+        if self.start_s == 0 && self.end_s == 0 {
+            return None;
+        }
+        Some(self.end_s.saturating_sub(self.start_s))
+    }
 }
 
 impl RegionStats {

@@ -21,4 +21,4 @@ pub use refusal::{ArchivedRefusal, Refusal};
 
 /// ALPN protocol id every connection must negotiate. It names the wire layout: builds whose
 /// messages lay out differently must not talk, so a new layout gets a new number (`wire_pin`).
-pub const ALPN: &[u8] = b"meridian/4";
+pub const ALPN: &[u8] = b"meridian/5";

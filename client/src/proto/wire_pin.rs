@@ -10,12 +10,12 @@ use std::sync::Arc;
 use super::*;
 use crate::placement::{
     Epoch, Operator, Peer, PeerRole, Region, RegionStats, Split, SplitPolicy, Store, StoreDetails,
-    StoreState, StoreStats,
+    StoreState, StoreStats, TimeInterval,
 };
 
 /// The ALPN id and the digest of the layout it names. When the digest changes, the layout did:
 /// give the ALPN id a new number and pin both.
-const PINNED: (&[u8], u64) = (b"meridian/4", 0x9b65_8ddc_56cb_1d1a);
+const PINNED: (&[u8], u64) = (b"meridian/5", 0x3959_cc4a_e2ec_ef56);
 
 /// FNV-1a, 64 bits: enough to notice a change, with no dependency.
 fn fnv1a(bytes: &[u8], mut hash: u64) -> u64 {
@@ -83,7 +83,14 @@ fn digest() -> u64 {
         },
         Request::RegionHeartbeat {
             region: region(),
-            stats: RegionStats::default(),
+            stats: RegionStats {
+                written_bytes: 4096,
+                interval: TimeInterval {
+                    start_s: 1_700_000_000,
+                    end_s: 1_700_000_060,
+                },
+                ..RegionStats::default()
+            },
         },
         Request::GetRegion { key: b"k".to_vec() },
         Request::GetRegionById { id: 7 },

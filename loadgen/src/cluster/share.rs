@@ -5,10 +5,10 @@
 //! `cluster`'s.
 
 use std::collections::VecDeque;
-use std::time::Instant;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use meridian::client::Client;
-use meridian::placement::{Operator, Peer, Region, RegionStats};
+use meridian::placement::{Operator, Peer, Region, RegionStats, TimeInterval};
 use meridian::proto::{self, Request};
 
 use super::carry_out::{carry_out, elect, has_live_leader, Change};
@@ -29,6 +29,21 @@ fn written(region: &Region) -> (u64, u64) {
     }
 }
 
+/// The interval every frame is encoded with: a mark no other field of a heartbeat holds,
+/// found once in the frame so that each report's own interval is written over it as the frame
+/// goes out, without encoding the frame again.
+const MARK: TimeInterval = TimeInterval {
+    start_s: 0x4d65_7269_6469_616e,
+    end_s: 0x496e_7465_7276_616c,
+};
+
+/// Now in Unix seconds, as TiKV stamps a report's interval.
+pub(super) fn unix_s() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
 /// A region's heartbeat frame, encoded once and kept until the region changes.
 struct Encoder {
     scratch: rkyv::util::AlignedVec,
@@ -36,18 +51,44 @@ struct Encoder {
 }
 
 impl Encoder {
-    /// `region`'s heartbeat, reporting the peers `pending` names as still catching up.
-    fn frame(&mut self, region: &Region, pending: impl IntoIterator<Item = u64>) -> Vec<u8> {
-        let mut frame = Vec::new();
+    /// `region`'s heartbeat, reporting the peers `pending` names as still catching up, and
+    /// where in it the interval lies (None if the mark is not found: the frame then gives no
+    /// interval, and the server takes the time between arrivals).
+    fn frame(
+        &mut self,
+        region: &Region,
+        pending: impl IntoIterator<Item = u64>,
+    ) -> (Vec<u8>, Option<usize>) {
         let (written_bytes, written_keys) = written(region);
+        let stats = RegionStats {
+            pending: RegionStats::pending_mask(region, pending),
+            written_bytes,
+            written_keys,
+            ..self.stats
+        };
+        let marked = self.encode(
+            region,
+            RegionStats {
+                interval: MARK,
+                ..stats
+            },
+        );
+        let mut mark = MARK.start_s.to_le_bytes().to_vec();
+        mark.extend_from_slice(&MARK.end_s.to_le_bytes());
+        match marked
+            .windows(mark.len())
+            .position(|w| w == mark.as_slice())
+        {
+            Some(at) => (marked, Some(at)),
+            None => (self.encode(region, stats), None),
+        }
+    }
+
+    fn encode(&mut self, region: &Region, stats: RegionStats) -> Vec<u8> {
+        let mut frame = Vec::new();
         let req = Request::RegionHeartbeat {
             region: region.clone(),
-            stats: RegionStats {
-                pending: RegionStats::pending_mask(region, pending),
-                written_bytes,
-                written_keys,
-                ..self.stats
-            },
+            stats,
         };
         match proto::encode(&req, &mut self.scratch, &mut frame) {
             Ok(()) => frame,
@@ -56,11 +97,25 @@ impl Encoder {
     }
 }
 
+/// Writes `interval` over the mark at `at` in `frame`.
+fn stamp(frame: &mut [u8], at: usize, interval: TimeInterval) {
+    if let Some(slot) = frame.get_mut(at..at + 16) {
+        slot[..8].copy_from_slice(&interval.start_s.to_le_bytes());
+        slot[8..].copy_from_slice(&interval.end_s.to_le_bytes());
+    }
+}
+
 /// One stream's regions as it heartbeats them: each region's encoded frame (empty while the
 /// region cannot report: no live voter quorum to lead it), and the regions to report first.
 pub(super) struct Share {
     pub(super) regions: Vec<Region>,
     pub(super) frames: Vec<Vec<u8>>,
+    /// Where each frame holds its interval.
+    interval_at: Vec<Option<usize>>,
+    /// When each region was last reported (Unix seconds, 0 for never: its first report
+    /// covers the time since this share started, as TiKV's since its store started).
+    reported_s: Vec<u64>,
+    started_s: u64,
     /// Regions a change was carried out on, reported in the next batch (TiKV reports a region
     /// at once after a conf change, a split or a leader change).
     pub(super) urgent: Vec<usize>,
@@ -81,16 +136,39 @@ impl Share {
                 written_bytes: 0,
                 written_keys: 0,
                 pending: 0,
+                interval: TimeInterval::default(),
             },
         };
-        let frames = regions.iter().map(|r| encoder.frame(r, [])).collect();
+        let (frames, interval_at) = regions.iter().map(|r| encoder.frame(r, [])).unzip();
         Share {
+            reported_s: vec![0; regions.len()],
+            started_s: unix_s(),
             regions,
             frames,
+            interval_at,
             urgent: Vec::new(),
             catching_up: VecDeque::new(),
             encoder,
         }
+    }
+
+    /// Appends region `i`'s heartbeat to `batch`, its interval stamped as TiKV stamps it:
+    /// from the region's last report (or this share's start) to `now_s`.
+    pub(super) fn send(&mut self, i: usize, batch: &mut Vec<u8>, now_s: u64) {
+        let from = batch.len();
+        batch.extend_from_slice(&self.frames[i]);
+        if let Some(at) = self.interval_at[i] {
+            let start_s = match self.reported_s[i] {
+                0 => self.started_s,
+                s => s,
+            };
+            let interval = TimeInterval {
+                start_s,
+                end_s: now_s.max(start_s),
+            };
+            stamp(&mut batch[from..], at, interval);
+        }
+        self.reported_s[i] = now_s;
     }
 
     pub(super) fn changed(&mut self, i: usize, report_now: bool) {
@@ -99,7 +177,7 @@ impl Share {
             .iter()
             .filter(|(r, ..)| *r == i)
             .map(|&(_, peer, _)| peer);
-        self.frames[i] = self.encoder.frame(&self.regions[i], pending);
+        (self.frames[i], self.interval_at[i]) = self.encoder.frame(&self.regions[i], pending);
         if report_now {
             self.urgent.push(i);
         }
@@ -198,6 +276,8 @@ impl Share {
                 for r in new {
                     self.regions.push(r);
                     self.frames.push(Vec::new());
+                    self.interval_at.push(None);
+                    self.reported_s.push(0);
                     self.changed(self.regions.len() - 1, true);
                 }
                 true
@@ -343,4 +423,47 @@ async fn split(
     report.push(rest.clone());
     client.report_batch_split(report).await?;
     Ok((rest, new))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use meridian::proto::{decode, FRAME_HEADER_LEN};
+
+    /// The interval each heartbeat of `batch` carries.
+    fn intervals(mut batch: &[u8]) -> Vec<TimeInterval> {
+        let mut seen = Vec::new();
+        while batch.len() > FRAME_HEADER_LEN {
+            let mut len = [0u8; 4];
+            len.copy_from_slice(&batch[..4]);
+            let end = FRAME_HEADER_LEN + u32::from_le_bytes(len) as usize;
+            match decode::<Request>(&batch[FRAME_HEADER_LEN..end]).expect("a heartbeat") {
+                Request::RegionHeartbeat { stats, .. } => seen.push(stats.interval),
+                other => panic!("not a heartbeat: {other:?}"),
+            }
+            batch = &batch[end..];
+        }
+        seen
+    }
+
+    /// A region's heartbeats go out stamped as TiKV stamps them: the first from the share's
+    /// start, each next one from the one before, whatever the frame was encoded with.
+    #[test]
+    fn each_heartbeat_carries_the_interval_since_the_last() {
+        let mut share = Share::new(vec![Region::bootstrap(2, 3, 1)]);
+        share.started_s = 1_700_000_000;
+        let mut batch = Vec::new();
+        share.send(0, &mut batch, 1_700_000_060);
+        share.send(0, &mut batch, 1_700_000_075);
+        let at = |start_s, end_s| TimeInterval { start_s, end_s };
+        assert_eq!(
+            intervals(&batch),
+            vec![
+                at(1_700_000_000, 1_700_000_060),
+                at(1_700_000_060, 1_700_000_075)
+            ]
+        );
+        // The frame kept for the next round still holds the mark, not a stamp.
+        assert_eq!(intervals(&share.frames[0]), vec![MARK]);
+    }
 }

@@ -130,6 +130,7 @@ impl Sim {
                     leaders: 0,
                     send_free_ms: 0,
                     recv_free_ms: 0,
+                    started_ms: self.now,
                 });
                 let _ = self.map.put(store_record(id, z as u32), self.now);
                 self.q.push(

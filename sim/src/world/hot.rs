@@ -1,17 +1,23 @@
 //! The hot write load: which regions run it, what each leader reports written with every
-//! heartbeat (TiKV's `bytes_written`, `keys_written` and `interval`, the whole seconds since
-//! its last report), PD's hot cache fed those reports, and whether the stores' write flow is
-//! as balanced as PD's hot scheduler balances it.
+//! heartbeat (TiKV's `bytes_written`, `keys_written` and `interval`: from the leader's store's
+//! last report of the region, or from that store's start, to now, in Unix seconds), PD's hot
+//! cache fed those reports as the server's shards feed it, and whether the stores' write flow
+//! is as balanced as PD's hot scheduler balances it.
 //!
 //! Must not: decide a move (the scheduler's), or carry one out (`tikv`'s).
 
 use meridian::placement::schedule::{Cluster, WriteFlow};
+use meridian::placement::{RegionStats, TimeInterval};
 
 use super::Sim;
 use crate::report::HotFlow;
 
 /// Bytes per key the hot load writes: its keys per second follow its bytes.
 const KEY_BYTES: u64 = 1024;
+
+/// The simulated clock's 0 in Unix seconds: the reported intervals read as TiKV's, and one
+/// from 0 is not taken for none given (0/0).
+const UNIX_START_S: u64 = 1_700_000_000;
 
 impl Sim {
     /// The first `regions` regions (in key order) whose leader is on one of `leaders_on`
@@ -40,18 +46,35 @@ impl Sim {
         self.floor_s = (threshold * self.scn.timing.region_heartbeat_ms) as f64 / 1000.0;
     }
 
-    /// Region `i`'s leader reports what was written since its last report, over the whole
-    /// seconds since then; PD's hot cache takes it in.
+    /// Region `i`'s leader reports what its peer applied since its store's last report of
+    /// the region, or since the store started (TiKV keeps both per store, in memory), with
+    /// that interval in whole Unix seconds as TiKV stamps it; PD's hot cache takes it in. A
+    /// peer applies every write, as a follower too, so a new leader's first report covers
+    /// the whole interval. Simplified: a store that led the region before another did counts
+    /// from its start, not from its own last report.
     pub(super) fn report_flow(&mut self, i: usize) {
-        let r = &mut self.regions[i];
-        let secs = self.now.saturating_sub(r.reported_ms) / 1000;
-        r.reported_ms += secs * 1000;
-        let bytes = r.write_bps * secs;
-        let flow = WriteFlow {
-            bytes,
-            keys: bytes / KEY_BYTES,
-            interval_s: secs,
+        let Some(leader) = self.regions[i].region.leader_peer().map(|p| p.store_id) else {
+            return;
         };
+        let started_ms = self.stores[(leader - 1) as usize].started_ms;
+        let r = &mut self.regions[i];
+        let from_ms = if r.reported_by == leader && r.reported_ms >= started_ms {
+            r.reported_ms
+        } else {
+            started_ms
+        };
+        let bytes = r.write_bps * self.now.saturating_sub(from_ms) / 1000;
+        (r.reported_ms, r.reported_by) = (self.now, leader);
+        let stats = RegionStats {
+            written_bytes: bytes,
+            written_keys: bytes / KEY_BYTES,
+            interval: TimeInterval {
+                start_s: UNIX_START_S + from_ms / 1000,
+                end_s: UNIX_START_S + self.now / 1000,
+            },
+            ..RegionStats::default()
+        };
+        let flow = WriteFlow::reported(&stats, None);
         let c = Cluster {
             cfg: &self.cfg,
             stores: &self.view,

@@ -122,6 +122,7 @@ impl Sim {
                     leaders: 0,
                     send_free_ms: 0,
                     recv_free_ms: 0,
+                    started_ms: 0,
                 });
             }
             // A shuffled round robin: every store of a zone holds the same number of peers,
@@ -179,6 +180,7 @@ impl Sim {
                 merging: false,
                 write_bps: 0,
                 reported_ms: 0,
+                reported_by: 0,
             });
         }
         let mut map = StoreMap::new();
@@ -393,7 +395,7 @@ impl Sim {
                 region: &r.region,
                 pending_peers: &r.pending,
                 size_mib,
-                hot: self.hot.get(r.region.id),
+                hot: self.hot.get(&r.region),
             };
             let c = self.cluster();
             let mut ids = || {
@@ -473,6 +475,14 @@ impl Sim {
 
     fn patrol(&mut self) {
         self.sweep = Sweep::default();
+        // The hot scheduler's candidates, ranked as PD's are before it schedules.
+        let c = Cluster {
+            cfg: &self.cfg,
+            stores: &self.view,
+            in_flight: &self.in_flight,
+            now_ms: self.now,
+        };
+        self.hot.rank(&c);
         let n = self.regions.len();
         for _ in 0..self.cfg.patrol_batch_for(n).min(n) {
             if self.cursor >= n {

@@ -28,6 +28,9 @@ pub(super) struct SimStore {
     /// When its snapshot link is free again, each way.
     pub(super) send_free_ms: u64,
     pub(super) recv_free_ms: u64,
+    /// When its TiKV last started (joined or came back): a leader's first report of a region
+    /// since then covers the time from it (TiKV's `start_ts`).
+    pub(super) started_ms: u64,
 }
 
 pub(super) struct SimRegion {
@@ -45,8 +48,10 @@ pub(super) struct SimRegion {
     pub(super) merging: bool,
     /// Bytes written per second (the hot write load; 0 for the rest).
     pub(super) write_bps: u64,
-    /// Up to when its leader has reported what it wrote.
+    /// When its leader last reported what it wrote, and that leader's store: TiKV keeps the
+    /// time of a region's last report per store.
     pub(super) reported_ms: u64,
+    pub(super) reported_by: u64,
 }
 
 /// The record a simulated store registers with PD.
@@ -398,6 +403,7 @@ impl Sim {
             return;
         }
         self.stores[s].alive = true;
+        self.stores[s].started_ms = self.now;
         self.liveness.store_changed(s, self.now);
         self.q.push(self.now, Event::StoreBeat { store: s as u32 });
         let at = self.now + self.scn.timing.election_ms;

@@ -83,11 +83,26 @@ pub struct HotStat {
     pub key_rate: f64,
     /// PD's hot degree: full intervals in a row at a hot rate, less the cold ones since.
     pub degree: i32,
+    /// PD's `max-peer-number`: whether the region is among the `hot_max_peer_number` hottest
+    /// its leader's store leads, as the cache last ranked them (`HotCache::rank`); only those
+    /// are candidates for a leader move off that store.
+    pub top_leader: bool,
+    /// The same per peer: bit `i` is set while the region is among the hottest hot peers of
+    /// the store of the region's `peers[i]` (as `HotCache::get` was asked about it); only
+    /// those are candidates for a peer move off that store.
+    pub top_peers: u16,
     /// When the cache last saw its leader change stores (PD's `lastTransferLeaderTime`).
     pub leader_moved_ms: Option<u64>,
     /// When its last hot-region operator ended (done, cancelled or timed out), and which
     /// flow it moved (PD keeps the region in `regionPendings` for a while after).
     pub hot_op_ended: Option<(HotMove, u64)>,
+}
+
+impl HotStat {
+    /// Whether the region's peer at `i` in its `peers` is among its store's hottest.
+    pub fn top_peer(&self, i: usize) -> bool {
+        i >= 16 || self.top_peers & (1 << i) != 0
+    }
 }
 
 /// Which flow a hot-region operator moves, as PD's write resource types: a leader transfer

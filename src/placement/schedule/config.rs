@@ -31,6 +31,9 @@ pub struct ScheduleConfig {
     /// A store takes hot flow only while its write byte rate times this is below the mean
     /// (PD's `dst-tolerance-ratio`).
     pub hot_dst_tolerance_ratio: f64,
+    /// Of a store's hot peers, as leader and as peer, only this many of the hottest are
+    /// candidates for a hot move off it (PD's hot scheduler `max-peer-number`).
+    pub hot_max_peer_number: usize,
     /// A region this small (MiB) and with at most `max_merge_region_keys` keys is merged
     /// into a neighbour (PD's `max-merge-region-size`; 0 turns merging off).
     pub max_merge_region_size_mib: u64,
@@ -84,6 +87,7 @@ impl Default for ScheduleConfig {
             hot_region_cache_hits_threshold: 3,
             hot_src_tolerance_ratio: 1.05,
             hot_dst_tolerance_ratio: 1.05,
+            hot_max_peer_number: 1000,
             max_merge_region_size_mib: 54,
             max_merge_region_keys: 540_000,
             split_merge_interval_ms: 60 * 60 * 1000,

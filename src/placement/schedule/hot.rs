@@ -14,7 +14,9 @@
 //! `hot_region_cache_hits_threshold` intervals move, only settled ones (as balance), and none
 //! whose leader moved within that many report intervals (PD's cool-down after a transfer),
 //! nor one whose hot operator ended within PD's zombie rounds (3 store report intervals after
-//! a peer move, 3 region report intervals after a leader transfer).
+//! a peer move, 3 region report intervals after a leader transfer). Of a source store's hot
+//! regions only those its hot cache ranked among the store's hottest (PD's `max-peer-number`,
+//! `HotStat::top_leader` and `top_peers`) move off it.
 //!
 //! Must not touch: the hot cache itself (`hot_cache` keeps the rates), the budgets (the
 //! scheduler charges a started plan).
@@ -102,14 +104,13 @@ pub fn hot_write(c: &Cluster, loads: &HotLoads, r: &RegionInput) -> Option<Plan>
         return None;
     }
     let rate = hot.byte_rate;
-    let leader = loads
-        .leader_src
+    let leader = (loads.leader_src && hot.top_leader)
         .then(|| move_leader(c, loads, r, rate))
         .flatten();
     let plan = leader.or_else(|| {
         loads
             .peer_src
-            .then(|| move_peer(c, loads, r, rate))
+            .then(|| move_peer(c, loads, r, hot, rate))
             .flatten()
     });
     plan.map(|mut p| {
@@ -187,9 +188,20 @@ fn move_leader(c: &Cluster, loads: &HotLoads, r: &RegionInput, rate: f64) -> Opt
         .map(|(p, _)| Plan::transfer(OpKind::Hot, p))
 }
 
-fn move_peer(c: &Cluster, loads: &HotLoads, r: &RegionInput, rate: f64) -> Option<Plan> {
+fn move_peer(
+    c: &Cluster,
+    loads: &HotLoads,
+    r: &RegionInput,
+    hot: HotStat,
+    rate: f64,
+) -> Option<Plan> {
+    let top = |p: &Peer| {
+        let at = r.region.peers.iter().position(|q| q.id == p.id);
+        at.is_some_and(|i| hot.top_peer(i))
+    };
     let mut sources: Vec<(&Peer, f64)> = r
         .voters()
+        .filter(|&p| top(p))
         .filter_map(|p| c.store(p.store_id).map(|s| (p, s)))
         .filter(|(_, s)| is_src(c, s, false, loads.mean_peer))
         .map(|(p, s)| (p, src_load(s, false)))

@@ -15,8 +15,18 @@
 //! move (PD's `lastTransferLeaderTime`), by the time the caller lends with the report: the
 //! scheduler leaves the region alone for a while after it, as after the end of a hot operator,
 //! which the caller passes on from the scheduler's dispatch. Simplified from PD: one entry per
-//! region (a write lands on every peer alike), no per-store top-N threshold, and the peer sum
-//! stands for the store's reported write rate.
+//! region (a write lands on every peer alike), and the peer sum stands for the store's
+//! reported write rate.
+//!
+//! The candidates, as PD's `max-peer-number` bounds them (`rank`, PD's `filterHotPeers` and
+//! `sortHotPeers`): of a store with more counted hot peers than `hot_max_peer_number`, only
+//! that many are candidates for a move off it, the union of the hottest by the first priority
+//! and by the second taken one from each in turn (as leader keys then bytes, as peer bytes
+//! then keys: PD's priorities where stores report no query rates). Ranked at most once a
+//! second (PD summarises the stores' hot peers once per `statisticsInterval`) and only when
+//! the cache holds more regions than that, so a cache of few hot regions costs nothing. On the
+//! server each core's shard ranks its own regions, so a store may have that many candidates
+//! per core; the simulator's one cache ranks as PD does.
 //!
 //! Owns: the per-region entries (the caller keeps one cache per set of regions it owns: a
 //! shard, the simulator) and their share of the store sums. Must not touch: decisions, I/O,
@@ -25,7 +35,7 @@
 use std::collections::HashMap;
 
 use super::cluster::{Cluster, HotMove, HotStat};
-use crate::placement::region::{Region, MAX_PEERS};
+use crate::placement::region::{Region, RegionStats, MAX_PEERS};
 
 /// PD's `MinHotThresholds[RegionWriteBytes]`: 1 KiB/s.
 pub const MIN_HOT_WRITE_BYTES_PER_S: f64 = 1024.0;
@@ -37,6 +47,8 @@ pub const REPORT_INTERVAL_S: u64 = 60;
 pub const MIN_REPORT_INTERVAL_S: u64 = 3;
 /// PD's `HotRegionAntiCount`.
 pub const ANTI_COUNT: i32 = 2;
+/// PD's hot scheduler `statisticsInterval`: how often the candidates are ranked again.
+pub const RANK_INTERVAL_MS: u64 = 1000;
 
 /// What a leader reports written since its last report.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -45,6 +57,20 @@ pub struct WriteFlow {
     pub keys: u64,
     /// The report's interval (TiKV's `interval`, end minus start), in seconds.
     pub interval_s: u64,
+}
+
+impl WriteFlow {
+    /// What a leader's report `stats` says was written, over the interval the report gives
+    /// (PD divides by TiKV's end minus start, whenever it arrived); a report that gives none
+    /// (0/0) is taken over `since_last_s`, the time since its owner took the region's last
+    /// report, and a first such report over 0 s, too short to count.
+    pub fn reported(stats: &RegionStats, since_last_s: Option<u64>) -> WriteFlow {
+        WriteFlow {
+            bytes: stats.written_bytes,
+            keys: stats.written_keys,
+            interval_s: stats.interval.secs().or(since_last_s).unwrap_or(0),
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -70,6 +96,9 @@ const _: () = assert!(std::mem::size_of::<Entry>() <= 112);
 #[derive(Debug, Default)]
 pub struct HotCache {
     regions: HashMap<u64, Entry>,
+    /// When the candidates were last ranked (`rank`), and whether that left any out.
+    ranked_ms: Option<u64>,
+    left_out: bool,
 }
 
 fn is_hot(bytes_per_s: f64, keys_per_s: f64) -> bool {
@@ -81,9 +110,9 @@ impl HotCache {
         HotCache::default()
     }
 
-    /// The region's hot stat, if it is hot.
-    pub fn get(&self, region_id: u64) -> Option<HotStat> {
-        self.regions.get(&region_id).map(|e| e.stat)
+    /// Region `r`'s hot stat, if it is hot, its `top_peers` read against `r`'s peers.
+    pub fn get(&self, r: &Region) -> Option<HotStat> {
+        self.regions.get(&r.id).map(|e| stat_for(e, r))
     }
 
     pub fn len(&self) -> usize {
@@ -110,7 +139,7 @@ impl HotCache {
             uncount(c, e);
             place(e, r, c.now_ms);
             count(c, e, min_degree);
-            return Some(e.stat);
+            return Some(stat_for(e, r));
         }
         let secs = flow.interval_s as f64;
         let (bytes, keys) = (flow.bytes as f64 / secs, flow.keys as f64 / secs);
@@ -127,6 +156,9 @@ impl HotCache {
                     byte_rate: bytes,
                     key_rate: keys,
                     degree: i32::from(full),
+                    // Not ranked yet: a candidate, as every hot peer of a store with few.
+                    top_leader: true,
+                    top_peers: u16::MAX,
                     leader_moved_ms: None,
                     hot_op_ended: None,
                 },
@@ -140,7 +172,7 @@ impl HotCache {
             };
             place(&mut e, r, c.now_ms);
             count(c, &mut e, min_degree);
-            let stat = e.stat;
+            let stat = stat_for(&e, r);
             self.regions.insert(r.id, e);
             return Some(stat);
         };
@@ -168,7 +200,68 @@ impl HotCache {
         }
         place(e, r, c.now_ms);
         count(c, e, min_degree);
-        Some(e.stat)
+        Some(stat_for(e, r))
+    }
+
+    /// PD's `max-peer-number` (`filterHotPeers`): marks, of each store's counted hot peers,
+    /// as leader and as peer, those the hot scheduler may move off it: all of them while the
+    /// store has at most `hot_max_peer_number`, else that many by `sortHotPeers`. At most
+    /// once per [`RANK_INTERVAL_MS`] of the caller's clock; the patrol calls it before a batch.
+    pub fn rank(&mut self, c: &Cluster) {
+        if self
+            .ranked_ms
+            .is_some_and(|t| c.now_ms >= t && c.now_ms - t < RANK_INTERVAL_MS)
+        {
+            return;
+        }
+        self.ranked_ms = Some(c.now_ms);
+        let n = c.cfg.hot_max_peer_number;
+        if std::mem::take(&mut self.left_out) {
+            for e in self.regions.values_mut() {
+                e.stat.top_leader = true;
+                e.stat.top_peers = u16::MAX;
+            }
+        }
+        // No store can have more hot peers than the cache has regions.
+        if self.regions.len() <= n {
+            return;
+        }
+        let min_degree = c.cfg.hot_region_cache_hits_threshold;
+        let mut leaders: HashMap<u64, Vec<Ranked>> = HashMap::new();
+        let mut peers: HashMap<u64, Vec<Ranked>> = HashMap::new();
+        for (&id, e) in &self.regions {
+            if e.stat.degree < min_degree {
+                continue;
+            }
+            let ranked = |pos: usize| Ranked {
+                id,
+                pos,
+                bytes: e.stat.byte_rate,
+                keys: e.stat.key_rate,
+            };
+            if e.leader != 0 {
+                leaders.entry(e.leader).or_default().push(ranked(0));
+            }
+            for (pos, &s) in e.stores.iter().enumerate() {
+                peers.entry(s).or_default().push(ranked(pos));
+            }
+        }
+        let mut out: Vec<(u64, Option<usize>)> = Vec::new();
+        for list in leaders.into_values() {
+            out.extend(left_out(list, n, Dim::Keys).map(|r| (r.id, None)));
+        }
+        for list in peers.into_values() {
+            out.extend(left_out(list, n, Dim::Bytes).map(|r| (r.id, Some(r.pos))));
+        }
+        self.left_out = !out.is_empty();
+        for (id, pos) in out {
+            if let Some(e) = self.regions.get_mut(&id) {
+                match pos {
+                    None => e.stat.top_leader = false,
+                    Some(p) => e.stat.top_peers &= !(1u16 << p),
+                }
+            }
+        }
     }
 
     /// A hot-region operator that moved `flow` ended on region `region_id` at `now_ms` (the
@@ -198,18 +291,118 @@ impl HotCache {
 }
 
 /// Where `e`'s region is now; a leader on another store than before is a leader move, dated
-/// `now_ms` (PD's `justTransferLeader`).
+/// `now_ms` (PD's `justTransferLeader`). The ranks follow their stores: a rank as peer moves
+/// with its store, and a new leader's store has not ranked the region yet.
 fn place(e: &mut Entry, r: &Region, now_ms: u64) {
     let leader = r.leader_peer().map_or(0, |p| p.store_id);
     if e.leader != 0 && leader != 0 && leader != e.leader {
         e.stat.leader_moved_ms = Some(now_ms);
     }
+    if leader != e.leader {
+        e.stat.top_leader = true;
+    }
     e.leader = leader;
     let stores = || r.peers.iter().take(MAX_PEERS).map(|p| p.store_id);
     // Most reports name the same stores: no allocation then.
     if !e.stores.iter().copied().eq(stores()) {
+        let before = std::mem::take(&mut e.stores);
         e.stores = stores().collect();
+        e.stat.top_peers = remask(&before, e.stat.top_peers, stores());
     }
+}
+
+/// `e`'s stat, its `top_peers` read against `r`'s peers.
+fn stat_for(e: &Entry, r: &Region) -> HotStat {
+    let top_peers = remask(
+        &e.stores,
+        e.stat.top_peers,
+        r.peers.iter().take(MAX_PEERS).map(|p| p.store_id),
+    );
+    HotStat {
+        top_peers,
+        ..e.stat
+    }
+}
+
+/// `mask` (a bit per store of `from`) as a bit per store of `to`: a store `from` does not
+/// hold is not ranked yet, and a candidate.
+fn remask(from: &[u64], mask: u16, to: impl Iterator<Item = u64>) -> u16 {
+    if mask == u16::MAX {
+        return mask;
+    }
+    to.enumerate()
+        .fold(0, |out, (j, s)| match from.iter().position(|&f| f == s) {
+            Some(k) if mask & (1 << k) == 0 => out,
+            _ => out | (1 << j),
+        })
+}
+
+/// One hot peer of a store, as ranked: its region, its place among the region's stores, its
+/// rates.
+struct Ranked {
+    id: u64,
+    pos: usize,
+    bytes: f64,
+    keys: f64,
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Dim {
+    Bytes,
+    Keys,
+}
+
+/// PD's `sortHotPeers` over one store's hot peers: sorted by `first` and by the other rate,
+/// hottest first, the candidates are taken one from each list in turn until they are `n`;
+/// returns those left out (none of a list of at most `n`). Equal rates go to the lower region
+/// id first, where PD's sort leaves them in no set order.
+fn left_out(list: Vec<Ranked>, n: usize, first: Dim) -> impl Iterator<Item = Ranked> {
+    let mut inside = vec![list.len() <= n; list.len()];
+    if list.len() > n {
+        let by = |dim: Dim| {
+            let rate = |r: &Ranked| if dim == Dim::Bytes { r.bytes } else { r.keys };
+            let mut order: Vec<usize> = (0..list.len()).collect();
+            order.sort_by(|&a, &b| {
+                let (x, y) = (&list[a], &list[b]);
+                rate(y).total_cmp(&rate(x)).then(x.id.cmp(&y.id))
+            });
+            order
+        };
+        let second = if first == Dim::Bytes {
+            Dim::Keys
+        } else {
+            Dim::Bytes
+        };
+        let (mut one, mut two) = (by(first).into_iter(), by(second).into_iter());
+        let mut taken = 0;
+        let take = |from: &mut std::vec::IntoIter<usize>, inside: &mut [bool]| match from
+            .find(|&i| !inside[i])
+        {
+            Some(i) => {
+                inside[i] = true;
+                true
+            }
+            None => false,
+        };
+        while taken < n {
+            let mut more = false;
+            if take(&mut one, &mut inside[..]) {
+                taken += 1;
+                more = true;
+            }
+            if taken < n && take(&mut two, &mut inside[..]) {
+                taken += 1;
+                more = true;
+            }
+            if !more {
+                break;
+            }
+        }
+    }
+    list.into_iter()
+        .zip(inside)
+        .filter(|(_, inside)| !inside)
+        .map(|(r, _)| r)
 }
 
 fn count(c: &Cluster, e: &mut Entry, min_degree: i32) {

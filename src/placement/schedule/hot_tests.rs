@@ -15,13 +15,13 @@ use crate::placement::{
 };
 
 /// The regions report after the stores' first heartbeat at 0, while they are still Up.
-const NOW: u64 = 1_000;
+pub(super) const NOW: u64 = 1_000;
 /// One hot region's write rate: 1 MiB/s.
-const RATE: u64 = 1 << 20;
+pub(super) const RATE: u64 = 1 << 20;
 
 /// Stores 1..=n, store i in zone `zones[i-1]`, each on its own host, under PD's defaults with
 /// location labels zone and host and isolation at zone level.
-fn world(zones: &[u8]) -> TestCluster {
+pub(super) fn world(zones: &[u8]) -> TestCluster {
     let mut map = StoreMap::new();
     for (i, z) in zones.iter().enumerate() {
         let id = i as u64 + 1;
@@ -52,7 +52,7 @@ fn world(zones: &[u8]) -> TestCluster {
 
 /// Region `id` over `[id, id + 1)` (big-endian) with voters on `stores` (peer ids
 /// `id*100 + store`), led by the first.
-fn region(id: u64, stores: &[u64]) -> Region {
+pub(super) fn region(id: u64, stores: &[u64]) -> Region {
     test_region::build(id, stores, PeerIds::Hundreds, Keys::BigEndian)
 }
 
@@ -76,12 +76,12 @@ fn heat(w: &TestCluster, cache: &mut HotCache, regions: &[(Region, u64)]) {
 }
 
 /// The patrol's plan for `r`: the operator it starts, if any.
-fn patrol_once(w: &TestCluster, cache: &HotCache, r: &Region) -> Option<Box<Pending>> {
+pub(super) fn patrol_once(w: &TestCluster, cache: &HotCache, r: &Region) -> Option<Box<Pending>> {
     patrol_at(w, cache, r, NOW)
 }
 
 /// Zones 0, 1, 2 with two stores each: stores 1, 4 in zone 0; 2, 5 in zone 1; 3, 6 in zone 2.
-const ZONES: [u8; 6] = [0, 1, 2, 0, 1, 2];
+pub(super) const ZONES: [u8; 6] = [0, 1, 2, 0, 1, 2];
 
 #[test]
 fn a_hot_store_sheds_a_leader_to_a_cool_follower_first() {
@@ -244,7 +244,7 @@ fn hot_moves_never_break_a_safety_rule() {
                 region: &regions[i],
                 pending_peers: &[],
                 size_mib: 96,
-                hot: cache.get(regions[i].id),
+                hot: cache.get(&regions[i]),
             };
             let mut ids = || {
                 next += 1;
@@ -306,7 +306,7 @@ fn patrol_at(w: &TestCluster, cache: &HotCache, r: &Region, now_ms: u64) -> Opti
         region: r,
         pending_peers: &[],
         size_mib: 96,
-        hot: cache.get(r.id),
+        hot: cache.get(r),
     };
     let mut slot = None;
     let mut next = 1_000_000;
@@ -495,7 +495,7 @@ fn a_hot_operator_that_ends_says_which_flow_it_moved() {
             region: r,
             pending_peers: &[],
             size_mib: 96,
-            hot: cache.get(r.id),
+            hot: cache.get(r),
         };
         let mut slot = Some(Box::new(op.clone()));
         on_heartbeat(&w.at(at_ms), &input, true, &mut slot, &mut || None)

@@ -39,6 +39,8 @@ mod hot;
 mod hot_cache;
 #[cfg(test)]
 mod hot_tests;
+#[cfg(test)]
+mod hot_top_tests;
 mod joint;
 #[cfg(test)]
 mod limit_tests;

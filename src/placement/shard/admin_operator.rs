@@ -189,7 +189,7 @@ impl Shard {
         let mut d = super::decide(
             (&mut self.ops, &mut self.in_flight),
             id,
-            (entry, self.hot.get(id)),
+            (entry, self.hot.get(&region)),
             (&region, pending),
             c.now_ms,
             |input, slot| schedule::let_go(c, input, slot),

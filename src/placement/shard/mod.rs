@@ -58,8 +58,7 @@ struct Entry {
     /// 0 for never seen): no merge within split-merge-interval of it.
     split_s: u32,
     /// When its leader last reported (seconds of the caller's clock, 0 for never): the
-    /// interval its written bytes and keys cover, as TiKV counts them from one report to
-    /// the next.
+    /// interval a report's written bytes and keys cover when the report does not say.
     reported_s: u32,
 }
 
@@ -446,19 +445,16 @@ impl Shard {
             return Ok(outcome);
         };
         entry.sizes = Sizes::reported(stats, previous);
-        // The report's interval is the time since the last one this shard took; the first
-        // one's is unknown, and too short to count (as PD passes over a report under 3 s).
+        // The report's own interval (TiKV's start and end) when it gives one; else the time
+        // since the last one this shard took, the first one's unknown and too short to count
+        // (as PD passes over a report under 3 s).
         let now_s = secs(c.now_ms);
-        let interval_s = match entry.reported_s {
-            0 => 0,
-            before => u64::from(now_s.saturating_sub(before)),
+        let since_last_s = match entry.reported_s {
+            0 => None,
+            before => Some(u64::from(now_s.saturating_sub(before))),
         };
         entry.reported_s = now_s;
-        let flow = WriteFlow {
-            bytes: stats.written_bytes,
-            keys: stats.written_keys,
-            interval_s,
-        };
+        let flow = WriteFlow::reported(&stats, since_last_s);
         let hot = self.hot.observe(c, region, flow);
         let entry = &*entry;
         match previous.filter(|_| unchanged) {
@@ -513,6 +509,8 @@ impl Shard {
             leader: None,
         };
         let mut sweep = schedule::Sweep::default();
+        // The hot scheduler's candidates, ranked as PD's are before it schedules.
+        self.hot.rank(c);
         let started_ms = *self.started_ms.get_or_insert(c.now_ms);
         let n = self.regions.len();
         for _ in 0..budget.min(n) {
@@ -557,7 +555,7 @@ impl Shard {
             let mut d = decide(
                 (&mut self.ops, &mut self.in_flight),
                 id,
-                (entry, self.hot.get(id)),
+                (entry, self.hot.get(&region)),
                 (&region, pending),
                 c.now_ms,
                 |input, slot| schedule::patrol(c, &mut sweep, input, merge, slot, new_peer_id),

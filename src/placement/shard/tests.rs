@@ -5,7 +5,7 @@
 use super::*;
 use crate::placement::schedule::{up_stores, Groups, TestCluster, SCATTER_DESC};
 use crate::placement::test_region::{self, Keys, PeerIds};
-use crate::placement::{OpKind, Peer, PeerRole, ScheduleConfig, Split, StoreStats};
+use crate::placement::{OpKind, Peer, PeerRole, ScheduleConfig, Split, StoreStats, TimeInterval};
 
 #[test]
 fn sizes_keep_whole_kib_and_saturate() {
@@ -15,6 +15,7 @@ fn sizes_keep_whole_kib_and_saturate() {
         written_bytes: 1,
         written_keys: 7,
         pending: 0,
+        interval: TimeInterval::default(),
     });
     assert_eq!(
         s,
@@ -76,6 +77,7 @@ fn reported_sizes_read_in_mib_as_pd_computes_them() {
         written_bytes: 8192,
         written_keys: 12,
         pending: 0,
+        interval: TimeInterval::default(),
     }));
     assert_eq!(
         r,

@@ -5,7 +5,7 @@
 use crate::kvproto::{eraftpb, metapb, pdpb};
 use crate::placement::{
     Buckets, Epoch, Label, Operator, Peer, PeerRole, Region, RegionStats, SplitPolicy, Store,
-    StoreDetails, StoreState, StoreStats, StoreStatus,
+    StoreDetails, StoreState, StoreStats, StoreStatus, TimeInterval,
 };
 
 /// A kvproto message that cannot be a Meridian one.
@@ -92,7 +92,8 @@ pub fn leader_to(r: &Region) -> Option<metapb::Peer> {
 }
 
 /// The sizes of a heartbeat whose region converted to `region`. A pending peer that is not
-/// one of the region's peers cannot be caught up to anything and is passed over.
+/// one of the region's peers cannot be caught up to anything and is passed over. The
+/// report's `interval` is what its written bytes and keys cover; none is 0/0.
 pub fn region_stats_from(req: &pdpb::RegionHeartbeatRequest, region: &Region) -> RegionStats {
     RegionStats {
         approximate_size: req.approximate_size,
@@ -100,6 +101,14 @@ pub fn region_stats_from(req: &pdpb::RegionHeartbeatRequest, region: &Region) ->
         written_bytes: req.bytes_written,
         written_keys: req.keys_written,
         pending: RegionStats::pending_mask(region, req.pending_peers.iter().map(|p| p.id)),
+        interval: req
+            .interval
+            .as_ref()
+            .map(|i| TimeInterval {
+                start_s: i.start_timestamp,
+                end_s: i.end_timestamp,
+            })
+            .unwrap_or_default(),
     }
 }
 
@@ -585,5 +594,37 @@ mod tests {
             );
             assert_eq!(Some(v2), operator_to(&region, &op, false), "{op:?}");
         }
+    }
+
+    /// A heartbeat's `interval` (TiKV's start and end, Unix seconds) is what its written
+    /// bytes and keys cover, carried as sent; a heartbeat without one carries 0/0, which the
+    /// shard reads as none given.
+    #[test]
+    fn a_heartbeats_interval_is_carried_into_its_stats() {
+        let region = Region::bootstrap(2, 3, 1);
+        let mut req = pdpb::RegionHeartbeatRequest {
+            region: Some(region_to(&region)),
+            bytes_written: 10 << 20,
+            keys_written: 100,
+            interval: Some(pdpb::TimeInterval {
+                start_timestamp: 1_700_000_000,
+                end_timestamp: 1_700_000_010,
+            }),
+            ..Default::default()
+        };
+        let stats = region_stats_from(&req, &region);
+        assert_eq!(
+            stats.interval,
+            TimeInterval {
+                start_s: 1_700_000_000,
+                end_s: 1_700_000_010,
+            }
+        );
+        assert_eq!(stats.interval.secs(), Some(10));
+        assert_eq!((stats.written_bytes, stats.written_keys), (10 << 20, 100));
+        req.interval = None;
+        let stats = region_stats_from(&req, &region);
+        assert_eq!(stats.interval, TimeInterval::default());
+        assert_eq!(stats.interval.secs(), None);
     }
 }

@@ -278,6 +278,10 @@ mod tests {
             written_bytes: 10,
             written_keys: 11,
             pending: 1,
+            interval: crate::placement::TimeInterval {
+                start_s: 100,
+                end_s: 160,
+            },
         };
         let requests = [
             Request::Ping,
