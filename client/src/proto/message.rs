@@ -291,7 +291,8 @@ mod tests {
     /// Every frame carries the archived size of its enum's largest variant (the module's
     /// doc): a rare message that grows past a heartbeat would make every heartbeat and its
     /// reply larger on the wire, to encrypt, send and copy. With a `Store` inline in `PutStore`
-    /// and a `StoreStatus` in `Reply::Store`, these were 252 and 156 bytes.
+    /// and a `StoreStatus` in `Reply::Store`, these were 252 and 156 bytes. The heartbeat's
+    /// own interval (TiKV's start and end, 16 bytes) took it from 212 to 228.
     #[test]
     fn a_heartbeat_and_its_reply_stay_small_on_the_wire() {
         use crate::placement::{Epoch, Peer, PeerRole};
@@ -318,7 +319,7 @@ mod tests {
             stats: RegionStats::default(),
         };
         crate::proto::encode(&heartbeat, &mut scratch, &mut frame).unwrap();
-        assert!(frame.len() <= 212, "a heartbeat is {} bytes", frame.len());
+        assert!(frame.len() <= 228, "a heartbeat is {} bytes", frame.len());
         frame.clear();
         let reply = Response::Ok(Reply::RegionHeartbeat { operator: None });
         crate::proto::encode(&reply, &mut scratch, &mut frame).unwrap();
