@@ -16,6 +16,10 @@ use crate::tls::cert;
 pub const ROOT_PASSWORD: &str = "root-password-for-tests";
 /// The key prefix every Meridian key lives under (see `meta::Keys`).
 pub const MERIDIAN_PREFIX: &[u8] = b"/meridian/";
+/// How many sets of ports a first start tries before it gives up.
+const START_ATTEMPTS: usize = 5;
+/// What etcd logs when it cannot bind a port (Go's `EADDRINUSE` text).
+const ADDRESS_IN_USE: &str = "address already in use";
 
 /// Asserts that `refused` is a node's answer, without etcd, to a call only etcd serves
 /// (the etcd API, MetaStorage): unavailable, saying how to run on etcd.
@@ -119,8 +123,38 @@ impl EtcdProcess {
             peer_port: super::free_udp_port(),
             tls,
         };
+        // A free port is free only when it is picked: tests running beside this one pick from
+        // the same range, and one may bind it before etcd does. etcd then exits at once saying
+        // so, and a first start may simply take other ports, as nothing has been told these.
+        for _ in 1..START_ATTEMPTS {
+            let log_before = etcd.log_len();
+            match etcd.resume() {
+                Ok(()) => return Ok(etcd),
+                Err(e) if etcd.log_since(log_before).contains(ADDRESS_IN_USE) => {
+                    eprintln!("etcd found a port taken ({e:#}); starting it on others");
+                    etcd.client_port = super::free_udp_port();
+                    etcd.peer_port = super::free_udp_port();
+                }
+                Err(e) => return Err(e),
+            }
+        }
         etcd.resume()?;
         Ok(etcd)
+    }
+
+    fn log_path(&self) -> PathBuf {
+        self.data_dir.with_extension("log")
+    }
+
+    fn log_len(&self) -> u64 {
+        std::fs::metadata(self.log_path()).map_or(0, |m| m.len())
+    }
+
+    /// What etcd wrote to its log after it was `from` bytes long.
+    fn log_since(&self, from: u64) -> String {
+        let log = std::fs::read(self.log_path()).unwrap_or_default();
+        let from = usize::try_from(from).unwrap_or(usize::MAX).min(log.len());
+        String::from_utf8_lossy(&log[from..]).into_owned()
     }
 
     /// The client URL: `http://127.0.0.1:PORT`, or `https://` when started with TLS.
@@ -203,7 +237,7 @@ impl EtcdProcess {
         let log = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
-            .open(self.data_dir.with_extension("log"))?;
+            .open(self.log_path())?;
         let mut command = Command::new("etcd");
         if let Some(tls) = &self.tls {
             command
@@ -252,7 +286,7 @@ impl EtcdProcess {
                     self.child = None;
                     anyhow::bail!(
                         "etcd exited with {status}; see {}",
-                        self.data_dir.with_extension("log").display()
+                        self.log_path().display()
                     );
                 }
             }
