@@ -37,8 +37,9 @@ pub fn seed_this_thread(seed: Option<u64>) {
     SEEDED.set(seed);
 }
 
-/// SplitMix64: a full-period generator whose outputs are well mixed, enough for ids.
-fn splitmix64(state: u64) -> (u64, u64) {
+/// SplitMix64: a full-period generator whose outputs are well mixed, enough for ids and for a
+/// draw that must be a pure function of its inputs (the scheduler's).
+pub(crate) fn splitmix64(state: u64) -> (u64, u64) {
     let next = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
     let mut z = next;
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);

@@ -1,16 +1,18 @@
-//! The hot-write scheduler (PD's hot-region scheduler for write: `balanceHotWriteLeaders`,
-//! then `balanceHotWritePeers`), decided one hot region at a time as the patrol passes it.
+//! The hot-write scheduler (PD's hot-region scheduler for write: `balanceHotWriteRegions`
+//! with its two solvers), decided one hot region at a time as the patrol passes it.
 //! A store is a source when its write byte rate (as leader for a leader move, as any peer for a
 //! peer move) is above `hot_src_tolerance_ratio` times the mean over the serving stores, and a
 //! target while its rate times `hot_dst_tolerance_ratio` is below the mean; both counted with
 //! the flow that hot operators in flight move (PD's pending influence: the source by the
 //! lesser of now and after, the target by the greater). A move must leave the target cooler
 //! than the source was, so no flow moves back and forth. The two flows are balanced apart, as
-//! PD's write-leader and write-peer resource types are: the leader moves first when its store
-//! is a source as leader, to a follower on a store cool as leader; failing that, a peer moves
-//! off a store that is a source as peer, to a cool store chosen as balance-region chooses one
-//! (a target that keeps isolation, scores no lower and has room in its add limit), and a
-//! leader's peer takes its lead along (PD's move-leader). Only regions hot for
+//! PD's write-leader and write-peer resource types are, and PD's draw picks the order
+//! ([`peer_first`]): two passes in three try a peer move and then a leader transfer, the rest
+//! only a leader transfer. A leader transfer goes from a store that is a source as leader to a
+//! follower on a store cool as leader; a peer moves off a store that is a source as peer, to a
+//! cool store chosen as balance-region chooses one (a target that keeps isolation, scores no
+//! lower and has room in its add limit), and a leader's peer takes its lead along (PD's
+//! move-leader). Only regions hot for
 //! `hot_region_cache_hits_threshold` intervals move, only settled ones (as balance), and none
 //! whose leader moved within that many report intervals (PD's cool-down after a transfer),
 //! nor one whose hot operator ended within PD's zombie rounds (3 store report intervals after
@@ -97,26 +99,51 @@ impl HotLoads {
     }
 }
 
-/// hot-write for a region the caller found settled: a leader move, else a peer move.
+/// hot-write for a region the caller found settled: a peer move or a leader transfer, in the
+/// order [`peer_first`] draws.
 pub fn hot_write(c: &Cluster, loads: &HotLoads, r: &RegionInput) -> Option<Plan> {
     let hot = r.hot?;
     if hot.degree < c.cfg.hot_region_cache_hits_threshold || cooling(c, hot) || pending(c, hot) {
         return None;
     }
     let rate = hot.byte_rate;
-    let leader = (loads.leader_src && hot.top_leader)
-        .then(|| move_leader(c, loads, r, rate))
-        .flatten();
-    let plan = leader.or_else(|| {
+    let leader = || {
+        (loads.leader_src && hot.top_leader)
+            .then(|| move_leader(c, loads, r, rate))
+            .flatten()
+    };
+    let peer = || {
         loads
             .peer_src
             .then(|| move_peer(c, loads, r, hot, rate))
             .flatten()
-    });
+    };
+    let plan = if peer_first(r.region.id, c.now_ms) {
+        peer().or_else(leader)
+    } else {
+        leader()
+    };
     plan.map(|mut p| {
         p.flow = rate.round() as u64;
         p
     })
+}
+
+/// PD's `schedulePeerPr`: the share, in hundredths, of hot-write passes that try a peer move
+/// before a leader transfer. The others try only the leader transfer.
+pub const PEER_FIRST_PERCENT: u64 = 66;
+
+/// PD's draw between the two write solvers (`balanceHotWriteRegions`): with
+/// [`PEER_FIRST_PERCENT`] a peer move is tried first and a leader transfer if none is found,
+/// else only a leader transfer. Peers go first more often because a leader transfer cannot
+/// lower a store's flow as peer, and a store hot as peer stays hot until a peer leaves it.
+/// The draw is a hash of the region and the time rather than a generator's next number, so
+/// the decision stays a pure function of its inputs (the simulator replays it from a seed,
+/// and a test can pick a time for either answer); it changes every millisecond, so a region
+/// the patrol passes again is drawn afresh.
+pub fn peer_first(region_id: u64, now_ms: u64) -> bool {
+    let (_, draw) = crate::entropy::splitmix64(region_id.rotate_left(32) ^ now_ms);
+    draw % 100 < PEER_FIRST_PERCENT
 }
 
 /// PD's `IsNeedCoolDownTransferLeader`: a region whose leader moved less than the cache-hits

@@ -1,7 +1,7 @@
 //! The hot-write scheduler through the patrol, with the hot cache fed as a shard feeds it:
-//! a store whose write flow is far above the mean sheds leaders first (to followers on cool
-//! stores), then peers (to cool stores of the same zone); a cluster whose flow is even gets no
-//! hot operator; and over random hot worlds no step breaks a safety rule and no more hot
+//! a store whose write flow is far above the mean sheds leaders (to followers on cool stores)
+//! or peers (to cool stores of the same zone), as PD's draw picks (`hot_type_tests` checks the
+//! draw itself); a cluster whose flow is even gets no hot operator; and over random hot worlds no step breaks a safety rule and no more hot
 //! operators run than `hot-region-schedule-limit`.
 
 use proptest::prelude::*;
@@ -80,18 +80,38 @@ pub(super) fn patrol_once(w: &TestCluster, cache: &HotCache, r: &Region) -> Opti
     patrol_at(w, cache, r, NOW)
 }
 
+/// The first millisecond from `from` at which PD's draw for region `id` tries a peer move
+/// first (`peer_first`) or only a leader transfer (not): a test that means one of the two
+/// runs its patrol then.
+pub(super) fn draw_time(id: u64, from: u64, peer_first: bool) -> u64 {
+    (from..)
+        .find(|&t| hot::peer_first(id, t) == peer_first)
+        .expect("either answer comes within a few milliseconds")
+}
+
+/// The patrol's plan for `r` soon after [`NOW`], at a time whose draw tries a peer move first
+/// (`peer_first`) or only a leader transfer (not).
+pub(super) fn patrol_drawn(
+    w: &TestCluster,
+    cache: &HotCache,
+    r: &Region,
+    peer_first: bool,
+) -> Option<Box<Pending>> {
+    patrol_at(w, cache, r, draw_time(r.id, NOW, peer_first))
+}
+
 /// Zones 0, 1, 2 with two stores each: stores 1, 4 in zone 0; 2, 5 in zone 1; 3, 6 in zone 2.
 pub(super) const ZONES: [u8; 6] = [0, 1, 2, 0, 1, 2];
 
 #[test]
-fn a_hot_store_sheds_a_leader_to_a_cool_follower_first() {
+fn a_hot_store_drawn_for_a_leader_sheds_it_to_a_cool_follower() {
     let w = world(&ZONES);
     let mut cache = HotCache::new();
     // Store 1 leads four hot regions whose followers are on stores 2 and 3: its flow as
     // leader is 4 MiB/s against a mean of 2/3.
     let hot: Vec<(Region, u64)> = (1..=4).map(|i| (region(i, &[1, 2, 3]), RATE)).collect();
     heat(&w, &mut cache, &hot);
-    let op = patrol_once(&w, &cache, &hot[0].0).expect("a hot operator");
+    let op = patrol_drawn(&w, &cache, &hot[0].0, false).expect("a hot operator");
     assert_eq!(op.kind, OpKind::Hot);
     assert!(
         matches!(op.steps.as_slice(), [Step::TransferLeader(p)] if p.store_id == 2 || p.store_id == 3),
@@ -120,7 +140,7 @@ fn a_hot_store_whose_followers_are_as_hot_sheds_a_peer_within_its_zone() {
         })
         .collect();
     heat(&w, &mut cache, &hot);
-    let op = patrol_once(&w, &cache, &hot[0].0).expect("a hot operator");
+    let op = patrol_drawn(&w, &cache, &hot[0].0, true).expect("a hot operator");
     assert_eq!(op.kind, OpKind::Hot);
     let added = op.adds_to().expect("a peer added");
     let removed = op.removes_from().expect("a peer removed");
@@ -346,18 +366,26 @@ fn even_total_flow_with_the_leaders_on_one_store_moves_leaders_only() {
         .map(|s| c.store(s).map_or(0, |l| l.budget.flow.bytes(false)))
         .collect();
     assert_eq!(total, vec![3 * RATE as i64; 6], "the total flow is even");
-    for (i, want) in [(1, [2, 6]), (5, [6, 5])] {
-        let op = patrol_once(&w, &cache, &hot[i].0).expect("a hot operator");
-        assert_eq!(op.kind, OpKind::Hot);
-        assert!(
-            matches!(op.steps.as_slice(), [Step::TransferLeader(p)] if want.contains(&p.store_id)),
-            "region {}: {:?}",
-            i + 1,
-            op.steps
-        );
+    // Whichever solver the draw tries first, as no store is a source as peer. Each draw in a
+    // world of its own: a started operator counts against the hot limit of the world's next.
+    for peer_first in [false, true] {
+        let w = world(&ZONES);
+        let mut cache = HotCache::new();
+        heat(&w, &mut cache, &hot);
+        for (i, want) in [(1, [2, 6]), (5, [6, 5])] {
+            let op = patrol_drawn(&w, &cache, &hot[i].0, peer_first);
+            let op = op.unwrap_or_else(|| panic!("region {}, peer first {peer_first}", i + 1));
+            assert_eq!(op.kind, OpKind::Hot);
+            assert!(
+                matches!(op.steps.as_slice(), [Step::TransferLeader(p)] if want.contains(&p.store_id)),
+                "region {}, peer first {peer_first}: {:?}",
+                i + 1,
+                op.steps
+            );
+        }
+        // A region led by a store at the mean stays.
+        assert_eq!(patrol_drawn(&w, &cache, &hot[2].0, peer_first), None);
     }
-    // A region led by a store at the mean stays.
-    assert_eq!(patrol_once(&w, &cache, &hot[2].0), None);
 }
 
 /// A peer move off the leader's store takes the lead with it (PD's move-leader), so the flow
@@ -375,7 +403,7 @@ fn a_hot_leader_whose_followers_lead_hot_regions_moves_with_its_peer() {
         .map(|(i, s)| (region(i as u64 + 1, s), RATE))
         .collect();
     heat(&w, &mut cache, &hot);
-    let op = patrol_once(&w, &cache, &hot[0].0).expect("a hot operator");
+    let op = patrol_drawn(&w, &cache, &hot[0].0, true).expect("a hot operator");
     assert_eq!(op.kind, OpKind::Hot);
     // Store 4 is zone 0's cool store, as store 1 is.
     assert_eq!(
@@ -391,8 +419,9 @@ fn a_hot_leader_whose_followers_lead_hot_regions_moves_with_its_peer() {
 /// alone for the cache-hits threshold's report intervals (3 x 60 s), then scheduled again.
 #[test]
 fn a_hot_region_whose_leader_just_moved_cools_down_first() {
-    // Stores up and heartbeating at `now`, late enough to date a leader move 180 s before.
-    let now = 1_000_000;
+    // Stores up and heartbeating at `now`, late enough to date a leader move 180 s before,
+    // and a time whose draw takes a leader transfer.
+    let now = draw_time(1, 1_000_000, false);
     let w = TestCluster::up_at(&[1, 2, 3, 4, 5, 6], now);
     let cool_ms = 3 * REPORT_INTERVAL_S * 1000;
     assert_eq!(w.cfg.hot_region_cache_hits_threshold, 3);
@@ -450,7 +479,7 @@ fn plan_after_hot_op(now: u64, ended: Option<(HotMove, u64)>) -> Option<Vec<Step
 /// Until then the hot scheduler does not pick it again.
 #[test]
 fn a_hot_region_whose_hot_operator_just_ended_is_not_picked_again() {
-    let now = 1_000_000;
+    let now = draw_time(1, 1_000_000, false);
     let transfer = |steps: Option<Vec<Step>>| {
         let steps = steps.expect("a hot operator");
         assert!(
@@ -476,7 +505,7 @@ fn a_hot_region_whose_hot_operator_just_ended_is_not_picked_again() {
 /// so that the caller's hot cache dates the end.
 #[test]
 fn a_hot_operator_that_ends_says_which_flow_it_moved() {
-    let now = 1_000_000;
+    let now = draw_time(1, 1_000_000, false);
     let w = TestCluster::up_at(&[1, 2, 3, 4, 5, 6], now);
     let mut cache = HotCache::new();
     let hot: Vec<(Region, u64)> = (1..=4).map(|i| (region(i, &[1, 2, 3]), RATE)).collect();

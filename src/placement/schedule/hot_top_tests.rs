@@ -2,7 +2,7 @@
 //! cap, only the hottest are candidates for a move off it, ranked by the hot cache as PD's
 //! `filterHotPeers` and `sortHotPeers` rank them.
 
-use super::hot_tests::{patrol_once, region, world, NOW, RATE, ZONES};
+use super::hot_tests::{patrol_drawn, patrol_once, region, world, NOW, RATE, ZONES};
 use super::*;
 use crate::placement::Region;
 
@@ -65,7 +65,8 @@ fn a_store_over_the_cap_ranks_its_hot_peers_by_each_rate_in_turn() {
 
 /// Store 1 leads four hot regions (4, 3, 2 and 1 MiB/s) whose followers are on cool stores:
 /// without the cap any of them would hand its lead to a follower. With room for two, the two
-/// coolest are not candidates, as leader or as peer, and get no operator; the hottest does.
+/// coolest are not candidates, as leader or as peer, and get no operator; the hottest, drawn
+/// for a leader transfer, does.
 #[test]
 fn only_a_stores_hottest_peers_move_off_it() {
     let mut w = world(&ZONES);
@@ -81,7 +82,7 @@ fn only_a_stores_hottest_peers_move_off_it() {
     for (r, _) in &regions[2..] {
         assert_eq!(patrol_once(&w, &cache, r), None, "region {}", r.id);
     }
-    let op = patrol_once(&w, &cache, &regions[0].0).expect("a hot operator");
+    let op = patrol_drawn(&w, &cache, &regions[0].0, false).expect("a hot operator");
     assert_eq!(op.kind, OpKind::Hot);
     assert!(
         matches!(op.steps.as_slice(), [Step::TransferLeader(p)] if p.store_id == 2 || p.store_id == 3),

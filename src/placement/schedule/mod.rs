@@ -41,6 +41,8 @@ mod hot_cache;
 mod hot_tests;
 #[cfg(test)]
 mod hot_top_tests;
+#[cfg(test)]
+mod hot_type_tests;
 mod joint;
 #[cfg(test)]
 mod limit_tests;
