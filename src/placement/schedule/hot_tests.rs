@@ -66,7 +66,7 @@ fn minute(rate: u64) -> WriteFlow {
 }
 
 /// Feeds `regions` to the cache as hot for the cache-hits threshold's full intervals.
-fn heat(w: &TestCluster, cache: &mut HotCache, regions: &[(Region, u64)]) {
+pub(super) fn heat(w: &TestCluster, cache: &mut HotCache, regions: &[(Region, u64)]) {
     let c = w.at(NOW);
     for _ in 0..c.cfg.hot_region_cache_hits_threshold {
         for (r, rate) in regions {

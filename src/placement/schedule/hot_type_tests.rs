@@ -3,24 +3,9 @@
 //! itself (its share, and that a region passed again is drawn afresh) and through the patrol
 //! on worlds where one or both moves are open.
 
-use super::hot_tests::{patrol_drawn, region, world, NOW, RATE, ZONES};
+use super::hot_tests::{heat, patrol_drawn, region, world, RATE, ZONES};
 use super::*;
 use crate::placement::Region;
-
-/// Feeds `regions` to the cache at `RATE` for the cache-hits threshold's full intervals.
-fn heat(w: &TestCluster, cache: &mut HotCache, regions: &[Region]) {
-    let c = w.at(NOW);
-    for _ in 0..c.cfg.hot_region_cache_hits_threshold {
-        for r in regions {
-            let flow = WriteFlow {
-                bytes: RATE * REPORT_INTERVAL_S,
-                keys: 0,
-                interval_s: REPORT_INTERVAL_S,
-            };
-            cache.observe(&c, r, flow);
-        }
-    }
-}
 
 /// Over many regions and times the draw tries a peer first in 66 passes of 100, as PD's
 /// `schedulePeerPr` (0.66) does; and each region gets both answers within a short while, so a
@@ -50,9 +35,9 @@ fn the_draw_tries_a_peer_first_two_times_in_three_and_anew_each_pass() {
 fn with_both_moves_open_the_draw_decides_which_is_made() {
     let w = world(&ZONES);
     let mut cache = HotCache::new();
-    let hot: Vec<Region> = (1..=4).map(|i| region(i, &[1, 2, 3])).collect();
+    let hot: Vec<(Region, u64)> = (1..=4).map(|i| (region(i, &[1, 2, 3]), RATE)).collect();
     heat(&w, &mut cache, &hot);
-    let peer = patrol_drawn(&w, &cache, &hot[0], true).expect("a hot operator");
+    let peer = patrol_drawn(&w, &cache, &hot[0].0, true).expect("a hot operator");
     assert_eq!(
         (peer.adds_to(), peer.removes_from(), peer.leader_to()),
         (Some(4), Some(1), Some(4)),
@@ -60,7 +45,7 @@ fn with_both_moves_open_the_draw_decides_which_is_made() {
         peer.steps
     );
     assert_eq!(hot::moved_flow(&peer), HotMove::Peer);
-    let leader = patrol_drawn(&w, &cache, &hot[0], false).expect("a hot operator");
+    let leader = patrol_drawn(&w, &cache, &hot[0].0, false).expect("a hot operator");
     assert!(
         matches!(leader.steps.as_slice(), [Step::TransferLeader(p)] if p.store_id == 2 || p.store_id == 3),
         "{:?}",
@@ -77,18 +62,18 @@ fn with_both_moves_open_the_draw_decides_which_is_made() {
 fn drawn_for_a_leader_a_pass_with_no_leader_move_makes_no_peer_move() {
     let w = world(&ZONES);
     let mut cache = HotCache::new();
-    let hot: Vec<Region> = (0..6u64)
+    let hot: Vec<(Region, u64)> = (0..6u64)
         .map(|i| {
             let on = match i % 3 {
                 0 => [1, 2, 3],
                 1 => [2, 3, 1],
                 _ => [3, 1, 2],
             };
-            region(i + 1, &on)
+            (region(i + 1, &on), RATE)
         })
         .collect();
     heat(&w, &mut cache, &hot);
-    assert_eq!(patrol_drawn(&w, &cache, &hot[0], false), None);
-    let op = patrol_drawn(&w, &cache, &hot[0], true).expect("a hot operator");
+    assert_eq!(patrol_drawn(&w, &cache, &hot[0].0, false), None);
+    let op = patrol_drawn(&w, &cache, &hot[0].0, true).expect("a hot operator");
     assert_eq!(hot::moved_flow(&op), HotMove::Peer, "{:?}", op.steps);
 }
