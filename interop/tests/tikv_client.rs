@@ -8,7 +8,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use meridian::harness::{free_udp_port, test_binary, EtcdProcess, ServerProcess};
+use meridian::harness::{on_a_free_port, test_binary, EtcdProcess, ServerProcess};
 use meridian::kvproto::{metapb, pdpb};
 use meridian::pd_grpc;
 use meridian::tls::Trust;
@@ -129,12 +129,25 @@ struct Node {
 }
 
 impl Node {
-    fn start(&mut self) {
+    fn start(&mut self) -> anyhow::Result<()> {
         let mut args = vec!["--name".to_string(), self.name.clone()];
         args.extend(self.args.iter().cloned());
-        self.process = Some(
-            ServerProcess::start_with(test_binary(), &self.data, &self.listen, &args).unwrap(),
-        );
+        self.process = Some(ServerProcess::start_with(
+            test_binary(),
+            &self.data,
+            &self.listen,
+            &args,
+        )?);
+        Ok(())
+    }
+
+    /// The first start, on a port chosen now, which it keeps across restarts.
+    fn start_first(&mut self) {
+        on_a_free_port(|listen| {
+            self.listen = listen.to_string();
+            self.start()
+        })
+        .unwrap();
     }
 }
 
@@ -183,13 +196,13 @@ async fn tikv_client_timestamps_never_step_back_across_leader_sigkills() {
         .map(|i| Node {
             name: format!("n{i}"),
             data: tmp.path().join(format!("n{i}")),
-            listen: format!("127.0.0.1:{}", free_udp_port()),
+            listen: String::new(),
             args: base.clone(),
             process: None,
         })
         .collect();
     // Every node shares node 0's certificate, so one CA verifies them all.
-    tokio::task::block_in_place(|| nodes[0].start());
+    tokio::task::block_in_place(|| nodes[0].start_first());
     let tls = nodes[0].data.join("tls");
     for node in nodes.iter_mut().skip(1) {
         node.args.extend([
@@ -198,7 +211,7 @@ async fn tikv_client_timestamps_never_step_back_across_leader_sigkills() {
             "--tls-key".into(),
             tls.join("key.pem").display().to_string(),
         ]);
-        tokio::task::block_in_place(|| node.start());
+        tokio::task::block_in_place(|| node.start_first());
     }
     let endpoints: Vec<String> = nodes.iter().map(|n| n.listen.clone()).collect();
     let first = tokio::task::block_in_place(|| leader(&nodes));
@@ -284,7 +297,7 @@ async fn tikv_client_timestamps_never_step_back_across_leader_sigkills() {
                 ),
             }
         }
-        tokio::task::block_in_place(|| nodes[old].start());
+        tokio::task::block_in_place(|| nodes[old].start()).unwrap();
     }
     assert!(taken >= 800);
     for node in nodes.iter_mut() {

@@ -21,7 +21,7 @@ use loadgen::route::{self, RouteArgs, Rpc};
 use loadgen::run;
 use loadgen::target::TargetArgs;
 use meridian::admin::AdminClient;
-use meridian::harness::{free_udp_port, test_binary, EtcdProcess, ServerProcess};
+use meridian::harness::{on_a_free_port, test_binary, EtcdProcess, ServerProcess};
 use meridian::tls::Trust;
 use plotters::style::RGBColor;
 
@@ -116,8 +116,10 @@ fn check_plot(path: &Path, unit: &str) -> String {
 async fn tso_cluster_and_route_runs_plot() {
     let tmp = tempfile::tempdir().unwrap();
     let data = tmp.path().join("data");
-    let listen = format!("127.0.0.1:{}", free_udp_port());
-    let server = ServerProcess::start(test_binary(), &data, &listen, Some(2)).unwrap();
+    let server =
+        on_a_free_port(|listen| ServerProcess::start(test_binary(), &data, listen, Some(2)))
+            .unwrap();
+    let listen = server.client_addr.clone();
     let ca = data.join("tls").join("ca.pem");
 
     // The command line, flag and all.
@@ -210,13 +212,14 @@ async fn tso_cluster_and_route_runs_plot() {
 /// returns their data dirs, listen addresses and processes.
 fn start_nodes(dir: &Path, etcd: &EtcdProcess) -> Vec<(PathBuf, String, Option<ServerProcess>)> {
     let mut nodes: Vec<(PathBuf, String, Option<ServerProcess>)> = (0..3)
-        .map(|i| {
-            let listen = format!("127.0.0.1:{}", free_udp_port());
-            (dir.join(format!("n{i}")), listen, None)
-        })
+        .map(|i| (dir.join(format!("n{i}")), String::new(), None))
         .collect();
     for i in 0..3 {
-        start_node(&mut nodes, i, etcd);
+        on_a_free_port(|listen| {
+            nodes[i].1 = listen.to_string();
+            start_node(&mut nodes, i, etcd)
+        })
+        .unwrap();
     }
     nodes
 }
@@ -225,7 +228,7 @@ fn start_node(
     nodes: &mut [(PathBuf, String, Option<ServerProcess>)],
     i: usize,
     etcd: &EtcdProcess,
-) {
+) -> anyhow::Result<()> {
     let mut args: Vec<String> = [
         "--name",
         &format!("n{i}"),
@@ -247,7 +250,13 @@ fn start_node(
         ]);
     }
     let (data, listen) = (nodes[i].0.clone(), nodes[i].1.clone());
-    nodes[i].2 = Some(ServerProcess::start_with(test_binary(), &data, &listen, &args).unwrap());
+    nodes[i].2 = Some(ServerProcess::start_with(
+        test_binary(),
+        &data,
+        &listen,
+        &args,
+    )?);
+    Ok(())
 }
 
 /// The node that says it leads and serves, waiting up to 15 s.
@@ -297,7 +306,7 @@ async fn leader_kill_under_load_is_plotted() {
         "SIGKILL of n{first} to n{next} serving: {:?}",
         killed.elapsed()
     );
-    tokio::task::block_in_place(|| start_node(&mut nodes, first, &etcd));
+    tokio::task::block_in_place(|| start_node(&mut nodes, first, &etcd)).unwrap();
     let report = load.await.unwrap().unwrap();
     report.print();
     assert_eq!((report.violations, report.errors), (0, 0), "{report:?}");

@@ -12,7 +12,7 @@ use loadgen::args::TsoArgs;
 use loadgen::run;
 
 use meridian::client::{Client, ClientOptions};
-use meridian::harness::{free_udp_port, test_binary, ServerProcess};
+use meridian::harness::{on_a_free_port, test_binary, ServerProcess};
 use meridian::proto::{Reply, Request};
 use meridian::tls::Trust;
 use meridian::tso::MAX_COUNT;
@@ -26,8 +26,9 @@ async fn sigkill_and_restart_never_steps_back() {
     let bin = test_binary();
     let tmp = tempfile::tempdir().unwrap();
     let data = tmp.path().join("data");
-    let listen = format!("127.0.0.1:{}", free_udp_port());
-    let mut server = ServerProcess::start(bin, &data, &listen, Some(2)).unwrap();
+    let mut server =
+        on_a_free_port(|listen| ServerProcess::start(bin, &data, listen, Some(2))).unwrap();
+    let listen = server.client_addr.clone();
     let ca = data.join("tls").join("ca.pem");
 
     let args = TsoArgs::checked(vec![listen.clone()], ca.clone(), Duration::from_secs(8), 32);

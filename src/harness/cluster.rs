@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 
-use super::{free_udp_port, test_binary, EtcdProcess, FaultProxy, ServerProcess};
+use super::{on_a_free_port, test_binary, EtcdProcess, FaultProxy, ServerProcess};
 use crate::admin::AdminClient;
 use crate::tls::Trust;
 
@@ -18,6 +18,8 @@ pub struct ClusterNode {
     pub listen: String,
     binary: PathBuf,
     args: Vec<String>,
+    /// The address it advertises instead of `listen`, when a proxy stands in for it.
+    advertise: Option<String>,
     pub process: Option<ServerProcess>,
 }
 
@@ -26,6 +28,9 @@ impl ClusterNode {
     pub fn start(&mut self) -> anyhow::Result<()> {
         let mut args = vec!["--name".to_string(), self.name.clone()];
         args.extend(self.args.iter().cloned());
+        if let Some(stand_in) = &self.advertise {
+            args.extend(["--advertise-client".to_string(), stand_in.clone()]);
+        }
         self.process = Some(ServerProcess::start_with(
             &self.binary,
             &self.data,
@@ -33,6 +38,23 @@ impl ClusterNode {
             &args,
         )?);
         Ok(())
+    }
+
+    /// The first start, at `listen`, which it keeps from then on; when `stand_in`, behind a
+    /// proxy of its own at [`MEMBER_LINK_HOST`] and the same port, which it returns.
+    fn start_at(&mut self, listen: &str, stand_in: bool) -> anyhow::Result<Option<FaultProxy>> {
+        self.listen = listen.to_string();
+        let proxy = if stand_in {
+            let port = listen.rsplit_once(':').map_or("", |(_, p)| p);
+            let at = format!("{MEMBER_LINK_HOST}:{port}");
+            let proxy = FaultProxy::start_at(&at, listen)?;
+            self.advertise = Some(at);
+            Some(proxy)
+        } else {
+            None
+        };
+        self.start()?;
+        Ok(proxy)
     }
 
     /// The running process; panics when it is stopped, as a test bug.
@@ -126,7 +148,7 @@ impl Cluster {
             .map(|i| ClusterNode {
                 name: format!("n{i}"),
                 data: dir.join(format!("n{i}")),
-                listen: format!("127.0.0.1:{}", free_udp_port()),
+                listen: String::new(),
                 binary: binary.to_path_buf(),
                 args: vec![
                     "--etcd".to_string(),
@@ -138,31 +160,25 @@ impl Cluster {
                     "--cores".into(),
                     "1".into(),
                 ],
+                advertise: None,
                 process: None,
             })
             .collect();
         let mut member_proxies = Vec::new();
-        if members_proxied {
-            for node in nodes.iter_mut() {
-                let port = node.listen.rsplit_once(':').map_or("", |(_, p)| p);
-                let stand_in = format!("{MEMBER_LINK_HOST}:{port}");
-                member_proxies.push(FaultProxy::start_at(&stand_in, &node.listen)?);
-                node.args
-                    .extend(["--advertise-client".to_string(), stand_in]);
-            }
-        }
         // Node 0 makes the CA and a node certificate (which names the advertised host too);
         // the others serve that certificate.
-        nodes[0].start()?;
         let tls = nodes[0].data.join("tls");
-        for node in nodes.iter_mut().skip(1) {
-            node.args.extend([
-                "--tls-cert".to_string(),
-                tls.join("cert.pem").display().to_string(),
-                "--tls-key".into(),
-                tls.join("key.pem").display().to_string(),
-            ]);
-            node.start()?;
+        for (i, node) in nodes.iter_mut().enumerate() {
+            if i > 0 {
+                node.args.extend([
+                    "--tls-cert".to_string(),
+                    tls.join("cert.pem").display().to_string(),
+                    "--tls-key".into(),
+                    tls.join("key.pem").display().to_string(),
+                ]);
+            }
+            let proxy = on_a_free_port(|listen| node.start_at(listen, members_proxied))?;
+            member_proxies.extend(proxy);
         }
         Ok(Cluster {
             etcd,

@@ -147,14 +147,12 @@ impl EtcdProcess {
     }
 
     fn log_len(&self) -> u64 {
-        std::fs::metadata(self.log_path()).map_or(0, |m| m.len())
+        super::log_len(&self.log_path())
     }
 
     /// What etcd wrote to its log after it was `from` bytes long.
     fn log_since(&self, from: u64) -> String {
-        let log = std::fs::read(self.log_path()).unwrap_or_default();
-        let from = usize::try_from(from).unwrap_or(usize::MAX).min(log.len());
-        String::from_utf8_lossy(&log[from..]).into_owned()
+        super::log_since(&self.log_path(), from)
     }
 
     /// The client URL: `http://127.0.0.1:PORT`, or `https://` when started with TLS.

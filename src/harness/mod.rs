@@ -27,7 +27,7 @@ pub use pki::ca_and_node;
 pub use proxy::{FaultProxy, LinkFault};
 pub use records::{buckets_report, metapb_peer, metapb_region, metapb_store};
 pub use resource_groups::{null_keyspace, ru_group, token_request};
-pub use server::ServerProcess;
+pub use server::{on_a_free_port, ServerProcess};
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -151,6 +151,18 @@ pub fn free_udp_port() -> u16 {
         }
     }
     unreachable!("an endless loop returns only a port")
+}
+
+/// How long the log at `path` is, in bytes (0 when there is none yet).
+fn log_len(path: &Path) -> u64 {
+    std::fs::metadata(path).map_or(0, |m| m.len())
+}
+
+/// What was written to the log at `path` after it was `from` bytes long.
+fn log_since(path: &Path, from: u64) -> String {
+    let log = std::fs::read(path).unwrap_or_default();
+    let from = usize::try_from(from).unwrap_or(usize::MAX).min(log.len());
+    String::from_utf8_lossy(&log[from..]).into_owned()
 }
 
 /// The lowest port [`free_udp_port`] hands out: above the fixed ports the benchmark scripts

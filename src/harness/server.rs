@@ -10,6 +10,31 @@ use anyhow::Context;
 
 use super::EtcdProcess;
 
+use crate::server::PORT_TAKEN;
+
+/// How many ports [`on_a_free_port`] tries.
+const START_ATTEMPTS: usize = 5;
+
+/// Runs `start` with a loopback address on a port chosen now ([`super::free_udp_port`]), for
+/// a node that keeps its address across restarts, and returns what `start` returns.
+///
+/// A test running beside this one may bind the port between its choice and the node's bind.
+/// The node then says its port is taken, and `start` runs again on another port, up to
+/// `START_ATTEMPTS` times in all. Any other failure is returned at once.
+pub fn on_a_free_port<T>(mut start: impl FnMut(&str) -> anyhow::Result<T>) -> anyhow::Result<T> {
+    let mut attempt = 1;
+    loop {
+        let listen = format!("127.0.0.1:{}", super::free_udp_port());
+        match start(&listen) {
+            Err(e) if attempt < START_ATTEMPTS && format!("{e:#}").contains(PORT_TAKEN) => {
+                eprintln!("{listen} was taken before the node bound it; trying another port");
+                attempt += 1;
+            }
+            result => return result,
+        }
+    }
+}
+
 /// A running server process, killed if dropped before `stop`.
 pub struct ServerProcess {
     child: Option<Child>,
@@ -88,6 +113,7 @@ impl ServerProcess {
         env: &[(&str, &str)],
     ) -> anyhow::Result<ServerProcess> {
         let log = data_dir.with_extension("log");
+        let log_before = super::log_len(&log);
         let mut cmd = Command::new(binary);
         cmd.envs(env.iter().copied());
         cmd.args([
@@ -124,7 +150,9 @@ impl ServerProcess {
         };
         let (Some(client_addr), Some(admin_addr)) = (field("client="), field("admin=")) else {
             let _ = child.kill();
-            let log_text = std::fs::read_to_string(&log).unwrap_or_default();
+            let _ = child.wait();
+            // Only this start's part: the log is kept across restarts.
+            let log_text = super::log_since(&log, log_before);
             anyhow::bail!("server did not report ready; its log:\n{log_text}");
         };
         Ok(ServerProcess {
@@ -230,5 +258,56 @@ impl Drop for ServerProcess {
             let _ = child.kill();
             let _ = child.wait();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A start that finds its port taken `taken` times, then starts: the listen addresses
+    /// it was given, and the result.
+    fn taken(times: usize) -> (Vec<String>, anyhow::Result<String>) {
+        let mut tried = Vec::new();
+        let result = on_a_free_port(|listen| {
+            tried.push(listen.to_string());
+            if tried.len() <= times {
+                anyhow::bail!("server did not report ready: {listen} {PORT_TAKEN}: ...")
+            }
+            Ok(listen.to_string())
+        });
+        (tried, result)
+    }
+
+    #[test]
+    fn a_port_taken_before_the_bind_is_tried_again_elsewhere() {
+        let (tried, result) = taken(2);
+        assert_eq!(tried.len(), 3, "{tried:?}");
+        assert_eq!(result.unwrap(), tried[2]);
+        assert!(
+            tried.iter().all(|l| l.starts_with("127.0.0.1:")),
+            "{tried:?}"
+        );
+        let distinct: std::collections::HashSet<_> = tried.iter().collect();
+        assert!(distinct.len() > 1, "always the same port: {tried:?}");
+    }
+
+    #[test]
+    fn a_port_taken_every_time_fails_after_the_last_attempt() {
+        let (tried, result) = taken(usize::MAX);
+        assert_eq!(tried.len(), START_ATTEMPTS);
+        assert!(format!("{:#}", result.unwrap_err()).contains(PORT_TAKEN));
+    }
+
+    #[test]
+    fn any_other_failure_is_returned_at_once() {
+        let mut calls = 0;
+        let err = on_a_free_port::<()>(|_| {
+            calls += 1;
+            anyhow::bail!("server did not report ready: bad config")
+        })
+        .unwrap_err();
+        assert_eq!(calls, 1);
+        assert!(err.to_string().contains("bad config"));
     }
 }

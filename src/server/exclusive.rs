@@ -77,6 +77,10 @@ pub struct AddressGuard {
     pub socket: Socket,
 }
 
+/// What a node says when another process holds its client port; the test harness starts a
+/// node again on another port when it reads this.
+pub(crate) const PORT_TAKEN: &str = "is already served (TCP port in use)";
+
 impl AddressGuard {
     /// Binds `addr` over TCP. A port of 0 is bound as is; the caller then binds UDP on the
     /// port it got.
@@ -92,8 +96,8 @@ impl AddressGuard {
         socket.bind(&addr.into()).map_err(|e| {
             if e.kind() == std::io::ErrorKind::AddrInUse {
                 anyhow::anyhow!(
-                    "{addr} is already served (TCP port in use): another meridian, or another \
-                     program, holds it; one process per address"
+                    "{addr} {PORT_TAKEN}: another meridian, or another program, holds it; one \
+                     process per address"
                 )
             } else {
                 anyhow::Error::new(e).context(format!("binding TCP {addr}"))
@@ -131,7 +135,8 @@ mod tests {
         let first = AddressGuard::bind("127.0.0.1:0".parse().unwrap()).unwrap();
         let addr = first.local_addr().unwrap();
         let err = AddressGuard::bind(addr).unwrap_err().to_string();
-        assert!(err.contains("already served"), "{err}");
+        assert!(err.contains(PORT_TAKEN), "{err}");
+        assert!(err.contains(&addr.to_string()), "{err}");
         drop(first);
         AddressGuard::bind(addr).expect("free again once the holder is gone");
     }

@@ -7,6 +7,8 @@ mod bind;
 mod control;
 mod core;
 mod exclusive;
+
+pub(crate) use exclusive::PORT_TAKEN;
 mod front_ends;
 // `pub(crate)`: `crate::fuzzing` runs `grpc::convert` on fuzzed pdpb messages.
 pub(crate) mod grpc;
