@@ -58,6 +58,9 @@ pub struct OpRecord {
     pub related_merge: Option<u64>,
     /// Why it was cancelled, once it was for a reason told apart (PD's `cancel-reason`).
     pub cancel_reason: Option<CancelReason>,
+    /// The region's size (MiB) when the operator was added, which PD's operator keeps and
+    /// shows for the rest of its life; unknown until the log first sees the operator.
+    pub size_mib: Option<u64>,
 }
 
 impl OpRecord {
@@ -81,6 +84,7 @@ impl OpRecord {
             started_ms: now_ms,
             related_merge: None,
             cancel_reason: None,
+            size_mib: None,
         }
     }
 
@@ -163,7 +167,8 @@ impl OpStatusTracker {
     }
 
     /// An operator started on `region` (replacing any record it had), `op` being it.
-    pub fn start(&mut self, region: u64, record: OpRecord, op: Shown<'_>) {
+    pub fn start(&mut self, region: u64, mut record: OpRecord, op: Shown<'_>) {
+        record.size_mib = record.size_mib.or(op.map(|(_, size)| size));
         self.note(region, &record, op);
         self.keep(region, record);
     }
@@ -190,12 +195,9 @@ impl OpStatusTracker {
             return;
         }
         self.held.retain(|&id| id != region);
-        if let Some(r) = self
-            .records
-            .get(&region)
-            .filter(|r| r.is_running())
-            .cloned()
-        {
+        if let Some(r) = self.records.get_mut(&region).filter(|r| r.is_running()) {
+            r.size_mib = r.size_mib.or(op.map(|(_, size)| size));
+            let r = r.clone();
             self.note(region, &r, op);
         }
     }
@@ -248,14 +250,23 @@ impl OpStatusTracker {
     }
 
     /// Keeps a start or an end for the caller's log; past [`MAX_RECORDS`] not taken, the
-    /// newest are lost rather than memory.
+    /// newest are lost rather than memory. The copy of the operator shows what PD's would:
+    /// the size when it was added, and at a start no step yet run (PD logs its add before
+    /// dispatching the operator, so at step 0), whatever the call that started it did.
     fn note(&mut self, region: u64, r: &OpRecord, op: Shown<'_>) {
         if self.events.len() < MAX_RECORDS {
             let names = (r.desc, r.kind, r.epoch);
+            let op = op.map(|(p, size_now)| {
+                let mut op = RunningOp::of(region, names, p, r.size_mib.unwrap_or(size_now));
+                if r.is_running() {
+                    op.at = 0;
+                }
+                op
+            });
             self.events.push(OpEvent {
                 region,
                 record: r.clone(),
-                op: op.map(|(p, size_mib)| RunningOp::of(region, names, p, size_mib)),
+                op,
                 stale: None,
                 refused: false,
             });
@@ -301,6 +312,7 @@ impl OpStatusTracker {
             if let Some(p) = slot {
                 let record = OpRecord {
                     related_merge: p.merge_partner(),
+                    size_mib: Some(size_mib),
                     ..OpRecord::scheduled(p.kind, epoch, now_ms)
                 };
                 if d.merge_target.is_some() {
@@ -378,6 +390,7 @@ mod tests {
             started_ms: at_ms,
             related_merge: None,
             cancel_reason: None,
+            size_mib: None,
         }
     }
 
@@ -501,6 +514,61 @@ mod tests {
         t.clear();
         assert!(t.get(3, 7).is_none(), "records forgotten");
         assert_eq!(lines(&mut t), vec![(3, OpStatus::Running, false)]);
+    }
+
+    /// A start's copy of the operator is at step 0 whatever the starting call ran, as PD
+    /// logs its add before dispatching; every line shows the region's size when the operator
+    /// was added, as PD's operator keeps it, not the size when the line is written.
+    #[test]
+    fn the_log_shows_step_0_at_a_start_and_the_size_at_the_add() {
+        use crate::placement::operator::Step;
+        use crate::placement::{Peer, PeerRole};
+        let learner = Peer {
+            id: 5,
+            store_id: 4,
+            role: PeerRole::Learner,
+        };
+        let mut op = Pending {
+            kind: OpKind::Region,
+            steps: vec![
+                Step::AddLearner(learner.clone()),
+                Step::PromoteLearner(learner),
+            ],
+            at: 1,
+            leader_store: 1,
+            created_ms: 0,
+            deadline_ms: 600_000,
+            flow: 0,
+            held: false,
+        };
+        let shown = |e: &OpEvent| {
+            let op = e.op.as_ref().expect("the operator was at hand");
+            (e.record.status, op.at, op.size_mib)
+        };
+        let mut t = OpStatusTracker::default();
+        t.start(1, record(0), Some((&op, 96)));
+        op.at = 2;
+        t.end(1, OpStatus::Success, 10, Some((&op, 200)));
+        // A held half: its size when it was held, its step 0 when announced.
+        op.at = 1;
+        let held = OpRecord {
+            size_mib: Some(64),
+            ..record(20)
+        };
+        t.hold(2, held);
+        t.announce(2, Some((&op, 80)));
+        t.end(2, OpStatus::Timeout, 30, Some((&op, 81)));
+        let lines: Vec<_> = t.take_events().iter().map(shown).collect();
+        assert_eq!(
+            lines,
+            vec![
+                (OpStatus::Running, 0, 96),
+                (OpStatus::Success, 2, 96),
+                (OpStatus::Running, 0, 64),
+                (OpStatus::Timeout, 1, 64),
+            ]
+        );
+        assert_eq!(t.get(1, 10).unwrap().size_mib, Some(96));
     }
 
     #[test]

@@ -247,6 +247,7 @@ impl Shard {
                 started_ms: c.now_ms,
                 related_merge: Some(partner),
                 cancel_reason: None,
+                size_mib: None,
             },
             in_flight.get(id).map(|p| (p, size_mib)),
         );
@@ -271,7 +272,8 @@ impl Shard {
                     .cloned()
                     .unwrap_or_else(|| OpRecord::scheduled(p.kind, e.route.region().epoch, 0));
                 let names = (record.desc, record.kind, record.epoch);
-                Some(RunningOp::of(id, names, p, e.sizes.mib()))
+                let size_mib = record.size_mib.unwrap_or_else(|| e.sizes.mib());
+                Some(RunningOp::of(id, names, p, size_mib))
             })
             .collect();
         running.sort_unstable_by_key(|r| r.region_id);

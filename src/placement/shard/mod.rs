@@ -298,6 +298,7 @@ fn start(
         started_ms: c.now_ms,
         related_merge: op.and_then(Pending::merge_partner),
         cancel_reason: None,
+        size_mib: Some(size_mib),
     };
     if names.held {
         ops.hold(id, record);

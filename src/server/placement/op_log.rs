@@ -4,7 +4,7 @@
 //! PD's `error`, or the region's epoch moved on, with PD's `diff` and `latest-epoch`), then
 //! `operator removed` (PD's `RemoveOperator` with a reason) or `remove operator because region
 //! disappeared`, then `operator canceled`. An operator never added (a merge half refused with
-//! its pair) gets only its cancel, as PD logs it. Each with PD's fields: `region-id`, `takes`
+//! its pair, or timed out before its pair was placed) gets only its cancel, as PD logs it. Each with PD's fields: `region-id`, `takes`
 //! (how long it ran, as Go writes a duration), `operator` (Go's `Operator.String()`,
 //! `operator_string`) and `additional-info` (PD's `LogAdditionalInfo`), last.
 //!
@@ -16,16 +16,28 @@
 //! Must not touch: the shards (it is handed what they did), any decision.
 
 use crate::placement::schedule::Stale;
-use crate::placement::{CancelReason, Epoch, OpEvent, OpRecord, OpStatus};
+use crate::placement::{CancelReason, Epoch, OpEvent, OpStatus};
 use crate::server::grpc::go_duration_ms;
 use crate::server::grpc::operator_string::{end_suffix, operator_string};
+
+/// The status an event is logged with: its record's, except that an operator never added (a
+/// merge half whose pair was not placed) is logged as PD logs an operator it refused to add,
+/// cancelled, however it ended (a held half can time out before its pair is placed).
+pub fn logged_status(e: &OpEvent) -> OpStatus {
+    if e.refused {
+        OpStatus::Cancel
+    } else {
+        e.record.status
+    }
+}
 
 /// Go's `Operator.String()` of an event's operator; by what its record keeps when the
 /// operator itself was not at hand.
 pub fn operator_text(e: &OpEvent) -> String {
     let r = &e.record;
+    let status = logged_status(e);
     match &e.op {
-        Some(op) => operator_string(op, r.status),
+        Some(op) => operator_string(op, status),
         None => format!(
             "{} (kind:{}, region:{}({}, {})){}",
             r.desc,
@@ -33,14 +45,14 @@ pub fn operator_text(e: &OpEvent) -> String {
             e.region,
             r.epoch.version,
             r.epoch.conf_ver,
-            end_suffix(r.status)
+            end_suffix(status)
         ),
     }
 }
 
-/// PD's message for an operator's start or end, as its record now stands.
-pub fn message(r: &OpRecord) -> &'static str {
-    match r.status {
+/// PD's message for an operator's start or end, logged with `status` ([`logged_status`]).
+pub fn message(status: OpStatus) -> &'static str {
+    match status {
         OpStatus::Running => "add operator",
         OpStatus::Success => "operator finish",
         OpStatus::Timeout => "operator timeout",
@@ -109,7 +121,8 @@ pub fn log(events: Vec<OpEvent>) {
         let r = &e.record;
         let operator = operator_text(&e);
         let takes = go_duration_ms(r.takes_ms());
-        if r.status == OpStatus::Cancel {
+        let status = logged_status(&e);
+        if status == OpStatus::Cancel {
             log_stale(&e);
             match removal(&e) {
                 Some(REMOVED) => {
@@ -120,8 +133,8 @@ pub fn log(events: Vec<OpEvent>) {
             }
         }
         let info = r.additional_info();
-        let msg = message(r);
-        if r.status == OpStatus::Running {
+        let msg = message(status);
+        if status == OpStatus::Running {
             tracing::info!("region-id" = id, operator = %operator, "additional-info" = %info, "{msg}");
         } else {
             tracing::info!(
@@ -138,7 +151,7 @@ pub fn log(events: Vec<OpEvent>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::placement::{OpKind, Peer, PeerRole, RunningOp, Step};
+    use crate::placement::{OpKind, OpRecord, Peer, PeerRole, RunningOp, Step};
 
     fn record(status: OpStatus, reason: Option<CancelReason>) -> OpRecord {
         let mut r = OpRecord::scheduled(
@@ -188,7 +201,9 @@ mod tests {
             ),
         ];
         for (status, reason, want) in cases {
-            assert_eq!(message(&record(status, reason)), want);
+            let e = event(status, reason);
+            assert_eq!(logged_status(&e), status);
+            assert_eq!(message(logged_status(&e)), want);
         }
         let done = event(OpStatus::Success, Some(CancelReason::Unnamed));
         assert_eq!(
@@ -239,6 +254,20 @@ mod tests {
             ..cancel(CancelReason::RegionNotFound)
         };
         assert_eq!(removal(&refused), None);
+        // A held half that timed out before its pair was placed was never added either.
+        let timed_out_unplaced = OpEvent {
+            refused: true,
+            ..event(OpStatus::Timeout, Some(CancelReason::Timeout))
+        };
+        assert_eq!(
+            message(logged_status(&timed_out_unplaced)),
+            "operator canceled"
+        );
+        assert_eq!(
+            operator_text(&timed_out_unplaced),
+            "balance-region (kind:region, region:7(2, 3))",
+            "no ` timeout` suffix"
+        );
         assert_eq!(epoch_json(latest), r#"{"conf_ver":5,"version":2}"#);
         assert_eq!(epoch_json(Epoch::default()), "{}");
     }

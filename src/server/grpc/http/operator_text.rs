@@ -219,6 +219,7 @@ mod tests {
             started_ms: 1_000,
             related_merge: None,
             cancel_reason: None,
+            size_mib: None,
         };
         assert_eq!(
             with_status(3, None, Some(&record)).unwrap(),

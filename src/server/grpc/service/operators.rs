@@ -204,6 +204,7 @@ mod tests {
             started_ms: 0,
             related_merge: None,
             cancel_reason: None,
+            size_mib: None,
         };
         let reply = operator_reply(None, 7, &r);
         assert_eq!(reply.region_id, 7);
