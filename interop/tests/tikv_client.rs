@@ -8,7 +8,9 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use meridian::harness::{on_a_free_port, test_binary, EtcdProcess, ServerProcess};
+use meridian::harness::{
+    connect_when_placement_loads, on_a_free_port, test_binary, EtcdProcess, ServerProcess,
+};
 use meridian::kvproto::{metapb, pdpb};
 use meridian::pd_grpc;
 use meridian::tls::Trust;
@@ -35,15 +37,12 @@ fn header(cluster_id: u64) -> Option<pdpb::RequestHeader> {
 
 /// Bootstraps the cluster with one store at `store_addr` and one region over every key.
 async fn bootstrap(grpc: &str, ca: &Path, store_addr: &str) {
-    let mut pd = pd_grpc::connect(grpc, &Trust::Ca(ca.to_path_buf()))
-        .await
-        .unwrap();
-    let members = pd
-        .get_members(pdpb::GetMembersRequest::default())
-        .await
-        .unwrap()
-        .into_inner();
-    let h = header(members.header.unwrap().cluster_id);
+    // A node reports ready once it listens; placement serves once its term has loaded.
+    let (mut pd, cluster_id) =
+        connect_when_placement_loads(grpc, &Trust::Ca(ca.to_path_buf()), Duration::from_secs(20))
+            .await
+            .unwrap();
+    let h = header(cluster_id);
     let mut ids = Vec::new();
     for _ in 0..3 {
         let r = pd
