@@ -8,6 +8,7 @@ mod control;
 mod core;
 mod exclusive;
 
+#[cfg(feature = "testkit")]
 pub(crate) use exclusive::PORT_TAKEN;
 mod front_ends;
 // `pub(crate)`: `crate::fuzzing` runs `grpc::convert` on fuzzed pdpb messages.
