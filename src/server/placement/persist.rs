@@ -276,6 +276,10 @@ async fn flush<M: MetaStore>(
 /// report them again). A member whose syncer holds a copy of the last leader's index takes
 /// the copy over instead of reading every region (`true`: the copy was taken, and the store's
 /// regions are to be reconciled with it once the term serves).
+///
+/// The term's records do not depend on each other, so they are read at once: a takeover
+/// waits about as long as the slowest of them, not for one round trip to the store per
+/// record (two dozen of them, two of them writes), while routing from the copy waits too.
 async fn load<M: MetaStore>(
     state: &PlacementState,
     store: &M,
@@ -284,98 +288,31 @@ async fn load<M: MetaStore>(
 ) -> Result<bool, MetaError> {
     failpoint::step(points::PLACEMENT_LOAD).await?;
     let started = std::time::Instant::now();
-    let bootstrapped = store.get(&keys.bootstrapped()).await?.is_some();
-    state
-        .bootstrapped
-        .store(bootstrapped, std::sync::atomic::Ordering::Release);
-    let id_end = match load_decimal(store, &keys.id_end()).await? {
-        // Checked before use: a corrupt end must stop this term, not overflow the next block.
-        Some(end) => Some(
-            crate::placement::check_persisted_end(end)
-                .map_err(|why| MetaError::out_of_range(&keys.id_end(), end, why))?,
-        ),
-        None => None,
-    };
-    state.ids.reset(Some(id_end));
-    persist_id_block(state, store, keys).await?;
-
-    let gc = load_decimal(store, &keys.gc_safe_point())
-        .await?
-        .unwrap_or(0);
-    let mut services = Vec::new();
-    for (key, value) in store.scan(&keys.service_safe_points_prefix(), 1024).await? {
-        match crate::gc::decode_service(&value) {
-            Ok(s) => services.push(s),
-            Err(e) => {
-                tracing::warn!(key = %String::from_utf8_lossy(&key), "skipping a service safe point: {e}")
-            }
-        }
-    }
-    *state.gc.lock().await = crate::gc::SafePoints::new(gc, services);
-    *state.cluster_meta.lock().await = match store.get(&keys.cluster_meta()).await? {
-        Some(bytes) => match decode_cluster_meta(&bytes) {
-            Ok(meta) => Some(meta),
-            Err(e) => {
-                tracing::warn!("the cluster record does not decode ({e}); using bootstrap's");
-                Some(state.first_cluster_meta())
-            }
+    tokio::try_join!(
+        load_bootstrap(state, store, keys),
+        load_ids(state, store, keys),
+        load_safe_points(state, store, keys),
+        async {
+            let resolved = load_decimal(store, &keys.min_resolved_ts()).await?;
+            state.reset_resolved_ts(resolved.unwrap_or(0));
+            Ok::<(), MetaError>(())
         },
-        // Bootstrapped before the record was kept: the one bootstrap writes.
-        None if bootstrapped => Some(state.first_cluster_meta()),
-        None => None,
-    };
-    let resolved = load_decimal(store, &keys.min_resolved_ts())
-        .await?
-        .unwrap_or(0);
-    state.reset_resolved_ts(resolved);
-    let (items, revision, last) = load_global_config(store, keys).await?;
-    state.reset_global_config(items, revision, last).await;
-    super::rules::load(state, store, keys).await?;
-    super::scheduling::load(state, store, keys).await?;
-    let groups = super::resource_groups::load(store, keys).await?;
-    let group_states = super::resource_groups::load_states(store, keys).await?;
-    state.resource_groups().reset(groups, group_states);
-    if let Some(key) = controller_key {
-        // TiDB's controller falls back to its own defaults without it, so a write the etcd
-        // user may not make (no access to the clients' namespace) must not keep placement
-        // down; a lost leadership still ends the load.
-        match super::resource_groups::init_controller_config(store, key).await {
-            Ok(()) => {}
-            Err(MetaError::NotLeader) => return Err(MetaError::NotLeader),
-            Err(e) => tracing::warn!("PD's resource controller config was not written: {e}"),
-        }
-    }
-    *state.external_ts.lock().await = load_decimal(store, &keys.external_ts()).await?.unwrap_or(0);
-    super::store_identity::load(state, store).await?;
-
-    let now = state.clock.now_ms();
-    let mut stores = Vec::new();
-    for (key, value) in store.scan(&keys.stores_prefix(), 10_000).await? {
-        match decode_store(&value) {
-            Ok(s) => stores.push(StoreStatus {
-                store: s,
-                stats: StoreStats::default(),
-                last_heartbeat_ms: now,
-            }),
-            Err(e) => tracing::warn!(key = %String::from_utf8_lossy(&key), "skipping a store: {e}"),
-        }
-    }
-    let cluster_version = match store.get(&keys.cluster_version()).await? {
-        Some(bytes) => match std::str::from_utf8(&bytes).map(Version::parse) {
-            Ok(Ok(v)) => Some(v),
-            // Recomputed from the stores instead: they hold what it was computed from.
-            _ => {
-                tracing::warn!("the persisted cluster version is no version; recomputing it");
-                None
-            }
+        async {
+            let (items, revision, last) = load_global_config(store, keys).await?;
+            state.reset_global_config(items, revision, last).await;
+            Ok::<(), MetaError>(())
         },
-        None => None,
-    };
-    {
-        let mut map = state.stores();
-        map.reset(stores, cluster_version, now);
-        state.publish_stores(&map);
-    }
+        super::rules::load(state, store, keys),
+        super::scheduling::load(state, store, keys),
+        load_resource_groups(state, store, keys, controller_key),
+        async {
+            let external = load_decimal(store, &keys.external_ts()).await?;
+            *state.external_ts.lock().await = external.unwrap_or(0);
+            Ok::<(), MetaError>(())
+        },
+        super::store_identity::load(state, store),
+        load_stores(state, store, keys),
+    )?;
 
     let from_copy = state.sync.holds_copy();
     let (count, refused, corrupt, scanned_ms, decoded_ms) = if from_copy {
@@ -410,6 +347,140 @@ async fn load<M: MetaStore>(
         "placement loaded"
     );
     Ok(from_copy)
+}
+
+/// The bootstrap flag, and the cluster record (bootstrap's, for a cluster bootstrapped
+/// before the record was kept).
+async fn load_bootstrap<M: MetaStore>(
+    state: &PlacementState,
+    store: &M,
+    keys: &Keys,
+) -> Result<(), MetaError> {
+    let (flag_key, meta_key) = (keys.bootstrapped(), keys.cluster_meta());
+    let (flag, meta) = tokio::try_join!(store.get(&flag_key), store.get(&meta_key))?;
+    let bootstrapped = flag.is_some();
+    state
+        .bootstrapped
+        .store(bootstrapped, std::sync::atomic::Ordering::Release);
+    *state.cluster_meta.lock().await = match meta {
+        Some(bytes) => match decode_cluster_meta(&bytes) {
+            Ok(meta) => Some(meta),
+            Err(e) => {
+                tracing::warn!("the cluster record does not decode ({e}); using bootstrap's");
+                Some(state.first_cluster_meta())
+            }
+        },
+        None if bootstrapped => Some(state.first_cluster_meta()),
+        None => None,
+    };
+    Ok(())
+}
+
+/// The persisted end of the ids handed out, and a new block past it, written before any id
+/// of it is handed out.
+async fn load_ids<M: MetaStore>(
+    state: &PlacementState,
+    store: &M,
+    keys: &Keys,
+) -> Result<(), MetaError> {
+    let id_end = match load_decimal(store, &keys.id_end()).await? {
+        // Checked before use: a corrupt end must stop this term, not overflow the next block.
+        Some(end) => Some(
+            crate::placement::check_persisted_end(end)
+                .map_err(|why| MetaError::out_of_range(&keys.id_end(), end, why))?,
+        ),
+        None => None,
+    };
+    state.ids.reset(Some(id_end));
+    persist_id_block(state, store, keys).await
+}
+
+/// The GC safe point and the services' safe points.
+async fn load_safe_points<M: MetaStore>(
+    state: &PlacementState,
+    store: &M,
+    keys: &Keys,
+) -> Result<(), MetaError> {
+    let (gc_key, services_prefix) = (keys.gc_safe_point(), keys.service_safe_points_prefix());
+    let (gc, scanned) = tokio::try_join!(
+        load_decimal(store, &gc_key),
+        store.scan(&services_prefix, 1024)
+    )?;
+    let mut services = Vec::new();
+    for (key, value) in scanned {
+        match crate::gc::decode_service(&value) {
+            Ok(s) => services.push(s),
+            Err(e) => {
+                tracing::warn!(key = %String::from_utf8_lossy(&key), "skipping a service safe point: {e}")
+            }
+        }
+    }
+    *state.gc.lock().await = crate::gc::SafePoints::new(gc.unwrap_or(0), services);
+    Ok(())
+}
+
+/// The resource groups and their token states, and PD's resource controller config, written
+/// when missing.
+async fn load_resource_groups<M: MetaStore>(
+    state: &PlacementState,
+    store: &M,
+    keys: &Keys,
+    controller_key: Option<&[u8]>,
+) -> Result<(), MetaError> {
+    let (groups, group_states) = tokio::try_join!(
+        super::resource_groups::load(store, keys),
+        super::resource_groups::load_states(store, keys)
+    )?;
+    state.resource_groups().reset(groups, group_states);
+    if let Some(key) = controller_key {
+        // TiDB's controller falls back to its own defaults without it, so a write the etcd
+        // user may not make (no access to the clients' namespace) must not keep placement
+        // down; a lost leadership still ends the load.
+        match super::resource_groups::init_controller_config(store, key).await {
+            Ok(()) => {}
+            Err(MetaError::NotLeader) => return Err(MetaError::NotLeader),
+            Err(e) => tracing::warn!("PD's resource controller config was not written: {e}"),
+        }
+    }
+    Ok(())
+}
+
+/// The stores and the cluster version, published.
+async fn load_stores<M: MetaStore>(
+    state: &PlacementState,
+    store: &M,
+    keys: &Keys,
+) -> Result<(), MetaError> {
+    let (prefix, version_key) = (keys.stores_prefix(), keys.cluster_version());
+    let (scanned, version) =
+        tokio::try_join!(store.scan(&prefix, 10_000), store.get(&version_key))?;
+    let now = state.clock.now_ms();
+    let mut stores = Vec::new();
+    for (key, value) in scanned {
+        match decode_store(&value) {
+            Ok(s) => stores.push(StoreStatus {
+                store: s,
+                stats: StoreStats::default(),
+                last_heartbeat_ms: now,
+            }),
+            Err(e) => tracing::warn!(key = %String::from_utf8_lossy(&key), "skipping a store: {e}"),
+        }
+    }
+    let cluster_version = match version {
+        Some(bytes) => match std::str::from_utf8(&bytes).map(Version::parse) {
+            Ok(Ok(v)) => Some(v),
+            // Recomputed from the stores instead: they hold what it was computed from.
+            _ => {
+                tracing::warn!("the persisted cluster version is no version; recomputing it");
+                None
+            }
+        },
+        None => None,
+    };
+    let mut map = state.stores();
+    map.reset(stores, cluster_version, now);
+    state.publish_stores(&map);
+    Ok(())
 }
 
 /// Every region the store holds, and how many buckets of them could not be decoded (skipped
@@ -580,3 +651,7 @@ pub fn decode_regions(bytes: &[u8]) -> Result<Vec<Region>, MetaError> {
     rkyv::from_bytes::<Vec<Region>, rkyv::rancor::Error>(&aligned(bytes))
         .map_err(|e| MetaError::Corrupt(format!("region bucket: {e}")))
 }
+
+#[cfg(test)]
+#[path = "load_tests.rs"]
+mod load_tests;
