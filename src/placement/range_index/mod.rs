@@ -163,6 +163,7 @@ impl RangeIndex {
             for route in &retired {
                 route.retire();
             }
+            draft.trim();
             self.current.store(Arc::new(draft));
             for change in results.iter().flatten() {
                 writer.log.record(change.route.clone());
@@ -198,6 +199,7 @@ impl RangeIndex {
             for route in &retired {
                 route.retire();
             }
+            draft.trim();
             self.current.store(Arc::new(draft));
             for route in &applied {
                 writer.log.record(route.clone());
@@ -289,6 +291,7 @@ impl RangeIndex {
             route.retire();
         }
         debug_assert!(draft.disjoint(), "P2: the loaded index covers a key twice");
+        draft.trim();
         self.current.store(Arc::new(draft));
         refused
     }
@@ -453,6 +456,70 @@ mod tests {
             .range::<[u8], _>((std::ops::Bound::Unbounded, std::ops::Bound::Included(key)))
             .next_back()?;
         (r.end_key.is_empty() || key < r.end_key.as_slice()).then_some(r)
+    }
+
+    /// An index built as a cluster grows (the last region split again and again, in batches,
+    /// and regions split in the middle) holds no more room for segment pointers than it uses:
+    /// inserts double a chunk's vector and a chunk that splits keeps the half it gave away.
+    #[test]
+    fn a_published_index_gives_back_the_room_its_edits_grew() {
+        let index = RangeIndex::with_sizes(SEGMENT, 16);
+        let key = |i: u64| {
+            let mut k = b"t".to_vec();
+            k.extend_from_slice(&(i * 1_000).to_be_bytes());
+            k
+        };
+        index.apply(region(1, b"", b"", 1)).expect("first region");
+        let (mut version, mut next_id) = (1, 2);
+        for batch in 0..40u64 {
+            version += 1;
+            let mut reports: Vec<Region> = (0..256)
+                .map(|j| {
+                    let i = batch * 256 + j;
+                    next_id += 1;
+                    region(next_id, &key(i), &key(i + 1), version)
+                })
+                .collect();
+            reports.push(region(1, &key(batch * 256 + 256), b"", version));
+            assert!(index.apply_batch(reports).iter().all(Result::is_ok));
+        }
+        let room_left = |index: &RangeIndex, when: &str| {
+            let snap = index.snapshot();
+            assert_eq!(snap.layout_error(), None);
+            let room = snap.chunk_room();
+            assert!(room.len() > 4, "{} chunks: too few to split", room.len());
+            let wasted: Vec<_> = room.iter().filter(|(len, cap)| cap > len).collect();
+            assert!(
+                wasted.is_empty(),
+                "{when}: chunks with room left (segments, capacity): {wasted:?}"
+            );
+        };
+        room_left(&index, "built");
+        // Splits in the middle: each inserts a segment into a chunk built before.
+        for i in (0..10_240).step_by(97) {
+            let mid = {
+                let mut k = key(i);
+                k.push(1);
+                k
+            };
+            let snap = index.snapshot();
+            let r = snap.locate(&mid).expect("covered").region();
+            next_id += 1;
+            let left = Region {
+                end_key: mid.clone(),
+                epoch: Epoch {
+                    version: r.epoch.version + 1,
+                    ..r.epoch
+                },
+                ..r.clone()
+            };
+            let right = region(next_id, &mid, &r.end_key, r.epoch.version + 1);
+            assert!(index
+                .apply_batch(vec![right, left])
+                .iter()
+                .all(Result::is_ok));
+        }
+        room_left(&index, "split in the middle");
     }
 
     /// Every read the snapshot answers, against the model, and the layout's invariants.
